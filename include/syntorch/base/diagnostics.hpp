@@ -1,0 +1,53 @@
+#pragma once
+// Errors in user input (configs, flags, study files), collected so that every problem is
+// reported at once. Each names where it is (a file and a JSON path, or a flag) and what was
+// expected. Library code reports through these and never exits; the CLI exits 2.
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace syntorch {
+
+struct Diagnostic {
+  std::string where;    // a file name, or "--set", or "--flag"
+  std::string path;     // a JSON pointer like /components/hbm/bandwidth; may be empty
+  std::string message;  // what was expected and what was found
+
+  std::string to_string() const;  // "where:path: message"
+};
+
+class Diagnostics {
+ public:
+  void error(std::string where, std::string path, std::string message);
+  void append(const Diagnostics& other);
+  bool empty() const { return items_.empty(); }
+  std::size_t size() const { return items_.size(); }
+  const std::vector<Diagnostic>& items() const { return items_; }
+  std::string to_string() const;  // one line per diagnostic
+
+ private:
+  std::vector<Diagnostic> items_;
+};
+
+// Thrown by loaders when their input has one or more problems.
+class InputError : public std::runtime_error {
+ public:
+  explicit InputError(Diagnostics diagnostics);
+  const Diagnostics& diagnostics() const { return diagnostics_; }
+
+ private:
+  Diagnostics diagnostics_;
+};
+
+// The candidate closest to `word` by edit distance, if it is close enough to be a likely typo.
+std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);
+
+// ", did you mean \"x\"?" when closest_match finds one, else "".
+std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates);
+
+// Joins strings as "a, b, c".
+std::string join(const std::vector<std::string>& items, std::string_view separator = ", ");
+
+}  // namespace syntorch

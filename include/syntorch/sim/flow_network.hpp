@@ -1,0 +1,99 @@
+#pragma once
+// Bandwidth resources (an HBM stack, one direction of a link, a switch port) shared by flows.
+// A flow moves a number of bytes across a set of resources; at every moment the rates of all
+// active flows are the max-min fair allocation (progressive filling, as SimGrid's flow model):
+// no flow can get faster without slowing one that is no faster than it. A flow may carry its own
+// rate cap (e.g. the bandwidth a kernel on a few SMs can draw), which acts as a private resource.
+//
+// Rates are recomputed when a flow starts or ends. Several changes at the same instant are folded
+// into one recomputation, run by an event at that instant after the events already queued there.
+// Between changes every flow progresses linearly; one pending event marks the next completion.
+// Flow slots and their path storage are reused, so steady-state churn allocates nothing.
+
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "syntorch/sim/simulator.hpp"
+
+namespace syntorch::sim {
+
+using ResourceId = std::uint32_t;
+using FlowId = std::uint32_t;
+
+inline constexpr double kUnlimitedRate = std::numeric_limits<double>::infinity();
+
+class FlowNetwork {
+ public:
+  explicit FlowNetwork(Simulator& sim) : sim_(sim) {}
+  FlowNetwork(const FlowNetwork&) = delete;
+  FlowNetwork& operator=(const FlowNetwork&) = delete;
+
+  // Adds a resource of `capacity_bytes_per_s` (> 0).
+  ResourceId add_resource(std::string name, double capacity_bytes_per_s);
+
+  // Starts moving `bytes` (>= 0) across `path` (each resource at most once). The flow's rate
+  // never exceeds `rate_cap_bytes_per_s`. A flow with an empty path must have a finite cap.
+  // When the last byte arrives, on_done(obj, arg) runs. Returns the flow's id, valid until then.
+  FlowId start(std::span<const ResourceId> path, double bytes, EventFn on_done, void* obj,
+               std::uint64_t arg = 0, double rate_cap_bytes_per_s = kUnlimitedRate);
+
+  // Current rate of an active flow and its bytes still to move (as of now()).
+  double rate(FlowId id) const { return flows_[id].rate; }
+  double remaining_bytes(FlowId id) const;
+
+  std::size_t active_flows() const { return active_.size(); }
+  std::size_t resource_count() const { return resources_.size(); }
+  const std::string& resource_name(ResourceId r) const { return resources_[r].name; }
+  double capacity(ResourceId r) const { return resources_[r].capacity; }
+  // Sum of the rates of the flows crossing r right now.
+  double used_rate(ResourceId r) const { return resources_[r].used_rate; }
+  // Bytes that have crossed r since the start (as of the last rate change).
+  double bytes_carried(ResourceId r) const { return resources_[r].bytes_carried; }
+  std::uint64_t recomputations() const { return recomputations_; }
+
+ private:
+  struct Resource {
+    std::string name;
+    double capacity = 0;
+    double used_rate = 0;
+    double bytes_carried = 0;
+    // Scratch for progressive filling.
+    double capacity_left = 0;
+    std::uint32_t unfrozen_flows = 0;
+  };
+  struct Flow {
+    std::vector<ResourceId> path;  // capacity kept across reuse of the slot
+    double remaining = 0;
+    double rate = 0;
+    double cap = kUnlimitedRate;
+    EventFn on_done = nullptr;
+    void* obj = nullptr;
+    std::uint64_t arg = 0;
+    std::uint32_t active_index = 0;
+    bool frozen = false;
+  };
+
+  void advance();              // progress every flow to now()
+  void mark_dirty();           // schedule a recomputation at now(), once
+  void recompute();            // the event: finish done flows, reshare, schedule next completion
+  void reshare();              // progressive filling
+  void schedule_next_completion();
+  void on_completion_event();
+
+  Simulator& sim_;
+  std::vector<Resource> resources_;
+  std::vector<Flow> flows_;
+  std::vector<FlowId> free_slots_;
+  std::vector<FlowId> active_;
+  std::vector<ResourceId> touched_;   // scratch: resources crossed by active flows
+  std::vector<FlowId> finished_;      // scratch: flows done in this recomputation
+  TimePs last_advance_ps_ = 0;
+  EventId next_completion_{};
+  bool recompute_pending_ = false;
+  std::uint64_t recomputations_ = 0;
+};
+
+}  // namespace syntorch::sim

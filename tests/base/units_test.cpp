@@ -1,0 +1,63 @@
+#include <gtest/gtest.h>
+
+#include "syntorch/base/diagnostics.hpp"
+#include "syntorch/base/units.hpp"
+
+namespace syntorch {
+namespace {
+
+TEST(Units, ParsesDecimalAndBinaryPrefixes) {
+  EXPECT_DOUBLE_EQ(*units::parse_bandwidth_bytes_per_s("3.35 TB/s"), 3.35e12);
+  EXPECT_DOUBLE_EQ(*units::parse_bandwidth_bytes_per_s("64GB/s"), 64e9);
+  EXPECT_DOUBLE_EQ(*units::parse_bandwidth_bytes_per_s("400 Gb/s"), 50e9);
+  EXPECT_DOUBLE_EQ(*units::parse_bandwidth_bytes_per_s("1 GiB/s"), 1073741824.0);
+  EXPECT_DOUBLE_EQ(*units::parse_size_bytes("80 GiB"), 80.0 * 1073741824.0);
+  EXPECT_DOUBLE_EQ(*units::parse_size_bytes("50 MB"), 50e6);
+  EXPECT_DOUBLE_EQ(*units::parse_frequency_hz("1.83 GHz"), 1.83e9);
+  EXPECT_DOUBLE_EQ(*units::parse_time_s("2 us"), 2e-6);
+  EXPECT_DOUBLE_EQ(*units::parse_time_s("500 ns"), 500e-9);
+  EXPECT_DOUBLE_EQ(*units::parse_flops_per_s("989.4 TFLOP/s"), 989.4e12);
+}
+
+TEST(Units, RejectsMissingOrWrongUnits) {
+  EXPECT_FALSE(units::parse_bandwidth_bytes_per_s("3350"));
+  EXPECT_FALSE(units::parse_bandwidth_bytes_per_s("3.35 TB"));
+  EXPECT_FALSE(units::parse_size_bytes("80 GiB/s"));
+  EXPECT_FALSE(units::parse_frequency_hz("fast"));
+  EXPECT_FALSE(units::parse_time_s("2 parsecs"));
+  EXPECT_FALSE(units::parse_time_s(""));
+}
+
+TEST(Units, KeepsTheSignSoValidatorsCanRejectIt) {
+  EXPECT_DOUBLE_EQ(*units::parse_bandwidth_bytes_per_s("-5 GB/s"), -5e9);
+}
+
+TEST(Units, FormatsWithThreeSignificantDigits) {
+  EXPECT_EQ(units::format_bandwidth(3.35e12), "3.35 TB/s");
+  EXPECT_EQ(units::format_size(80.0 * 1073741824.0), "80 GiB");
+  EXPECT_EQ(units::format_frequency(1.83e9), "1.83 GHz");
+  EXPECT_EQ(units::format_time_ps(2'000'000), "2 us");
+  EXPECT_EQ(units::format_flops(989.4e12), "989 TFLOP/s");
+}
+
+TEST(Units, SecondsToPicosecondsRounds) {
+  EXPECT_EQ(units::seconds_to_ps(2e-6), 2'000'000u);
+  EXPECT_EQ(units::seconds_to_ps(-1.0), 0u);
+}
+
+TEST(Diagnostics, DidYouMeanFindsCloseKeys) {
+  const std::vector<std::string> keys{"bandwidth", "latency", "size"};
+  EXPECT_EQ(closest_match("bandwith", keys), "bandwidth");
+  EXPECT_EQ(closest_match("latncy", keys), "latency");
+  EXPECT_EQ(closest_match("colour", keys), "");
+}
+
+TEST(Diagnostics, FormatsFilePathAndMessage) {
+  Diagnostics d;
+  d.error("hw_configs/h100.json", "/components/hbm/bandwidth", "expected a bandwidth");
+  d.error("--set", "", "bad");
+  EXPECT_EQ(d.to_string(), "hw_configs/h100.json:/components/hbm/bandwidth: expected a bandwidth\n--set: bad\n");
+}
+
+}  // namespace
+}  // namespace syntorch
