@@ -116,7 +116,12 @@ std::optional<double> parse_time_s(std::string_view text) {
 }
 
 std::string format_bandwidth(double bytes_per_s) { return scaled(bytes_per_s, "B/s", false); }
-std::string format_size(double bytes) { return scaled(bytes, "B", true); }
+std::string format_size(double bytes) {
+  // Binary prefixes when the size is a whole number of KiB (as memory sizes given in GiB, MiB
+  // are), decimal otherwise (as datasheets' "80 GB").
+  const bool binary = bytes >= 1024 && std::fmod(bytes, 1024.0) == 0;
+  return scaled(bytes, "B", binary);
+}
 std::string format_frequency(double hz) { return scaled(hz, "Hz", false); }
 std::string format_flops(double flops_per_s) { return scaled(flops_per_s, "FLOP/s", false); }
 

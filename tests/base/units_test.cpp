@@ -35,6 +35,8 @@ TEST(Units, KeepsTheSignSoValidatorsCanRejectIt) {
 TEST(Units, FormatsWithThreeSignificantDigits) {
   EXPECT_EQ(units::format_bandwidth(3.35e12), "3.35 TB/s");
   EXPECT_EQ(units::format_size(80.0 * 1073741824.0), "80 GiB");
+  EXPECT_EQ(units::format_size(80e9), "80 GB");
+  EXPECT_EQ(units::format_size(512), "512 B");
   EXPECT_EQ(units::format_frequency(1.83e9), "1.83 GHz");
   EXPECT_EQ(units::format_time_ps(2'000'000), "2 us");
   EXPECT_EQ(units::format_flops(989.4e12), "989 TFLOP/s");

@@ -21,7 +21,7 @@ std::optional<double> parse_flops_per_s(std::string_view text);            // "9
 
 // Readable forms with three significant digits, e.g. "3.35 TB/s", "80 GiB", "1.83 GHz", "2 us".
 std::string format_bandwidth(double bytes_per_s);
-std::string format_size(double bytes);  // binary prefixes
+std::string format_size(double bytes);  // binary prefixes for whole KiB, else decimal
 std::string format_frequency(double hz);
 std::string format_time_s(double seconds);
 std::string format_time_ps(std::uint64_t ps);

@@ -1,0 +1,29 @@
+#pragma once
+// Loading hardware configs: read the JSON file, resolve `extends` (a path relative to the file
+// that names it; objects merge key by key, anything else is replaced, null deletes), apply
+// `--set /json/pointer=value` overrides, then parse and validate into a HardwareConfig.
+// Every problem found is collected and thrown together as an InputError.
+
+#include <string>
+#include <vector>
+
+#include "syntorch/base/diagnostics.hpp"
+#include "syntorch/hw/config.hpp"
+
+namespace syntorch::hw {
+
+// One `--set` override: a JSON pointer and the value text. The value is read as JSON when it
+// parses as JSON (numbers, true/false, quoted strings, objects) and as a plain string otherwise,
+// so `--set /components/gpu/components/hbm/bandwidth=6.7 TB/s` works without extra quoting.
+struct Override {
+  std::string pointer;
+  std::string value_text;
+};
+
+// Splits "/a/b=value" at the first '='; adds a diagnostic (naming the flag) when malformed.
+std::vector<Override> parse_overrides(const std::vector<std::string>& args, Diagnostics& diagnostics);
+
+// Loads, merges, overrides, parses and validates. Throws InputError.
+HardwareConfig load_hardware_config(const std::string& file, const std::vector<Override>& overrides = {});
+
+}  // namespace syntorch::hw

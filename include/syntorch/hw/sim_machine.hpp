@@ -1,0 +1,65 @@
+#pragma once
+// A Machine bound to a Simulator: the hardware resources that activity contends for. Each device
+// has a pool of its compute units (SMs) and its HBM as a bandwidth resource; each link has one
+// bandwidth resource per direction; a switch with a finite capacity is a resource too. All
+// bandwidth resources live in one FlowNetwork, so a transfer that crosses links and a kernel
+// reading HBM share fairly with everything else in flight.
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "syntorch/hw/machine.hpp"
+#include "syntorch/sim/flow_network.hpp"
+#include "syntorch/sim/server_pool.hpp"
+
+namespace syntorch::hw {
+
+class SimMachine {
+ public:
+  SimMachine(sim::Simulator& sim, const Machine& machine);
+  SimMachine(const SimMachine&) = delete;
+  SimMachine& operator=(const SimMachine&) = delete;
+
+  const Machine& machine() const { return machine_; }
+  sim::Simulator& simulator() { return sim_; }
+  sim::FlowNetwork& network() { return network_; }
+
+  sim::ServerPool& compute_units(std::uint32_t device) { return *compute_units_[device]; }
+  sim::ResourceId hbm(std::uint32_t device) const { return hbm_[device]; }
+  sim::ResourceId link_direction(Hop hop) const { return 2 * hop.link + (hop.forward ? 0 : 1); }
+
+  // The resources a transfer from one endpoint to another crosses: each link direction on the
+  // route and each switch with a finite capacity.
+  void path_resources(std::uint32_t from_endpoint, std::uint32_t to_endpoint,
+                      std::vector<sim::ResourceId>& out) const;
+
+  // Moves `bytes` between two endpoints over the routed links, sharing them with all other
+  // traffic; on_done(obj, arg) runs when the last byte has arrived (the route's latency after
+  // the flow ends). With `touch_hbm`, the HBM of a device at either end is on the path too.
+  void transfer(std::uint32_t from_endpoint, std::uint32_t to_endpoint, double bytes, sim::EventFn on_done,
+                void* obj, std::uint64_t arg = 0, bool touch_hbm = false);
+
+ private:
+  struct Transfer {
+    sim::TimePs latency_ps;
+    sim::EventFn on_done;
+    void* obj;
+    std::uint64_t arg;
+  };
+  static void on_flow_done(void* obj, std::uint64_t slot);
+  static void on_arrived(void* obj, std::uint64_t slot);
+
+  sim::Simulator& sim_;
+  const Machine& machine_;
+  sim::FlowNetwork network_;
+  std::vector<std::unique_ptr<sim::ServerPool>> compute_units_;
+  std::vector<sim::ResourceId> hbm_;
+  std::vector<std::optional<sim::ResourceId>> switch_resource_;
+  std::vector<Transfer> transfers_;       // slots, reused
+  std::vector<std::uint32_t> free_transfers_;
+  std::vector<sim::ResourceId> scratch_path_;
+};
+
+}  // namespace syntorch::hw

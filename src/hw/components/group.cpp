@@ -1,0 +1,16 @@
+#include "components.hpp"
+
+namespace syntorch::hw::detail {
+
+void parse_group(ObjectReader& r, ComponentSpec& out) {
+  GroupSpec g;
+  g.count = r.count("count", false, 1).value_or(1);
+  if (const Json* components = r.raw("components")) {
+    parse_components(*components, child_pointer(r.pointer(), "components"), r.context(), g);
+  } else {
+    r.context().error(r.pointer(), "missing required field \"components\" (an object mapping names to components) in a group component");
+  }
+  out.body = std::move(g);
+}
+
+}  // namespace syntorch::hw::detail

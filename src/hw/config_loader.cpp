@@ -1,0 +1,195 @@
+#include "syntorch/hw/config_loader.hpp"
+
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <sstream>
+
+#include "components/components.hpp"
+#include "json_reader.hpp"
+
+namespace syntorch::hw {
+
+using detail::Json;
+using detail::ParseContext;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Records `file` as the origin of `v` and of everything inside it.
+void record_origin(const Json& v, const std::string& pointer, const std::string& file,
+                   std::map<std::string, std::string>& origin) {
+  origin[pointer] = file;
+  if (v.is_object()) {
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      record_origin(it.value(), detail::child_pointer(pointer, it.key()), file, origin);
+    }
+  } else if (v.is_array()) {
+    for (std::size_t i = 0; i < v.size(); ++i) record_origin(v[i], detail::child_pointer(pointer, i), file, origin);
+  }
+}
+
+// Merges `over` into `base`: objects key by key, null deletes, anything else replaces.
+void merge(Json& base, const Json& over, const std::string& pointer, const std::string& file,
+           std::map<std::string, std::string>& origin) {
+  for (auto it = over.begin(); it != over.end(); ++it) {
+    const std::string child = detail::child_pointer(pointer, it.key());
+    if (it.value().is_null()) {
+      base.erase(it.key());
+      continue;
+    }
+    auto existing = base.find(it.key());
+    if (existing != base.end() && existing->is_object() && it.value().is_object()) {
+      origin[child] = file;
+      merge(*existing, it.value(), child, file, origin);
+    } else {
+      base[it.key()] = it.value();
+      record_origin(it.value(), child, file, origin);
+    }
+  }
+}
+
+std::string line_col(const std::string& text, std::size_t byte) {
+  std::size_t line = 1;
+  std::size_t col = 1;
+  for (std::size_t i = 0; i < byte && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  return fmt::format("line {}, column {}", line, col);
+}
+
+// Reads `file` and, recursively, what it extends. Returns false when it cannot be loaded.
+bool load_document(const std::string& file, std::vector<std::string>& chain, Json& out, ParseContext& ctx) {
+  std::error_code ec;
+  const std::string canonical = fs::weakly_canonical(file, ec).string();
+  for (const auto& c : chain) {
+    if (c == canonical) {
+      std::string cycle;
+      for (const auto& x : chain) cycle += fs::path(x).filename().string() + " -> ";
+      cycle += fs::path(file).filename().string();
+      ctx.diagnostics.error(file, "/extends", "extends cycle: " + cycle);
+      return false;
+    }
+  }
+  std::ifstream in(file, std::ios::binary);
+  if (!in) {
+    ctx.diagnostics.error(file, "", "cannot open the file (no such file, or not readable)");
+    return false;
+  }
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  const std::string text = buffer.str();
+  Json doc;
+  try {
+    doc = Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    std::string what = e.what();
+    if (auto p = what.find("parse error"); p != std::string::npos) what = what.substr(p);
+    ctx.diagnostics.error(file, "", fmt::format("malformed JSON at {}: {}", line_col(text, e.byte == 0 ? 0 : e.byte - 1), what));
+    return false;
+  }
+  if (!doc.is_object()) {
+    ctx.diagnostics.error(file, "", "expected a JSON object at the top level, got " + detail::describe_json(doc));
+    return false;
+  }
+  chain.push_back(canonical);
+  auto ext = doc.find("extends");
+  if (ext != doc.end()) {
+    if (!ext->is_string()) {
+      ctx.diagnostics.error(file, "/extends", "expected a file name like \"h100_sxm5_80gb.json\", got " + detail::describe_json(*ext));
+      chain.pop_back();
+      return false;
+    }
+    const std::string base_file = (fs::path(file).parent_path() / ext->get<std::string>()).lexically_normal().string();
+    if (!fs::exists(base_file)) {
+      ctx.diagnostics.error(file, "/extends", fmt::format("extends \"{}\", which does not exist (looked for {})",
+                                                          ext->get<std::string>(), base_file));
+      chain.pop_back();
+      return false;
+    }
+    Json base;
+    if (!load_document(base_file, chain, base, ctx)) {
+      chain.pop_back();
+      return false;
+    }
+    doc.erase("extends");
+    merge(base, doc, "", file, ctx.origin);
+    out = std::move(base);
+  } else {
+    record_origin(doc, "", file, ctx.origin);
+    out = std::move(doc);
+  }
+  chain.pop_back();
+  return true;
+}
+
+void apply_override(Json& doc, const Override& o, ParseContext& ctx) {
+  const std::string where = fmt::format("--set {}={}", o.pointer, o.value_text);
+  Json value;
+  try {
+    value = Json::parse(o.value_text);
+  } catch (const Json::parse_error&) {
+    value = o.value_text;
+  }
+  Json::json_pointer ptr;
+  try {
+    ptr = Json::json_pointer(o.pointer);
+  } catch (const Json::exception& e) {
+    ctx.diagnostics.error(where, "", "expected a JSON pointer like /components/gpu/count");
+    return;
+  }
+  if (ptr.empty()) {
+    ctx.diagnostics.error(where, "", "cannot replace the whole document; name a field like /components/gpu/count");
+    return;
+  }
+  const Json::json_pointer parent = ptr.parent_pointer();
+  if (!doc.contains(parent) || !doc.at(parent).is_object()) {
+    ctx.diagnostics.error(where, "", fmt::format("{} names no object in the config", parent.to_string()));
+    return;
+  }
+  doc[ptr] = value;
+  record_origin(value, o.pointer, "--set", ctx.origin);
+}
+
+}  // namespace
+
+std::vector<Override> parse_overrides(const std::vector<std::string>& args, Diagnostics& diagnostics) {
+  std::vector<Override> out;
+  for (const auto& a : args) {
+    const auto eq = a.find('=');
+    if (eq == std::string::npos || a.empty() || a[0] != '/') {
+      diagnostics.error("--set " + a, "", "expected /json/pointer=value, e.g. --set /components/gpu/count=4");
+      continue;
+    }
+    out.push_back(Override{a.substr(0, eq), a.substr(eq + 1)});
+  }
+  return out;
+}
+
+namespace detail {
+HardwareConfig load_and_parse(const std::string& file, const std::vector<Override>& overrides, ParseContext& ctx) {
+  ctx.top_file = file;
+  Json doc;
+  std::vector<std::string> chain;
+  if (!load_document(file, chain, doc, ctx)) return HardwareConfig{};
+  for (const auto& o : overrides) apply_override(doc, o, ctx);
+  HardwareConfig config = parse_config(doc, ctx);
+  config.file = file;
+  return config;
+}
+}  // namespace detail
+
+HardwareConfig load_hardware_config(const std::string& file, const std::vector<Override>& overrides) {
+  ParseContext ctx;
+  HardwareConfig config = detail::load_and_parse(file, overrides, ctx);
+  if (!ctx.diagnostics.empty()) throw InputError(std::move(ctx.diagnostics));
+  return config;
+}
+
+}  // namespace syntorch::hw

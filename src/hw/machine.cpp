@@ -1,0 +1,357 @@
+#include "syntorch/hw/machine.hpp"
+
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/dijkstra_shortest_paths.hpp>
+#include <fmt/format.h>
+#include <limits>
+
+#include "components/components.hpp"
+#include "json_reader.hpp"
+
+namespace syntorch::hw {
+
+std::string_view endpoint_kind_name(EndpointKind k) {
+  switch (k) {
+    case EndpointKind::device: return "device";
+    case EndpointKind::switch_: return "switch";
+    case EndpointKind::host: return "host";
+  }
+  return "?";
+}
+
+// Walks the parsed config, creating instances and resolving link endpoints.
+struct MachineBuilder {
+  Machine& m;
+  detail::ParseContext& ctx;
+
+  struct Scope {
+    const GroupSpec* group;
+    std::string prefix;  // "" or "node[1]."
+  };
+
+  static bool is_device(const GroupSpec& g) {
+    for (const auto& c : g.components) {
+      if (std::holds_alternative<ComputeSpec>(c.body)) return true;
+    }
+    return false;
+  }
+
+  std::uint32_t add_endpoint(std::string name, EndpointKind kind, std::uint32_t index) {
+    m.endpoints_.push_back(Endpoint{std::move(name), kind, index});
+    return static_cast<std::uint32_t>(m.endpoints_.size() - 1);
+  }
+
+  void add_device(const ComponentSpec& spec, const GroupSpec& g, const std::string& name) {
+    Device d;
+    d.name = name;
+    d.spec_path = spec.json_path;
+    int memories = 0;
+    int caches = 0;
+    int computes = 0;
+    for (const auto& c : g.components) {
+      if (auto* x = std::get_if<ComputeSpec>(&c.body)) {
+        d.compute = *x;
+        ++computes;
+      } else if (auto* mem = std::get_if<MemorySpec>(&c.body)) {
+        d.memory = *mem;
+        ++memories;
+      } else if (auto* cache = std::get_if<CacheSpec>(&c.body)) {
+        d.cache = *cache;
+        ++caches;
+      }
+    }
+    // Report structural problems once per group, not once per instance.
+    if (name.ends_with("[0]") || g.count == 1) {
+      if (computes != 1) ctx.error(spec.json_path, fmt::format("a device needs exactly one compute component, found {}", computes));
+      if (memories != 1) ctx.error(spec.json_path, fmt::format("a device (a group with a compute) needs exactly one memory component (its HBM), found {}", memories));
+      if (caches > 1) ctx.error(spec.json_path, fmt::format("a device may have at most one cache component, found {}", caches));
+    }
+    d.endpoint = add_endpoint(name, EndpointKind::device, static_cast<std::uint32_t>(m.devices_.size()));
+    m.devices_.push_back(std::move(d));
+  }
+
+  // Pass 1: instances of devices, switches and hosts.
+  void instantiate(const GroupSpec& group, const std::string& prefix, bool top) {
+    for (const auto& c : group.components) {
+      if (auto* g = std::get_if<GroupSpec>(&c.body)) {
+        for (std::uint32_t i = 0; i < g->count; ++i) {
+          const std::string name = fmt::format("{}{}[{}]", prefix, c.name, i);
+          if (is_device(*g)) {
+            add_device(c, *g, name);
+          } else {
+            instantiate(*g, name + ".", false);
+          }
+        }
+      } else if (auto* s = std::get_if<SwitchSpec>(&c.body)) {
+        const std::string name = prefix + c.name;
+        m.switches_.push_back(Switch{name, add_endpoint(name, EndpointKind::switch_, static_cast<std::uint32_t>(m.switches_.size())), *s});
+      } else if (auto* h = std::get_if<HostSpec>(&c.body)) {
+        const std::string name = prefix + c.name;
+        m.hosts_.push_back(Host{name, add_endpoint(name, EndpointKind::host, static_cast<std::uint32_t>(m.hosts_.size())), *h});
+      } else if (std::holds_alternative<ComputeSpec>(c.body) || std::holds_alternative<MemorySpec>(c.body) ||
+                 std::holds_alternative<CacheSpec>(c.body)) {
+        if (top) {
+          ctx.error(c.json_path, fmt::format("a {} component must sit inside a group (the device it belongs to), "
+                                             "e.g. \"gpu\": {{\"type\": \"group\", \"components\": {{...}}}}",
+                                             component_type_name(c)));
+        }
+      }
+    }
+  }
+
+  // Resolves an endpoint pattern like "gpu[*]", "gpu[3]", "node[*].nvswitch" in `scope`.
+  bool resolve(const GroupSpec& scope, const std::string& prefix, const std::string& pattern,
+               const std::string& pointer, std::vector<std::uint32_t>& out) {
+    std::vector<std::pair<const GroupSpec*, std::string>> frontier{{&scope, prefix}};
+    std::size_t start = 0;
+    while (true) {
+      const std::size_t dot = pattern.find('.', start);
+      const std::string segment = pattern.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+      const bool last = dot == std::string::npos;
+      std::string base = segment;
+      std::optional<std::string> index;
+      if (auto lb = segment.find('['); lb != std::string::npos) {
+        if (segment.back() != ']') {
+          ctx.error(pointer, fmt::format("malformed endpoint \"{}\": expected name, name[*] or name[i]", pattern));
+          return false;
+        }
+        base = segment.substr(0, lb);
+        index = segment.substr(lb + 1, segment.size() - lb - 2);
+      }
+      std::vector<std::pair<const GroupSpec*, std::string>> next;
+      for (const auto& [group, pre] : frontier) {
+        const ComponentSpec* found = nullptr;
+        std::vector<std::string> names;
+        for (const auto& c : group->components) {
+          names.push_back(c.name);
+          if (c.name == base) found = &c;
+        }
+        if (!found) {
+          ctx.error(pointer, fmt::format("endpoint \"{}\": \"{}\" names no component here{} (components: {})", pattern,
+                                         base, did_you_mean(base, names), join(names)));
+          return false;
+        }
+        const auto* g = std::get_if<GroupSpec>(&found->body);
+        if (!g) {
+          if (index) {
+            ctx.error(pointer, fmt::format("endpoint \"{}\": \"{}\" is a {}, not a group; drop the [{}]", pattern,
+                                           base, component_type_name(*found), *index));
+            return false;
+          }
+          if (!last) {
+            ctx.error(pointer, fmt::format("endpoint \"{}\": \"{}\" is a {}, not a group", pattern, base,
+                                           component_type_name(*found)));
+            return false;
+          }
+          if (!std::holds_alternative<SwitchSpec>(found->body) && !std::holds_alternative<HostSpec>(found->body)) {
+            ctx.error(pointer, fmt::format("endpoint \"{}\": a link connects devices, switches and hosts, and \"{}\" "
+                                           "is a {}; name the group that holds it", pattern, base,
+                                           component_type_name(*found)));
+            return false;
+          }
+          auto e = m.find_endpoint(pre + base);
+          if (e) out.push_back(*e);
+          continue;
+        }
+        std::vector<std::uint32_t> instances;
+        if (!index) {
+          if (g->count != 1) {
+            ctx.error(pointer, fmt::format("endpoint \"{}\": \"{}\" is a group of {}; write {}[*] for each or {}[i] "
+                                           "for one", pattern, base, g->count, base, base));
+            return false;
+          }
+          instances.push_back(0);
+        } else if (*index == "*") {
+          for (std::uint32_t i = 0; i < g->count; ++i) instances.push_back(i);
+        } else {
+          std::uint32_t i = 0;
+          const bool numeric = !index->empty() && index->find_first_not_of("0123456789") == std::string::npos &&
+                               index->size() < 10;
+          if (numeric) i = static_cast<std::uint32_t>(std::stoul(*index));
+          if (!numeric || i >= g->count) {
+            ctx.error(pointer, fmt::format("endpoint \"{}\": index [{}] is not in 0..{} (or *)", pattern, *index,
+                                           g->count - 1));
+            return false;
+          }
+          instances.push_back(i);
+        }
+        for (std::uint32_t i : instances) {
+          const std::string inst = fmt::format("{}{}[{}]", pre, base, i);
+          if (last) {
+            if (!is_device(*g)) {
+              ctx.error(pointer, fmt::format("endpoint \"{}\": \"{}\" is a group without a compute (not a device); "
+                                             "name a device, switch or host inside it", pattern, base));
+              return false;
+            }
+            if (auto e = m.find_endpoint(inst)) out.push_back(*e);
+          } else {
+            next.emplace_back(g, inst + ".");
+          }
+        }
+      }
+      if (last) return true;
+      frontier = std::move(next);
+      start = dot + 1;
+    }
+  }
+
+  // Pass 2: link instances.
+  void connect(const GroupSpec& group, const std::string& prefix) {
+    for (const auto& c : group.components) {
+      if (auto* g = std::get_if<GroupSpec>(&c.body)) {
+        if (!is_device(*g)) {
+          for (std::uint32_t i = 0; i < g->count; ++i) connect(*g, fmt::format("{}{}[{}].", prefix, c.name, i));
+        }
+        continue;
+      }
+      const auto* l = std::get_if<LinkSpec>(&c.body);
+      if (!l || l->endpoints.size() != 2) continue;
+      std::vector<std::uint32_t> a;
+      std::vector<std::uint32_t> b;
+      const bool ok_a = resolve(group, prefix, l->endpoints[0], l->endpoint_paths[0], a);
+      const bool ok_b = resolve(group, prefix, l->endpoints[1], l->endpoint_paths[1], b);
+      if (!ok_a || !ok_b || a.empty() || b.empty()) continue;
+      std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs;
+      if (l->endpoints[0] == l->endpoints[1]) {
+        for (std::size_t i = 0; i < a.size(); ++i) {
+          for (std::size_t j = i + 1; j < a.size(); ++j) pairs.emplace_back(a[i], a[j]);
+        }
+        if (pairs.empty()) {
+          ctx.error(c.json_path + "/endpoints", fmt::format("link connects \"{}\" to itself", l->endpoints[0]));
+          continue;
+        }
+      } else if (a.size() == 1 || b.size() == 1) {
+        for (auto x : a) {
+          for (auto y : b) pairs.emplace_back(x, y);
+        }
+      } else if (a.size() == b.size()) {
+        for (std::size_t i = 0; i < a.size(); ++i) pairs.emplace_back(a[i], b[i]);
+      } else {
+        ctx.error(c.json_path + "/endpoints",
+                  fmt::format("cannot pair {} instances of \"{}\" with {} of \"{}\": use one side with a single "
+                              "instance (a star), equal counts (one link per pair), or the same name twice (a mesh)",
+                              a.size(), l->endpoints[0], b.size(), l->endpoints[1]));
+        continue;
+      }
+      std::size_t k = 0;
+      for (auto [x, y] : pairs) {
+        if (x == y) {
+          ctx.error(c.json_path + "/endpoints", fmt::format("link connects {} to itself", m.endpoints_[x].name));
+          continue;
+        }
+        const std::string name = pairs.size() == 1 ? prefix + c.name : fmt::format("{}{}[{}]", prefix, c.name, k);
+        ++k;
+        m.links_.push_back(Link{name, x, y, l->bandwidth_bytes_per_s, l->latency_s, c.json_path});
+      }
+    }
+  }
+
+  void route_all() {
+    using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property,
+                                        boost::property<boost::edge_weight_t, double>>;
+    const std::size_t n = m.endpoints_.size();
+    Graph graph(n);
+    // Directed edges, one per link direction, so each edge id maps to a Hop.
+    std::vector<Hop> edge_hop;
+    auto switch_latency = [&](std::uint32_t e) {
+      const Endpoint& ep = m.endpoints_[e];
+      return ep.kind == EndpointKind::switch_ ? m.switches_[ep.index].spec.latency_s : 0.0;
+    };
+    std::map<std::pair<std::uint32_t, std::uint32_t>, std::size_t> edge_of;
+    for (std::uint32_t i = 0; i < m.links_.size(); ++i) {
+      const Link& l = m.links_[i];
+      // Weight: the link's latency plus the switch entered; 1 ps per hop prefers shorter paths.
+      boost::add_edge(l.a, l.b, l.latency_s + switch_latency(l.b) + 1e-12, graph);
+      edge_of[{l.a, l.b}] = edge_hop.size();
+      edge_hop.push_back(Hop{i, true});
+      boost::add_edge(l.b, l.a, l.latency_s + switch_latency(l.a) + 1e-12, graph);
+      edge_of[{l.b, l.a}] = edge_hop.size();
+      edge_hop.push_back(Hop{i, false});
+    }
+    m.routes_.assign(n * n, Route{});
+    std::vector<std::size_t> pred(n);
+    std::vector<double> dist(n);
+    for (std::uint32_t s = 0; s < n; ++s) {
+      boost::dijkstra_shortest_paths(graph, s,
+                                     boost::predecessor_map(pred.data()).distance_map(dist.data()));
+      for (std::uint32_t t = 0; t < n; ++t) {
+        if (t == s) continue;
+        if (pred[t] == t) {
+          // Report each unreachable pair once, from the first endpoint.
+          if (s == 0) {
+            ctx.error("/components", fmt::format("{} \"{}\" is not connected to {} \"{}\": add a link",
+                                                 endpoint_kind_name(m.endpoints_[t].kind), m.endpoints_[t].name,
+                                                 endpoint_kind_name(m.endpoints_[0].kind), m.endpoints_[0].name));
+          }
+          continue;
+        }
+        Route& r = m.routes_[s * n + t];
+        for (std::size_t v = t; v != s; v = pred[v]) {
+          const std::size_t u = pred[v];
+          // Among parallel links pick the first declared; routing is deterministic.
+          r.hops.push_back(edge_hop[edge_of.at({static_cast<std::uint32_t>(u), static_cast<std::uint32_t>(v)})]);
+        }
+        std::reverse(r.hops.begin(), r.hops.end());
+        r.bottleneck_bytes_per_s = std::numeric_limits<double>::infinity();
+        for (std::size_t h = 0; h < r.hops.size(); ++h) {
+          const Link& l = m.links_[r.hops[h].link];
+          r.latency_s += l.latency_s;
+          r.bottleneck_bytes_per_s = std::min(r.bottleneck_bytes_per_s, l.bandwidth_bytes_per_s);
+          const std::uint32_t to = r.hops[h].forward ? l.b : l.a;
+          if (h + 1 < r.hops.size() && m.endpoints_[to].kind == EndpointKind::switch_) {
+            r.switches.push_back(m.endpoints_[to].index);
+            r.latency_s += m.switches_[m.endpoints_[to].index].spec.latency_s;
+          }
+        }
+      }
+    }
+    m.device_host_.assign(m.devices_.size(), std::nullopt);
+    for (std::uint32_t d = 0; d < m.devices_.size(); ++d) {
+      double best = std::numeric_limits<double>::infinity();
+      for (std::uint32_t h = 0; h < m.hosts_.size(); ++h) {
+        const Route& r = m.routes_[m.devices_[d].endpoint * n + m.hosts_[h].endpoint];
+        if (!r.hops.empty() && r.latency_s + 1e-12 * r.hops.size() < best) {
+          best = r.latency_s + 1e-12 * r.hops.size();
+          m.device_host_[d] = h;
+        }
+      }
+    }
+  }
+};
+
+std::string_view component_type_name(const ComponentSpec& c) {
+  static constexpr std::string_view kNames[] = {"compute", "memory", "cache", "host", "link", "switch", "group"};
+  return kNames[c.body.index()];
+}
+
+Machine Machine::load(const std::string& file, const std::vector<Override>& overrides) {
+  detail::ParseContext ctx;
+  Machine m;
+  m.config_ = detail::load_and_parse(file, overrides, ctx);
+  if (ctx.diagnostics.empty()) {
+    MachineBuilder b{m, ctx};
+    b.instantiate(m.config_.root, "", true);
+    if (m.devices_.empty()) {
+      ctx.error("/components", "the config has no device: a device is a group holding a compute and a memory component");
+    }
+    b.connect(m.config_.root, "");
+    if (ctx.diagnostics.empty()) b.route_all();
+  }
+  if (!ctx.diagnostics.empty()) throw InputError(std::move(ctx.diagnostics));
+  return m;
+}
+
+std::optional<std::uint32_t> Machine::find_endpoint(std::string_view name) const {
+  for (std::uint32_t i = 0; i < endpoints_.size(); ++i) {
+    if (endpoints_[i].name == name) return i;
+  }
+  return std::nullopt;
+}
+
+const Route& Machine::route(std::uint32_t from_endpoint, std::uint32_t to_endpoint) const {
+  return routes_.at(static_cast<std::size_t>(from_endpoint) * endpoints_.size() + to_endpoint);
+}
+
+std::optional<std::uint32_t> Machine::host_of_device(std::uint32_t device) const { return device_host_.at(device); }
+
+}  // namespace syntorch::hw

@@ -1,0 +1,80 @@
+#include "syntorch/hw/sim_machine.hpp"
+
+#include "syntorch/base/units.hpp"
+
+namespace syntorch::hw {
+
+SimMachine::SimMachine(sim::Simulator& sim, const Machine& machine)
+    : sim_(sim), machine_(machine), network_(sim) {
+  // Link directions first so that resource id = 2 * link + direction.
+  for (const Link& l : machine.links()) {
+    network_.add_resource(l.name + " " + machine.endpoints()[l.a].name + "->" + machine.endpoints()[l.b].name,
+                          l.bandwidth_bytes_per_s);
+    network_.add_resource(l.name + " " + machine.endpoints()[l.b].name + "->" + machine.endpoints()[l.a].name,
+                          l.bandwidth_bytes_per_s);
+  }
+  for (const Device& d : machine.devices()) {
+    compute_units_.push_back(std::make_unique<sim::ServerPool>(sim, d.name + " compute", d.compute.units));
+    hbm_.push_back(network_.add_resource(d.name + " hbm", d.memory.bandwidth_bytes_per_s));
+  }
+  for (const Switch& s : machine.switches()) {
+    if (s.spec.bandwidth_bytes_per_s > 0) {
+      switch_resource_.push_back(network_.add_resource(s.name, s.spec.bandwidth_bytes_per_s));
+    } else {
+      switch_resource_.push_back(std::nullopt);
+    }
+  }
+}
+
+void SimMachine::path_resources(std::uint32_t from_endpoint, std::uint32_t to_endpoint,
+                                std::vector<sim::ResourceId>& out) const {
+  const Route& r = machine_.route(from_endpoint, to_endpoint);
+  for (const Hop& h : r.hops) out.push_back(link_direction(h));
+  for (std::uint32_t s : r.switches) {
+    if (switch_resource_[s]) out.push_back(*switch_resource_[s]);
+  }
+}
+
+void SimMachine::transfer(std::uint32_t from_endpoint, std::uint32_t to_endpoint, double bytes, sim::EventFn on_done,
+                          void* obj, std::uint64_t arg, bool touch_hbm) {
+  scratch_path_.clear();
+  path_resources(from_endpoint, to_endpoint, scratch_path_);
+  if (touch_hbm) {
+    for (std::uint32_t e : {from_endpoint, to_endpoint}) {
+      const Endpoint& ep = machine_.endpoints()[e];
+      if (ep.kind == EndpointKind::device) scratch_path_.push_back(hbm_[ep.index]);
+    }
+    if (from_endpoint == to_endpoint && !scratch_path_.empty()) scratch_path_.pop_back();  // one HBM, once
+  }
+  std::uint32_t slot;
+  if (!free_transfers_.empty()) {
+    slot = free_transfers_.back();
+    free_transfers_.pop_back();
+  } else {
+    slot = static_cast<std::uint32_t>(transfers_.size());
+    transfers_.emplace_back();
+  }
+  transfers_[slot] = Transfer{units::seconds_to_ps(machine_.route(from_endpoint, to_endpoint).latency_s), on_done,
+                              obj, arg};
+  if (scratch_path_.empty()) {
+    // Same endpoint and no memory traffic: only the latency (zero) remains.
+    sim_.at(sim_.now(), &SimMachine::on_arrived, this, slot);
+    return;
+  }
+  network_.start(scratch_path_, bytes, &SimMachine::on_flow_done, this, slot);
+}
+
+void SimMachine::on_flow_done(void* obj, std::uint64_t slot) {
+  auto* self = static_cast<SimMachine*>(obj);
+  const Transfer& t = self->transfers_[slot];
+  self->sim_.after(t.latency_ps, &SimMachine::on_arrived, self, slot);
+}
+
+void SimMachine::on_arrived(void* obj, std::uint64_t slot) {
+  auto* self = static_cast<SimMachine*>(obj);
+  const Transfer t = self->transfers_[slot];
+  self->free_transfers_.push_back(static_cast<std::uint32_t>(slot));
+  if (t.on_done) t.on_done(t.obj, t.arg);
+}
+
+}  // namespace syntorch::hw

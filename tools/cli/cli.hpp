@@ -1,0 +1,17 @@
+#pragma once
+// The `syntorch` command line, as a function so tests can run it in-process.
+// Exit codes: 0 success, 2 bad input (flags, files, configs), 1 internal error.
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace syntorch::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitInternal = 1;
+inline constexpr int kExitBadInput = 2;
+
+int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+}  // namespace syntorch::cli

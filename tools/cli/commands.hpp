@@ -1,0 +1,18 @@
+#pragma once
+// Each subcommand registers itself on the app and records what to run once flags are parsed.
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <iosfwd>
+
+namespace syntorch::cli {
+
+struct Context {
+  std::ostream& out;
+  std::ostream& err;
+  std::function<int()> action;  // set by the subcommand that was chosen
+};
+
+void add_hw_command(CLI::App& app, Context& ctx);
+
+}  // namespace syntorch::cli
