@@ -117,11 +117,16 @@ std::optional<double> parse_time_s(std::string_view text) {
 
 std::string format_bandwidth(double bytes_per_s) { return scaled(bytes_per_s, "B/s", false); }
 std::string format_size(double bytes) {
-  // Binary prefixes when the size is a whole number of KiB (as memory sizes given in GiB, MiB
-  // are), decimal otherwise (as datasheets' "80 GB").
-  const bool binary = bytes >= 1024 && std::fmod(bytes, 1024.0) == 0;
-  return scaled(bytes, "B", binary);
+  // In the prefix system where the size is a round number: "80 GB" as datasheets give it,
+  // "40 MiB" for a power-of-two cache. Decimal when both are round or neither is.
+  auto round_in = [bytes](double step) {
+    double v = std::fabs(bytes);
+    while (v >= step) v /= step;
+    return std::fabs(v * 100 - std::round(v * 100)) < 1e-6;
+  };
+  return scaled(bytes, "B", !round_in(1000.0) && round_in(1024.0));
 }
+
 std::string format_frequency(double hz) { return scaled(hz, "Hz", false); }
 std::string format_flops(double flops_per_s) { return scaled(flops_per_s, "FLOP/s", false); }
 
