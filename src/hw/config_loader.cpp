@@ -90,7 +90,11 @@ bool load_document(const std::string& file, std::vector<std::string>& chain, Jso
     doc = Json::parse(text);
   } catch (const Json::parse_error& e) {
     std::string what = e.what();
-    if (auto p = what.find("parse error"); p != std::string::npos) what = what.substr(p);
+    // nlohmann's text repeats the position: keep what follows "parse error at ...: ".
+    if (auto p = what.find("parse error"); p != std::string::npos) {
+      const auto colon = what.find(": ", p);
+      what = colon == std::string::npos ? what.substr(p) : what.substr(colon + 2);
+    }
     ctx.diagnostics.error(file, "", fmt::format("malformed JSON at {}: {}", line_col(text, e.byte == 0 ? 0 : e.byte - 1), what));
     return false;
   }

@@ -175,6 +175,11 @@ struct MachineBuilder {
           }
           instances.push_back(i);
         }
+        if (!last && is_device(*g)) {
+          ctx.error(pointer, fmt::format("endpoint \"{}\": \"{}\" is a group of devices; a link ends at a device "
+                                         "itself, like \"{}[0]\"", pattern, base, base));
+          return false;
+        }
         for (std::uint32_t i : instances) {
           const std::string inst = fmt::format("{}{}[{}]", pre, base, i);
           if (last) {

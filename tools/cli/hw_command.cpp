@@ -36,20 +36,19 @@ int validate(const HwOptions& o, Context& ctx) {
 }
 
 int show(const HwOptions& o, Context& ctx) {
-  Diagnostics d;
-  const auto overrides = hw::parse_overrides(o.sets, d);
-  if (!d.empty()) {
-    ctx.err << d.to_string();
-    return kExitBadInput;
-  }
+  Diagnostics problems;
+  const auto overrides = hw::parse_overrides(o.sets, problems);
   try {
     const hw::Machine m = hw::Machine::load(o.file, overrides);
-    ctx.out << hw::describe_machine(m);
-    return kExitOk;
+    if (problems.empty()) {
+      ctx.out << hw::describe_machine(m);
+      return kExitOk;
+    }
   } catch (const InputError& e) {
-    ctx.err << e.diagnostics().to_string();
-    return kExitBadInput;
+    problems.append(e.diagnostics());
   }
+  ctx.err << problems.to_string();
+  return kExitBadInput;
 }
 
 }  // namespace

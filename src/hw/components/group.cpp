@@ -7,6 +7,9 @@ void parse_group(ObjectReader& r, ComponentSpec& out) {
   g.count = r.count("count", false, 1).value_or(1);
   if (const Json* components = r.raw("components")) {
     parse_components(*components, child_pointer(r.pointer(), "components"), r.context(), g);
+    if (components->is_object() && components->empty()) {
+      r.context().error(child_pointer(r.pointer(), "components"), "a group needs at least one component");
+    }
   } else {
     r.context().error(r.pointer(), "missing required field \"components\" (an object mapping names to components) in a group component");
   }

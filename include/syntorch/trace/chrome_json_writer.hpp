@@ -1,0 +1,84 @@
+#pragma once
+// A Sink that streams the Chrome Trace Event Format (what Perfetto and chrome://tracing open):
+// {"traceEvents":[ ...one event per line... ],"displayTimeUnit":"ns"}.
+//
+// Mapping: a process becomes process_name/process_sort_index metadata ("M") events; a thread
+// track thread_name/thread_sort_index metadata; a span an "X" complete event; an instant an "i"
+// event with thread scope; a counter sample a "C" event named after its counter track with one
+// series (keyed by the track's unit, or "value" when it has none); flow endpoints "s"/"t"/"f"
+// events with the flow id, the end bound to its enclosing slice ("bp":"e").
+// Times are written in microseconds exactly from the integer picoseconds ("1.234567" for
+// 1234567 ps; trailing zeros trimmed), never through a double. Doubles use the shortest form that
+// round-trips (locale-independent); NaN and infinities are written as null. Strings are escaped
+// as JSON requires, and invalid UTF-8 bytes are replaced by U+FFFD.
+//
+// Each event is formatted into a reused buffer and written to the ostream at once, so memory
+// stays flat however many events pass, and the same calls give byte-identical output.
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "syntorch/trace/sink.hpp"
+
+namespace syntorch::trace {
+
+class ChromeJsonWriter final : public Sink {
+ public:
+  // Writes to `out`, which must outlive the writer (or at least its finish()).
+  explicit ChromeJsonWriter(std::ostream& out);
+  // Creates (truncates) the file at `path`; throws std::runtime_error naming it when it cannot.
+  explicit ChromeJsonWriter(const std::filesystem::path& path);
+  static std::unique_ptr<ChromeJsonWriter> open(const std::filesystem::path& path);
+
+  ChromeJsonWriter(const ChromeJsonWriter&) = delete;
+  ChromeJsonWriter& operator=(const ChromeJsonWriter&) = delete;
+  // Finishes the document if finish() was not called (errors are swallowed here).
+  ~ChromeJsonWriter() override;
+
+  void begin() override;
+  void on_process(const ProcessInfo& process) override;
+  void on_track(const TrackInfo& track) override;
+  void on_span(const SpanEvent& span) override;
+  void on_instant(const InstantEvent& instant) override;
+  void on_counter(const CounterEvent& counter) override;
+  void on_flow(const FlowEvent& flow) override;
+  // Closes the JSON document and flushes (and closes an owned file); throws std::runtime_error
+  // when the stream reports a write error. Later calls do nothing.
+  void finish() override;
+
+  // Events written so far, metadata included.
+  std::uint64_t events_written() const noexcept { return events_written_; }
+
+ private:
+  // Preformatted JSON fragments for one track.
+  struct TrackText {
+    bool declared = false;
+    bool is_counter = false;
+    std::string location;  // thread: "pid":P,"tid":T   counter: "name":"N","pid":P
+    std::string series;    // counter only: the escaped series key, quotes included
+  };
+
+  void start_event();  // writes the separator into the buffer
+  void end_event();    // writes the buffer to the stream
+  const TrackText& track_text(TrackId id, const char* what) const;
+  void append_args(std::span<const Arg> args);
+
+  std::unique_ptr<std::ofstream> file_;
+  std::unique_ptr<char[]> file_buffer_;
+  std::filesystem::path path_;
+  std::ostream* out_;
+  fmt::memory_buffer buf_;
+  std::vector<TrackText> tracks_;
+  std::uint64_t events_written_ = 0;
+  bool begun_ = false;
+  bool finished_ = false;
+};
+
+}  // namespace syntorch::trace

@@ -1,0 +1,264 @@
+#include "syntorch/trace/chrome_json_writer.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include "json_text.hpp"
+
+namespace syntorch::trace {
+
+using detail::append_int;
+using detail::append_json_double;
+using detail::append_json_string;
+using detail::append_raw;
+using detail::append_uint;
+using detail::append_us_from_ps;
+
+namespace {
+constexpr std::size_t kFileBufferBytes = 1 << 18;
+}  // namespace
+
+ChromeJsonWriter::ChromeJsonWriter(std::ostream& out) : out_(&out) {}
+
+ChromeJsonWriter::ChromeJsonWriter(const std::filesystem::path& path)
+    : file_(std::make_unique<std::ofstream>()),
+      file_buffer_(std::make_unique<char[]>(kFileBufferBytes)),
+      path_(path),
+      out_(file_.get()) {
+  // A larger buffer than the default means fewer write(2) calls; it must be set before open().
+  file_->rdbuf()->pubsetbuf(file_buffer_.get(), kFileBufferBytes);
+  errno = 0;
+  file_->open(path, std::ios::out | std::ios::binary | std::ios::trunc);
+  if (!file_->is_open()) {
+    throw std::runtime_error(fmt::format("cannot open trace file '{}' for writing: {}", path.string(),
+                                         errno != 0 ? std::strerror(errno) : "unknown error"));
+  }
+}
+
+std::unique_ptr<ChromeJsonWriter> ChromeJsonWriter::open(const std::filesystem::path& path) {
+  return std::make_unique<ChromeJsonWriter>(path);
+}
+
+ChromeJsonWriter::~ChromeJsonWriter() {
+  if (begun_ && !finished_) {
+    try {
+      finish();
+    } catch (...) {  // a destructor must not throw; call finish() to see errors
+    }
+  }
+}
+
+void ChromeJsonWriter::begin() {
+  if (begun_) return;
+  begun_ = true;
+  append_raw(buf_, "{\"traceEvents\":[");
+  // The header is written with the first event (or at finish), keeping one write per event.
+}
+
+void ChromeJsonWriter::start_event() {
+  if (!begun_) [[unlikely]] {
+    begin();
+  }
+  if (finished_) [[unlikely]] {
+    throw std::logic_error("trace::ChromeJsonWriter: event after finish()");
+  }
+  append_raw(buf_, events_written_ == 0 ? "\n" : ",\n");
+}
+
+void ChromeJsonWriter::end_event() {
+  ++events_written_;
+  out_->write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+  buf_.clear();
+}
+
+const ChromeJsonWriter::TrackText& ChromeJsonWriter::track_text(TrackId id, const char* what) const {
+  if (id.index >= tracks_.size() || !tracks_[id.index].declared) [[unlikely]] {
+    throw std::logic_error(
+        fmt::format("trace::ChromeJsonWriter: {} on track {}, which was never declared", what, id.index));
+  }
+  return tracks_[id.index];
+}
+
+void ChromeJsonWriter::append_args(std::span<const Arg> args) {
+  if (args.empty()) return;
+  append_raw(buf_, ",\"args\":{");
+  bool first = true;
+  for (const Arg& a : args) {
+    if (!first) buf_.push_back(',');
+    first = false;
+    append_json_string(buf_, a.key);
+    buf_.push_back(':');
+    switch (a.value.type()) {
+      case ArgValue::Type::kInt64: append_int(buf_, a.value.as_int64()); break;
+      case ArgValue::Type::kUint64: append_uint(buf_, a.value.as_uint64()); break;
+      case ArgValue::Type::kDouble: append_json_double(buf_, a.value.as_double()); break;
+      case ArgValue::Type::kBool: append_raw(buf_, a.value.as_bool() ? "true" : "false"); break;
+      case ArgValue::Type::kString: append_json_string(buf_, a.value.as_string()); break;
+    }
+  }
+  buf_.push_back('}');
+}
+
+void ChromeJsonWriter::on_process(const ProcessInfo& process) {
+  start_event();
+  append_raw(buf_, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":");
+  append_int(buf_, process.pid);
+  append_raw(buf_, ",\"tid\":0,\"args\":{\"name\":");
+  append_json_string(buf_, process.name);
+  append_raw(buf_, "}}");
+  end_event();
+
+  start_event();
+  append_raw(buf_, "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":");
+  append_int(buf_, process.pid);
+  append_raw(buf_, ",\"tid\":0,\"args\":{\"sort_index\":");
+  append_int(buf_, process.sort_index);
+  append_raw(buf_, "}}");
+  end_event();
+}
+
+void ChromeJsonWriter::on_track(const TrackInfo& track) {
+  if (!track.id.valid()) throw std::logic_error("trace::ChromeJsonWriter: track without an id");
+  if (track.id.index >= tracks_.size()) tracks_.resize(track.id.index + 1);
+  TrackText& text = tracks_[track.id.index];
+  text.declared = true;
+  text.is_counter = track.kind == TrackKind::kCounter;
+
+  fmt::memory_buffer tmp;
+  if (text.is_counter) {
+    append_raw(tmp, "\"name\":");
+    append_json_string(tmp, track.name);
+    append_raw(tmp, ",\"pid\":");
+    append_int(tmp, track.pid);
+    text.location = fmt::to_string(tmp);
+    tmp.clear();
+    append_json_string(tmp, track.unit.empty() ? std::string_view("value") : std::string_view(track.unit));
+    text.series = fmt::to_string(tmp);
+    return;  // counters need no metadata: the "C" events carry their name
+  }
+  append_raw(tmp, "\"pid\":");
+  append_int(tmp, track.pid);
+  append_raw(tmp, ",\"tid\":");
+  append_int(tmp, track.tid);
+  text.location = fmt::to_string(tmp);
+
+  start_event();
+  append_raw(buf_, "{\"ph\":\"M\",\"name\":\"thread_name\",");
+  append_raw(buf_, text.location);
+  append_raw(buf_, ",\"args\":{\"name\":");
+  append_json_string(buf_, track.name);
+  append_raw(buf_, "}}");
+  end_event();
+
+  start_event();
+  append_raw(buf_, "{\"ph\":\"M\",\"name\":\"thread_sort_index\",");
+  append_raw(buf_, text.location);
+  append_raw(buf_, ",\"args\":{\"sort_index\":");
+  append_int(buf_, track.sort_index);
+  append_raw(buf_, "}}");
+  end_event();
+}
+
+void ChromeJsonWriter::on_span(const SpanEvent& span) {
+  const TrackText& t = track_text(span.track, "span");
+  if (t.is_counter) [[unlikely]] {
+    throw std::logic_error("trace::ChromeJsonWriter: span on a counter track");
+  }
+  start_event();
+  append_raw(buf_, "{\"ph\":\"X\",\"name\":");
+  append_json_string(buf_, span.name);
+  append_raw(buf_, ",\"cat\":");
+  append_json_string(buf_, span.category);
+  buf_.push_back(',');
+  append_raw(buf_, t.location);
+  append_raw(buf_, ",\"ts\":");
+  append_us_from_ps(buf_, span.begin_ps);
+  append_raw(buf_, ",\"dur\":");
+  append_us_from_ps(buf_, span.end_ps >= span.begin_ps ? span.end_ps - span.begin_ps : 0);
+  append_args(span.args);
+  buf_.push_back('}');
+  end_event();
+}
+
+void ChromeJsonWriter::on_instant(const InstantEvent& instant) {
+  const TrackText& t = track_text(instant.track, "instant");
+  if (t.is_counter) [[unlikely]] {
+    throw std::logic_error("trace::ChromeJsonWriter: instant on a counter track");
+  }
+  start_event();
+  append_raw(buf_, "{\"ph\":\"i\",\"s\":\"t\",\"name\":");
+  append_json_string(buf_, instant.name);
+  append_raw(buf_, ",\"cat\":");
+  append_json_string(buf_, instant.category);
+  buf_.push_back(',');
+  append_raw(buf_, t.location);
+  append_raw(buf_, ",\"ts\":");
+  append_us_from_ps(buf_, instant.ts_ps);
+  append_args(instant.args);
+  buf_.push_back('}');
+  end_event();
+}
+
+void ChromeJsonWriter::on_counter(const CounterEvent& counter) {
+  const TrackText& t = track_text(counter.track, "counter sample");
+  if (!t.is_counter) [[unlikely]] {
+    throw std::logic_error("trace::ChromeJsonWriter: counter sample on a thread track");
+  }
+  start_event();
+  append_raw(buf_, "{\"ph\":\"C\",");
+  append_raw(buf_, t.location);
+  append_raw(buf_, ",\"ts\":");
+  append_us_from_ps(buf_, counter.ts_ps);
+  append_raw(buf_, ",\"args\":{");
+  append_raw(buf_, t.series);
+  buf_.push_back(':');
+  append_json_double(buf_, counter.value);
+  append_raw(buf_, "}}");
+  end_event();
+}
+
+void ChromeJsonWriter::on_flow(const FlowEvent& flow) {
+  const TrackText& t = track_text(flow.track, "flow event");
+  if (t.is_counter) [[unlikely]] {
+    throw std::logic_error("trace::ChromeJsonWriter: flow event on a counter track");
+  }
+  start_event();
+  switch (flow.phase) {
+    case FlowPhase::kBegin: append_raw(buf_, "{\"ph\":\"s\",\"id\":"); break;
+    case FlowPhase::kStep: append_raw(buf_, "{\"ph\":\"t\",\"id\":"); break;
+    case FlowPhase::kEnd: append_raw(buf_, "{\"ph\":\"f\",\"bp\":\"e\",\"id\":"); break;
+  }
+  append_uint(buf_, flow.flow_id);
+  append_raw(buf_, ",\"name\":");
+  append_json_string(buf_, flow.name);
+  append_raw(buf_, ",\"cat\":");
+  append_json_string(buf_, flow.category);
+  buf_.push_back(',');
+  append_raw(buf_, t.location);
+  append_raw(buf_, ",\"ts\":");
+  append_us_from_ps(buf_, flow.ts_ps);
+  buf_.push_back('}');
+  end_event();
+}
+
+void ChromeJsonWriter::finish() {
+  if (finished_) return;
+  if (!begun_) begin();
+  finished_ = true;
+  append_raw(buf_, "\n],\"displayTimeUnit\":\"ns\"}\n");
+  out_->write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+  buf_.clear();
+  out_->flush();
+  bool ok = !out_->fail();
+  if (file_) {
+    file_->close();
+    ok = ok && !file_->fail();
+  }
+  if (!ok) {
+    throw std::runtime_error(path_.empty() ? std::string("writing the Chrome JSON trace failed")
+                                           : fmt::format("writing trace file '{}' failed", path_.string()));
+  }
+}
+
+}  // namespace syntorch::trace

@@ -1,0 +1,101 @@
+#include "json_text.hpp"
+
+#include <cmath>
+
+namespace syntorch::trace::detail {
+namespace {
+
+// Length of the valid UTF-8 sequence starting at p (whose first byte is >= 0x80), or 0 when the
+// bytes there are not one (overlong forms, surrogates and code points above U+10FFFF included).
+std::size_t utf8_sequence_length(const unsigned char* p, const unsigned char* end) {
+  const auto cont = [](unsigned char c) { return (c & 0xC0u) == 0x80u; };
+  const std::size_t left = static_cast<std::size_t>(end - p);
+  const unsigned char c = p[0];
+  if (c >= 0xC2 && c <= 0xDF) return left >= 2 && cont(p[1]) ? 2 : 0;
+  if (c >= 0xE0 && c <= 0xEF) {
+    if (left < 3 || !cont(p[1]) || !cont(p[2])) return 0;
+    if (c == 0xE0 && p[1] < 0xA0) return 0;  // overlong
+    if (c == 0xED && p[1] > 0x9F) return 0;  // UTF-16 surrogate
+    return 3;
+  }
+  if (c >= 0xF0 && c <= 0xF4) {
+    if (left < 4 || !cont(p[1]) || !cont(p[2]) || !cont(p[3])) return 0;
+    if (c == 0xF0 && p[1] < 0x90) return 0;  // overlong
+    if (c == 0xF4 && p[1] > 0x8F) return 0;  // above U+10FFFF
+    return 4;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void append_json_string(fmt::memory_buffer& out, std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const auto* const end = p + text.size();
+  const auto* run = p;  // start of the pending run of bytes copied verbatim
+  const auto flush_run = [&](const unsigned char* upto) {
+    out.append(reinterpret_cast<const char*>(run), reinterpret_cast<const char*>(upto));
+  };
+  out.push_back('"');
+  while (p < end) {
+    const unsigned char c = *p;
+    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+      ++p;
+      continue;
+    }
+    if (c >= 0x80) {
+      if (const std::size_t n = utf8_sequence_length(p, end); n != 0) {
+        p += n;
+        continue;
+      }
+      flush_run(p);
+      append_raw(out, "\\ufffd");
+      run = ++p;
+      continue;
+    }
+    flush_run(p);
+    switch (c) {
+      case '"': append_raw(out, "\\\""); break;
+      case '\\': append_raw(out, "\\\\"); break;
+      case '\n': append_raw(out, "\\n"); break;
+      case '\r': append_raw(out, "\\r"); break;
+      case '\t': append_raw(out, "\\t"); break;
+      case '\b': append_raw(out, "\\b"); break;
+      case '\f': append_raw(out, "\\f"); break;
+      default: {
+        const char esc[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xF]};
+        out.append(esc, esc + 6);
+      }
+    }
+    run = ++p;
+  }
+  flush_run(p);
+  out.push_back('"');
+}
+
+void append_us_from_ps(fmt::memory_buffer& out, std::uint64_t ps) {
+  constexpr std::uint64_t kPsPerUs = 1'000'000;
+  append_uint(out, ps / kPsPerUs);
+  auto frac = static_cast<std::uint32_t>(ps % kPsPerUs);
+  if (frac == 0) return;
+  char digits[7];
+  digits[0] = '.';
+  for (int i = 6; i >= 1; --i) {
+    digits[i] = static_cast<char>('0' + frac % 10);
+    frac /= 10;
+  }
+  int last = 6;
+  while (digits[last] == '0') --last;  // frac != 0, so a non-zero digit stops this
+  out.append(digits, digits + last + 1);
+}
+
+void append_json_double(fmt::memory_buffer& out, double v) {
+  if (!std::isfinite(v)) {
+    append_raw(out, "null");
+    return;
+  }
+  fmt::format_to(fmt::appender(out), "{}", v);
+}
+
+}  // namespace syntorch::trace::detail
