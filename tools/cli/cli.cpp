@@ -8,6 +8,31 @@
 
 namespace syntorch::cli {
 
+namespace {
+// CLI11 reports a mistyped subcommand as a missing one; name the word and the valid choices.
+std::string unknown_subcommand(CLI::App& app, const std::vector<std::string>& args) {
+  CLI::App* current = &app;
+  std::string path = "syntorch";
+  for (const auto& a : args) {
+    if (a.empty() || a[0] == '-') return {};
+    const auto subs = current->get_subcommands([](CLI::App*) { return true; });
+    if (subs.empty()) return {};
+    CLI::App* next = nullptr;
+    std::vector<std::string> names;
+    for (CLI::App* s : subs) {
+      names.push_back(s->get_name());
+      if (s->get_name() == a) next = s;
+    }
+    if (!next) {
+      return "unknown subcommand \"" + a + "\" for " + path + did_you_mean(a, names) + " (valid: " + join(names) + ")";
+    }
+    current = next;
+    path += " " + a;
+  }
+  return {};
+}
+}  // namespace
+
 int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   CLI::App app{"syntorch: a hardware simulator and synthetic trace generator for LLM workloads", "syntorch"};
   app.set_version_flag("--version", std::string("syntorch ") + kVersion);
@@ -15,6 +40,10 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   Context ctx{out, err, {}};
   add_hw_command(app, ctx);
 
+  if (const std::string bad = unknown_subcommand(app, args); !bad.empty()) {
+    err << bad << "\nRun with --help for more information.\n";
+    return kExitBadInput;
+  }
   // CLI11's vector overload takes the arguments in reverse order.
   std::vector<std::string> rest(args.rbegin(), args.rend());
   try {

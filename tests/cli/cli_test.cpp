@@ -1,0 +1,98 @@
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "cli.hpp"
+#include "syntorch/base/version.hpp"
+
+namespace syntorch::cli {
+namespace {
+
+struct Result {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+Result run_cli(std::vector<std::string> args) {
+  std::ostringstream out;
+  std::ostringstream err;
+  const int code = run(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+TEST(Cli, VersionPrintsTheProjectVersion) {
+  const Result r = run_cli({"--version"});
+  EXPECT_EQ(r.code, kExitOk);
+  EXPECT_NE(r.out.find(kVersion), std::string::npos);
+}
+
+TEST(Cli, EverySubcommandHasHelp) {
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"--help"}, {"hw", "--help"}, {"hw", "show", "--help"}, {"hw", "validate", "--help"}}) {
+    const Result r = run_cli(args);
+    EXPECT_EQ(r.code, kExitOk);
+    EXPECT_NE(r.out.find("Usage"), std::string::npos);
+  }
+}
+
+TEST(Cli, ValidateAcceptsEveryBundledConfig) {
+  std::vector<std::string> args{"hw", "validate"};
+  for (const char* name : {"a100_sxm4_80gb", "h100_sxm5_80gb", "h200_sxm_141gb", "b200_sxm", "mi300x", "dgx_a100",
+                           "dgx_h100", "hgx_h200", "simple_gpu", "npu_systolic_4x"}) {
+    args.push_back(std::string("hw_configs/") + name + ".json");
+  }
+  const Result r = run_cli(args);
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 10);
+}
+
+TEST(Cli, ValidateReportsBadConfigsAndExitsTwo) {
+  const Result r = run_cli({"hw", "validate", "hw_configs/dgx_h100.json", "tests/bad_configs/multiple_errors.json"});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.out.find("ok: hw_configs/dgx_h100.json"), std::string::npos);
+  EXPECT_NE(r.err.find("tests/bad_configs/multiple_errors.json:/components/x/type: unknown component type"),
+            std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("3 problem(s)"), std::string::npos);
+}
+
+TEST(Cli, ShowPrintsDevicesPeaksLinksAndTopology) {
+  const Result r = run_cli({"hw", "show", "hw_configs/dgx_h100.json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  for (const char* needle : {"NVIDIA DGX H100", "gpu[0..7]", "3.35 TB/s", "989 TFLOP/s", "1.98 PFLOP/s",
+                             "nvlink[0..7]", "450 GB/s", "nvswitch", "Topology: routes from gpu[0]",
+                             "nvlink[0] > nvswitch > nvlink[1]"}) {
+    EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
+  }
+}
+
+TEST(Cli, ShowAppliesSetOverrides) {
+  const Result r = run_cli({"hw", "show", "hw_configs/dgx_h100.json", "--set",
+                            "/components/gpu/components/hbm/bandwidth=6.7 TB/s"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("6.7 TB/s"), std::string::npos);
+}
+
+TEST(Cli, BadInputExitsTwoWithAClearMessage) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  for (const auto& c : std::vector<Case>{
+           {{"hw", "show", "no_such.json"}, "no_such.json: cannot open the file"},
+           {{"hw", "show", "hw_configs/dgx_h100.json", "--set", "oops"}, "--set oops: expected /json/pointer=value"},
+           {{"hw", "show", "hw_configs/dgx_h100.json", "--set", "/components/gpu/count=0"},
+            "--set:/components/gpu/count: expected an integer >= 1, got 0"},
+           {{"hw", "show"}, "file is required"},
+           {{"hw", "frobnicate"}, "unknown subcommand \"frobnicate\" for syntorch hw (valid: validate, show)"},
+           {{"hw", "shwo", "x.json"}, "unknown subcommand \"shwo\" for syntorch hw, did you mean \"show\"?"},
+           {{"hw", "show", "hw_configs/dgx_h100.json", "--colour"}, "--colour"},
+           {{}, "A subcommand is required"}}) {
+    const Result r = run_cli(c.args);
+    EXPECT_EQ(r.code, kExitBadInput) << c.message;
+    EXPECT_NE((r.out + r.err).find(c.message), std::string::npos) << "expected: " << c.message << "\ngot: " << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace syntorch::cli
