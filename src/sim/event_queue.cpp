@@ -1,14 +1,19 @@
 #include "syntorch/sim/event_queue.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace syntorch::sim {
 
-EventId EventQueue::push(TimePs when, EventFn fn, void* obj, std::uint64_t arg) {
-  const Event e{when, next_seq_++, fn, obj, arg};
-  heap_.push_back(e);
-  sift_up(heap_.size() - 1, e);
-  return EventId{when, e.seq};
+void EventQueue::throw_push_in_past() {
+  throw std::logic_error("EventQueue::push: time earlier than the last event popped");
+}
+
+unsigned EventQueue::lowest_slot(const Level& level) {
+  for (unsigned w = 0; w < 4; ++w) {
+    if (level.occupied[w]) return w * 64 + static_cast<unsigned>(__builtin_ctzll(level.occupied[w]));
+  }
+  return kSlots;
 }
 
 bool EventQueue::cancel(EventId id) {
@@ -16,78 +21,95 @@ bool EventQueue::cancel(EventId id) {
   // Events pop in (when, seq) order, so anything at or before the last popped key has run.
   if (id.when < last_when_ || (id.when == last_when_ && id.seq <= last_seq_)) return false;
   const bool inserted = cancelled_.insert(id.seq).second;
-  if (inserted && cancelled_.size() * 2 > heap_.size() + 64) compact();
+  if (inserted && cancelled_.size() * 2 > size_ + 64) compact();
   return inserted;
 }
 
-bool EventQueue::pop(Event& out) {
-  drop_cancelled_top();
-  if (heap_.empty()) return false;
-  out = heap_.front();
-  remove_top();
-  last_when_ = out.when;
-  last_seq_ = out.seq;
-  return true;
-}
-
-TimePs EventQueue::next_time() {
-  drop_cancelled_top();
-  return heap_.empty() ? kTimeNever : heap_.front().when;
-}
-
-void EventQueue::drop_cancelled_top() {
-  while (!cancelled_.empty() && !heap_.empty()) {
-    auto it = cancelled_.find(heap_.front().seq);
-    if (it == cancelled_.end()) return;
-    cancelled_.erase(it);
-    // Everything before the top has run, so the dropped event now counts as past: a second
-    // cancel of it returns false.
-    last_when_ = heap_.front().when;
-    last_seq_ = heap_.front().seq;
-    remove_top();
-  }
-}
-
-void EventQueue::remove_top() {
-  const Event last = heap_.back();
-  heap_.pop_back();
-  if (!heap_.empty()) sift_down(0, last);
-}
-
-void EventQueue::sift_up(std::size_t i, Event e) {
-  while (i > 0) {
-    const std::size_t parent = (i - 1) / 4;
-    if (!earlier(e, heap_[parent])) break;
-    heap_[i] = heap_[parent];
-    i = parent;
-  }
-  heap_[i] = e;
-}
-
-void EventQueue::sift_down(std::size_t i, Event e) {
-  const std::size_t n = heap_.size();
+bool EventQueue::refill() {
   for (;;) {
-    const std::size_t first = 4 * i + 1;
-    if (first >= n) break;
-    std::size_t best = first;
-    const std::size_t last = std::min(first + 4, n);
-    for (std::size_t c = first + 1; c < last; ++c) {
-      if (earlier(heap_[c], heap_[best])) best = c;
+    if (head_slot_ != kSlots) {
+      std::vector<Event>& slot = levels_[0].slots[head_slot_];
+      if (head_ < slot.size()) {
+        if (cancelled_.empty()) return true;
+        auto it = cancelled_.find(slot[head_].seq);
+        if (it == cancelled_.end()) return true;
+        // Dropped at the head: everything before it has run, so it now counts as past.
+        cancelled_.erase(it);
+        last_when_ = slot[head_].when;
+        last_seq_ = slot[head_].seq;
+        ++head_;
+        --size_;
+        continue;
+      }
+      // The slot is drained. Level-0 slots below it are empty (time never goes back), so the
+      // next one, if any, is found from its word on.
+      slot.clear();
+      head_ = 0;
+      Level& l0 = levels_[0];
+      l0.occupied[head_slot_ >> 6] &= ~(1ULL << (head_slot_ & 63));
+      unsigned next = kSlots;
+      for (unsigned w = head_slot_ >> 6; w < 4; ++w) {
+        if (l0.occupied[w]) {
+          next = w * 64 + static_cast<unsigned>(__builtin_ctzll(l0.occupied[w]));
+          break;
+        }
+      }
+      head_slot_ = next;
+      if (next != kSlots) {
+        last_ = (last_ & ~TimePs{0xFF}) | next;
+        continue;
+      }
+      occupied_levels_ &= ~1U;
     }
-    if (!earlier(heap_[best], e)) break;
-    heap_[i] = heap_[best];
-    i = best;
+    if (occupied_levels_ == 0) return false;
+    const unsigned level = static_cast<unsigned>(__builtin_ctz(occupied_levels_));
+    Level& l = levels_[level];
+    const unsigned s = lowest_slot(l);
+    if (level == 0) {
+      // All events of a level-0 slot share one time: pop them in order.
+      head_slot_ = s;
+      last_ = (last_ & ~TimePs{0xFF}) | s;
+      continue;
+    }
+    // Redistribute the slot around its earliest time; its events all fall to lower levels.
+    std::vector<Event> moving;
+    moving.swap(l.slots[s]);
+    l.occupied[s >> 6] &= ~(1ULL << (s & 63));
+    if (lowest_slot(l) == kSlots) occupied_levels_ &= ~(1U << level);
+    TimePs min_when = moving[0].when;
+    for (const Event& e : moving) min_when = std::min(min_when, e.when);
+    last_ = min_when;
+    for (const Event& e : moving) place(e);
+    moving.clear();
+    moving.swap(l.slots[s]);  // give the slot its capacity back
   }
-  heap_[i] = e;
 }
+
+TimePs EventQueue::next_time() { return refill() ? levels_[0].slots[head_slot_][head_].when : kTimeNever; }
 
 void EventQueue::compact() {
-  std::erase_if(heap_, [this](const Event& e) { return cancelled_.count(e.seq) != 0; });
-  cancelled_.clear();
-  // Rebuild bottom-up.
-  if (heap_.size() > 1) {
-    for (std::size_t i = (heap_.size() - 2) / 4 + 1; i-- > 0;) sift_down(i, heap_[i]);
+  auto dead = [this](const Event& e) { return cancelled_.count(e.seq) != 0; };
+  if (head_slot_ != kSlots) {
+    std::vector<Event>& slot = levels_[0].slots[head_slot_];
+    slot.erase(slot.begin(), slot.begin() + static_cast<std::ptrdiff_t>(head_));
+    head_ = 0;
   }
+  size_ = 0;
+  occupied_levels_ = 0;
+  for (unsigned level = 0; level < kLevels; ++level) {
+    Level& l = levels_[level];
+    for (unsigned s = 0; s < kSlots; ++s) {
+      std::erase_if(l.slots[s], dead);
+      size_ += l.slots[s].size();
+      if (l.slots[s].empty()) {
+        l.occupied[s >> 6] &= ~(1ULL << (s & 63));
+      } else {
+        occupied_levels_ |= 1U << level;
+      }
+    }
+  }
+  if (head_slot_ != kSlots && levels_[0].slots[head_slot_].empty()) head_slot_ = kSlots;
+  cancelled_.clear();
 }
 
 }  // namespace syntorch::sim

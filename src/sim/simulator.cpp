@@ -6,18 +6,12 @@ std::uint64_t Simulator::run(TimePs until) {
   stop_requested_ = false;
   std::uint64_t ran = 0;
   EventQueue::Event e;
-  while (!stop_requested_) {
-    const TimePs next = queue_.next_time();
-    if (next == kTimeNever) break;
-    if (next > until) {
-      now_ = until;
-      break;
-    }
-    queue_.pop(e);
+  while (!stop_requested_ && queue_.pop_until(until, e)) {
     now_ = e.when;
     e.fn(e.obj, e.arg);
     ++ran;
   }
+  if (!stop_requested_ && until != kTimeNever && until > now_ && queue_.next_time() != kTimeNever) now_ = until;
   events_executed_ += ran;
   return ran;
 }

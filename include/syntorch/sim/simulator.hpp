@@ -18,7 +18,9 @@ class Simulator {
 
   // Schedules fn(obj, arg) at absolute time `when` (>= now(); earlier is a logic error).
   EventId at(TimePs when, EventFn fn, void* obj, std::uint64_t arg = 0) {
-    if (when < now_) throw std::logic_error("Simulator::at: event scheduled in the past");
+    if (when < now_) [[unlikely]] {
+      throw std::logic_error("Simulator::at: event scheduled in the past");
+    }
     return queue_.push(when, fn, obj, arg);
   }
   EventId after(TimePs delay_ps, EventFn fn, void* obj, std::uint64_t arg = 0) {
