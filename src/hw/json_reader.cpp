@@ -136,6 +136,16 @@ std::optional<double> ObjectReader::number(std::string_view key, bool required, 
   return v->get<double>();
 }
 
+std::optional<double> ObjectReader::fraction(std::string_view key, bool required) {
+  const Json* v = lookup(key, required, "a fraction in (0, 1]");
+  if (!v) return std::nullopt;
+  if (!v->is_number() || !(v->get<double>() > 0) || v->get<double>() > 1) {
+    error(key, fmt::format("expected a fraction in (0, 1], got {}", describe_json(*v)));
+    return std::nullopt;
+  }
+  return v->get<double>();
+}
+
 std::optional<bool> ObjectReader::boolean(std::string_view key, bool required) {
   const Json* v = lookup(key, required, "true or false");
   if (!v) return std::nullopt;

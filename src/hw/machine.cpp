@@ -58,6 +58,8 @@ struct MachineBuilder {
       } else if (auto* cache = std::get_if<CacheSpec>(&c.body)) {
         d.cache = *cache;
         ++caches;
+      } else if (auto* coll = std::get_if<CollectiveSpec>(&c.body)) {
+        d.collective = *coll;
       }
     }
     // Report structural problems once per group, not once per instance.
@@ -89,7 +91,7 @@ struct MachineBuilder {
         const std::string name = prefix + c.name;
         m.hosts_.push_back(Host{name, add_endpoint(name, EndpointKind::host, static_cast<std::uint32_t>(m.hosts_.size())), *h});
       } else if (std::holds_alternative<ComputeSpec>(c.body) || std::holds_alternative<MemorySpec>(c.body) ||
-                 std::holds_alternative<CacheSpec>(c.body)) {
+                 std::holds_alternative<CacheSpec>(c.body) || std::holds_alternative<CollectiveSpec>(c.body)) {
         if (top) {
           ctx.error(c.json_path, fmt::format("a {} component must sit inside a group (the device it belongs to), "
                                              "e.g. \"gpu\": {{\"type\": \"group\", \"components\": {{...}}}}",
@@ -246,7 +248,7 @@ struct MachineBuilder {
         }
         const std::string name = pairs.size() == 1 ? prefix + c.name : fmt::format("{}{}[{}]", prefix, c.name, k);
         ++k;
-        m.links_.push_back(Link{name, x, y, l->bandwidth_bytes_per_s, l->latency_s, c.json_path});
+        m.links_.push_back(Link{name, x, y, l->bandwidth_bytes_per_s, l->latency_s, l->efficiency, c.json_path});
       }
     }
   }
@@ -325,7 +327,7 @@ struct MachineBuilder {
 };
 
 std::string_view component_type_name(const ComponentSpec& c) {
-  static constexpr std::string_view kNames[] = {"compute", "memory", "cache", "host", "link", "switch", "group"};
+  static constexpr std::string_view kNames[] = {"compute", "memory", "cache", "host", "link", "switch", "group", "collective"};
   return kNames[c.body.index()];
 }
 

@@ -8,14 +8,15 @@ SimMachine::SimMachine(sim::Simulator& sim, const Machine& machine)
     : sim_(sim), machine_(machine), network_(sim) {
   // Link directions first so that resource id = 2 * link + direction.
   for (const Link& l : machine.links()) {
+    const double achievable = l.bandwidth_bytes_per_s * l.efficiency;
     network_.add_resource(l.name + " " + machine.endpoints()[l.a].name + "->" + machine.endpoints()[l.b].name,
-                          l.bandwidth_bytes_per_s);
+                          achievable);
     network_.add_resource(l.name + " " + machine.endpoints()[l.b].name + "->" + machine.endpoints()[l.a].name,
-                          l.bandwidth_bytes_per_s);
+                          achievable);
   }
   for (const Device& d : machine.devices()) {
     compute_units_.push_back(std::make_unique<sim::ServerPool>(sim, d.name + " compute", d.compute.units));
-    hbm_.push_back(network_.add_resource(d.name + " hbm", d.memory.bandwidth_bytes_per_s));
+    hbm_.push_back(network_.add_resource(d.name + " hbm", d.memory.bandwidth_bytes_per_s * d.memory.efficiency));
   }
   for (const Switch& s : machine.switches()) {
     if (s.spec.bandwidth_bytes_per_s > 0) {

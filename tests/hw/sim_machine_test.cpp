@@ -55,7 +55,8 @@ TEST(SimMachine, TransfersSharingALinkDirectionSplitItsBandwidth) {
 TEST(SimMachine, HbmIsSharedWithTransfersThatTouchIt) {
   // Shrink HBM below the link bandwidth: a transfer reading gpu[0]'s HBM is then bound by it,
   // and a kernel-like flow on the same HBM halves it.
-  const Machine m = Machine::load(config_path("dgx_h100"), {{"/components/gpu/components/hbm/bandwidth", "100 GB/s"}});
+  const Machine m = Machine::load(config_path("dgx_h100"), {{"/components/gpu/components/hbm/bandwidth", "100 GB/s"},
+                                                            {"/components/gpu/components/hbm/efficiency", "1"}});
   sim::Simulator sim;
   SimMachine hw(sim, m);
   Arrivals a{&sim};
@@ -67,6 +68,15 @@ TEST(SimMachine, HbmIsSharedWithTransfersThatTouchIt) {
   // Two flows on gpu[0]'s 100 GB/s HBM (gpu[1]'s HBM is not the bottleneck): 50 GB/s each, 2 ms.
   EXPECT_NEAR(static_cast<double>(a.at[1]), 2e9, 1);
   EXPECT_NEAR(static_cast<double>(a.at[0]), 2e9 + kLatencyPs, 1);
+}
+
+TEST(SimMachine, CapacitiesArePeakTimesEfficiency) {
+  const Machine m = Machine::load(config_path("dgx_h100"), {{"/components/gpu/components/hbm/efficiency", "0.5"},
+                                                            {"/components/nvlink/efficiency", "0.8"}});
+  sim::Simulator sim;
+  SimMachine hw(sim, m);
+  EXPECT_DOUBLE_EQ(hw.network().capacity(hw.hbm(3)), 3.35e12 * 0.5);
+  EXPECT_DOUBLE_EQ(hw.network().capacity(hw.link_direction(Hop{8, false})), 450e9 * 0.8);  // nvlink[0]
 }
 
 TEST(SimMachine, EachDeviceHasItsComputeUnitsAsAPool) {

@@ -13,6 +13,13 @@
 
 namespace syntorch::hw {
 
+// One CTA tile shape of a GEMM kernel: an m x n block of the output, k deep per mainloop step.
+struct GemmTile {
+  std::uint32_t m = 0;
+  std::uint32_t n = 0;
+  std::uint32_t k = 0;
+};
+
 // The processing units of a device (SMs, CUs, NPU cores): `units` identical ones at `clock_hz`,
 // each doing the given operations per cycle on its matrix (tensor-core) and vector datapaths.
 struct ComputeSpec {
@@ -21,6 +28,13 @@ struct ComputeSpec {
   std::map<DType, double> matrix_ops_per_cycle;  // per unit; an FMA counts as 2 ops
   std::map<DType, double> vector_ops_per_cycle;  // per unit
   double shared_memory_bytes = 0;                // per unit; 0 = not given
+  // Calibration: physical and efficiency parameters of kernels on these units.
+  std::vector<GemmTile> gemm_tiles;              // CTA tile shapes the matrix units run
+  double matrix_efficiency = 1;                  // fraction of matrix peak a GEMM mainloop sustains
+  double vector_efficiency = 1;                  // same for vector-unit arithmetic
+  double unit_bandwidth_bytes_per_s = 0;         // most one unit can stream from memory; 0 = no limit
+  double kernel_overhead_s = 0;                  // device-side fixed cost of a kernel (ramp and drain)
+  std::uint32_t resident_tiles_per_unit = 1;     // CTAs of a memory-bound kernel one unit holds at once
 
   double peak_matrix_ops_per_s(DType t) const;   // 0 when the dtype is not supported
   double peak_vector_ops_per_s(DType t) const;
@@ -31,6 +45,7 @@ struct MemorySpec {
   double size_bytes = 0;
   double bandwidth_bytes_per_s = 0;
   double latency_s = 0;
+  double efficiency = 1;  // fraction of peak bandwidth streaming kernels achieve
 };
 
 // An on-device cache (L2): capacity and, optionally, bandwidth.
@@ -54,6 +69,7 @@ struct HostSpec {
 struct LinkSpec {
   double bandwidth_bytes_per_s = 0;  // per direction
   double latency_s = 0;
+  double efficiency = 1;             // fraction of bandwidth data transfers achieve (protocol overhead)
   std::vector<std::string> endpoints;
   std::vector<std::string> endpoint_paths;  // JSON pointer of each endpoint string, for errors
 };
@@ -63,6 +79,14 @@ struct SwitchSpec {
   double latency_s = 0;
   double bandwidth_bytes_per_s = 0;  // aggregate switching capacity; 0 = non-blocking
   bool in_switch_reduction = false;  // can reduce in the switch (NVLink SHARP / NVLS)
+};
+
+// How a device's communication library moves collective data (NCCL/RCCL-like): every step of a
+// collective algorithm costs `step_latency` of synchronisation, and data moves in pipelined
+// chunks of at most `chunk_bytes`.
+struct CollectiveSpec {
+  double step_latency_s = 0;
+  double chunk_bytes = 0;
 };
 
 struct ComponentSpec;
@@ -77,7 +101,7 @@ struct GroupSpec {
 struct ComponentSpec {
   std::string name;
   std::string json_path;
-  std::variant<ComputeSpec, MemorySpec, CacheSpec, HostSpec, LinkSpec, SwitchSpec, GroupSpec> body;
+  std::variant<ComputeSpec, MemorySpec, CacheSpec, HostSpec, LinkSpec, SwitchSpec, GroupSpec, CollectiveSpec> body;
 };
 
 struct HardwareConfig {

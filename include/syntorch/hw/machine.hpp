@@ -31,6 +31,7 @@ struct Device {
   ComputeSpec compute;
   MemorySpec memory;
   CacheSpec cache;  // size 0 when the device has none
+  std::optional<CollectiveSpec> collective;  // absent when the device has no collective library
   std::string spec_path;  // JSON pointer of the group that defines it
 };
 
@@ -52,6 +53,7 @@ struct Link {
   std::uint32_t b = 0;
   double bandwidth_bytes_per_s = 0;  // per direction
   double latency_s = 0;
+  double efficiency = 1;             // achievable fraction of the bandwidth
   std::string spec_path;  // JSON pointer of the link component that declared it
 };
 

@@ -1,7 +1,8 @@
 #pragma once
 // A Machine bound to a Simulator: the hardware resources that activity contends for. Each device
 // has a pool of its compute units (SMs) and its HBM as a bandwidth resource; each link has one
-// bandwidth resource per direction; a switch with a finite capacity is a resource too. All
+// bandwidth resource per direction; a switch with a finite capacity is a resource too. Capacities
+// are the achievable ones (peak x the config's efficiency). All
 // bandwidth resources live in one FlowNetwork, so a transfer that crosses links and a kernel
 // reading HBM share fairly with everything else in flight.
 

@@ -29,6 +29,7 @@ void parse_host(ObjectReader& r, ComponentSpec& out);
 void parse_link(ObjectReader& r, ComponentSpec& out);
 void parse_switch(ObjectReader& r, ComponentSpec& out);
 void parse_group(ObjectReader& r, ComponentSpec& out);
+void parse_collective(ObjectReader& r, ComponentSpec& out);
 
 // Parses a `components` map (used by the top level and by groups).
 void parse_components(const Json& map, const std::string& pointer, ParseContext& ctx, GroupSpec& out);

@@ -1,3 +1,4 @@
+#include <cstdio>
 #include <fmt/format.h>
 
 #include "components.hpp"
@@ -48,6 +49,33 @@ void parse_compute(ObjectReader& r, ComponentSpec& out) {
   c.matrix_ops_per_cycle = read_ops_table(r, "matrix_ops_per_cycle", false);
   c.vector_ops_per_cycle = read_ops_table(r, "vector_ops_per_cycle", true);
   c.shared_memory_bytes = r.size("shared_memory", false).value_or(0);
+  if (const Json* tiles = r.raw("gemm_tiles")) {
+    const std::string path = child_pointer(r.pointer(), "gemm_tiles");
+    if (!tiles->is_array() || tiles->empty()) {
+      r.context().error(path, "expected a list of tile shapes like [\"128x256x32\"], got " + describe_json(*tiles));
+    } else {
+      for (std::size_t i = 0; i < tiles->size(); ++i) {
+        const Json& t = (*tiles)[i];
+        GemmTile tile;
+        char extra = 0;
+        if (!t.is_string() ||
+            std::sscanf(t.get_ref<const std::string&>().c_str(), "%ux%ux%u%c", &tile.m, &tile.n, &tile.k, &extra) != 3 ||
+            tile.m == 0 || tile.n == 0 || tile.k == 0 || tile.m > 4096 || tile.n > 4096 || tile.k > 4096) {
+          r.context().error(child_pointer(path, i), "expected a tile shape MxNxK like \"128x256x32\", got " + describe_json(t));
+          continue;
+        }
+        c.gemm_tiles.push_back(tile);
+      }
+    }
+  } else if (!c.matrix_ops_per_cycle.empty()) {
+    r.context().error(r.pointer(), "missing required field \"gemm_tiles\" (the CTA tile shapes its matrix units run, "
+                                   "like [\"128x256x32\", \"128x128x32\"]) in a compute component with matrix_ops_per_cycle");
+  }
+  c.matrix_efficiency = r.fraction("matrix_efficiency", false).value_or(1.0);
+  c.vector_efficiency = r.fraction("vector_efficiency", false).value_or(1.0);
+  c.unit_bandwidth_bytes_per_s = r.bandwidth("unit_bandwidth", false).value_or(0);
+  c.kernel_overhead_s = r.time("kernel_overhead", false).value_or(0);
+  c.resident_tiles_per_unit = r.count("resident_tiles_per_unit", false, 1).value_or(1);
   out.body = std::move(c);
 }
 

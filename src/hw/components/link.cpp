@@ -8,6 +8,7 @@ void parse_link(ObjectReader& r, ComponentSpec& out) {
   LinkSpec l;
   l.bandwidth_bytes_per_s = r.bandwidth("bandwidth", true).value_or(0);
   l.latency_s = r.time("latency", false).value_or(0);
+  l.efficiency = r.fraction("efficiency", false).value_or(1.0);
   const Json* ends = r.raw("endpoints");
   const std::string path = child_pointer(r.pointer(), "endpoints");
   const char* expected = "expected two endpoint names like [\"gpu[*]\", \"nvswitch\"]";

@@ -8,7 +8,7 @@
 namespace syntorch::hw::detail {
 
 std::span<const ComponentType> component_types() {
-  static constexpr std::array<ComponentType, 7> kTypes{{
+  static constexpr std::array<ComponentType, 8> kTypes{{
       {"compute", "processing units (SMs, CUs) with per-dtype throughput", &parse_compute},
       {"memory", "device main memory (HBM)", &parse_memory},
       {"cache", "on-device cache (L2)", &parse_cache},
@@ -16,6 +16,7 @@ std::span<const ComponentType> component_types() {
       {"link", "full-duplex connection between two endpoints (NVLink, PCIe, network)", &parse_link},
       {"switch", "switch joining links (NVSwitch, PCIe or network switch)", &parse_switch},
       {"group", "components instantiated count times; a device when it holds a compute", &parse_group},
+      {"collective", "a device's collective-communication library: step latency, pipeline chunk", &parse_collective},
   }};
   return kTypes;
 }
