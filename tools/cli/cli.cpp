@@ -39,6 +39,8 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   app.require_subcommand(1);
   Context ctx{out, err, {}};
   add_hw_command(app, ctx);
+  add_kernel_command(app, ctx);
+  add_validate_command(app, ctx);
 
   if (const std::string bad = unknown_subcommand(app, args); !bad.empty()) {
     err << bad << "\nRun with --help for more information.\n";

@@ -14,5 +14,7 @@ struct Context {
 };
 
 void add_hw_command(CLI::App& app, Context& ctx);
+void add_kernel_command(CLI::App& app, Context& ctx);
+void add_validate_command(CLI::App& app, Context& ctx);
 
 }  // namespace syntorch::cli

@@ -35,6 +35,7 @@ struct ComputeSpec {
   double unit_bandwidth_bytes_per_s = 0;         // most one unit can stream from memory; 0 = no limit
   double kernel_overhead_s = 0;                  // device-side fixed cost of a kernel (ramp and drain)
   std::uint32_t resident_tiles_per_unit = 1;     // CTAs of a memory-bound kernel one unit holds at once
+  bool async_matrix = false;                     // asynchronous matrix instructions + bulk copies (Hopper wgmma/TMA)
 
   double peak_matrix_ops_per_s(DType t) const;   // 0 when the dtype is not supported
   double peak_vector_ops_per_s(DType t) const;

@@ -76,6 +76,7 @@ void parse_compute(ObjectReader& r, ComponentSpec& out) {
   c.unit_bandwidth_bytes_per_s = r.bandwidth("unit_bandwidth", false).value_or(0);
   c.kernel_overhead_s = r.time("kernel_overhead", false).value_or(0);
   c.resident_tiles_per_unit = r.count("resident_tiles_per_unit", false, 1).value_or(1);
+  c.async_matrix = r.boolean("async_matrix", false).value_or(false);
   out.body = std::move(c);
 }
 

@@ -1,0 +1,77 @@
+#pragma once
+// Runs kernels and collective plans on a SimMachine. A kernel takes compute units from its
+// device's pool (so concurrent kernels contend for SMs) and moves its HBM traffic as flows on the
+// device's HBM resource (so they contend for bandwidth), wave by wave: each phase lasts until
+// both its arithmetic and its memory traffic are done. A collective plan is a DAG of transfers
+// between devices over the routed links, each after the library's step latency.
+
+#include <cstdint>
+#include <vector>
+
+#include "syntorch/hw/sim_machine.hpp"
+#include "syntorch/runtime/kernel.hpp"
+
+namespace syntorch::runtime {
+
+// A collective algorithm lowered to transfers. Transfer i starts `step_latency` after its last
+// dependency finishes (or at the start, with none) and moves `bytes` from src to dst endpoints.
+struct Transfer {
+  std::uint32_t src_endpoint = 0;
+  std::uint32_t dst_endpoint = 0;
+  double bytes = 0;
+  std::vector<std::uint32_t> deps;
+};
+
+struct CollectivePlan {
+  std::string algorithm;
+  std::vector<Transfer> transfers;
+  double step_latency_s = 0;
+  double bytes_per_rank = 0;  // bytes each rank sends over the whole collective
+  std::vector<std::string> why;
+};
+
+// What happened to one kernel run (all times in simulated picoseconds).
+struct KernelRun {
+  sim::TimePs start_ps = 0;
+  sim::TimePs end_ps = 0;
+  sim::TimePs compute_ps = 0;   // time the arithmetic alone needed (summed over phases)
+  sim::TimePs memory_ps = 0;    // time the memory traffic took (summed over phases)
+  sim::TimePs overhead_ps = 0;  // fixed per-kernel cost
+  std::uint32_t units = 0;      // compute units held
+  double waves = 0;
+};
+
+class Executor {
+ public:
+  explicit Executor(hw::SimMachine& hw);
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Starts `kernel` now; on_done(obj, arg) runs when it ends. `result` is filled in as it runs
+  // and must outlive the kernel.
+  void launch(const Kernel& kernel, KernelRun& result, sim::EventFn on_done, void* obj, std::uint64_t arg);
+
+  // Starts `plan` now; on_done runs when its last transfer arrives.
+  void run_collective(const CollectivePlan& plan, sim::EventFn on_done, void* obj, std::uint64_t arg);
+
+ private:
+  struct Running;
+  struct RunningCollective;
+  static void on_units(void* obj, std::uint64_t slot);
+  static void on_phase_compute(void* obj, std::uint64_t slot);
+  static void on_phase_memory(void* obj, std::uint64_t slot);
+  static void on_overhead_done(void* obj, std::uint64_t slot);
+  static void on_transfer_ready(void* obj, std::uint64_t slot);
+  static void on_transfer_done(void* obj, std::uint64_t slot);
+  void start_phase(std::uint32_t slot);
+  void phase_part_done(std::uint32_t slot);
+
+  hw::SimMachine& hw_;
+  std::vector<Running> running_;
+  std::vector<std::uint32_t> free_running_;
+  std::vector<RunningCollective> collectives_;
+  std::vector<std::uint32_t> free_collectives_;
+};
+
+}  // namespace syntorch::runtime

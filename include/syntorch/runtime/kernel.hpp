@@ -1,0 +1,26 @@
+#pragma once
+// A kernel lowered onto one device: a grid of identical tiles (CTAs), what one tile costs in
+// arithmetic and memory traffic, and why this implementation and tile were chosen. The
+// KernelExecutor runs it on the simulator; nothing here is a time prediction by itself.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace syntorch::runtime {
+
+struct Kernel {
+  std::string name;   // e.g. "gemm 128x256x32"
+  std::string impl;   // e.g. "cublasLt", "flash_v2", "ring"
+  std::string tile;   // tile shape or "" when not tiled that way
+  std::uint32_t device = 0;
+  std::uint64_t tiles = 0;             // CTAs in the grid
+  std::uint32_t tiles_per_unit = 1;    // CTAs resident on one unit at once
+  double tile_compute_s = 0;           // arithmetic time of one tile alone on one unit
+  double tile_hbm_bytes = 0;           // HBM bytes one tile moves, on average, after cache reuse
+  double flops = 0;                    // useful work (for achieved FLOP/s)
+  double hbm_bytes = 0;                // total HBM traffic
+  std::vector<std::string> why;        // the dispatcher's reasons, in order
+};
+
+}  // namespace syntorch::runtime

@@ -1,0 +1,40 @@
+#pragma once
+// KernelPolicy: policy as code. A map from op to implementation (and optionally the precision to
+// run it in), read from a JSON or YAML file or from a CLI string like
+// "attention=flash_v2,gemm=cublasLt,allreduce=ring". Ops without an entry use "auto": the
+// dispatcher picks the implementation it predicts fastest among those the device supports.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "syntorch/base/diagnostics.hpp"
+#include "syntorch/runtime/op.hpp"
+
+namespace syntorch::runtime {
+
+struct PolicyEntry {
+  std::string impl = "auto";
+  std::optional<DType> precision;  // run the op in this dtype instead of the op's own
+};
+
+class KernelPolicy {
+ public:
+  // The implementations an op accepts, "auto" first.
+  static std::vector<std::string> implementations(OpKind op);
+
+  // "op=impl[:precision],..." e.g. "gemm=cublasLt,attention=flash_v2:bf16". Problems name `where`.
+  static KernelPolicy parse(const std::string& text, Diagnostics& diagnostics, const std::string& where = "--policy");
+  // A JSON or YAML file mapping op -> "impl" or {impl: ..., precision: ...}.
+  static KernelPolicy load_file(const std::string& path, Diagnostics& diagnostics);
+
+  void set(OpKind op, PolicyEntry entry) { entries_[op] = std::move(entry); }
+  const PolicyEntry& entry(OpKind op) const;
+  std::string describe() const;  // "gemm=cublasLt,attention=flash_v2" (only explicit entries)
+
+ private:
+  std::map<OpKind, PolicyEntry> entries_;
+};
+
+}  // namespace syntorch::runtime

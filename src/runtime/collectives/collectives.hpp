@@ -1,0 +1,47 @@
+#pragma once
+// Collective algorithms lowered to transfer DAGs over the routed topology, one file each. Data
+// moves in pipelined chunks: a segment is split into k chunks (k from the library's chunk size,
+// at most kMaxChunks simulated), and chunk j of a step may go as soon as chunk j of the previous
+// step has arrived, so steps overlap as in NCCL's pipelined protocols.
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "syntorch/hw/machine.hpp"
+#include "syntorch/runtime/executor.hpp"
+#include "syntorch/runtime/op.hpp"
+#include "syntorch/runtime/policy.hpp"
+
+namespace syntorch::runtime::detail {
+
+inline constexpr std::uint64_t kMaxChunks = 8;
+
+struct CollectiveContext {
+  const hw::Machine& machine;
+  std::vector<std::uint32_t> endpoints;  // of the participating devices, in rank order
+  hw::CollectiveSpec library;
+};
+
+// Chunks a message of `bytes` is pipelined in.
+std::uint64_t chunks_for(double bytes, const hw::CollectiveSpec& lib);
+
+// The slowest achievable bandwidth and the largest latency between consecutive ranks.
+double ring_bandwidth(const CollectiveContext& cx);
+double ring_hop_latency(const CollectiveContext& cx);
+
+// Ring over ranks 0 -> 1 -> ... -> n-1 -> 0: `steps` steps of `segment` bytes per rank.
+CollectivePlan ring(const CollectiveContext& cx, std::uint32_t steps, double segment_bytes, std::string name);
+
+CollectivePlan ring_allreduce(const OpDesc& op, const CollectiveContext& cx);
+CollectivePlan ring_allgather(const OpDesc& op, const CollectiveContext& cx);
+CollectivePlan ring_reducescatter(const OpDesc& op, const CollectiveContext& cx);
+CollectivePlan tree_allreduce(const OpDesc& op, const CollectiveContext& cx);
+// Empty optional-like: the plan's algorithm is "" when no switch on the ranks' routes reduces.
+CollectivePlan in_switch_allreduce(const OpDesc& op, const CollectiveContext& cx);
+CollectivePlan direct_sendrecv(const OpDesc& op, const CollectiveContext& cx);
+
+// Predicted time of a plan by the alpha-beta model, for choosing among algorithms.
+double estimate_allreduce_s(const std::string& algorithm, const OpDesc& op, const CollectiveContext& cx);
+
+}  // namespace syntorch::runtime::detail

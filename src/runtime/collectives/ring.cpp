@@ -1,0 +1,92 @@
+// Ring algorithms: all-reduce is a reduce-scatter (n-1 steps) then an all-gather (n-1 steps);
+// each step every rank sends one segment of bytes/n to the next rank, so each rank sends
+// 2(n-1)/n of the message (all-gather and reduce-scatter alone: (n-1)/n).
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+
+#include "collectives.hpp"
+#include "syntorch/base/units.hpp"
+
+namespace syntorch::runtime::detail {
+
+std::uint64_t chunks_for(double bytes, const hw::CollectiveSpec& lib) {
+  if (lib.chunk_bytes <= 0) return 1;
+  return std::clamp<std::uint64_t>(static_cast<std::uint64_t>(std::ceil(bytes / lib.chunk_bytes)), 1, kMaxChunks);
+}
+
+double ring_bandwidth(const CollectiveContext& cx) {
+  double bw = sim::kUnlimitedRate;
+  const std::size_t n = cx.endpoints.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const hw::Route& r = cx.machine.route(cx.endpoints[i], cx.endpoints[(i + 1) % n]);
+    for (const hw::Hop& h : r.hops) {
+      const hw::Link& l = cx.machine.links()[h.link];
+      bw = std::min(bw, l.bandwidth_bytes_per_s * l.efficiency);
+    }
+  }
+  return bw;
+}
+
+double ring_hop_latency(const CollectiveContext& cx) {
+  double lat = 0;
+  const std::size_t n = cx.endpoints.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    lat = std::max(lat, cx.machine.route(cx.endpoints[i], cx.endpoints[(i + 1) % n]).latency_s);
+  }
+  return lat;
+}
+
+CollectivePlan ring(const CollectiveContext& cx, std::uint32_t steps, double segment_bytes, std::string name) {
+  const auto n = static_cast<std::uint32_t>(cx.endpoints.size());
+  const auto k = static_cast<std::uint32_t>(chunks_for(segment_bytes, cx.library));
+  CollectivePlan plan;
+  plan.algorithm = std::move(name);
+  plan.step_latency_s = cx.library.step_latency_s;
+  plan.bytes_per_rank = steps * segment_bytes;
+  plan.transfers.resize(static_cast<std::size_t>(steps) * n * k);
+  auto id = [&](std::uint32_t s, std::uint32_t i, std::uint32_t j) { return (s * n + i) * k + j; };
+  for (std::uint32_t s = 0; s < steps; ++s) {
+    for (std::uint32_t i = 0; i < n; ++i) {
+      for (std::uint32_t j = 0; j < k; ++j) {
+        Transfer& t = plan.transfers[id(s, i, j)];
+        t.src_endpoint = cx.endpoints[i];
+        t.dst_endpoint = cx.endpoints[(i + 1) % n];
+        t.bytes = segment_bytes / k;
+        if (s > 0) t.deps.push_back(id(s - 1, (i + n - 1) % n, j));  // the chunk this rank forwards
+        if (j > 0) t.deps.push_back(id(s, i, j - 1));                // chunks leave in order
+      }
+    }
+  }
+  plan.why.push_back(fmt::format("{}: {} steps x {} ranks, segments of {} in {} pipelined chunk(s)", plan.algorithm,
+                                 steps, n, units::format_size(segment_bytes), k));
+  return plan;
+}
+
+CollectivePlan ring_allreduce(const OpDesc& op, const CollectiveContext& cx) {
+  const auto n = static_cast<std::uint32_t>(cx.endpoints.size());
+  return ring(cx, 2 * (n - 1), static_cast<double>(op.bytes) / n, "ring");
+}
+
+CollectivePlan ring_allgather(const OpDesc& op, const CollectiveContext& cx) {
+  const auto n = static_cast<std::uint32_t>(cx.endpoints.size());
+  return ring(cx, n - 1, static_cast<double>(op.bytes) / n, "ring");
+}
+
+CollectivePlan ring_reducescatter(const OpDesc& op, const CollectiveContext& cx) {
+  const auto n = static_cast<std::uint32_t>(cx.endpoints.size());
+  return ring(cx, n - 1, static_cast<double>(op.bytes) / n, "ring");
+}
+
+double estimate_allreduce_s(const std::string& algorithm, const OpDesc& op, const CollectiveContext& cx) {
+  const double n = static_cast<double>(cx.endpoints.size());
+  const double s = static_cast<double>(op.bytes);
+  const double alpha = cx.library.step_latency_s + ring_hop_latency(cx);
+  const double bw = ring_bandwidth(cx);
+  if (algorithm == "ring") return 2 * (n - 1) * alpha + 2 * (n - 1) / n * s / bw;
+  if (algorithm == "tree") return 2 * std::ceil(std::log2(n)) * alpha + 2 * s / bw;
+  return 2 * alpha + s / bw;  // in_switch: up to the switch and back
+}
+
+}  // namespace syntorch::runtime::detail

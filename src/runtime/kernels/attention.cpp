@@ -1,0 +1,139 @@
+// Attention. Fused FlashAttention-style kernels: one CTA per (batch, head, block of 128 queries)
+// streams the K and V blocks through on-chip memory, so HBM sees Q, K, V and O once; v2 runs the
+// softmax between its two matrix products, v3 (asynchronous matrix units) overlaps them. Decode
+// (few queries against a long KV cache) splits the KV sequence across CTAs (split-KV) so small
+// batches still fill the device, and GQA/MQA let a CTA serve all query heads of one KV head.
+// The unfused path runs QK^T, softmax and AV as three kernels with the scores in HBM.
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+
+#include "kernels.hpp"
+
+namespace syntorch::runtime::detail {
+
+namespace {
+std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
+constexpr std::uint64_t kBlockQ = 128;
+constexpr std::uint64_t kBlockKv = 128;
+constexpr double kSoftmaxOpsPerScore = 8;  // max, subtract, exp, sum, rescale, in fp32
+
+Kernel fused(const OpDesc& op, const LowerContext& cx, bool v3) {
+  const hw::Device& d = cx.device;
+  const double e = element_bytes(cx.dtype);
+  const double mm = unit_matrix_ops_per_s(d, cx.dtype);
+  const double vec = unit_vector_ops_per_s(d, DType::fp32);
+  if (mm == 0) unsupported(cx, fmt::format("fused attention needs {} matrix units", dtype_name(cx.dtype)));
+  const std::uint64_t group = op.heads / op.kv_heads;
+  const bool decode = op.seq_q * group <= 64 && op.seq_kv > op.seq_q;
+  Kernel k;
+  k.device = cx.device_index;
+  k.impl = v3 ? "flash_v3" : "flash_v2";
+  k.tiles_per_unit = 1;
+  const double qo_bytes = 2.0 * static_cast<double>(op.batch * op.heads * op.seq_q * op.head_dim) * e;
+  const double kv_bytes = 2.0 * static_cast<double>(op.batch * op.kv_heads * op.seq_kv * op.head_dim) * e;
+  k.hbm_bytes = qo_bytes + kv_bytes;
+  // Useful FLOPs: QK^T and AV, each 2*seq_q*seq_kv*head_dim per head; causal keeps the lower
+  // triangle (for seq_q == seq_kv about half).
+  double pairs = static_cast<double>(op.seq_q) * static_cast<double>(op.seq_kv);
+  if (op.causal) {
+    const double s_q = static_cast<double>(op.seq_q);
+    const double offset = static_cast<double>(op.seq_kv - op.seq_q);
+    pairs = s_q * offset + s_q * (s_q + 1) / 2;
+  }
+  k.flops = 4.0 * static_cast<double>(op.batch * op.heads * op.head_dim) * pairs;
+  double scores_per_tile;  // score elements one tile computes (padded to blocks)
+  if (decode) {
+    // Split-KV: enough splits that the grid covers the device, each at least one KV block.
+    const std::uint64_t base = op.batch * op.kv_heads;
+    const std::uint64_t splits =
+        std::clamp<std::uint64_t>(ceil_div(d.compute.units, base), 1, ceil_div(op.seq_kv, kBlockKv));
+    k.tiles = base * splits;
+    const std::uint64_t rows = std::max<std::uint64_t>(16, group * op.seq_q);  // matrix instructions work on 16 rows
+    scores_per_tile = static_cast<double>(rows) * static_cast<double>(ceil_div(op.seq_kv, splits));
+    k.tiles_per_unit = d.compute.resident_tiles_per_unit;
+    k.name = fmt::format("{} decode split-kv {}", k.impl, splits);
+    k.why.push_back(fmt::format("decode: {} queries x {} heads per KV head against {} keys; split-KV {} so {} CTAs "
+                                "cover {} units", op.seq_q, group, op.seq_kv, splits, k.tiles, d.compute.units));
+  } else {
+    const std::uint64_t q_blocks = ceil_div(op.seq_q, kBlockQ);
+    const std::uint64_t kv_blocks = ceil_div(op.seq_kv, kBlockKv);
+    k.tiles = op.batch * op.heads * q_blocks;
+    // Blocks a query block visits: all, or those at or below the diagonal when causal.
+    double visited = static_cast<double>(kv_blocks);
+    if (op.causal) {
+      const double diag = static_cast<double>(kv_blocks - q_blocks);
+      visited = diag + (static_cast<double>(q_blocks) + 1) / 2;
+    }
+    scores_per_tile = static_cast<double>(kBlockQ * kBlockKv) * visited;
+    k.name = fmt::format("{} prefill", k.impl);
+    k.why.push_back(fmt::format("prefill: {} CTAs (batch x heads x {}-query blocks), {:.1f} of {} KV blocks each{}",
+                                k.tiles, kBlockQ, visited, kv_blocks, op.causal ? " (causal)" : ""));
+  }
+  const double mm_s = 4.0 * static_cast<double>(op.head_dim) * scores_per_tile / mm;
+  const double softmax_s = vec > 0 ? kSoftmaxOpsPerScore * scores_per_tile / vec : 0;
+  // v2 alternates softmax and matrix work within a warp; v3 overlaps them across warpgroups.
+  k.tile_compute_s = v3 ? std::max(mm_s, softmax_s) : mm_s + softmax_s;
+  k.tile_hbm_bytes = k.hbm_bytes / static_cast<double>(k.tiles);
+  k.why.push_back(v3 ? "flash_v3: softmax overlapped with the asynchronous matrix products"
+                     : "flash_v2: softmax between the two matrix products of each block");
+  return k;
+}
+}  // namespace
+
+std::vector<Kernel> lower_attention(const OpDesc& op, const LowerContext& cx) {
+  const hw::Device& d = cx.device;
+  const std::string& impl = cx.policy.impl;
+  if (impl == "flash_v3" && !d.compute.async_matrix) {
+    unsupported(cx, "flash_v3 needs asynchronous matrix units (async_matrix: Hopper-class wgmma/TMA); use flash_v2");
+  }
+  std::vector<std::vector<Kernel>> options;
+  if (impl == "flash_v2" || impl == "auto") options.push_back({fused(op, cx, false)});
+  if (impl == "flash_v3" || (impl == "auto" && d.compute.async_matrix)) options.push_back({fused(op, cx, true)});
+  if (impl == "unfused") {
+    // QK^T per head (K/V heads repeated for GQA), softmax over the scores in HBM, then AV.
+    OpDesc qk{};
+    qk.kind = OpKind::bmm;
+    qk.dtype = op.dtype;
+    qk.batch = op.batch * op.heads;
+    qk.m = op.seq_q;
+    qk.n = op.seq_kv;
+    qk.k = op.head_dim;
+    OpDesc sm{};
+    sm.kind = OpKind::softmax;
+    sm.dtype = op.dtype;
+    sm.rows = op.batch * op.heads * op.seq_q;
+    sm.cols = op.seq_kv;
+    OpDesc av = qk;
+    av.n = op.head_dim;
+    av.k = op.seq_kv;
+    const PolicyEntry automatic{};
+    const LowerContext sub{cx.device, cx.device_index, automatic, cx.dtype};
+    std::vector<Kernel> ks;
+    for (auto&& part : {lower_gemm(qk, sub), lower_rowwise(sm, sub), lower_gemm(av, sub)}) {
+      for (auto&& kk : part) ks.push_back(kk);
+    }
+    ks[0].name = "attention QK^T " + ks[0].tile;
+    ks[1].name = "attention softmax";
+    ks[2].name = "attention AV " + ks[2].tile;
+    ks[0].why.insert(ks[0].why.begin(), fmt::format("unfused: the {} score matrix goes through HBM{}",
+                                                    fmt::format("{}x{}x{}", qk.batch, op.seq_q, op.seq_kv),
+                                                    op.causal ? "; the causal mask saves no work" : ""));
+    options.push_back(std::move(ks));
+  }
+  std::size_t best = 0;
+  std::vector<double> est(options.size(), 0);
+  for (std::size_t i = 0; i < options.size(); ++i) {
+    for (const auto& k : options[i]) est[i] += estimate_s(k, d);
+    if (est[i] < est[best]) best = i;
+  }
+  auto chosen = std::move(options[best]);
+  chosen[0].why.insert(chosen[0].why.begin(),
+                       fmt::format("policy attention={}: {}", impl,
+                                   options.size() > 1 ? fmt::format("fastest of {} implementations", options.size())
+                                                      : std::string("as requested")));
+  return chosen;
+}
+
+}  // namespace syntorch::runtime::detail

@@ -1,0 +1,147 @@
+// GEMM and batched GEMM: a grid of CTA tiles over the output, each running a k-loop on the
+// matrix units, in waves over the device's units. Candidates: every tile shape of the device,
+// with split-K when the grid would leave units idle, and a GEMV kernel when one side is tiny.
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+
+#include "kernels.hpp"
+#include "syntorch/base/units.hpp"
+
+namespace syntorch::runtime::detail {
+
+namespace {
+
+std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
+
+Kernel tiled(const OpDesc& op, const LowerContext& cx, const hw::GemmTile& t, std::uint32_t split, double unit_rate,
+             bool on_matrix) {
+  const hw::Device& d = cx.device;
+  const double e = element_bytes(cx.dtype);
+  const std::uint64_t tiles_m = ceil_div(op.m, t.m);
+  const std::uint64_t tiles_n = ceil_div(op.n, t.n);
+  const std::uint64_t k_split = ceil_div(op.k, split);
+  const std::uint64_t k_pad = ceil_div(k_split, t.k) * t.k;
+  Kernel k;
+  k.device = cx.device_index;
+  k.tiles = op.batch * tiles_m * tiles_n * split;
+  k.tiles_per_unit = 1;
+  // Partial tiles cost a whole tile: the hardware computes the padding.
+  k.tile_compute_s = 2.0 * t.m * t.n * static_cast<double>(k_pad) / unit_rate;
+  k.flops = 2.0 * static_cast<double>(op.batch) * static_cast<double>(op.m) * static_cast<double>(op.n) *
+            static_cast<double>(op.k);
+  // HBM traffic. The tiles of one wave run in lock-step through k and are rasterised as a
+  // near-square block of r x c tiles, so each wave reads r A-panels and c B-panels once (L2
+  // serves the other tiles of the block). A and B come from HBM only once overall when both fit
+  // in the L2 together; otherwise every wave re-reads its panels.
+  const double a_bytes = static_cast<double>(op.batch * op.m * op.k) * e;
+  const double b_bytes = static_cast<double>(op.batch * op.k * op.n) * e;
+  const double c_bytes = static_cast<double>(op.batch * op.m * op.n) * e;
+  const std::uint64_t slots = std::min<std::uint64_t>(k.tiles, d.compute.units);
+  const std::uint64_t r = std::min<std::uint64_t>(tiles_m, static_cast<std::uint64_t>(std::ceil(std::sqrt(static_cast<double>(slots)))));
+  const std::uint64_t c = std::min<std::uint64_t>(tiles_n, ceil_div(slots, r));
+  const double wave_in = static_cast<double>(r * t.m + c * t.n) * static_cast<double>(k_split) * e;
+  const double waves = static_cast<double>(k.tiles) / static_cast<double>(slots);
+  double in_bytes = a_bytes + b_bytes;
+  if (in_bytes > d.cache.size_bytes) in_bytes = std::max(in_bytes, waves * wave_in);
+  // Split-K writes fp32 partial sums and reads them back to reduce.
+  const double split_bytes = split > 1 ? 2.0 * static_cast<double>(op.batch * op.m * op.n) * 4.0 * split : 0.0;
+  k.hbm_bytes = in_bytes + c_bytes + split_bytes;
+  k.tile_hbm_bytes = k.hbm_bytes / static_cast<double>(k.tiles);
+  k.tile = fmt::format("{}x{}x{}", t.m, t.n, t.k);
+  k.impl = split > 1 ? "splitk" : "tiled";
+  k.name = fmt::format("{} {}{}", op_name(op.kind), k.tile, split > 1 ? fmt::format(" split-k {}", split) : "");
+  k.why.push_back(fmt::format("tile {}{}: {} tiles = {:.2f} waves on {} units", k.tile,
+                              split > 1 ? fmt::format(", split-K {}", split) : "", k.tiles, waves, d.compute.units));
+  k.why.push_back(fmt::format("{} on {} units: {} per unit at the calibrated efficiency", dtype_name(cx.dtype),
+                              on_matrix ? "matrix" : "vector", units::format_flops(unit_rate)));
+  return k;
+}
+
+// One CTA per 64 rows of the large operand, streaming it once; the tiny side stays in L2.
+Kernel gemv(const OpDesc& op, const LowerContext& cx) {
+  const hw::Device& d = cx.device;
+  const double e = element_bytes(cx.dtype);
+  const std::uint64_t small = std::min(op.m, op.n);
+  const std::uint64_t big = std::max(op.m, op.n);
+  const double rate = unit_vector_ops_per_s(d, cx.dtype) > 0 ? unit_vector_ops_per_s(d, cx.dtype)
+                                                             : unit_vector_ops_per_s(d, DType::fp32);
+  if (rate == 0) unsupported(cx, fmt::format("no vector throughput for {} or fp32 (vector_ops_per_cycle)", dtype_name(cx.dtype)));
+  constexpr std::uint64_t kRowsPerTile = 64;
+  Kernel k;
+  k.device = cx.device_index;
+  k.impl = "gemv";
+  k.name = fmt::format("{} gemv", op_name(op.kind));
+  k.tiles = op.batch * ceil_div(big, kRowsPerTile);
+  k.tiles_per_unit = d.compute.resident_tiles_per_unit;
+  k.tile_compute_s = 2.0 * static_cast<double>(small * kRowsPerTile * op.k) / rate;
+  k.flops = 2.0 * static_cast<double>(op.batch * op.m) * static_cast<double>(op.n) * static_cast<double>(op.k);
+  k.hbm_bytes = static_cast<double>(op.batch) * e *
+                static_cast<double>(big * op.k + small * op.k + small * big);
+  k.tile_hbm_bytes = k.hbm_bytes / static_cast<double>(k.tiles);
+  k.why.push_back(fmt::format("GEMV path: min(m, n) = {} is tiny; {} CTAs stream the {}x{} operand once", small,
+                              k.tiles, big, op.k));
+  return k;
+}
+
+}  // namespace
+
+std::vector<Kernel> lower_gemm(const OpDesc& op, const LowerContext& cx) {
+  const hw::Device& d = cx.device;
+  const std::string& impl = cx.policy.impl;
+  double rate = unit_matrix_ops_per_s(d, cx.dtype);
+  const bool on_matrix = rate > 0;
+  if (!on_matrix) rate = unit_vector_ops_per_s(d, cx.dtype);
+  if (rate == 0) {
+    unsupported(cx, fmt::format("{} is not supported: the device has no {} throughput (matrix: {}; vector: {})",
+                                dtype_name(cx.dtype), dtype_name(cx.dtype),
+                                [&] {
+                                  std::vector<std::string> s;
+                                  for (auto& [t, v] : d.compute.matrix_ops_per_cycle) s.emplace_back(dtype_name(t));
+                                  return join(s);
+                                }(),
+                                [&] {
+                                  std::vector<std::string> s;
+                                  for (auto& [t, v] : d.compute.vector_ops_per_cycle) s.emplace_back(dtype_name(t));
+                                  return join(s);
+                                }()));
+  }
+  std::vector<hw::GemmTile> tiles = d.compute.gemm_tiles;
+  if (tiles.empty()) tiles.push_back(hw::GemmTile{64, 64, 32});  // vector-only devices: a plain blocked loop
+  std::vector<Kernel> candidates;
+  const bool tiny = std::min(op.m, op.n) <= 16;
+  if (impl != "gemv") {
+    for (const auto& t : tiles) {
+      candidates.push_back(tiled(op, cx, t, 1, rate, on_matrix));
+      if (impl == "tiled") continue;
+      const std::uint64_t grid = op.batch * ceil_div(op.m, t.m) * ceil_div(op.n, t.n);
+      for (std::uint32_t split = 2; split <= 16; split *= 2) {
+        // Split K only while the grid leaves units idle and each split keeps a few k-steps.
+        if (grid * split > 2ULL * d.compute.units || op.k / split < 4ULL * t.k) break;
+        candidates.push_back(tiled(op, cx, t, split, rate, on_matrix));
+      }
+    }
+    if (impl == "splitk") {
+      std::erase_if(candidates, [](const Kernel& k) { return k.impl != "splitk"; });
+      if (candidates.empty()) {
+        for (const auto& t : tiles) candidates.push_back(tiled(op, cx, t, 2, rate, on_matrix));
+      }
+    }
+  }
+  if (impl == "gemv" || ((impl == "auto" || impl == "cublasLt") && tiny)) candidates.push_back(gemv(op, cx));
+  std::size_t best = 0;
+  std::vector<double> est;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    est.push_back(estimate_s(candidates[i], d));
+    if (est[i] < est[best]) best = i;
+  }
+  Kernel k = std::move(candidates[best]);
+  k.why.insert(k.why.begin(), fmt::format("policy {}={}: {} of {} candidate kernels, predicted {} alone", op_name(op.kind),
+                                          impl, candidates.size() > 1 ? "fastest" : "the only one", candidates.size(),
+                                          units::format_time_s(est[best])));
+  if (impl == "cublasLt") k.impl = "cublasLt";
+  return {std::move(k)};
+}
+
+}  // namespace syntorch::runtime::detail

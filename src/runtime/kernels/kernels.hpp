@@ -1,0 +1,40 @@
+#pragma once
+// Cost models that lower an op to kernels on one device, one file per op family. Each builds
+// candidate kernels (tile shapes, split factors, implementations), estimates them with the same
+// phase model the Executor runs, keeps the fastest the policy allows, and says why.
+
+#include <string>
+#include <vector>
+
+#include "syntorch/hw/machine.hpp"
+#include "syntorch/runtime/kernel.hpp"
+#include "syntorch/runtime/op.hpp"
+#include "syntorch/runtime/policy.hpp"
+
+namespace syntorch::runtime::detail {
+
+struct LowerContext {
+  const hw::Device& device;
+  std::uint32_t device_index;
+  const PolicyEntry& policy;
+  DType dtype;  // the precision the op runs in (policy precision or the op's own)
+};
+
+// Arithmetic throughput of one unit at the calibrated efficiency; 0 when unsupported.
+double unit_matrix_ops_per_s(const hw::Device& d, DType t);
+double unit_vector_ops_per_s(const hw::Device& d, DType t);
+// Achievable HBM bandwidth of the device.
+double hbm_bytes_per_s(const hw::Device& d);
+
+// The time `k` takes alone on its device, by the phases the Executor runs (no contention).
+double estimate_s(const Kernel& k, const hw::Device& d);
+
+// Throws InputError naming the device when it cannot run `dtype` at all.
+[[noreturn]] void unsupported(const LowerContext& cx, const std::string& what);
+
+std::vector<Kernel> lower_gemm(const OpDesc& op, const LowerContext& cx);
+std::vector<Kernel> lower_attention(const OpDesc& op, const LowerContext& cx);
+std::vector<Kernel> lower_rowwise(const OpDesc& op, const LowerContext& cx);      // layernorm, rmsnorm, softmax
+std::vector<Kernel> lower_elementwise(const OpDesc& op, const LowerContext& cx);  // gelu, add, embedding
+
+}  // namespace syntorch::runtime::detail

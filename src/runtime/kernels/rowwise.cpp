@@ -1,0 +1,101 @@
+// LayerNorm, RMSNorm and softmax over the last dimension: memory-bound kernels with one CTA per
+// row (several short rows per CTA). Their efficiency depends on the row size through three
+// physical effects: short rows pack into CTAs; a row that does not fit in a CTA's share of
+// on-chip memory is read again for each extra pass (softmax: max, then sum of exponentials,
+// then the output); and an extra pass hits L2 only while the rows in flight fit there.
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+
+#include "kernels.hpp"
+#include "syntorch/base/units.hpp"
+
+namespace syntorch::runtime::detail {
+
+namespace {
+struct RowAlgorithm {
+  double ops_per_element;   // fp32 arithmetic per element
+  int passes_when_spilled;  // reads of the input when the row does not stay on chip
+};
+
+RowAlgorithm algorithm(OpKind k) {
+  switch (k) {
+    case OpKind::layernorm: return {8, 2};  // mean/variance (Welford), normalise, scale, shift
+    case OpKind::rmsnorm: return {5, 2};    // sum of squares, scale, weight
+    default: return {6, 3};                 // softmax: max, exp, sum, divide
+  }
+}
+}  // namespace
+
+std::vector<Kernel> lower_rowwise(const OpDesc& op, const LowerContext& cx) {
+  const hw::Device& d = cx.device;
+  const double e = element_bytes(cx.dtype);
+  const double rate = unit_vector_ops_per_s(d, DType::fp32);
+  if (rate == 0) unsupported(cx, "row-wise kernels need fp32 vector throughput (vector_ops_per_cycle.fp32)");
+  const RowAlgorithm alg = algorithm(op.kind);
+  const std::uint64_t rows_per_tile = std::max<std::uint64_t>(1, 1024 / op.cols);
+  Kernel k;
+  k.device = cx.device_index;
+  k.impl = "fused";
+  k.name = std::string(op_name(op.kind));
+  k.tiles = (op.rows + rows_per_tile - 1) / rows_per_tile;
+  k.tiles_per_unit = d.compute.resident_tiles_per_unit;
+  const double row_bytes = static_cast<double>(op.cols) * e;
+  // A CTA keeps its rows on chip when they fit in its share of the unit's shared memory.
+  const double on_chip = d.compute.shared_memory_bytes / k.tiles_per_unit;
+  const bool spills = static_cast<double>(rows_per_tile) * row_bytes > on_chip;
+  int hbm_reads = 1;
+  if (spills) {
+    const std::uint64_t in_flight = std::min<std::uint64_t>(k.tiles, std::uint64_t{d.compute.units} * k.tiles_per_unit);
+    const bool rereads_hit_l2 = static_cast<double>(in_flight * rows_per_tile) * row_bytes <= d.cache.size_bytes;
+    hbm_reads = rereads_hit_l2 ? 1 : alg.passes_when_spilled;
+    k.why.push_back(fmt::format("a {} row exceeds a CTA's {} of shared memory: {} passes over the input, {}",
+                                units::format_size(row_bytes), units::format_size(on_chip), alg.passes_when_spilled,
+                                rereads_hit_l2 ? "re-reads served by L2" : "re-reads from HBM"));
+  } else {
+    k.why.push_back(fmt::format("rows of {} stay on chip: one read, one write", units::format_size(row_bytes)));
+  }
+  k.tile_compute_s = static_cast<double>(rows_per_tile * op.cols) * alg.ops_per_element / rate;
+  k.tile_hbm_bytes = static_cast<double>(rows_per_tile) * row_bytes * (hbm_reads + 1);
+  k.hbm_bytes = k.tile_hbm_bytes * static_cast<double>(k.tiles);
+  k.flops = static_cast<double>(op.rows * op.cols) * alg.ops_per_element;
+  k.why.insert(k.why.begin(), fmt::format("{} rows in {} CTAs of {} row(s), {} resident per unit", op.rows, k.tiles,
+                                          rows_per_tile, k.tiles_per_unit));
+  return {std::move(k)};
+}
+
+std::vector<Kernel> lower_elementwise(const OpDesc& op, const LowerContext& cx) {
+  const hw::Device& d = cx.device;
+  const double e = element_bytes(cx.dtype);
+  const double rate = unit_vector_ops_per_s(d, DType::fp32);
+  if (rate == 0) unsupported(cx, "elementwise kernels need fp32 vector throughput (vector_ops_per_cycle.fp32)");
+  Kernel k;
+  k.device = cx.device_index;
+  k.impl = "fused";
+  k.name = std::string(op_name(op.kind));
+  k.tiles_per_unit = d.compute.resident_tiles_per_unit;
+  if (op.kind == OpKind::embedding) {
+    // One CTA gathers one token's row from the table and writes it out.
+    k.tiles = op.rows;
+    k.tile_compute_s = static_cast<double>(op.cols) / rate;
+    k.tile_hbm_bytes = 2.0 * static_cast<double>(op.cols) * e;
+    k.flops = 0;
+    k.why.push_back(fmt::format("gather: {} rows of {} from a {}-row table", op.rows, op.cols, op.vocab));
+  } else {
+    // Vectorised grid-stride kernel: 4096 elements per CTA.
+    constexpr std::uint64_t kPerTile = 4096;
+    const double ops = op.kind == OpKind::gelu ? 14 : 1;        // tanh-form GELU in fp32, or one add
+    const double operands = op.kind == OpKind::gelu ? 1 : 2;    // inputs read per element
+    k.tiles = (op.elements + kPerTile - 1) / kPerTile;
+    k.tile_compute_s = static_cast<double>(kPerTile) * ops / rate;
+    k.tile_hbm_bytes = static_cast<double>(kPerTile) * e * (operands + 1);
+    k.flops = static_cast<double>(op.elements) * ops;
+    k.why.push_back(fmt::format("{} elements in {} CTAs of {}: read {} and write 1 per element", op.elements, k.tiles,
+                                kPerTile, operands));
+  }
+  k.hbm_bytes = k.tile_hbm_bytes * static_cast<double>(k.tiles);
+  return {std::move(k)};
+}
+
+}  // namespace syntorch::runtime::detail

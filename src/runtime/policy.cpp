@@ -1,0 +1,137 @@
+#include "syntorch/runtime/policy.hpp"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace syntorch::runtime {
+
+std::vector<std::string> KernelPolicy::implementations(OpKind op) {
+  switch (op) {
+    case OpKind::gemm:
+    case OpKind::bmm: return {"auto", "cublasLt", "tiled", "splitk", "gemv"};
+    case OpKind::attention: return {"auto", "flash_v2", "flash_v3", "unfused"};
+    case OpKind::allreduce: return {"auto", "ring", "tree", "in_switch"};
+    case OpKind::allgather:
+    case OpKind::reducescatter: return {"auto", "ring"};
+    case OpKind::sendrecv: return {"auto", "direct"};
+    default: return {"auto", "fused"};
+  }
+}
+
+const PolicyEntry& KernelPolicy::entry(OpKind op) const {
+  static const PolicyEntry kAuto{};
+  auto it = entries_.find(op);
+  return it == entries_.end() ? kAuto : it->second;
+}
+
+std::string KernelPolicy::describe() const {
+  std::vector<std::string> parts;
+  for (const auto& [op, e] : entries_) {
+    parts.push_back(fmt::format("{}={}{}", op_name(op), e.impl, e.precision ? ":" + std::string(dtype_name(*e.precision)) : ""));
+  }
+  return join(parts, ",");
+}
+
+namespace {
+// Adds op -> impl[:precision] after checking both; problems name `where` and `path`.
+void add_entry(KernelPolicy& p, const std::string& op_text, const std::string& impl_text,
+               const std::optional<std::string>& precision_text, Diagnostics& d, const std::string& where,
+               const std::string& path) {
+  const auto op = parse_op(op_text);
+  if (!op) {
+    d.error(where, path, fmt::format("unknown op \"{}\"{} (valid ops: {})", op_text, did_you_mean(op_text, op_names()),
+                                     join(op_names())));
+    return;
+  }
+  const auto impls = KernelPolicy::implementations(*op);
+  if (std::find(impls.begin(), impls.end(), impl_text) == impls.end()) {
+    d.error(where, path, fmt::format("unknown implementation \"{}\" for {}{} (valid: {})", impl_text, op_text,
+                                     did_you_mean(impl_text, impls), join(impls)));
+    return;
+  }
+  PolicyEntry e{impl_text, std::nullopt};
+  if (precision_text) {
+    e.precision = parse_dtype(*precision_text);
+    if (!e.precision) {
+      d.error(where, path, fmt::format("unknown precision \"{}\"{} (valid: {})", *precision_text,
+                                       did_you_mean(*precision_text, dtype_names()), join(dtype_names())));
+      return;
+    }
+  }
+  p.set(*op, e);
+}
+}  // namespace
+
+KernelPolicy KernelPolicy::parse(const std::string& text, Diagnostics& d, const std::string& where) {
+  KernelPolicy p;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) {
+    if (item.empty()) continue;
+    const auto eq = item.find('=');
+    if (eq == std::string::npos) {
+      d.error(where, "", fmt::format("expected op=implementation, e.g. gemm=cublasLt, got \"{}\"", item));
+      continue;
+    }
+    std::string impl = item.substr(eq + 1);
+    std::optional<std::string> precision;
+    if (const auto colon = impl.find(':'); colon != std::string::npos) {
+      precision = impl.substr(colon + 1);
+      impl = impl.substr(0, colon);
+    }
+    add_entry(p, item.substr(0, eq), impl, precision, d, where, "");
+  }
+  return p;
+}
+
+KernelPolicy KernelPolicy::load_file(const std::string& path, Diagnostics& d) {
+  KernelPolicy p;
+  std::ifstream in(path);
+  if (!in) {
+    d.error(path, "", "cannot open the policy file");
+    return p;
+  }
+  // YAML is a superset of JSON, so one parser reads both.
+  YAML::Node root;
+  try {
+    root = YAML::Load(in);
+  } catch (const YAML::Exception& e) {
+    d.error(path, "", fmt::format("malformed policy file at line {}, column {}: {}", e.mark.line + 1, e.mark.column + 1, e.msg));
+    return p;
+  }
+  if (!root.IsMap()) {
+    d.error(path, "", "expected a map of op -> implementation, e.g. {gemm: cublasLt, attention: flash_v2}");
+    return p;
+  }
+  for (const auto& kv : root) {
+    const std::string op = kv.first.as<std::string>();
+    const std::string ptr = "/" + op;
+    const YAML::Node& v = kv.second;
+    if (v.IsScalar()) {
+      add_entry(p, op, v.as<std::string>(), std::nullopt, d, path, ptr);
+    } else if (v.IsMap()) {
+      std::string impl = "auto";
+      std::optional<std::string> precision;
+      for (const auto& f : v) {
+        const std::string key = f.first.as<std::string>();
+        if (key == "impl" && f.second.IsScalar()) {
+          impl = f.second.as<std::string>();
+        } else if (key == "precision" && f.second.IsScalar()) {
+          precision = f.second.as<std::string>();
+        } else {
+          d.error(path, ptr + "/" + key, fmt::format("unknown key \"{}\"{} (valid keys: impl, precision)", key,
+                                                     did_you_mean(key, {"impl", "precision"})));
+        }
+      }
+      add_entry(p, op, impl, precision, d, path, ptr);
+    } else {
+      d.error(path, ptr, "expected an implementation name or {impl: ..., precision: ...}");
+    }
+  }
+  return p;
+}
+
+}  // namespace syntorch::runtime

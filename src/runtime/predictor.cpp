@@ -1,0 +1,86 @@
+#include "syntorch/runtime/predictor.hpp"
+
+#include <numeric>
+
+#include "syntorch/base/units.hpp"
+
+namespace syntorch::runtime {
+
+Predictor::Predictor(const hw::Machine& machine, KernelPolicy policy)
+    : machine_(machine),
+      dispatcher_(machine, std::move(policy)),
+      hw_(std::make_unique<hw::SimMachine>(sim_, machine)),
+      executor_(std::make_unique<Executor>(*hw_)) {}
+
+Predictor::~Predictor() = default;
+
+namespace {
+struct Flag {
+  bool done = false;
+  static void set(void* o, std::uint64_t) { static_cast<Flag*>(o)->done = true; }
+};
+}  // namespace
+
+void Predictor::run_kernels(Prediction& p) {
+  // Device timing: the kernels back to back on one stream from now.
+  const sim::TimePs start = sim_.now();
+  p.runs.resize(p.kernels.size());
+  for (std::size_t i = 0; i < p.kernels.size(); ++i) {
+    Flag f;
+    executor_->launch(p.kernels[i], p.runs[i], &Flag::set, &f, 0);
+    sim_.run();
+  }
+  p.device_time_s = static_cast<double>(sim_.now() - start) * 1e-12;
+}
+
+void Predictor::run_collective(Prediction& p) {
+  const sim::TimePs start = sim_.now();
+  Flag f;
+  executor_->run_collective(*p.plan, &Flag::set, &f, 0);
+  sim_.run();
+  p.device_time_s = static_cast<double>(sim_.now() - start) * 1e-12;
+}
+
+Prediction Predictor::predict(const OpDesc& op, Timing timing) {
+  Prediction p;
+  if (is_collective(op.kind)) {
+    std::vector<std::uint32_t> devices(op.ranks);
+    std::iota(devices.begin(), devices.end(), 0u);
+    p.plan = dispatcher_.lower_collective(op, devices);
+    run_collective(p);
+    p.hbm_bytes = p.plan->bytes_per_rank;
+    p.bound = "communication";
+  } else {
+    p.kernels = dispatcher_.lower(op, 0);
+    run_kernels(p);
+    sim::TimePs compute = 0, memory = 0, overhead = 0, total = 0;
+    for (std::size_t i = 0; i < p.kernels.size(); ++i) {
+      p.flops += p.kernels[i].flops;
+      p.hbm_bytes += p.kernels[i].hbm_bytes;
+      compute += p.runs[i].compute_ps;
+      memory += p.runs[i].memory_ps;
+      overhead += p.runs[i].overhead_ps;
+      total += p.runs[i].end_ps - p.runs[i].start_ps;
+    }
+    p.bound = 2 * overhead >= total ? "latency" : compute >= memory ? "compute" : "memory";
+  }
+  // Host timing: the host dispatches the op, launches each kernel, the first starts after the
+  // launch latency, and the host notices the end after the synchronisation latency.
+  const auto host = machine_.devices().empty() ? std::nullopt : machine_.host_of_device(0);
+  if (host) {
+    const hw::HostSpec& h = machine_.hosts()[*host].spec;
+    const double launches = static_cast<double>(std::max<std::size_t>(p.kernels.size(), 1));
+    const double issue = h.op_dispatch_s + launches * h.kernel_launch_s;
+    // Kernels after the first are queued while earlier ones run; if the device outpaces the host
+    // the launches, not the kernels, set the pace.
+    const double device_end = std::max(h.op_dispatch_s + h.kernel_launch_s + h.launch_latency_s + p.device_time_s,
+                                       issue + h.launch_latency_s);
+    const double host_total = device_end + h.sync_latency_s;
+    p.host_overhead_s = host_total - p.device_time_s;
+    if (timing == Timing::host && p.host_overhead_s > p.device_time_s) p.bound = "launch";
+  }
+  p.time_s = timing == Timing::host ? p.device_time_s + p.host_overhead_s : p.device_time_s;
+  return p;
+}
+
+}  // namespace syntorch::runtime

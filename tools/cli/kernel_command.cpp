@@ -1,0 +1,191 @@
+// `syntorch kernel OP --hw FILE [shape flags] [--dtype D] [--policy P] [--timing host|device] [--json]`:
+// predicts one kernel (or collective) by running it on the simulator.
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "cli.hpp"
+#include "commands.hpp"
+#include "syntorch/base/units.hpp"
+#include "syntorch/hw/machine.hpp"
+#include "syntorch/runtime/op_params.hpp"
+#include "syntorch/runtime/predictor.hpp"
+
+namespace syntorch::cli {
+
+namespace {
+
+struct KernelOptions {
+  std::string op;
+  std::string hw;
+  std::vector<std::string> sets;
+  std::string dtype = "fp16";
+  std::string policy;
+  std::string algo;
+  std::string timing = "device";
+  bool json = false;
+  bool causal = false;
+  std::map<std::string, std::string> shape;  // flag name -> value, only those given
+};
+
+// Flags of the shape, by the parameter key they set.
+const std::vector<std::pair<std::string, std::string>> kShapeFlags{
+    {"m", "GEMM rows of A and C"},   {"n", "GEMM columns of B and C"}, {"k", "GEMM inner dimension"},
+    {"batch", "batch size"},         {"heads", "attention query heads"}, {"kv-heads", "attention key/value heads (GQA/MQA)"},
+    {"seq-q", "query length"},       {"seq-kv", "key/value length"},   {"head-dim", "attention head size"},
+    {"rows", "rows (norms, softmax)"}, {"cols", "columns (norms, softmax)"}, {"elements", "elements (gelu, add)"},
+    {"tokens", "embedding tokens"},  {"hidden", "embedding width"},    {"vocab", "embedding table rows"},
+    {"ranks", "collective ranks"},   {"bytes", "collective bytes per rank (e.g. 64MiB)"}};
+
+runtime::KernelPolicy make_policy(const KernelOptions& o, runtime::OpKind op, Diagnostics& d) {
+  runtime::KernelPolicy p;
+  if (!o.policy.empty()) {
+    if (o.policy.find('=') == std::string::npos && std::filesystem::exists(o.policy)) {
+      p = runtime::KernelPolicy::load_file(o.policy, d);
+    } else {
+      p = runtime::KernelPolicy::parse(o.policy, d, "--policy");
+    }
+  }
+  if (!o.algo.empty()) {
+    runtime::KernelPolicy algo = runtime::KernelPolicy::parse(fmt::format("{}={}", runtime::op_name(op), o.algo), d, "--algo");
+    p.set(op, algo.entry(op));
+  }
+  return p;
+}
+
+void print_text(std::ostream& out, const runtime::OpDesc& op, const hw::Machine& m, const runtime::Prediction& p,
+                runtime::Timing timing) {
+  out << fmt::format("{} on {} ({})\n", op.describe(), m.devices()[0].name, m.name());
+  out << fmt::format("  time            {} ({} timing)\n", units::format_time_s(p.time_s),
+                     timing == runtime::Timing::host ? "host" : "device");
+  out << fmt::format("  device time     {}; a host-timed call adds {}\n", units::format_time_s(p.device_time_s),
+                     units::format_time_s(p.host_overhead_s));
+  if (p.plan) {
+    out << fmt::format("  algorithm       {}\n", p.plan->algorithm);
+    out << fmt::format("  bus bandwidth   {} ({} sent per rank)\n", units::format_bandwidth(p.plan->bytes_per_rank / p.time_s),
+                       units::format_size(p.plan->bytes_per_rank));
+    out << fmt::format("  bound           {}\n", p.bound);
+    out << "  why\n";
+    for (const auto& w : p.plan->why) out << "    - " << w << "\n";
+    return;
+  }
+  out << fmt::format("  achieved        {}, {} from HBM\n", units::format_flops(p.flops / p.time_s),
+                     units::format_bandwidth(p.hbm_bytes / p.time_s));
+  out << fmt::format("  bound           {}\n", p.bound);
+  for (std::size_t i = 0; i < p.kernels.size(); ++i) {
+    const runtime::Kernel& k = p.kernels[i];
+    const runtime::KernelRun& r = p.runs[i];
+    out << fmt::format("  kernel          {} [{}{}]: {}, {} tiles on {} units ({:.2f} waves)\n", k.name, k.impl,
+                       k.tile.empty() ? "" : ", tile " + k.tile, units::format_time_ps(r.end_ps - r.start_ps), k.tiles,
+                       r.units, r.waves);
+    for (const auto& w : k.why) out << "    - " << w << "\n";
+  }
+}
+
+nlohmann::ordered_json to_json(const runtime::OpDesc& op, const hw::Machine& m, const runtime::Prediction& p,
+                               runtime::Timing timing) {
+  nlohmann::ordered_json j;
+  j["op"] = std::string(runtime::op_name(op.kind));
+  j["shape"] = op.describe();
+  j["hw"] = m.config().file;
+  j["device"] = m.devices()[0].name;
+  j["timing"] = timing == runtime::Timing::host ? "host" : "device";
+  j["time_us"] = p.time_s * 1e6;
+  j["device_time_us"] = p.device_time_s * 1e6;
+  j["host_overhead_us"] = p.host_overhead_s * 1e6;
+  j["bound"] = p.bound;
+  if (p.plan) {
+    j["impl"] = p.plan->algorithm;
+    j["bytes_per_rank"] = p.plan->bytes_per_rank;
+    j["bus_bandwidth_gbps"] = p.plan->bytes_per_rank / p.time_s / 1e9;
+    j["transfers"] = p.plan->transfers.size();
+    j["why"] = p.plan->why;
+    return j;
+  }
+  j["impl"] = p.kernels.empty() ? "" : p.kernels[0].impl;
+  j["tile"] = p.kernels.empty() ? "" : p.kernels[0].tile;
+  j["tflops"] = p.flops / p.time_s / 1e12;
+  j["hbm_gbps"] = p.hbm_bytes / p.time_s / 1e9;
+  j["flops"] = p.flops;
+  j["hbm_bytes"] = p.hbm_bytes;
+  auto& ks = j["kernels"] = nlohmann::ordered_json::array();
+  for (std::size_t i = 0; i < p.kernels.size(); ++i) {
+    const auto& k = p.kernels[i];
+    const auto& r = p.runs[i];
+    ks.push_back({{"name", k.name}, {"impl", k.impl}, {"tile", k.tile}, {"time_us", static_cast<double>(r.end_ps - r.start_ps) * 1e-6},
+                  {"tiles", k.tiles}, {"units", r.units}, {"waves", r.waves}, {"flops", k.flops},
+                  {"hbm_bytes", k.hbm_bytes}, {"why", k.why}});
+  }
+  return j;
+}
+
+int run_kernel(const KernelOptions& o, Context& ctx) {
+  Diagnostics d;
+  const auto op_kind = runtime::parse_op(o.op);
+  if (!op_kind) {
+    ctx.err << fmt::format("OP: unknown op \"{}\"{} (valid: {})\n", o.op, did_you_mean(o.op, runtime::op_names()),
+                           join(runtime::op_names()));
+    return kExitBadInput;
+  }
+  runtime::OpDesc op;
+  op.kind = *op_kind;
+  auto params = o.shape;
+  params["dtype"] = o.dtype;
+  if (o.causal) params["causal"] = "true";
+  Diagnostics shape_problems;
+  runtime::op_from_params(params, {}, op, shape_problems, "flags");
+  for (const auto& x : shape_problems.items()) {
+    std::string flag = x.path;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    d.error(flag.empty() ? "flags" : "--" + flag, "", x.message);
+  }
+  const runtime::KernelPolicy policy = make_policy(o, op.kind, d);
+  const auto overrides = hw::parse_overrides(o.sets, d);
+  const runtime::Timing timing = o.timing == "host" ? runtime::Timing::host : runtime::Timing::device;
+  std::optional<hw::Machine> machine;
+  try {
+    machine = hw::Machine::load(o.hw, overrides);
+  } catch (const InputError& e) {
+    d.append(e.diagnostics());
+  }
+  if (!d.empty()) {
+    ctx.err << d.to_string();
+    return kExitBadInput;
+  }
+  runtime::Predictor predictor(*machine, policy);
+  const runtime::Prediction p = predictor.predict(op, timing);  // InputError -> exit 2 in run()
+  if (o.json) {
+    ctx.out << to_json(op, *machine, p, timing).dump(2) << "\n";
+  } else {
+    print_text(ctx.out, op, *machine, p, timing);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_kernel_command(CLI::App& app, Context& ctx) {
+  auto o = std::make_shared<KernelOptions>();
+  CLI::App* k = app.add_subcommand("kernel", "Predict one kernel or collective by running it on the simulator");
+  k->add_option("op", o->op, "Op: " + join(runtime::op_names()))->required();
+  k->add_option("--hw", o->hw, "Hardware config JSON file")->required();
+  for (const auto& [flag, help] : kShapeFlags) {
+    k->add_option_function<std::string>("--" + flag, [o, key = flag](const std::string& v) { o->shape[key] = v; }, help);
+  }
+  k->add_flag("--causal", o->causal, "Causal attention mask");
+  k->add_option("--dtype", o->dtype, "Data type: " + join(dtype_names()))->capture_default_str();
+  k->add_option("--policy", o->policy, "Kernel policy: op=impl[:precision],... or a JSON/YAML file");
+  k->add_option("--algo", o->algo, "Implementation for this op (e.g. ring, tree, in_switch for allreduce)");
+  k->add_option("--timing", o->timing, "device: kernel time; host: as a host clock around a synchronised call sees it")
+      ->check(CLI::IsMember({"device", "host"}))
+      ->capture_default_str();
+  k->add_option("--set", o->sets, "Override a config field: /json/pointer=value (repeatable)");
+  k->add_flag("--json", o->json, "Print JSON");
+  k->callback([&ctx, o] { ctx.action = [&ctx, o] { return run_kernel(*o, ctx); }; });
+}
+
+}  // namespace syntorch::cli
