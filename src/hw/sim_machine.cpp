@@ -1,5 +1,7 @@
 #include "syntorch/hw/sim_machine.hpp"
 
+#include <cmath>
+
 #include "syntorch/base/units.hpp"
 
 namespace syntorch::hw {
@@ -37,7 +39,7 @@ void SimMachine::path_resources(std::uint32_t from_endpoint, std::uint32_t to_en
 }
 
 void SimMachine::transfer(std::uint32_t from_endpoint, std::uint32_t to_endpoint, double bytes, sim::EventFn on_done,
-                          void* obj, std::uint64_t arg, bool touch_hbm) {
+                          void* obj, std::uint64_t arg, bool touch_hbm, double rate_cap_bytes_per_s) {
   scratch_path_.clear();
   path_resources(from_endpoint, to_endpoint, scratch_path_);
   if (touch_hbm) {
@@ -57,12 +59,12 @@ void SimMachine::transfer(std::uint32_t from_endpoint, std::uint32_t to_endpoint
   }
   transfers_[slot] = Transfer{units::seconds_to_ps(machine_.route(from_endpoint, to_endpoint).latency_s), on_done,
                               obj, arg};
-  if (scratch_path_.empty()) {
+  if (scratch_path_.empty() && !std::isfinite(rate_cap_bytes_per_s)) {
     // Same endpoint and no memory traffic: only the latency (zero) remains.
     sim_.at(sim_.now(), &SimMachine::on_arrived, this, slot);
     return;
   }
-  network_.start(scratch_path_, bytes, &SimMachine::on_flow_done, this, slot);
+  network_.start(scratch_path_, bytes, &SimMachine::on_flow_done, this, slot, rate_cap_bytes_per_s);
 }
 
 void SimMachine::on_flow_done(void* obj, std::uint64_t slot) {

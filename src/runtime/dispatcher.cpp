@@ -69,7 +69,16 @@ CollectivePlan Dispatcher::lower_collective(const OpDesc& op, std::span<const st
   std::string reason;
   switch (op.kind) {
     case OpKind::allreduce: {
-      std::vector<std::string> algos = {"ring", "tree", "in_switch"};
+      // A tree pays off across several switch hops (between nodes, as NCCL's double binary
+      // tree); within one switch domain the libraries use ring or in-switch reduction.
+      std::size_t max_hops = 0;
+      for (std::size_t i = 0; i < cx.endpoints.size(); ++i) {
+        for (std::size_t j = 0; j < cx.endpoints.size(); ++j) {
+          max_hops = std::max(max_hops, machine_.route(cx.endpoints[i], cx.endpoints[j]).hops.size());
+        }
+      }
+      std::vector<std::string> algos = {"ring", "in_switch"};
+      if (max_hops > 2) algos.push_back("tree");
       if (entry.impl != "auto") algos = {entry.impl};
       double best = 0;
       for (const std::string& a : algos) {

@@ -184,7 +184,8 @@ void Executor::on_transfer_ready(void* obj, std::uint64_t a) {
   auto* self = static_cast<Executor*>(obj);
   const RunningCollective& c = self->collectives_[slot_of(a)];
   const Transfer& t = c.plan->transfers[index_of(a)];
-  self->hw_.transfer(t.src_endpoint, t.dst_endpoint, t.bytes, &Executor::on_transfer_done, self, a, /*touch_hbm=*/true);
+  self->hw_.transfer(t.src_endpoint, t.dst_endpoint, t.bytes, &Executor::on_transfer_done, self, a, /*touch_hbm=*/true,
+                     t.rate_cap_bytes_per_s);
 }
 
 void Executor::on_transfer_done(void* obj, std::uint64_t a) {

@@ -83,11 +83,14 @@ struct SwitchSpec {
 };
 
 // How a device's communication library moves collective data (NCCL/RCCL-like): every step of a
-// collective algorithm costs `step_latency` of synchronisation, and data moves in pipelined
-// chunks of at most `chunk_bytes`.
+// collective algorithm costs `step_latency` of synchronisation; data moves in pipelined chunks of
+// `chunk_bytes` per channel; the library drives up to `channels` channels (one CTA each) of at
+// most `channel_bandwidth` each, one per chunk a step holds, so small messages use few channels.
 struct CollectiveSpec {
   double step_latency_s = 0;
   double chunk_bytes = 0;
+  std::uint32_t channels = 1;
+  double channel_bandwidth_bytes_per_s = 0;  // 0 = no limit per channel
 };
 
 struct ComponentSpec;

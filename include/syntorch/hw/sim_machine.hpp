@@ -38,9 +38,11 @@ class SimMachine {
 
   // Moves `bytes` between two endpoints over the routed links, sharing them with all other
   // traffic; on_done(obj, arg) runs when the last byte has arrived (the route's latency after
-  // the flow ends). With `touch_hbm`, the HBM of a device at either end is on the path too.
+  // the flow ends). With `touch_hbm`, the HBM of a device at either end is on the path too. The
+  // transfer never goes faster than `rate_cap_bytes_per_s` (e.g. what the moving CTAs can push).
   void transfer(std::uint32_t from_endpoint, std::uint32_t to_endpoint, double bytes, sim::EventFn on_done,
-                void* obj, std::uint64_t arg = 0, bool touch_hbm = false);
+                void* obj, std::uint64_t arg = 0, bool touch_hbm = false,
+                double rate_cap_bytes_per_s = sim::kUnlimitedRate);
 
  private:
   struct Transfer {

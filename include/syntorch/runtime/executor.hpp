@@ -19,6 +19,7 @@ struct Transfer {
   std::uint32_t src_endpoint = 0;
   std::uint32_t dst_endpoint = 0;
   double bytes = 0;
+  double rate_cap_bytes_per_s = sim::kUnlimitedRate;  // what the library's channels can push
   std::vector<std::uint32_t> deps;
 };
 

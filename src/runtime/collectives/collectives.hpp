@@ -15,7 +15,7 @@
 
 namespace syntorch::runtime::detail {
 
-inline constexpr std::uint64_t kMaxChunks = 8;
+inline constexpr std::uint64_t kMaxChunks = 32;
 
 struct CollectiveContext {
   const hw::Machine& machine;
@@ -23,8 +23,10 @@ struct CollectiveContext {
   hw::CollectiveSpec library;
 };
 
-// Chunks a message of `bytes` is pipelined in.
+// Chunks a step of `bytes` is pipelined in: one per `channels` x `chunk` bytes, at most kMaxChunks.
 std::uint64_t chunks_for(double bytes, const hw::CollectiveSpec& lib);
+// The rate one transfer of a step of `bytes` can reach: one channel per chunk the step holds.
+double channel_cap(double bytes, const hw::CollectiveSpec& lib);
 
 // The slowest achievable bandwidth and the largest latency between consecutive ranks.
 double ring_bandwidth(const CollectiveContext& cx);

@@ -34,6 +34,7 @@ CollectivePlan in_switch_allreduce(const OpDesc& op, const CollectiveContext& cx
   const auto n = static_cast<std::uint32_t>(cx.endpoints.size());
   const auto k = static_cast<std::uint32_t>(chunks_for(static_cast<double>(op.bytes), cx.library));
   const double chunk = static_cast<double>(op.bytes) / k;
+  const double cap = channel_cap(static_cast<double>(op.bytes), cx.library);
   plan.algorithm = "in_switch";
   plan.step_latency_s = cx.library.step_latency_s;
   plan.bytes_per_rank = static_cast<double>(op.bytes);
@@ -46,11 +47,13 @@ CollectivePlan in_switch_allreduce(const OpDesc& op, const CollectiveContext& cx
       u.src_endpoint = cx.endpoints[i];
       u.dst_endpoint = sw_ep;
       u.bytes = chunk;
+      u.rate_cap_bytes_per_s = cap;
       if (j > 0) u.deps.push_back(up(i, j - 1));
       Transfer& d = plan.transfers[down(i, j)];
       d.src_endpoint = sw_ep;
       d.dst_endpoint = cx.endpoints[i];
       d.bytes = chunk;
+      d.rate_cap_bytes_per_s = cap;
       for (std::uint32_t r = 0; r < n; ++r) d.deps.push_back(up(r, j));  // the sum needs every rank's chunk
       if (j > 0) d.deps.push_back(down(i, j - 1));
     }

@@ -13,7 +13,14 @@ namespace syntorch::runtime::detail {
 
 std::uint64_t chunks_for(double bytes, const hw::CollectiveSpec& lib) {
   if (lib.chunk_bytes <= 0) return 1;
-  return std::clamp<std::uint64_t>(static_cast<std::uint64_t>(std::ceil(bytes / lib.chunk_bytes)), 1, kMaxChunks);
+  const double per_chunk = lib.chunk_bytes * lib.channels;
+  return std::clamp<std::uint64_t>(static_cast<std::uint64_t>(std::ceil(bytes / per_chunk)), 1, kMaxChunks);
+}
+
+double channel_cap(double bytes, const hw::CollectiveSpec& lib) {
+  if (lib.channel_bandwidth_bytes_per_s <= 0) return sim::kUnlimitedRate;
+  const double wanted = lib.chunk_bytes > 0 ? std::ceil(bytes / lib.chunk_bytes) : lib.channels;
+  return std::clamp(wanted, 1.0, static_cast<double>(lib.channels)) * lib.channel_bandwidth_bytes_per_s;
 }
 
 double ring_bandwidth(const CollectiveContext& cx) {
@@ -54,6 +61,7 @@ CollectivePlan ring(const CollectiveContext& cx, std::uint32_t steps, double seg
         t.src_endpoint = cx.endpoints[i];
         t.dst_endpoint = cx.endpoints[(i + 1) % n];
         t.bytes = segment_bytes / k;
+        t.rate_cap_bytes_per_s = channel_cap(segment_bytes, cx.library);
         if (s > 0) t.deps.push_back(id(s - 1, (i + n - 1) % n, j));  // the chunk this rank forwards
         if (j > 0) t.deps.push_back(id(s, i, j - 1));                // chunks leave in order
       }
@@ -83,10 +91,13 @@ double estimate_allreduce_s(const std::string& algorithm, const OpDesc& op, cons
   const double n = static_cast<double>(cx.endpoints.size());
   const double s = static_cast<double>(op.bytes);
   const double alpha = cx.library.step_latency_s + ring_hop_latency(cx);
-  const double bw = ring_bandwidth(cx);
-  if (algorithm == "ring") return 2 * (n - 1) * alpha + 2 * (n - 1) / n * s / bw;
-  if (algorithm == "tree") return 2 * std::ceil(std::log2(n)) * alpha + 2 * s / bw;
-  return 2 * alpha + s / bw;  // in_switch: up to the switch and back
+  const double link = ring_bandwidth(cx);
+  const double ring_bw = std::min(link, channel_cap(s / n, cx.library));
+  const double whole_bw = std::min(link, channel_cap(s, cx.library));
+  if (algorithm == "ring") return 2 * (n - 1) * alpha + 2 * (n - 1) / n * s / ring_bw;
+  // An inner tree node's link carries its two children's data in and its own out and down.
+  if (algorithm == "tree") return 2 * std::ceil(std::log2(n)) * alpha + 3 * s / whole_bw;
+  return 2 * alpha + s / whole_bw;  // in_switch: up to the switch and back
 }
 
 }  // namespace syntorch::runtime::detail

@@ -15,6 +15,7 @@ CollectivePlan tree_allreduce(const OpDesc& op, const CollectiveContext& cx) {
   const auto n = static_cast<std::uint32_t>(cx.endpoints.size());
   const auto k = static_cast<std::uint32_t>(chunks_for(static_cast<double>(op.bytes), cx.library));
   const double chunk = static_cast<double>(op.bytes) / k;
+  const double cap = channel_cap(static_cast<double>(op.bytes), cx.library);
   CollectivePlan plan;
   plan.algorithm = "tree";
   plan.step_latency_s = cx.library.step_latency_s;
@@ -30,6 +31,7 @@ CollectivePlan tree_allreduce(const OpDesc& op, const CollectiveContext& cx) {
       u.src_endpoint = cx.endpoints[i];
       u.dst_endpoint = cx.endpoints[parent];
       u.bytes = chunk;
+      u.rate_cap_bytes_per_s = cap;
       for (std::uint32_t c : {2 * i + 1, 2 * i + 2}) {
         if (c < n) u.deps.push_back(up(c, j));  // children's partial sums first
       }
@@ -38,6 +40,7 @@ CollectivePlan tree_allreduce(const OpDesc& op, const CollectiveContext& cx) {
       d.src_endpoint = cx.endpoints[parent];
       d.dst_endpoint = cx.endpoints[i];
       d.bytes = chunk;
+      d.rate_cap_bytes_per_s = cap;
       if (parent == 0) {
         for (std::uint32_t c : {1u, 2u}) {
           if (c < n) d.deps.push_back(up(c, j));  // the root has the full sum of chunk j
@@ -64,6 +67,7 @@ CollectivePlan direct_sendrecv(const OpDesc& op, const CollectiveContext& cx) {
     t.src_endpoint = cx.endpoints[0];
     t.dst_endpoint = cx.endpoints[1];
     t.bytes = static_cast<double>(op.bytes) / k;
+    t.rate_cap_bytes_per_s = channel_cap(static_cast<double>(op.bytes), cx.library);
     if (j > 0) t.deps.push_back(j - 1);
     plan.transfers.push_back(std::move(t));
   }

@@ -1,8 +1,10 @@
 // LayerNorm, RMSNorm and softmax over the last dimension: memory-bound kernels with one CTA per
-// row (several short rows per CTA). Their efficiency depends on the row size through three
-// physical effects: short rows pack into CTAs; a row that does not fit in a CTA's share of
-// on-chip memory is read again for each extra pass (softmax: max, then sum of exponentials,
-// then the output); and an extra pass hits L2 only while the rows in flight fit there.
+// row (several short rows per CTA). Their efficiency depends on the row size through physical
+// effects: short rows pack into CTAs; a row up to 1024 elements stays in one warp's registers
+// (the persistent kernels: one read, one write); a longer softmax row is read twice from global
+// memory (online softmax: max and sum in one pass, normalise in a second); a normalisation row
+// that does not fit in a CTA's share of shared memory is read again, from L2 while the rows in
+// flight fit there.
 
 #include <algorithm>
 #include <cmath>
@@ -15,15 +17,17 @@ namespace syntorch::runtime::detail {
 
 namespace {
 struct RowAlgorithm {
-  double ops_per_element;   // fp32 arithmetic per element
-  int passes_when_spilled;  // reads of the input when the row does not stay on chip
+  double ops_per_element;  // fp32 arithmetic per element
+  int global_passes;       // reads of a long row from global memory
 };
+
+constexpr std::uint64_t kPersistentCols = 1024;  // a row this short lives in one warp's registers
 
 RowAlgorithm algorithm(OpKind k) {
   switch (k) {
-    case OpKind::layernorm: return {8, 2};  // mean/variance (Welford), normalise, scale, shift
-    case OpKind::rmsnorm: return {5, 2};    // sum of squares, scale, weight
-    default: return {6, 3};                 // softmax: max, exp, sum, divide
+    case OpKind::layernorm: return {8, 1};  // mean/variance (Welford), normalise, scale, shift
+    case OpKind::rmsnorm: return {5, 1};    // sum of squares, scale, weight
+    default: return {6, 2};                 // softmax: max and sum online, then exp and divide
   }
 }
 }  // namespace
@@ -42,19 +46,28 @@ std::vector<Kernel> lower_rowwise(const OpDesc& op, const LowerContext& cx) {
   k.tiles = (op.rows + rows_per_tile - 1) / rows_per_tile;
   k.tiles_per_unit = d.compute.resident_tiles_per_unit;
   const double row_bytes = static_cast<double>(op.cols) * e;
-  // A CTA keeps its rows on chip when they fit in its share of the unit's shared memory.
-  const double on_chip = d.compute.shared_memory_bytes / k.tiles_per_unit;
-  const bool spills = static_cast<double>(rows_per_tile) * row_bytes > on_chip;
   int hbm_reads = 1;
-  if (spills) {
-    const std::uint64_t in_flight = std::min<std::uint64_t>(k.tiles, std::uint64_t{d.compute.units} * k.tiles_per_unit);
-    const bool rereads_hit_l2 = static_cast<double>(in_flight * rows_per_tile) * row_bytes <= d.cache.size_bytes;
-    hbm_reads = rereads_hit_l2 ? 1 : alg.passes_when_spilled;
-    k.why.push_back(fmt::format("a {} row exceeds a CTA's {} of shared memory: {} passes over the input, {}",
-                                units::format_size(row_bytes), units::format_size(on_chip), alg.passes_when_spilled,
-                                rereads_hit_l2 ? "re-reads served by L2" : "re-reads from HBM"));
+  if (op.cols > kPersistentCols && alg.global_passes > 1) {
+    // The second pass finds the row in L2 only if input and output together fit there.
+    const double footprint = 2.0 * static_cast<double>(op.rows) * row_bytes;
+    hbm_reads = footprint <= d.cache.size_bytes ? 1 : alg.global_passes;
+    k.why.push_back(fmt::format("rows of {} elements: {} passes over global memory, {}", op.cols, alg.global_passes,
+                                hbm_reads == 1 ? "the second from L2" : "each from HBM"));
   } else {
-    k.why.push_back(fmt::format("rows of {} stay on chip: one read, one write", units::format_size(row_bytes)));
+    // A CTA keeps its rows on chip when they fit in its share of the unit's shared memory;
+    // otherwise it reads them again, from L2 while the rows in flight fit there.
+    const double on_chip = d.compute.shared_memory_bytes / k.tiles_per_unit;
+    if (static_cast<double>(rows_per_tile) * row_bytes > on_chip && on_chip > 0) {
+      const std::uint64_t in_flight =
+          std::min<std::uint64_t>(k.tiles, std::uint64_t{d.compute.units} * k.tiles_per_unit);
+      const bool hit = static_cast<double>(in_flight * rows_per_tile) * row_bytes <= d.cache.size_bytes;
+      hbm_reads = hit ? 1 : 2;
+      k.why.push_back(fmt::format("a {} row exceeds a CTA's {} of shared memory: read twice, {}",
+                                  units::format_size(row_bytes), units::format_size(on_chip),
+                                  hit ? "the second time from L2" : "both from HBM"));
+    } else {
+      k.why.push_back(fmt::format("rows of {} stay on chip: one read, one write", units::format_size(row_bytes)));
+    }
   }
   k.tile_compute_s = static_cast<double>(rows_per_tile * op.cols) * alg.ops_per_element / rate;
   k.tile_hbm_bytes = static_cast<double>(rows_per_tile) * row_bytes * (hbm_reads + 1);
