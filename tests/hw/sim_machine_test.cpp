@@ -26,8 +26,11 @@ void send(SimMachine& hw, Arrivals& a, const char* from, const char* to, double 
 
 constexpr double kLatencyPs = 1.7e6;  // nvlink 0.7 us + nvswitch 0.3 us + nvlink 0.7 us
 
+// The closed forms below use the peak link bandwidth.
+const std::vector<Override> kPeakLinks{{"/components/nvlink/efficiency", "1"}};
+
 TEST(SimMachine, TransferTakesBytesOverBottleneckPlusRouteLatency) {
-  const Machine m = Machine::load(config_path("dgx_h100"));
+  const Machine m = Machine::load(config_path("dgx_h100"), kPeakLinks);
   sim::Simulator sim;
   SimMachine hw(sim, m);
   Arrivals a{&sim};
@@ -37,7 +40,7 @@ TEST(SimMachine, TransferTakesBytesOverBottleneckPlusRouteLatency) {
 }
 
 TEST(SimMachine, TransfersSharingALinkDirectionSplitItsBandwidth) {
-  const Machine m = Machine::load(config_path("dgx_h100"));
+  const Machine m = Machine::load(config_path("dgx_h100"), kPeakLinks);
   sim::Simulator sim;
   SimMachine hw(sim, m);
   Arrivals a{&sim};
@@ -56,7 +59,8 @@ TEST(SimMachine, HbmIsSharedWithTransfersThatTouchIt) {
   // Shrink HBM below the link bandwidth: a transfer reading gpu[0]'s HBM is then bound by it,
   // and a kernel-like flow on the same HBM halves it.
   const Machine m = Machine::load(config_path("dgx_h100"), {{"/components/gpu/components/hbm/bandwidth", "100 GB/s"},
-                                                            {"/components/gpu/components/hbm/efficiency", "1"}});
+                                                            {"/components/gpu/components/hbm/efficiency", "1"},
+                                                            {"/components/nvlink/efficiency", "1"}});
   sim::Simulator sim;
   SimMachine hw(sim, m);
   Arrivals a{&sim};
