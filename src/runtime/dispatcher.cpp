@@ -57,6 +57,8 @@ CollectivePlan Dispatcher::lower_collective(const OpDesc& op, std::span<const st
       fail(machine_.name(), fmt::format("{} ranks requested but the machine has {} device(s)", devices.size(),
                                         machine_.devices().size()));
     }
+  }
+  for (std::uint32_t dev : devices) {
     const hw::Device& device = machine_.devices()[dev];
     if (!device.collective) {
       fail(device.name, "has no collective component (step_latency, chunk) describing its communication library");

@@ -1,0 +1,292 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "syntorch/runtime/predictor.hpp"
+
+namespace syntorch::runtime {
+namespace {
+
+std::string config_path(const std::string& name) {
+  return (std::filesystem::path(SYNTORCH_SOURCE_DIR) / "hw_configs" / (name + ".json")).string();
+}
+
+OpDesc gemm(std::uint64_t m, std::uint64_t n, std::uint64_t k, DType t = DType::fp16) {
+  OpDesc op;
+  op.kind = OpKind::gemm;
+  op.dtype = t;
+  op.m = m;
+  op.n = n;
+  op.k = k;
+  return op;
+}
+
+double predict_s(const hw::Machine& m, const OpDesc& op, const std::string& policy = "") {
+  Diagnostics d;
+  Predictor p(m, KernelPolicy::parse(policy, d));
+  EXPECT_TRUE(d.empty()) << d.to_string();
+  return p.predict(op).time_s;
+}
+
+TEST(GemmTiler, WaveQuantisationAddsAPartialWave) {
+  // simple_gpu has 64 units; with one 128x128 tile shape, 64 tiles fill one wave exactly and
+  // 72 tiles spill 8 into a second wave that costs as much as the first.
+  const hw::Machine m = hw::Machine::load(config_path("simple_gpu"), {{"/components/gpu/components/core/gemm_tiles", R"(["128x128x32"])"}});
+  const double one_wave = predict_s(m, gemm(1024, 1024, 4096), "gemm=tiled");
+  const double spill = predict_s(m, gemm(1024, 1152, 4096), "gemm=tiled");
+  EXPECT_GT(spill / one_wave, 1.8);
+  EXPECT_LT(spill / one_wave, 2.1);
+}
+
+TEST(GemmTiler, DoublingHbmBandwidthSpeedsMemoryBoundOpsNotALargeGemm) {
+  const hw::Machine base = hw::Machine::load(config_path("a100_sxm4_80gb"));
+  const hw::Machine fast = hw::Machine::load(config_path("a100_sxm4_80gb"),
+                                             {{"/components/gpu/components/hbm/bandwidth", "4078 GB/s"}});
+  OpDesc gelu;
+  gelu.kind = OpKind::gelu;
+  gelu.elements = 1ULL << 28;
+  const double gelu_speedup = predict_s(base, gelu) / predict_s(fast, gelu);
+  EXPECT_GT(gelu_speedup, 1.8);
+  const double gemm_speedup = predict_s(base, gemm(8192, 8192, 8192)) / predict_s(fast, gemm(8192, 8192, 8192));
+  EXPECT_LT(gemm_speedup, 1.05);
+  EXPECT_GE(gemm_speedup, 1.0);
+}
+
+TEST(GemmTiler, TinySideTakesTheGemvPathAndSkinnyLongKSplitsK) {
+  const hw::Machine m = hw::Machine::load(config_path("a100_sxm4_80gb"));
+  Predictor p(m, KernelPolicy{});
+  const Prediction gemv = p.predict(gemm(1, 12288, 12288));
+  EXPECT_EQ(gemv.kernels[0].impl, "gemv");
+  EXPECT_EQ(gemv.bound, "memory");
+  const Prediction skinny = p.predict(gemm(256, 256, 65536));
+  EXPECT_EQ(skinny.kernels[0].impl, "splitk") << skinny.kernels[0].name;
+}
+
+TEST(GemmTiler, Fp8IsRefusedOnADeviceWithoutIt) {
+  const hw::Machine a100 = hw::Machine::load(config_path("a100_sxm4_80gb"));
+  Predictor p(a100, KernelPolicy{});
+  try {
+    p.predict(gemm(4096, 4096, 4096, DType::fp8));
+    FAIL() << "fp8 on A100 must be refused";
+  } catch (const InputError& e) {
+    EXPECT_NE(e.diagnostics().to_string().find("fp8 is not supported"), std::string::npos) << e.what();
+  }
+  const hw::Machine h100 = hw::Machine::load(config_path("h100_sxm5_80gb"));
+  Predictor q(h100, KernelPolicy{});
+  const double fp8 = q.predict(gemm(8192, 8192, 8192, DType::fp8)).time_s;
+  const double bf16 = q.predict(gemm(8192, 8192, 8192, DType::bf16)).time_s;
+  EXPECT_LT(fp8, 0.6 * bf16);  // twice the matrix throughput
+}
+
+TEST(Attention, CausalCostsAboutHalfTheFlops) {
+  const hw::Machine m = hw::Machine::load(config_path("a100_sxm4_80gb"));
+  Predictor p(m, KernelPolicy{});
+  OpDesc op;
+  op.kind = OpKind::attention;
+  op.batch = 4;
+  op.heads = op.kv_heads = 32;
+  op.seq_q = op.seq_kv = 4096;
+  op.head_dim = 128;
+  const Prediction full = p.predict(op);
+  op.causal = true;
+  const Prediction causal = p.predict(op);
+  EXPECT_NEAR(causal.flops / full.flops, 0.5, 0.01);
+  EXPECT_NEAR(causal.time_s / full.time_s, 0.5, 0.08);
+  EXPECT_EQ(full.bound, "compute");
+}
+
+TEST(Attention, DecodeSplitsTheKvCacheAndIsMemoryBound) {
+  const hw::Machine m = hw::Machine::load(config_path("h100_sxm5_80gb"));
+  Predictor p(m, KernelPolicy{});
+  OpDesc op;
+  op.kind = OpKind::attention;
+  op.batch = 1;
+  op.heads = 64;
+  op.kv_heads = 8;  // GQA
+  op.seq_q = 1;
+  op.seq_kv = 32768;
+  op.head_dim = 128;
+  const Prediction d = p.predict(op);
+  EXPECT_EQ(d.bound, "memory");
+  EXPECT_NE(d.kernels[0].name.find("split-kv"), std::string::npos);
+  EXPECT_GE(d.kernels[0].tiles, 132u);  // enough CTAs to cover the device
+  // Reading the KV cache once: 2 * 8 heads * 32768 * 128 * 2 bytes.
+  EXPECT_NEAR(d.hbm_bytes, 2.0 * 8 * 32768 * 128 * 2, 64.0 * 128 * 4);
+}
+
+TEST(Attention, UnfusedRunsThreeKernelsAndFlashV3NeedsAsyncMatrixUnits) {
+  const hw::Machine a100 = hw::Machine::load(config_path("a100_sxm4_80gb"));
+  OpDesc op;
+  op.kind = OpKind::attention;
+  op.batch = 2;
+  op.heads = op.kv_heads = 16;
+  op.seq_q = op.seq_kv = 2048;
+  op.head_dim = 64;
+  Diagnostics d;
+  Predictor unfused(a100, KernelPolicy::parse("attention=unfused", d));
+  const Prediction u = unfused.predict(op);
+  ASSERT_EQ(u.kernels.size(), 3u);
+  Predictor fused(a100, KernelPolicy::parse("attention=flash_v2", d));
+  EXPECT_LT(fused.predict(op).time_s, u.time_s);
+  Predictor v3(a100, KernelPolicy::parse("attention=flash_v3", d));
+  EXPECT_THROW(v3.predict(op), InputError);
+  const hw::Machine h100 = hw::Machine::load(config_path("h100_sxm5_80gb"));
+  Predictor v3h(h100, KernelPolicy::parse("attention=flash_v3", d));
+  Predictor v2h(h100, KernelPolicy::parse("attention=flash_v2", d));
+  EXPECT_LT(v3h.predict(op).time_s, v2h.predict(op).time_s);
+}
+
+TEST(Collectives, RingAllReduceSendsTwoNMinusOneOverNOfTheBytesPerRank) {
+  const hw::Machine m = hw::Machine::load(config_path("dgx_a100"));
+  Diagnostics d;
+  Dispatcher disp(m, KernelPolicy::parse("allreduce=ring", d));
+  OpDesc op;
+  op.kind = OpKind::allreduce;
+  op.ranks = 8;
+  op.bytes = 64ULL << 20;
+  const std::vector<std::uint32_t> devices{0, 1, 2, 3, 4, 5, 6, 7};
+  const CollectivePlan plan = disp.lower_collective(op, devices);
+  EXPECT_EQ(plan.algorithm, "ring");
+  std::vector<double> sent(m.endpoints().size(), 0);
+  for (const Transfer& t : plan.transfers) sent[t.src_endpoint] += t.bytes;
+  for (std::uint32_t dev : devices) {
+    EXPECT_NEAR(sent[m.devices()[dev].endpoint], 2.0 * 7 / 8 * static_cast<double>(op.bytes), 1.0);
+  }
+}
+
+TEST(Collectives, InSwitchReductionOnlyWhereTheSwitchSupportsIt) {
+  OpDesc op;
+  op.kind = OpKind::allreduce;
+  op.ranks = 8;
+  op.bytes = 1ULL << 30;
+  Diagnostics d;
+  const hw::Machine a100 = hw::Machine::load(config_path("dgx_a100"));
+  Predictor refuse(a100, KernelPolicy::parse("allreduce=in_switch", d));
+  EXPECT_THROW(refuse.predict(op), InputError);
+  Predictor auto_a100(a100, KernelPolicy{});
+  EXPECT_EQ(auto_a100.predict(op).plan->algorithm, "ring");
+  const hw::Machine h100 = hw::Machine::load(config_path("dgx_h100"));
+  Predictor nvls(h100, KernelPolicy{});
+  Predictor ring(h100, KernelPolicy::parse("allreduce=ring", d));
+  const Prediction fast = nvls.predict(op);
+  EXPECT_EQ(fast.plan->algorithm, "in_switch");
+  EXPECT_LT(fast.time_s, 0.75 * ring.predict(op).time_s);
+}
+
+TEST(Executor, ConcurrentMemoryBoundKernelsShareHbm) {
+  const hw::Machine m = hw::Machine::load(config_path("a100_sxm4_80gb"));
+  Dispatcher disp(m, KernelPolicy{});
+  OpDesc op;
+  op.kind = OpKind::gelu;
+  op.elements = 1ULL << 27;
+  const auto kernels = disp.lower(op, 0);
+  sim::Simulator sim;
+  hw::SimMachine hw(sim, m);
+  Executor ex(hw);
+  KernelRun alone;
+  ex.launch(kernels[0], alone, nullptr, nullptr, 0);
+  sim.run();
+  const auto t_alone = alone.end_ps - alone.start_ps;
+  KernelRun a, b;
+  ex.launch(kernels[0], a, nullptr, nullptr, 0);
+  ex.launch(kernels[0], b, nullptr, nullptr, 0);
+  sim.run();
+  // Each holds half the SMs or waits for them; together they take about twice as long.
+  const auto both = std::max(a.end_ps, b.end_ps) - std::min(a.start_ps, b.start_ps);
+  EXPECT_GT(static_cast<double>(both) / static_cast<double>(t_alone), 1.8);
+}
+
+TEST(Predictor, HostTimingAddsDispatchLaunchAndSync) {
+  const hw::Machine m = hw::Machine::load(config_path("a100_sxm4_80gb"));
+  Predictor p(m, KernelPolicy{});
+  OpDesc tiny = gemm(16, 16, 16);
+  const Prediction dev = p.predict(tiny, Timing::device);
+  const Prediction host = p.predict(tiny, Timing::host);
+  const hw::HostSpec& h = m.hosts()[0].spec;
+  EXPECT_NEAR(host.time_s - dev.time_s, h.op_dispatch_s + h.kernel_launch_s + h.launch_latency_s + h.sync_latency_s, 1e-9);
+  EXPECT_EQ(host.bound, "launch");
+}
+
+TEST(Predictor, IsDeterministic) {
+  const hw::Machine m = hw::Machine::load(config_path("dgx_h100"));
+  OpDesc op;
+  op.kind = OpKind::allreduce;
+  op.ranks = 8;
+  op.bytes = 123456789;
+  Predictor a(m, KernelPolicy{});
+  Predictor b(m, KernelPolicy{});
+  EXPECT_EQ(a.predict(op).time_s, b.predict(op).time_s);
+  EXPECT_EQ(a.predict(gemm(3000, 5000, 7000)).time_s, b.predict(gemm(3000, 5000, 7000)).time_s);
+}
+
+TEST(Dispatcher, RecordsWhyEachKernelWasChosen) {
+  const hw::Machine m = hw::Machine::load(config_path("a100_sxm4_80gb"));
+  Dispatcher disp(m, KernelPolicy{});
+  const auto ks = disp.lower(gemm(4096, 4096, 4096), 0);
+  ASSERT_EQ(ks.size(), 1u);
+  std::string why;
+  for (const auto& w : ks[0].why) why += w + "\n";
+  EXPECT_NE(why.find("policy gemm=auto"), std::string::npos) << why;
+  EXPECT_NE(why.find("waves on 108 units"), std::string::npos) << why;
+  EXPECT_NE(why.find("fp16 on matrix units"), std::string::npos) << why;
+  EXPECT_NE(why.find("gpu[0]"), std::string::npos) << why;
+}
+
+TEST(Shapes, BadShapesAreClearErrors) {
+  struct Case {
+    OpDesc op;
+    std::string message;
+  };
+  OpDesc zero = gemm(0, 10, 10);
+  OpDesc huge = gemm(1ULL << 40, 1ULL << 40, 16);
+  OpDesc gqa;
+  gqa.kind = OpKind::attention;
+  gqa.batch = 1;
+  gqa.heads = 10;
+  gqa.kv_heads = 4;
+  gqa.seq_q = gqa.seq_kv = 128;
+  gqa.head_dim = 64;
+  OpDesc one_rank;
+  one_rank.kind = OpKind::allreduce;
+  one_rank.ranks = 1;
+  one_rank.bytes = 100;
+  for (const auto& c : std::vector<Case>{{zero, "gemm needs m > 0"},
+                                         {huge, "overflows"},
+                                         {gqa, "heads (10) must be a multiple of kv-heads (4)"},
+                                         {one_rank, "allreduce needs ranks >= 2"}}) {
+    Diagnostics d;
+    EXPECT_FALSE(validate_op(c.op, d, "test"));
+    EXPECT_NE(d.to_string().find(c.message), std::string::npos) << d.to_string();
+  }
+}
+
+TEST(Policy, ParsesCliFilesAndRejectsUnknownNames) {
+  Diagnostics d;
+  const KernelPolicy p = KernelPolicy::parse("attention=flash_v2,gemm=cublasLt:bf16,allreduce=ring", d);
+  EXPECT_TRUE(d.empty()) << d.to_string();
+  EXPECT_EQ(p.entry(OpKind::attention).impl, "flash_v2");
+  EXPECT_EQ(p.entry(OpKind::gemm).precision, DType::bf16);
+  EXPECT_EQ(p.entry(OpKind::softmax).impl, "auto");
+  Diagnostics bad;
+  KernelPolicy::parse("atention=flash_v2,gemm=cublas,allreduce", bad);
+  const std::string text = bad.to_string();
+  EXPECT_NE(text.find("unknown op \"atention\", did you mean \"attention\"?"), std::string::npos) << text;
+  EXPECT_NE(text.find("unknown implementation \"cublas\" for gemm, did you mean \"cublasLt\"? (valid: auto, cublasLt, tiled, splitk, gemv)"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("expected op=implementation"), std::string::npos) << text;
+  const auto dir = std::filesystem::temp_directory_path();
+  std::ofstream(dir / "policy.yaml") << "gemm: tiled\nattention:\n  impl: unfused\n  precision: bf16\n";
+  std::ofstream(dir / "policy.json") << R"({"allreduce": "tree", "softmax": {"impl": "fused", "colour": 1}})";
+  Diagnostics f;
+  const KernelPolicy y = KernelPolicy::load_file((dir / "policy.yaml").string(), f);
+  EXPECT_TRUE(f.empty()) << f.to_string();
+  EXPECT_EQ(y.entry(OpKind::attention).impl, "unfused");
+  EXPECT_EQ(y.entry(OpKind::attention).precision, DType::bf16);
+  const KernelPolicy j = KernelPolicy::load_file((dir / "policy.json").string(), f);
+  EXPECT_EQ(j.entry(OpKind::allreduce).impl, "tree");
+  EXPECT_NE(f.to_string().find("/softmax/colour: unknown key \"colour\""), std::string::npos) << f.to_string();
+}
+
+}  // namespace
+}  // namespace syntorch::runtime
