@@ -31,7 +31,8 @@ const PolicyEntry& KernelPolicy::entry(OpKind op) const {
 std::string KernelPolicy::describe() const {
   std::vector<std::string> parts;
   for (const auto& [op, e] : entries_) {
-    parts.push_back(fmt::format("{}={}{}", op_name(op), e.impl, e.precision ? ":" + std::string(dtype_name(*e.precision)) : ""));
+    parts.push_back(e.precision ? fmt::format("{}={}:{}", op_name(op), e.impl, dtype_name(*e.precision))
+                                : fmt::format("{}={}", op_name(op), e.impl));
   }
   return join(parts, ",");
 }

@@ -18,6 +18,7 @@ unsigned EventQueue::lowest_slot(const Level& level) {
 
 bool EventQueue::cancel(EventId id) {
   if (!id.valid() || id.seq >= next_seq_) return false;
+  // Anything before the last popped key has run; (when, seq) order is the pop order.
   // Events pop in (when, seq) order, so anything at or before the last popped key has run.
   if (id.when < last_when_ || (id.when == last_when_ && id.seq <= last_seq_)) return false;
   const bool inserted = cancelled_.insert(id.seq).second;
@@ -25,27 +26,69 @@ bool EventQueue::cancel(EventId id) {
   return inserted;
 }
 
-bool EventQueue::refill() {
-  for (;;) {
-    if (head_slot_ != kSlots) {
-      std::vector<Event>& slot = levels_[0].slots[head_slot_];
-      if (head_ < slot.size()) {
-        if (cancelled_.empty()) return true;
-        auto it = cancelled_.find(slot[head_].seq);
-        if (it == cancelled_.end()) return true;
-        // Dropped at the head: everything before it has run, so it now counts as past.
-        cancelled_.erase(it);
-        last_when_ = slot[head_].when;
-        last_seq_ = slot[head_].seq;
-        ++head_;
-        --size_;
-        continue;
+bool EventQueue::find_min(unsigned& level_out, unsigned& slot_out, TimePs& when_out) {
+  auto live = [this](const Event& e) { return cancelled_.empty() || cancelled_.count(e.seq) == 0; };
+  if (head_slot_ != kSlots) {
+    std::vector<Event>& head = levels_[0].slots[head_slot_];
+    while (head_ < head.size() && !live(head[head_])) {  // dropped; its seq stays as a tombstone
+      ++head_;
+      --size_;
+    }
+    if (head_ < head.size()) {
+      level_out = 0;
+      slot_out = head_slot_;
+      when_out = head[head_].when;
+      return true;
+    }
+  }
+  // Levels hold ever later times, and slots within a level are in time order, so the first slot
+  // with a live event holds the earliest one.
+  for (std::uint32_t levels = occupied_levels_; levels != 0; levels &= levels - 1) {
+    const auto level = static_cast<unsigned>(__builtin_ctz(levels));
+    const Level& l = levels_[level];
+    // Level-0 slots below the head slot are empty: time never goes back.
+    const unsigned first_word = level == 0 && head_slot_ != kSlots ? head_slot_ >> 6 : 0;
+    for (unsigned w = first_word; w < 4; ++w) {
+      for (std::uint64_t bits = l.occupied[w]; bits != 0; bits &= bits - 1) {
+        const unsigned s = w * 64 + static_cast<unsigned>(__builtin_ctzll(bits));
+        if (level == 0 && s == head_slot_) continue;  // drained above
+        const std::vector<Event>& events = l.slots[s];
+        TimePs best = kTimeNever;
+        if (level == 0) {
+          // One time per level-0 slot: the first live event says it.
+          for (const Event& e : events) {
+            if (live(e)) {
+              best = e.when;
+              break;
+            }
+          }
+        } else {
+          for (const Event& e : events) {
+            if (e.when < best && live(e)) best = e.when;
+          }
+        }
+        if (best != kTimeNever) {
+          level_out = level;
+          slot_out = s;
+          when_out = best;
+          return true;
+        }
       }
-      // The slot is drained. Level-0 slots below it are empty (time never goes back), so the
-      // next one, if any, is found from its word on.
+    }
+  }
+  return false;
+}
+
+bool EventQueue::refill(TimePs until) {
+  // Fast path, with nothing cancelled: step the head to the next level-0 slot. This moves only
+  // the reference's low digit, which no held event's placement depends on, so it is safe even
+  // when the event found is not due yet.
+  if (cancelled_.empty() && head_slot_ != kSlots) {
+    Level& l0 = levels_[0];
+    std::vector<Event>& slot = l0.slots[head_slot_];
+    if (head_ >= slot.size()) {
       slot.clear();
       head_ = 0;
-      Level& l0 = levels_[0];
       l0.occupied[head_slot_ >> 6] &= ~(1ULL << (head_slot_ & 63));
       unsigned next = kSlots;
       for (unsigned w = head_slot_ >> 6; w < 4; ++w) {
@@ -57,35 +100,73 @@ bool EventQueue::refill() {
       head_slot_ = next;
       if (next != kSlots) {
         last_ = (last_ & ~TimePs{0xFF}) | next;
-        continue;
+      } else {
+        occupied_levels_ &= ~1U;
       }
-      occupied_levels_ &= ~1U;
     }
-    if (occupied_levels_ == 0) return false;
-    const unsigned level = static_cast<unsigned>(__builtin_ctz(occupied_levels_));
-    Level& l = levels_[level];
-    const unsigned s = lowest_slot(l);
+    if (head_slot_ != kSlots) return l0.slots[head_slot_][head_].when <= until;
+  }
+  for (;;) {
+    unsigned level = 0;
+    unsigned s = 0;
+    TimePs when = 0;
+    if (!find_min(level, s, when) || when > until) return false;
     if (level == 0) {
-      // All events of a level-0 slot share one time: pop them in order.
-      head_slot_ = s;
-      last_ = (last_ & ~TimePs{0xFF}) | s;
-      continue;
+      if (s != head_slot_) {
+        // Retire the drained head slot (its cancelled events are already tombstones).
+        if (head_slot_ != kSlots) {
+          std::vector<Event>& old = levels_[0].slots[head_slot_];
+          old.clear();
+          levels_[0].occupied[head_slot_ >> 6] &= ~(1ULL << (head_slot_ & 63));
+        }
+        head_slot_ = s;
+        head_ = 0;
+        last_ = (last_ & ~TimePs{0xFF}) | s;
+        std::vector<Event>& slot = levels_[0].slots[s];
+        while (!cancelled_.empty() && head_ < slot.size() && cancelled_.count(slot[head_].seq)) {
+          ++head_;
+          --size_;
+        }
+      }
+      return true;
     }
-    // Redistribute the slot around its earliest time; its events all fall to lower levels.
+    // Redistribute the slot around its earliest live time; every event falls to a lower level.
+    Level& l = levels_[level];
     std::vector<Event> moving;
     moving.swap(l.slots[s]);
     l.occupied[s >> 6] &= ~(1ULL << (s & 63));
-    if (lowest_slot(l) == kSlots) occupied_levels_ &= ~(1U << level);
-    TimePs min_when = moving[0].when;
-    for (const Event& e : moving) min_when = std::min(min_when, e.when);
-    last_ = min_when;
-    for (const Event& e : moving) place(e);
+    bool empty = true;
+    for (unsigned w = 0; w < 4; ++w) empty = empty && l.occupied[w] == 0;
+    if (empty) occupied_levels_ &= ~(1U << level);
+    if (head_slot_ != kSlots) {
+      // The old head slot is drained (find_min passed it): retire it before the reference moves.
+      levels_[0].slots[head_slot_].clear();
+      levels_[0].occupied[head_slot_ >> 6] &= ~(1ULL << (head_slot_ & 63));
+      head_slot_ = kSlots;
+      head_ = 0;
+      bool l0_empty = true;
+      for (unsigned w = 0; w < 4; ++w) l0_empty = l0_empty && levels_[0].occupied[w] == 0;
+      if (l0_empty) occupied_levels_ &= ~1U;
+    }
+    last_ = when;
+    for (const Event& e : moving) {
+      if (!cancelled_.empty() && cancelled_.count(e.seq)) {
+        --size_;  // dropped; its seq stays as a tombstone
+        continue;
+      }
+      place(e);
+    }
     moving.clear();
     moving.swap(l.slots[s]);  // give the slot its capacity back
   }
 }
 
-TimePs EventQueue::next_time() { return refill() ? levels_[0].slots[head_slot_][head_].when : kTimeNever; }
+TimePs EventQueue::next_time() {
+  unsigned level = 0;
+  unsigned s = 0;
+  TimePs when = kTimeNever;
+  return find_min(level, s, when) ? when : kTimeNever;
+}
 
 void EventQueue::compact() {
   auto dead = [this](const Event& e) { return cancelled_.count(e.seq) != 0; };

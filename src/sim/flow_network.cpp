@@ -29,8 +29,11 @@ FlowId FlowNetwork::start(std::span<const ResourceId> path, double bytes, EventF
   if (path.empty() && !std::isfinite(rate_cap_bytes_per_s)) {
     throw std::invalid_argument("FlowNetwork: a flow with no resources needs a finite rate cap");
   }
-  for (ResourceId r : path) {
-    if (r >= resources_.size()) throw std::out_of_range("FlowNetwork: unknown resource id");
+  for (std::size_t i = 0; i < path.size(); ++i) {
+    if (path[i] >= resources_.size()) throw std::out_of_range("FlowNetwork: unknown resource id");
+    for (std::size_t j = 0; j < i; ++j) {
+      if (path[j] == path[i]) throw std::invalid_argument("FlowNetwork: a resource appears twice in one path");
+    }
   }
   advance();
   FlowId id;
@@ -79,8 +82,9 @@ void FlowNetwork::mark_dirty() {
   sim_.at<&FlowNetwork::recompute>(sim_.now(), this);
 }
 
-void FlowNetwork::on_completion_event() {
-  next_completion_ = EventId{};
+void FlowNetwork::on_completion_event(std::uint64_t version) {
+  if (version != completion_version_) return;  // superseded by a later reschedule
+  next_completion_ps_ = kTimeNever;
   recompute();
 }
 
@@ -180,16 +184,20 @@ void FlowNetwork::schedule_next_completion() {
     const Flow& f = flows_[id];
     if (f.rate > 0) earliest_s = std::min(earliest_s, f.remaining / f.rate);
   }
-  if (next_completion_.valid()) {
-    sim_.cancel(next_completion_);
-    next_completion_ = EventId{};
+  if (earliest_s == kUnlimitedRate) {
+    ++completion_version_;  // any pending event is stale
+    next_completion_ps_ = kTimeNever;
+    return;
   }
-  if (earliest_s == kUnlimitedRate) return;
   // Round up to whole picoseconds, but not for floating-point residue just above an integer.
   const double delay_ps = earliest_s * 1e12;
+  if (delay_ps >= 1.8e19) throw std::overflow_error("FlowNetwork: a flow would finish beyond the 2^64 ps clock");
   const double nearest = std::round(delay_ps);
   const TimePs delay = static_cast<TimePs>(std::fabs(delay_ps - nearest) < 1e-3 ? nearest : std::ceil(delay_ps));
-  next_completion_ = sim_.at<&FlowNetwork::on_completion_event>(sim_.now() + std::max<TimePs>(delay, 1), this);
+  const TimePs when = sim_.now() + std::max<TimePs>(delay, 1);
+  if (when == next_completion_ps_) return;  // the pending event is already right
+  next_completion_ps_ = when;
+  sim_.at<&FlowNetwork::on_completion_event>(when, this, ++completion_version_);
 }
 
 }  // namespace syntorch::sim

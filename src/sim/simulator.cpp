@@ -11,7 +11,7 @@ std::uint64_t Simulator::run(TimePs until) {
     e.fn(e.obj, e.arg);
     ++ran;
   }
-  if (!stop_requested_ && until != kTimeNever && until > now_ && queue_.next_time() != kTimeNever) now_ = until;
+  if (!stop_requested_ && until != kTimeNever && until > now_) now_ = until;
   events_executed_ += ran;
   return ran;
 }

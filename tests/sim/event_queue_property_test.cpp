@@ -43,18 +43,48 @@ TEST(EventQueue, PushingBeforeTheLastPoppedTimeIsALogicError) {
   EXPECT_NO_THROW(q.push(100, &nop, nullptr, 0));
 }
 
+// Peeking and cancelling never forbid scheduling at or after the current time.
+TEST(EventQueue, PeekingOrDroppingCancelledEventsDoesNotMoveTheFloor) {
+  EventQueue q;
+  q.push(100, &nop, nullptr, 1);
+  const EventId far = q.push(100'000'000, &nop, nullptr, 2);
+  q.push(200'000'000, &nop, nullptr, 3);
+  EventQueue::Event e{};
+  ASSERT_TRUE(q.pop(e));
+  EXPECT_TRUE(q.cancel(far));
+  EXPECT_EQ(q.next_time(), 200'000'000u);         // looks past the cancelled event
+  EXPECT_FALSE(q.pop_until(150'000'000, e));       // nothing due yet
+  EXPECT_NO_THROW(q.push(500, &nop, nullptr, 4));  // still fine: after the last pop (100)
+  EXPECT_FALSE(q.cancel(far));                     // cancelled before
+  ASSERT_TRUE(q.pop(e));
+  EXPECT_EQ(e.arg, 4u);
+  ASSERT_TRUE(q.pop(e));
+  EXPECT_EQ(e.arg, 3u);
+  EXPECT_FALSE(q.pop(e));
+}
+
 // Random pushes (near, far, same time), pops and cancels against a reference ordered map keyed
 // by (time, insertion number).
 TEST(EventQueue, MatchesAReferenceOrderUnderRandomOperations) {
   std::mt19937_64 rng(12345);
-  for (int round = 0; round < 20; ++round) {
+  for (int round = 0; round < 100; ++round) {
     EventQueue q;
     std::map<std::pair<TimePs, std::uint64_t>, std::uint64_t> ref;  // (when, tag) -> tag
     std::vector<std::pair<EventId, std::pair<TimePs, std::uint64_t>>> ids;
     TimePs now = 0;
     std::uint64_t tag = 0;
     for (int op = 0; op < 4000; ++op) {
-      const auto r = rng() % 10;
+      const auto r = rng() % 11;
+      if (r == 10) {
+        // Peek, then keep scheduling from the current time.
+        const TimePs next = q.next_time();
+        ASSERT_EQ(next, ref.empty() ? kTimeNever : ref.begin()->first.first);
+        EventQueue::Event e{};
+        if (now > 0) {
+          ASSERT_FALSE(q.pop_until(now - 1, e));  // every held event is at or after now
+        }
+        continue;
+      }
       if (r < 5) {
         TimePs when = now;
         switch (rng() % 4) {

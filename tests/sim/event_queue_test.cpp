@@ -107,6 +107,25 @@ TEST(Simulator, RunUntilStopsBeforeLaterEvents) {
   EXPECT_EQ(sim.now(), 500u);
 }
 
+TEST(Simulator, SchedulingAfterRunUntilOrACancelledTimeoutWorks) {
+  Simulator sim;
+  Log log{&sim, {}};
+  sim.at<&Log::hit>(100, &log, 1);
+  const EventId timeout = sim.at<&Log::hit>(1'000'000, &log, 2);
+  sim.at<&Log::hit>(500, &log, 3);
+  EXPECT_TRUE(sim.cancel(timeout));
+  sim.run(300);
+  EXPECT_EQ(sim.now(), 300u);
+  sim.at<&Log::hit>(400, &log, 4);  // between now and the next event
+  sim.run();
+  ASSERT_EQ(log.seen.size(), 3u);
+  EXPECT_EQ(log.seen[1], (std::pair<TimePs, std::uint64_t>{400, 4}));
+  EXPECT_EQ(log.seen[2], (std::pair<TimePs, std::uint64_t>{500, 3}));
+  sim.at<&Log::hit>(600, &log, 5);  // after the cancelled timeout was dropped
+  sim.run(10'000);
+  EXPECT_EQ(sim.now(), 10'000u);    // run(until) ends at until even with nothing left
+}
+
 TEST(Simulator, SchedulingInThePastIsALogicError) {
   Simulator sim;
   Log log{&sim, {}};

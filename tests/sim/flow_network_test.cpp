@@ -129,6 +129,21 @@ TEST(FlowNetwork, ZeroByteFlowCompletesAtItsStart) {
   EXPECT_EQ(d.time_of(7), 0u);
 }
 
+TEST(FlowNetwork, FlowsCanStartAfterRunningToATimeLimit) {
+  Simulator sim;
+  FlowNetwork net(sim);
+  Done d{&sim, {}};
+  const ResourceId link = net.add_resource("link", 100 * kGBps);
+  start(net, {link}, 1e6, d, 1);
+  sim.run(1);
+  start(net, {link}, 1e6, d, 2);  // at 1 ps, while flow 1's completion is pending
+  sim.run();
+  // Flow 1 moved 0.1 byte alone in the first picosecond, then both share 50/50: flow 1 ends 1 ps
+  // before 20 us, and flow 2's last 0.1 byte takes that picosecond at full speed.
+  EXPECT_EQ(d.time_of(1), 20 * kPsPerUs - 1);
+  EXPECT_EQ(d.time_of(2), 20 * kPsPerUs);
+}
+
 TEST(FlowNetwork, RejectsBadArguments) {
   Simulator sim;
   FlowNetwork net(sim);
@@ -137,6 +152,8 @@ TEST(FlowNetwork, RejectsBadArguments) {
   EXPECT_THROW(net.add_resource("bad", -1), std::invalid_argument);
   EXPECT_THROW(start(net, {}, 1e3, d, 1), std::invalid_argument);  // no path, no cap
   EXPECT_THROW(start(net, {99}, 1e3, d, 1), std::out_of_range);
+  const ResourceId link = net.add_resource("link", kGBps);
+  EXPECT_THROW(start(net, {link, link}, 1e3, d, 1), std::invalid_argument);
 }
 
 struct Grants {

@@ -149,6 +149,14 @@ void predict_row(Row& row, const ValidateOptions& o, std::map<std::string, std::
   }
 }
 
+// The families the fidelity targets are stated for.
+std::string family_of(const std::string& op) {
+  if (op == "gemm" || op == "bmm") return "gemm";
+  if (op == "allreduce" || op == "allgather" || op == "reducescatter" || op == "sendrecv") return "collectives";
+  if (op == "attention") return "attention";
+  return "layernorm/softmax/gelu";
+}
+
 double percentile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
   if (v.empty()) return 0;
@@ -213,9 +221,20 @@ int run_validate(const ValidateOptions& o, Context& ctx) {
   for (Row& r : rows) predict_row(r, o, machines, predictors);
 
   std::map<std::string, std::vector<double>> errors;
+  std::map<std::string, std::vector<double>> family_errors;
   for (const Row& r : rows) {
-    if (r.status == "ok") errors[r.op].push_back(std::fabs(r.error_pct));
+    if (r.status != "ok") continue;
+    errors[r.op].push_back(std::fabs(r.error_pct));
+    family_errors[family_of(r.op)].push_back(std::fabs(r.error_pct));
   }
+  auto summarise = [](const std::map<std::string, std::vector<double>>& by) {
+    nlohmann::ordered_json js = nlohmann::ordered_json::object();
+    for (const auto& [name, e] : by) {
+      js[name] = {{"count", e.size()}, {"median_abs_error_pct", median(e)}, {"p90_abs_error_pct", percentile(e, 0.9)},
+                  {"max_abs_error_pct", *std::max_element(e.begin(), e.end())}};
+    }
+    return js;
+  };
   const bool any_error = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.status == "error"; });
   if (o.json) {
     nlohmann::ordered_json j;
@@ -229,10 +248,8 @@ int run_validate(const ValidateOptions& o, Context& ctx) {
       x["reason"] = r.reason;
       jr.push_back(std::move(x));
     }
-    auto& js = j["summary"] = nlohmann::ordered_json::object();
-    for (const auto& [op, e] : errors) {
-      js[op] = {{"count", e.size()}, {"median_abs_error_pct", median(e)}, {"p90_abs_error_pct", percentile(e, 0.9)}};
-    }
+    j["summary"] = summarise(errors);
+    j["families"] = summarise(family_errors);
     ctx.out << j.dump(2) << "\n";
     return any_error ? kExitBadInput : kExitOk;
   }
@@ -248,9 +265,13 @@ int run_validate(const ValidateOptions& o, Context& ctx) {
                              r.status, r.reason);
     }
   }
-  ctx.out << fmt::format("\n{:<12} {:>5} {:>14} {:>11}\n", "op", "count", "median |err|", "p90 |err|");
-  for (const auto& [op, e] : errors) {
-    ctx.out << fmt::format("{:<12} {:>5} {:>13.1f}% {:>10.1f}%\n", op, e.size(), median(e), percentile(e, 0.9));
+  for (const auto* by : {&errors, &family_errors}) {
+    ctx.out << fmt::format("\n{:<24} {:>5} {:>13} {:>10} {:>10}\n", by == &errors ? "op" : "family", "count",
+                           "median |err|", "p90 |err|", "max |err|");
+    for (const auto& [name, e] : *by) {
+      ctx.out << fmt::format("{:<24} {:>5} {:>12.1f}% {:>9.1f}% {:>9.1f}%\n", name, e.size(), median(e),
+                             percentile(e, 0.9), *std::max_element(e.begin(), e.end()));
+    }
   }
   const auto unsupported = std::count_if(rows.begin(), rows.end(), [](const Row& r) { return r.status == "unsupported"; });
   if (unsupported) ctx.out << fmt::format("{} row(s) unsupported (listed above with the reason)\n", unsupported);

@@ -16,7 +16,9 @@
 // beyond the slots' amortised growth. Bitmaps find the next non-empty slot in a few instructions.
 //
 // Cancellation is lazy: a cancelled event's sequence number goes into a small set and the event
-// is dropped when it comes up; when the dead outnumber the live, the buckets are compacted.
+// is dropped when it comes up; when the dead outnumber the live, the slots are compacted.
+// Peeking (next_time, a pop_until that finds nothing due) never moves the radix reference, so
+// events may be pushed at any time from the last popped one on.
 //
 // Cost per operation, n = pending events, B = 64 bits of time (ns-3's scheduler.h convention):
 //   push      O(1)
@@ -25,6 +27,7 @@
 //   cancel    O(1) average (hash insert), plus the amortised O(1) compaction share
 //   next time O(1) amortised (may redistribute)
 // Pushing an event earlier than the last popped one is a logic error (std::logic_error).
+// A repeated cancel of the same event returns false, except after a compaction (which forgets).
 
 #include <array>
 #include <cstdint>
@@ -55,7 +58,7 @@ class EventQueue {
   };
 
   EventId push(TimePs when, EventFn fn, void* obj, std::uint64_t arg) {
-    if (when < last_) [[unlikely]] {
+    if (when < last_when_) [[unlikely]] {
       throw_push_in_past();
     }
     place(Event{when, next_seq_, fn, obj, arg});
@@ -63,18 +66,18 @@ class EventQueue {
     return EventId{when, next_seq_++};
   }
 
-  // Cancels a pending event. Returns true when it was pending; false when it already ran or never
-  // existed, and for a second cancel of the same event (after a compaction the queue no longer
-  // remembers cancelled ids, and a repeated cancel is then a harmless no-op that returns true).
+  // Cancels a pending event. Returns true when it was pending; false when it already ran, never
+  // existed, or was cancelled before.
   bool cancel(EventId id);
 
   // Removes the earliest live event into `out`; false when none is left.
   bool pop(Event& out) { return pop_until(kTimeNever, out); }
-  // As pop, but only an event at or before `until`.
+  // As pop, but only an event at or before `until`. Looking and not taking changes nothing:
+  // events may still be pushed at any time from the last popped one on.
   bool pop_until(TimePs until, Event& out) {
     // Fast path: the head slot has a live event.
     if (head_slot_ == kSlots || head_ >= levels_[0].slots[head_slot_].size() || !cancelled_.empty()) {
-      if (!refill()) return false;
+      if (!refill(until)) return false;
     }
     const Event& e = levels_[0].slots[head_slot_][head_];
     if (e.when > until) return false;
@@ -111,12 +114,18 @@ class EventQueue {
     l.slots[slot].push_back(e);
     l.occupied[slot >> 6] |= 1ULL << (slot & 63);
     occupied_levels_ |= 1U << level;
+    // A peek may have stepped the head past this time (nothing popped from the head slot yet):
+    // step it back, since level-0 slots before the head must be empty.
+    if (level == 0 && slot < head_slot_ && head_slot_ != kSlots && head_ == 0) head_slot_ = slot;
   }
   [[noreturn]] static void throw_push_in_past();
   // The lowest occupied slot of a level, or kSlots when none.
   static unsigned lowest_slot(const Level& level);
-  // Makes the head of level 0 a live event (unless the queue is empty).
-  bool refill();
+  // The level and slot holding the earliest live event, and its time; false when none. Changes
+  // nothing but the head index past cancelled events.
+  bool find_min(unsigned& level, unsigned& slot, TimePs& when);
+  // Makes the head of level 0 the earliest live event, if it is at or before `until`.
+  bool refill(TimePs until);
   void compact();
 
   std::array<Level, kLevels> levels_;
@@ -124,7 +133,9 @@ class EventQueue {
   unsigned head_slot_ = kSlots;         // the level-0 slot being popped, kSlots when none
   std::size_t head_ = 0;                // next event to pop in that slot
   std::size_t size_ = 0;                // events held, cancelled ones included
-  TimePs last_ = 0;                     // the radix reference: time of the last popped event
+  TimePs last_ = 0;  // the radix reference: high digits of every held event's time are >= its
+  // Cancelled sequence numbers: of events still held, and of events already dropped (kept so a
+  // second cancel is refused); cleared by compaction.
   std::unordered_set<std::uint64_t> cancelled_;
   std::uint64_t next_seq_ = 1;
   TimePs last_when_ = 0;          // key of the last event popped: events at or before it

@@ -7,7 +7,8 @@
 //
 // Rates are recomputed when a flow starts or ends. Several changes at the same instant are folded
 // into one recomputation, run by an event at that instant after the events already queued there.
-// Between changes every flow progresses linearly; one pending event marks the next completion.
+// Between changes every flow progresses linearly; one pending event marks the next completion
+// (a rescheduled completion leaves the old event in the queue, stale, rather than cancelling it).
 // Flow slots and their path storage are reused, so steady-state churn allocates nothing.
 
 #include <cstdint>
@@ -81,7 +82,7 @@ class FlowNetwork {
   void recompute();            // the event: finish done flows, reshare, schedule next completion
   void reshare();              // progressive filling
   void schedule_next_completion();
-  void on_completion_event();
+  void on_completion_event(std::uint64_t version);
 
   Simulator& sim_;
   std::vector<Resource> resources_;
@@ -91,7 +92,8 @@ class FlowNetwork {
   std::vector<ResourceId> touched_;   // scratch: resources crossed by active flows
   std::vector<FlowId> finished_;      // scratch: flows done in this recomputation
   TimePs last_advance_ps_ = 0;
-  EventId next_completion_{};
+  TimePs next_completion_ps_ = kTimeNever;  // when the pending completion event fires
+  std::uint64_t completion_version_ = 0;     // events carrying an older version are stale
   bool recompute_pending_ = false;
   std::uint64_t recomputations_ = 0;
 };

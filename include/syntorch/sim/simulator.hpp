@@ -41,8 +41,8 @@ class Simulator {
   bool cancel(EventId id) { return queue_.cancel(id); }
 
   // Runs events until none is left, stop() is called, or the next one is later than `until`.
-  // The clock ends at the last event run (or at `until` when that is earlier than the next
-  // event and finite). Returns the number of events run by this call.
+  // With a finite `until` the clock then stands at `until` (unless stopped early); with none, at
+  // the last event run. Returns the number of events run by this call.
   std::uint64_t run(TimePs until = kTimeNever);
 
   // Runs exactly one event, if any. Returns false when the queue is empty.
