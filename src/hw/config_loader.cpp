@@ -77,6 +77,10 @@ bool load_document(const std::string& file, std::vector<std::string>& chain, Jso
       return false;
     }
   }
+  if (fs::is_directory(file)) {
+    ctx.diagnostics.error(file, "", "is a folder, not a JSON file");
+    return false;
+  }
   std::ifstream in(file, std::ios::binary);
   if (!in) {
     ctx.diagnostics.error(file, "", "cannot open the file (no such file, or not readable)");
@@ -88,14 +92,19 @@ bool load_document(const std::string& file, std::vector<std::string>& chain, Jso
   Json doc;
   try {
     doc = Json::parse(text);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // parse errors, and numbers out of range such as 1e999
     std::string what = e.what();
     // nlohmann's text repeats the position: keep what follows "parse error at ...: ".
     if (auto p = what.find("parse error"); p != std::string::npos) {
       const auto colon = what.find(": ", p);
       what = colon == std::string::npos ? what.substr(p) : what.substr(colon + 2);
     }
-    ctx.diagnostics.error(file, "", fmt::format("malformed JSON at {}: {}", line_col(text, e.byte == 0 ? 0 : e.byte - 1), what));
+    const auto* pe = dynamic_cast<const Json::parse_error*>(&e);
+    if (pe) {
+      ctx.diagnostics.error(file, "", fmt::format("malformed JSON at {}: {}", line_col(text, pe->byte == 0 ? 0 : pe->byte - 1), what));
+    } else {
+      ctx.diagnostics.error(file, "", fmt::format("unreadable JSON: {}", what));
+    }
     return false;
   }
   if (!doc.is_object()) {
@@ -138,7 +147,7 @@ void apply_override(Json& doc, const Override& o, ParseContext& ctx) {
   Json value;
   try {
     value = Json::parse(o.value_text);
-  } catch (const Json::parse_error&) {
+  } catch (const Json::exception&) {  // not JSON (or a number out of range): a plain string
     value = o.value_text;
   }
   Json::json_pointer ptr;
@@ -153,7 +162,12 @@ void apply_override(Json& doc, const Override& o, ParseContext& ctx) {
     return;
   }
   const Json::json_pointer parent = ptr.parent_pointer();
-  if (!doc.contains(parent) || !doc.at(parent).is_object()) {
+  bool parent_is_object = false;
+  try {
+    parent_is_object = doc.contains(parent) && doc.at(parent).is_object();
+  } catch (const Json::exception&) {  // e.g. an array index that is not a number
+  }
+  if (!parent_is_object) {
     ctx.diagnostics.error(where, "", fmt::format("{} names no object in the config", parent.to_string()));
     return;
   }

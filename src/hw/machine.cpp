@@ -4,6 +4,7 @@
 #include <boost/graph/dijkstra_shortest_paths.hpp>
 #include <fmt/format.h>
 #include <limits>
+#include <set>
 
 #include "components/components.hpp"
 #include "json_reader.hpp"
@@ -23,6 +24,8 @@ std::string_view endpoint_kind_name(EndpointKind k) {
 struct MachineBuilder {
   Machine& m;
   detail::ParseContext& ctx;
+  std::set<std::string> reported_;  // group specs whose structure has been checked
+  static constexpr std::size_t kMaxEndpoints = 1024;
 
   struct Scope {
     const GroupSpec* group;
@@ -37,8 +40,23 @@ struct MachineBuilder {
   }
 
   std::uint32_t add_endpoint(std::string name, EndpointKind kind, std::uint32_t index) {
+    const auto id = static_cast<std::uint32_t>(m.endpoints_.size());
+    m.endpoint_index_.emplace(name, id);
     m.endpoints_.push_back(Endpoint{std::move(name), kind, index});
-    return static_cast<std::uint32_t>(m.endpoints_.size() - 1);
+    return id;
+  }
+
+  // Devices, switches and hosts the config would create, before creating any.
+  static std::uint64_t count_endpoints(const GroupSpec& g) {
+    std::uint64_t n = 0;
+    for (const auto& c : g.components) {
+      if (auto* sub = std::get_if<GroupSpec>(&c.body)) {
+        n += sub->count * (is_device(*sub) ? 1 : count_endpoints(*sub));
+      } else if (std::holds_alternative<SwitchSpec>(c.body) || std::holds_alternative<HostSpec>(c.body)) {
+        ++n;
+      }
+    }
+    return n;
   }
 
   void add_device(const ComponentSpec& spec, const GroupSpec& g, const std::string& name) {
@@ -62,8 +80,16 @@ struct MachineBuilder {
         d.collective = *coll;
       }
     }
-    // Report structural problems once per group, not once per instance.
-    if (name.ends_with("[0]") || g.count == 1) {
+    // Report structural problems once per group spec, not once per instance.
+    if (reported_.insert(spec.json_path).second) {
+      for (const auto& c : g.components) {
+        if (!std::holds_alternative<ComputeSpec>(c.body) && !std::holds_alternative<MemorySpec>(c.body) &&
+            !std::holds_alternative<CacheSpec>(c.body) && !std::holds_alternative<CollectiveSpec>(c.body)) {
+          ctx.error(c.json_path, fmt::format("a device (a group with a compute) holds only compute, memory, cache and "
+                                             "collective components; \"{}\" is a {}: move it out of the device",
+                                             c.name, component_type_name(c)));
+        }
+      }
       if (computes != 1) ctx.error(spec.json_path, fmt::format("a device needs exactly one compute component, found {}", computes));
       if (memories != 1) ctx.error(spec.json_path, fmt::format("a device (a group with a compute) needs exactly one memory component (its HBM), found {}", memories));
       if (caches > 1) ctx.error(spec.json_path, fmt::format("a device may have at most one cache component, found {}", caches));
@@ -264,16 +290,33 @@ struct MachineBuilder {
       const Endpoint& ep = m.endpoints_[e];
       return ep.kind == EndpointKind::switch_ ? m.switches_[ep.index].spec.latency_s : 0.0;
     };
-    std::map<std::pair<std::uint32_t, std::uint32_t>, std::size_t> edge_of;
+    // Cost of a hop: the time to move a reference message of 1 MiB over it (latency, the switch
+    // entered, serialisation at the link's bandwidth), so a fast link beats a slightly shorter
+    // slow one. Hosts are ends, never transit: leaving a host costs a penalty that only routes
+    // starting at it pay (once, whichever way they go).
+    constexpr double kReferenceBytes = 1 << 20;
+    constexpr double kHostTransitPenalty_s = 1.0;
+    auto cost = [&](const Link& l, std::uint32_t from, std::uint32_t to) {
+      const double leave = m.endpoints_[from].kind == EndpointKind::host ? kHostTransitPenalty_s : 0.0;
+      return l.latency_s + switch_latency(to) + kReferenceBytes / (l.bandwidth_bytes_per_s * l.efficiency) + leave;
+    };
+    // Among parallel links between two endpoints the cheapest carries the route.
+    std::map<std::pair<std::uint32_t, std::uint32_t>, std::pair<double, Hop>> best;
     for (std::uint32_t i = 0; i < m.links_.size(); ++i) {
       const Link& l = m.links_[i];
-      // Weight: the link's latency plus the switch entered; 1 ps per hop prefers shorter paths.
-      boost::add_edge(l.a, l.b, l.latency_s + switch_latency(l.b) + 1e-12, graph);
-      edge_of[{l.a, l.b}] = edge_hop.size();
-      edge_hop.push_back(Hop{i, true});
-      boost::add_edge(l.b, l.a, l.latency_s + switch_latency(l.a) + 1e-12, graph);
-      edge_of[{l.b, l.a}] = edge_hop.size();
-      edge_hop.push_back(Hop{i, false});
+      for (const bool fwd : {true, false}) {
+        const std::uint32_t from = fwd ? l.a : l.b;
+        const std::uint32_t to = fwd ? l.b : l.a;
+        const double c = cost(l, from, to);
+        auto it = best.find({from, to});
+        if (it == best.end() || c < it->second.first) best[{from, to}] = {c, Hop{i, fwd}};
+      }
+    }
+    std::map<std::pair<std::uint32_t, std::uint32_t>, std::size_t> edge_of;
+    for (const auto& [ends, choice] : best) {
+      boost::add_edge(ends.first, ends.second, choice.first, graph);
+      edge_of[ends] = edge_hop.size();
+      edge_hop.push_back(choice.second);
     }
     m.routes_.assign(n * n, Route{});
     std::vector<std::size_t> pred(n);
@@ -295,7 +338,6 @@ struct MachineBuilder {
         Route& r = m.routes_[s * n + t];
         for (std::size_t v = t; v != s; v = pred[v]) {
           const std::size_t u = pred[v];
-          // Among parallel links pick the first declared; routing is deterministic.
           r.hops.push_back(edge_hop[edge_of.at({static_cast<std::uint32_t>(u), static_cast<std::uint32_t>(v)})]);
         }
         std::reverse(r.hops.begin(), r.hops.end());
@@ -336,7 +378,12 @@ Machine Machine::load(const std::string& file, const std::vector<Override>& over
   Machine m;
   m.config_ = detail::load_and_parse(file, overrides, ctx);
   if (ctx.diagnostics.empty()) {
-    MachineBuilder b{m, ctx};
+    MachineBuilder b{m, ctx, {}};
+    if (const std::uint64_t n = MachineBuilder::count_endpoints(m.config_.root); n > MachineBuilder::kMaxEndpoints) {
+      ctx.error("/components", fmt::format("the config makes {} devices, switches and hosts; at most {} are supported "
+                                           "(routes are precomputed between every pair)", n, MachineBuilder::kMaxEndpoints));
+      throw InputError(std::move(ctx.diagnostics));
+    }
     b.instantiate(m.config_.root, "", true);
     if (m.devices_.empty()) {
       ctx.error("/components", "the config has no device: a device is a group holding a compute and a memory component");
@@ -349,10 +396,9 @@ Machine Machine::load(const std::string& file, const std::vector<Override>& over
 }
 
 std::optional<std::uint32_t> Machine::find_endpoint(std::string_view name) const {
-  for (std::uint32_t i = 0; i < endpoints_.size(); ++i) {
-    if (endpoints_[i].name == name) return i;
-  }
-  return std::nullopt;
+  auto it = endpoint_index_.find(std::string(name));
+  if (it == endpoint_index_.end()) return std::nullopt;
+  return it->second;
 }
 
 const Route& Machine::route(std::uint32_t from_endpoint, std::uint32_t to_endpoint) const {

@@ -64,9 +64,12 @@ TEST(BadConfigs, EachFailsWithItsExpectedMessages) {
     ASSERT_FALSE(errors.empty()) << "loaded without error";
     fs::path expect = file;
     expect.replace_extension(".expect");
-    for (const auto& line : read_lines(expect)) {
+    const auto lines = read_lines(expect);
+    for (const auto& line : lines) {
       EXPECT_NE(errors.find(line), std::string::npos) << "missing message:\n  " << line << "\ngot:\n" << errors;
     }
+    // One message per problem: no more lines than the problems listed.
+    EXPECT_EQ(static_cast<std::size_t>(std::count(errors.begin(), errors.end(), '\n')), lines.size()) << errors;
   }
 }
 

@@ -122,6 +122,26 @@ TEST(Topology, DevicesReachEachOtherThroughTheSwitch) {
   EXPECT_EQ(m.links()[to_host.hops[0].link].name, "pcie[0]");
 }
 
+TEST(Topology, ParallelLinksRouteOverTheFasterOne) {
+  const std::string file = write_temp("parallel.json", std::string(R"({"name": "parallel", "components": {
+    "gpu": {"count": 2, )") + kDevice + R"(},
+    "slow": {"type": "link", "bandwidth": "1 GB/s", "latency": "50 us", "endpoints": ["gpu[0]", "gpu[1]"]},
+    "fast": {"type": "link", "bandwidth": "400 GB/s", "latency": "1 us", "endpoints": ["gpu[0]", "gpu[1]"]}}})");
+  const Machine m = Machine::load(file);
+  const Route& r = m.route(*m.find_endpoint("gpu[0]"), *m.find_endpoint("gpu[1]"));
+  ASSERT_EQ(r.hops.size(), 1u);
+  EXPECT_EQ(m.links()[r.hops[0].link].name, "fast");
+  EXPECT_DOUBLE_EQ(r.bottleneck_bytes_per_s, 400e9);
+}
+
+TEST(Topology, ALatencyWhatIfDoesNotReroutePeerTrafficThroughTheHost) {
+  const Machine m = Machine::load(config_path("dgx_h100"), {{"/components/nvlink/latency", "1.5 us"}});
+  const Route& r = m.route(*m.find_endpoint("gpu[0]"), *m.find_endpoint("gpu[3]"));
+  ASSERT_EQ(r.hops.size(), 2u);
+  EXPECT_EQ(m.links()[r.hops[0].link].name, "nvlink[0]");
+  EXPECT_NEAR(r.latency_s, 1.5e-6 + 0.3e-6 + 1.5e-6, 1e-12);
+}
+
 TEST(Topology, RingRoutesTakeTheShorterWay) {
   const Machine m = Machine::load(config_path("npu_systolic_4x"));
   const auto n0 = *m.find_endpoint("npu[0]");
@@ -172,6 +192,11 @@ TEST(Topology, NestedGroupsNameInstancesAndFindTheirOwnHost) {
   EXPECT_EQ(m.devices()[3].name, "node[1].gpu[1]");
   EXPECT_EQ(m.hosts()[*m.host_of_device(3)].name, "node[1].host");
   EXPECT_EQ(m.hosts()[*m.host_of_device(0)].name, "node[0].host");
+  // Inside a node the NVLink switch carries GPU traffic, not the host over PCIe (shorter in
+  // latency here, but ten times slower); hosts are never transit.
+  const Route& local = m.route(*m.find_endpoint("node[0].gpu[0]"), *m.find_endpoint("node[0].gpu[1]"));
+  ASSERT_EQ(local.hops.size(), 2u);
+  EXPECT_EQ(m.links()[local.hops[0].link].name, "node[0].nvlink[0]");
   const Route& r = m.route(*m.find_endpoint("node[0].gpu[0]"), *m.find_endpoint("node[1].gpu[1]"));
   // gpu -> sw -> spine -> sw -> gpu
   ASSERT_EQ(r.hops.size(), 4u);

@@ -9,6 +9,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "syntorch/hw/config.hpp"
@@ -84,7 +85,8 @@ class Machine {
   std::span<const Endpoint> endpoints() const { return endpoints_; }
 
   std::optional<std::uint32_t> find_endpoint(std::string_view name) const;
-  // The route between two endpoints (empty when from == to). Routes minimise latency, then hops.
+  // The route between two endpoints (empty when from == to). Routes minimise the time to move a
+  // 1 MiB message (latency, switches, serialisation per hop) and never pass through a host.
   const Route& route(std::uint32_t from_endpoint, std::uint32_t to_endpoint) const;
   // The host closest to a device (by route latency), if the machine has hosts.
   std::optional<std::uint32_t> host_of_device(std::uint32_t device) const;
@@ -99,6 +101,7 @@ class Machine {
   std::vector<Endpoint> endpoints_;
   std::vector<Route> routes_;  // endpoints² routes, row-major by source
   std::vector<std::optional<std::uint32_t>> device_host_;
+  std::unordered_map<std::string, std::uint32_t> endpoint_index_;
 };
 
 }  // namespace syntorch::hw
