@@ -99,6 +99,27 @@ std::string describe_machine(const Machine& m) {
   }
   out += dev.render();
 
+  out += "\nCalibration (achievable fractions and fixed costs)\n";
+  Table cal({"devices", "matrix eff", "vector eff", "HBM eff", "unit bandwidth", "kernel overhead", "tiles/unit",
+             "gemm tiles", "collective library"});
+  for (auto [first, count] : device_runs) {
+    const Device& d = m.devices()[first];
+    std::vector<std::string> tiles;
+    for (const auto& t : d.compute.gemm_tiles) tiles.push_back(fmt::format("{}x{}x{}", t.m, t.n, t.k));
+    cal.add({range_name(d.name, m.devices()[first + count - 1].name, count), fmt::format("{:g}", d.compute.matrix_efficiency),
+             fmt::format("{:g}", d.compute.vector_efficiency), fmt::format("{:g}", d.memory.efficiency),
+             d.compute.unit_bandwidth_bytes_per_s > 0 ? units::format_bandwidth(d.compute.unit_bandwidth_bytes_per_s) : "-",
+             units::format_time_s(d.compute.kernel_overhead_s), std::to_string(d.compute.resident_tiles_per_unit),
+             tiles.empty() ? "-" : fmt::format("{} shapes", tiles.size()),
+             d.collective ? fmt::format("step {}, chunk {}, {} x {}", units::format_time_s(d.collective->step_latency_s),
+                                        units::format_size(d.collective->chunk_bytes), d.collective->channels,
+                                        d.collective->channel_bandwidth_bytes_per_s > 0
+                                            ? units::format_bandwidth(d.collective->channel_bandwidth_bytes_per_s)
+                                            : "unlimited")
+                          : "-"});
+  }
+  out += cal.render();
+
   out += "\nPeak throughput per device (matrix = tensor cores, vector = SIMD cores)\n";
   std::vector<std::string> header{"dtype"};
   for (auto [first, count] : device_runs) {
@@ -123,14 +144,14 @@ std::string describe_machine(const Machine& m) {
 
   if (!m.links().empty()) {
     out += "\nLinks (bandwidth per direction)\n";
-    Table links({"links", "connects", "bandwidth", "latency"});
+    Table links({"links", "connects", "bandwidth", "efficiency", "latency"});
     for (auto [first, count] : runs(m.links(), [](const Link& l) { return l.spec_path; })) {
       const Link& l = m.links()[first];
       const Link& last = m.links()[first + count - 1];
       std::string connects = m.endpoints()[l.a].name + " <-> " + m.endpoints()[l.b].name;
       if (count > 1) connects += fmt::format(" .. {} <-> {}", m.endpoints()[last.a].name, m.endpoints()[last.b].name);
       links.add({range_name(l.name, last.name, count), connects, units::format_bandwidth(l.bandwidth_bytes_per_s),
-                 units::format_time_s(l.latency_s)});
+                 fmt::format("{:g}", l.efficiency), units::format_time_s(l.latency_s)});
     }
     out += links.render();
   }
