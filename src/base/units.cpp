@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <fmt/format.h>
+#include <stdexcept>
 
 namespace syntorch::units {
 namespace {
@@ -144,7 +145,9 @@ std::string format_time_ps(std::uint64_t ps) { return format_time_s(static_cast<
 
 std::uint64_t seconds_to_ps(double seconds) {
   if (!(seconds > 0)) return 0;
-  return static_cast<std::uint64_t>(std::llround(seconds * 1e12));
+  const double ps = std::round(seconds * 1e12);
+  if (ps >= 1.8e19) throw std::overflow_error("a time beyond the simulator's clock (2^64 ps, about 213 days)");
+  return static_cast<std::uint64_t>(ps);
 }
 
 }  // namespace syntorch::units

@@ -19,6 +19,12 @@ SimMachine::SimMachine(sim::Simulator& sim, const Machine& machine)
   for (const Device& d : machine.devices()) {
     compute_units_.push_back(std::make_unique<sim::ServerPool>(sim, d.name + " compute", d.compute.units));
     hbm_.push_back(network_.add_resource(d.name + " hbm", d.memory.bandwidth_bytes_per_s * d.memory.efficiency));
+    if (d.collective && d.collective->channel_bandwidth_bytes_per_s > 0) {
+      comm_engine_.push_back(network_.add_resource(
+          d.name + " collective engine", d.collective->channels * d.collective->channel_bandwidth_bytes_per_s));
+    } else {
+      comm_engine_.push_back(std::nullopt);
+    }
   }
   for (const Switch& s : machine.switches()) {
     if (s.spec.bandwidth_bytes_per_s > 0) {
@@ -39,10 +45,14 @@ void SimMachine::path_resources(std::uint32_t from_endpoint, std::uint32_t to_en
 }
 
 void SimMachine::transfer(std::uint32_t from_endpoint, std::uint32_t to_endpoint, double bytes, sim::EventFn on_done,
-                          void* obj, std::uint64_t arg, bool touch_hbm, double rate_cap_bytes_per_s) {
+                          void* obj, std::uint64_t arg, const TransferOptions& options) {
   scratch_path_.clear();
   path_resources(from_endpoint, to_endpoint, scratch_path_);
-  if (touch_hbm) {
+  const Endpoint& source = machine_.endpoints()[from_endpoint];
+  if (options.via_comm_engine && source.kind == EndpointKind::device && comm_engine_[source.index]) {
+    scratch_path_.push_back(*comm_engine_[source.index]);
+  }
+  if (options.touch_hbm) {
     for (std::uint32_t e : {from_endpoint, to_endpoint}) {
       const Endpoint& ep = machine_.endpoints()[e];
       if (ep.kind == EndpointKind::device) scratch_path_.push_back(hbm_[ep.index]);
@@ -59,12 +69,12 @@ void SimMachine::transfer(std::uint32_t from_endpoint, std::uint32_t to_endpoint
   }
   transfers_[slot] = Transfer{units::seconds_to_ps(machine_.route(from_endpoint, to_endpoint).latency_s), on_done,
                               obj, arg};
-  if (scratch_path_.empty() && !std::isfinite(rate_cap_bytes_per_s)) {
+  if (scratch_path_.empty() && !std::isfinite(options.rate_cap_bytes_per_s)) {
     // Same endpoint and no memory traffic: only the latency (zero) remains.
     sim_.at(sim_.now(), &SimMachine::on_arrived, this, slot);
     return;
   }
-  network_.start(scratch_path_, bytes, &SimMachine::on_flow_done, this, slot, rate_cap_bytes_per_s);
+  network_.start(scratch_path_, bytes, &SimMachine::on_flow_done, this, slot, options.rate_cap_bytes_per_s);
 }
 
 void SimMachine::on_flow_done(void* obj, std::uint64_t slot) {

@@ -67,60 +67,44 @@ CollectivePlan Dispatcher::lower_collective(const OpDesc& op, std::span<const st
     cx.library = *device.collective;
   }
   const PolicyEntry& entry = policy_.entry(op.kind);
-  CollectivePlan plan;
-  std::string reason;
-  switch (op.kind) {
-    case OpKind::allreduce: {
-      // A tree pays off across several switch hops (between nodes, as NCCL's double binary
-      // tree); within one switch domain the libraries use ring or in-switch reduction.
-      std::size_t max_hops = 0;
-      for (std::size_t i = 0; i < cx.endpoints.size(); ++i) {
-        for (std::size_t j = 0; j < cx.endpoints.size(); ++j) {
-          max_hops = std::max(max_hops, machine_.route(cx.endpoints[i], cx.endpoints[j]).hops.size());
-        }
-      }
-      std::vector<std::string> algos = {"ring", "in_switch"};
-      if (max_hops > 2) algos.push_back("tree");
-      if (entry.impl != "auto") algos = {entry.impl};
-      double best = 0;
-      for (const std::string& a : algos) {
-        CollectivePlan p = a == "ring" ? detail::ring_allreduce(op, cx)
-                                       : a == "tree" ? detail::tree_allreduce(op, cx) : detail::in_switch_allreduce(op, cx);
-        if (p.algorithm.empty()) {
-          if (entry.impl == "in_switch") {
-            fail(machine_.name(), "in_switch all-reduce needs a switch with in_switch_reduction on every rank's "
-                                  "route; none here (dgx_h100 and hgx_h200 have one)");
-          }
-          continue;
-        }
-        const double t = detail::estimate_allreduce_s(a, op, cx);
-        if (plan.algorithm.empty() || t < best) {
-          best = t;
-          plan = std::move(p);
-        }
-      }
-      reason = entry.impl == "auto" ? fmt::format("policy allreduce=auto: {} has the lowest alpha-beta estimate among "
-                                                  "the algorithms this topology supports", plan.algorithm)
-                                    : fmt::format("policy allreduce={}", entry.impl);
-      break;
-    }
-    case OpKind::allgather:
-      plan = detail::ring_allgather(op, cx);
-      reason = "all-gather: ring";
-      break;
-    case OpKind::reducescatter:
-      plan = detail::ring_reducescatter(op, cx);
-      reason = "reduce-scatter: ring";
-      break;
-    default:
-      plan = detail::direct_sendrecv(op, cx);
-      reason = "send/recv: direct";
-      break;
+  // A tree pays off across several switch hops (between nodes, as NCCL's double binary tree);
+  // within one switch domain the libraries use ring or in-switch reduction.
+  std::size_t max_hops = 0;
+  for (std::uint32_t a : cx.endpoints) {
+    for (std::uint32_t b : cx.endpoints) max_hops = std::max(max_hops, machine_.route(a, b).hops.size());
   }
-  plan.why.insert(plan.why.begin(), reason);
-  plan.why.push_back(fmt::format("{} ranks on {}; library step latency {} s, chunk {} B", devices.size(), machine_.name(),
-                                 cx.library.step_latency_s, cx.library.chunk_bytes));
-  return plan;
+  std::optional<CollectivePlan> plan;
+  double best = 0;
+  std::vector<std::string> considered;
+  for (const auto& algo : detail::collective_algorithms()) {
+    if (algo.op != op.kind) continue;
+    const bool chosen = entry.impl == algo.name;
+    if (entry.impl != "auto" && !chosen) continue;
+    if (entry.impl == "auto" && algo.name == "tree" && max_hops <= 2) continue;
+    std::optional<CollectivePlan> p = algo.build(op, cx);
+    if (!p) {
+      if (chosen) {
+        fail(machine_.name(), fmt::format("{} {} needs a switch with in_switch_reduction on every rank's route; none "
+                                          "here (dgx_h100 and hgx_h200 have one)", algo.name, op_name(op.kind)));
+      }
+      continue;
+    }
+    considered.emplace_back(algo.name);
+    const double t = op.kind == OpKind::allreduce ? detail::estimate_allreduce_s(std::string(algo.name), op, cx) : 0.0;
+    if (!plan || t < best) {
+      best = t;
+      plan = std::move(p);
+    }
+  }
+  const std::string reason =
+      entry.impl == "auto"
+          ? fmt::format("policy {}=auto: {} has the lowest alpha-beta estimate among {} (what this topology supports)",
+                        op_name(op.kind), plan->algorithm, join(considered))
+          : fmt::format("policy {}={}", op_name(op.kind), entry.impl);
+  plan->why.insert(plan->why.begin(), reason);
+  plan->why.push_back(fmt::format("{} ranks on {}; library step latency {} s, chunk {} B", devices.size(), machine_.name(),
+                                  cx.library.step_latency_s, cx.library.chunk_bytes));
+  return std::move(*plan);
 }
 
 }  // namespace syntorch::runtime

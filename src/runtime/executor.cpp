@@ -71,16 +71,17 @@ void Executor::launch(const Kernel& kernel, KernelRun& result, sim::EventFn on_d
 
   const std::uint64_t tiles = std::max<std::uint64_t>(kernel.tiles, 1);
   const std::uint32_t per_unit = std::max<std::uint32_t>(kernel.tiles_per_unit, 1);
-  const std::uint64_t wanted = (tiles + per_unit - 1) / per_unit;
-  r.units = static_cast<std::uint32_t>(std::min<std::uint64_t>(dev.compute.units, wanted));
-  const std::uint64_t slots = std::uint64_t{r.units} * per_unit;
+  // The block scheduler spreads CTAs over the units first and stacks them only beyond that.
+  r.units = static_cast<std::uint32_t>(std::min<std::uint64_t>(dev.compute.units, tiles));
+  const std::uint64_t slots = std::min<std::uint64_t>(tiles, std::uint64_t{r.units} * per_unit);
   const std::uint64_t full = tiles / slots;
   const std::uint64_t rem = tiles % slots;
   const double unit_bw = dev.compute.unit_bandwidth_bytes_per_s;
   auto cap = [&](std::uint64_t units) { return unit_bw > 0 ? unit_bw * static_cast<double>(units) : sim::kUnlimitedRate; };
   if (full > 0) {
+    const std::uint64_t stacked = slots / r.units;  // CTAs sharing one unit in a full wave
     r.phases[r.phase_count++] = Running::Phase{
-        units::seconds_to_ps(static_cast<double>(full * per_unit) * kernel.tile_compute_s),
+        units::seconds_to_ps(static_cast<double>(full * stacked) * kernel.tile_compute_s),
         static_cast<double>(full * slots) * kernel.tile_hbm_bytes, cap(r.units)};
   }
   if (rem > 0) {
@@ -184,8 +185,11 @@ void Executor::on_transfer_ready(void* obj, std::uint64_t a) {
   auto* self = static_cast<Executor*>(obj);
   const RunningCollective& c = self->collectives_[slot_of(a)];
   const Transfer& t = c.plan->transfers[index_of(a)];
-  self->hw_.transfer(t.src_endpoint, t.dst_endpoint, t.bytes, &Executor::on_transfer_done, self, a, /*touch_hbm=*/true,
-                     t.rate_cap_bytes_per_s);
+  hw::TransferOptions options;
+  options.touch_hbm = true;
+  options.via_comm_engine = true;
+  options.rate_cap_bytes_per_s = t.rate_cap_bytes_per_s;
+  self->hw_.transfer(t.src_endpoint, t.dst_endpoint, t.bytes, &Executor::on_transfer_done, self, a, options);
 }
 
 void Executor::on_transfer_done(void* obj, std::uint64_t a) {

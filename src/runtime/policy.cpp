@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <fstream>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -55,6 +56,10 @@ void add_entry(KernelPolicy& p, const std::string& op_text, const std::string& i
     return;
   }
   PolicyEntry e{impl_text, std::nullopt};
+  if (precision_text && is_collective(*op)) {
+    d.error(where, path, fmt::format("{} moves data as it is: a precision does not apply", op_text));
+    return;
+  }
   if (precision_text) {
     e.precision = parse_dtype(*precision_text);
     if (!e.precision) {
@@ -107,27 +112,42 @@ KernelPolicy KernelPolicy::load_file(const std::string& path, Diagnostics& d) {
     d.error(path, "", "expected a map of op -> implementation, e.g. {gemm: cublasLt, attention: flash_v2}");
     return p;
   }
+  std::set<std::string> seen;
   for (const auto& kv : root) {
+    if (!kv.first.IsScalar()) {
+      d.error(path, "", fmt::format("line {}: expected an op name as the key, got a {}", kv.first.Mark().line + 1,
+                                    kv.first.IsSequence() ? "list" : "map"));
+      continue;
+    }
     const std::string op = kv.first.as<std::string>();
     const std::string ptr = "/" + op;
+    if (!seen.insert(op).second) {
+      d.error(path, ptr, "given twice");
+      continue;
+    }
     const YAML::Node& v = kv.second;
     if (v.IsScalar()) {
       add_entry(p, op, v.as<std::string>(), std::nullopt, d, path, ptr);
     } else if (v.IsMap()) {
       std::string impl = "auto";
       std::optional<std::string> precision;
+      bool ok = true;
       for (const auto& f : v) {
-        const std::string key = f.first.as<std::string>();
-        if (key == "impl" && f.second.IsScalar()) {
+        const std::string key = f.first.IsScalar() ? f.first.as<std::string>() : std::string("?");
+        if ((key == "impl" || key == "precision") && !f.second.IsScalar()) {
+          d.error(path, ptr + "/" + key, "expected a name, got a list or map");
+          ok = false;
+        } else if (key == "impl") {
           impl = f.second.as<std::string>();
-        } else if (key == "precision" && f.second.IsScalar()) {
+        } else if (key == "precision") {
           precision = f.second.as<std::string>();
         } else {
+          ok = false;
           d.error(path, ptr + "/" + key, fmt::format("unknown key \"{}\"{} (valid keys: impl, precision)", key,
                                                      did_you_mean(key, {"impl", "precision"})));
         }
       }
-      add_entry(p, op, impl, precision, d, path, ptr);
+      if (ok) add_entry(p, op, impl, precision, d, path, ptr);
     } else {
       d.error(path, ptr, "expected an implementation name or {impl: ..., precision: ...}");
     }

@@ -42,6 +42,22 @@ void Predictor::run_collective(Prediction& p) {
 }
 
 Prediction Predictor::predict(const OpDesc& op, Timing timing) {
+  try {
+    return predict_unchecked(op, timing);
+  } catch (const std::overflow_error& e) {
+    // The simulator's state is unusable after an overflow: start afresh for the next prediction.
+    hw_.reset();
+    executor_.reset();
+    sim_ = sim::Simulator{};
+    hw_ = std::make_unique<hw::SimMachine>(sim_, machine_);
+    executor_ = std::make_unique<Executor>(*hw_);
+    Diagnostics d;
+    d.error(op.describe(), "", std::string("cannot be simulated: ") + e.what());
+    throw InputError(std::move(d));
+  }
+}
+
+Prediction Predictor::predict_unchecked(const OpDesc& op, Timing timing) {
   Prediction p;
   if (is_collective(op.kind)) {
     std::vector<std::uint32_t> devices(op.ranks);
@@ -69,13 +85,17 @@ Prediction Predictor::predict(const OpDesc& op, Timing timing) {
   const auto host = machine_.devices().empty() ? std::nullopt : machine_.host_of_device(0);
   if (host) {
     const hw::HostSpec& h = machine_.hosts()[*host].spec;
-    const double launches = static_cast<double>(std::max<std::size_t>(p.kernels.size(), 1));
-    const double issue = h.op_dispatch_s + launches * h.kernel_launch_s;
-    // Kernels after the first are queued while earlier ones run; if the device outpaces the host
-    // the launches, not the kernels, set the pace.
-    const double device_end = std::max(h.op_dispatch_s + h.kernel_launch_s + h.launch_latency_s + p.device_time_s,
-                                       issue + h.launch_latency_s);
-    const double host_total = device_end + h.sync_latency_s;
+    // Kernel i is enqueued after the dispatch and i+1 launch calls and starts once both its
+    // launch latency has passed and the previous kernel has finished.
+    std::vector<double> durations;
+    for (const KernelRun& r : p.runs) durations.push_back(static_cast<double>(r.end_ps - r.start_ps) * 1e-12);
+    if (durations.empty()) durations.push_back(p.device_time_s);  // a collective: one launch
+    double end = 0;
+    for (std::size_t i = 0; i < durations.size(); ++i) {
+      const double ready = h.op_dispatch_s + static_cast<double>(i + 1) * h.kernel_launch_s + h.launch_latency_s;
+      end = std::max(ready, end) + durations[i];
+    }
+    const double host_total = end + h.sync_latency_s;
     p.host_overhead_s = host_total - p.device_time_s;
     if (timing == Timing::host && p.host_overhead_s > p.device_time_s) p.bound = "launch";
   }

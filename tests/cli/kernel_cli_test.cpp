@@ -65,9 +65,11 @@ TEST(KernelCli, BadInputExitsTwoNamingTheFlag) {
            {{"kernel", "attention", "--hw", hw, "--batch", "1", "--heads", "6", "--kv-heads", "4", "--seq-q", "8",
              "--seq-kv", "8", "--head-dim", "64"}, "must be a multiple of kv-heads"},
            {{"kernel", "allreduce", "--hw", "hw_configs/dgx_a100.json", "--ranks", "8", "--bytes", "1MiB", "--algo", "in_switch"},
-            "in_switch all-reduce needs a switch with in_switch_reduction"},
+            "in_switch allreduce needs a switch with in_switch_reduction"},
            {{"kernel", "allreduce", "--hw", hw, "--ranks", "8", "--bytes", "1MiB"}, "8 ranks requested but the machine has 1 device"},
-           {{"kernel", "gemm", "--hw", hw, "--m", "8", "--n", "8", "--k", "8", "--timing", "wall"}, "--timing"}}) {
+           {{"kernel", "gemm", "--hw", hw, "--m", "8", "--n", "8", "--k", "8", "--timing", "wall"}, "--timing"},
+           {{"kernel", "softmax", "--hw", hw, "--rows", "2147483648", "--cols", "2147483648", "--dtype", "fp32"},
+            "cannot be simulated"}}) {
     const Result r = run_cli(c.args);
     EXPECT_EQ(r.code, kExitBadInput) << c.message << "\n" << r.out;
     EXPECT_NE(r.err.find(c.message), std::string::npos) << "expected: " << c.message << "\ngot: " << r.err;
@@ -94,6 +96,9 @@ TEST(ValidateCli, PredictsRowsListsUnsupportedOnesAndSummarises) {
 TEST(ValidateCli, MalformedFilesExitTwo) {
   EXPECT_EQ(run_cli({"validate", "no_such.csv"}).code, kExitBadInput);
   EXPECT_EQ(run_cli({"validate", "hw_configs/dgx_a100.json"}).code, kExitBadInput);
+  const Result inf = run_cli({"validate", "tests/data/measurements_bad_values.csv"});
+  EXPECT_EQ(inf.code, kExitBadInput);
+  EXPECT_NE(inf.err.find("expected a positive finite number, got \"inf\""), std::string::npos) << inf.err;
 }
 
 }  // namespace

@@ -21,7 +21,8 @@ void send(SimMachine& hw, Arrivals& a, const char* from, const char* to, double 
           bool touch_hbm = false) {
   const Machine& m = hw.machine();
   hw.transfer(*m.find_endpoint(from), *m.find_endpoint(to), bytes,
-              [](void* o, std::uint64_t t) { static_cast<Arrivals*>(o)->hit(t); }, &a, tag, touch_hbm);
+              [](void* o, std::uint64_t t) { static_cast<Arrivals*>(o)->hit(t); }, &a, tag,
+              TransferOptions{touch_hbm, false, sim::kUnlimitedRate});
 }
 
 constexpr double kLatencyPs = 1.7e6;  // nvlink 0.7 us + nvswitch 0.3 us + nvlink 0.7 us

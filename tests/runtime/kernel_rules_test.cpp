@@ -111,6 +111,7 @@ TEST(Attention, DecodeSplitsTheKvCacheAndIsMemoryBound) {
   EXPECT_EQ(d.bound, "memory");
   EXPECT_NE(d.kernels[0].name.find("split-kv"), std::string::npos);
   EXPECT_GE(d.kernels[0].tiles, 132u);  // enough CTAs to cover the device
+  EXPECT_EQ(d.runs[0].units, 132u);      // and they are spread over every SM
   // Reading the KV cache once: 2 * 8 heads * 32768 * 128 * 2 bytes.
   EXPECT_NEAR(d.hbm_bytes, 2.0 * 8 * 32768 * 128 * 2, 64.0 * 128 * 4);
 }
@@ -175,26 +176,76 @@ TEST(Collectives, InSwitchReductionOnlyWhereTheSwitchSupportsIt) {
 }
 
 TEST(Executor, ConcurrentMemoryBoundKernelsShareHbm) {
+  // Two kernels of 50 memory-bound CTAs each fit side by side on 108 SMs, so they run at the same
+  // time and split the HBM bandwidth: together they take about twice as long as one alone.
   const hw::Machine m = hw::Machine::load(config_path("a100_sxm4_80gb"));
-  Dispatcher disp(m, KernelPolicy{});
-  OpDesc op;
-  op.kind = OpKind::gelu;
-  op.elements = 1ULL << 27;
-  const auto kernels = disp.lower(op, 0);
+  Kernel k;
+  k.name = "stream";
+  k.tiles = 50;
+  k.tile_compute_s = 1e-6;
+  k.tile_hbm_bytes = 10e6;
+  k.hbm_bytes = 500e6;
   sim::Simulator sim;
   hw::SimMachine hw(sim, m);
   Executor ex(hw);
   KernelRun alone;
-  ex.launch(kernels[0], alone, nullptr, nullptr, 0);
+  ex.launch(k, alone, nullptr, nullptr, 0);
   sim.run();
-  const auto t_alone = alone.end_ps - alone.start_ps;
+  const double t_alone = static_cast<double>(alone.end_ps - alone.start_ps);
+  EXPECT_EQ(alone.units, 50u);
   KernelRun a, b;
-  ex.launch(kernels[0], a, nullptr, nullptr, 0);
-  ex.launch(kernels[0], b, nullptr, nullptr, 0);
+  ex.launch(k, a, nullptr, nullptr, 0);
+  ex.launch(k, b, nullptr, nullptr, 0);
   sim.run();
-  // Each holds half the SMs or waits for them; together they take about twice as long.
-  const auto both = std::max(a.end_ps, b.end_ps) - std::min(a.start_ps, b.start_ps);
-  EXPECT_GT(static_cast<double>(both) / static_cast<double>(t_alone), 1.8);
+  EXPECT_EQ(a.start_ps, b.start_ps);  // both got their SMs at once
+  EXPECT_NEAR(static_cast<double>(a.end_ps - a.start_ps) / t_alone, 2.0, 0.05);
+  EXPECT_NEAR(static_cast<double>(b.end_ps - b.start_ps) / t_alone, 2.0, 0.05);
+}
+
+TEST(Executor, SmallGridsSpreadOverUnitsBeforeStacking) {
+  const hw::Machine m = hw::Machine::load(config_path("a100_sxm4_80gb"));
+  Predictor p(m, KernelPolicy{});
+  OpDesc gelu;
+  gelu.kind = OpKind::gelu;
+  gelu.elements = 108 * 4096;
+  EXPECT_EQ(p.predict(gelu).runs[0].units, 108u);
+}
+
+TEST(Collectives, ConcurrentAllReducesShareTheLinks) {
+  const hw::Machine m = hw::Machine::load(config_path("dgx_a100"));
+  Diagnostics d;
+  Dispatcher disp(m, KernelPolicy::parse("allreduce=ring", d));
+  OpDesc op;
+  op.kind = OpKind::allreduce;
+  op.ranks = 8;
+  op.bytes = 1ULL << 30;
+  const std::vector<std::uint32_t> devices{0, 1, 2, 3, 4, 5, 6, 7};
+  const CollectivePlan plan = disp.lower_collective(op, devices);
+  sim::Simulator sim;
+  hw::SimMachine hw(sim, m);
+  Executor ex(hw);
+  ex.run_collective(plan, nullptr, nullptr, 0);
+  sim.run();
+  const double one = static_cast<double>(sim.now());
+  const sim::TimePs start = sim.now();
+  ex.run_collective(plan, nullptr, nullptr, 0);
+  ex.run_collective(plan, nullptr, nullptr, 0);
+  sim.run();
+  EXPECT_NEAR(static_cast<double>(sim.now() - start) / one, 2.0, 0.1);
+}
+
+TEST(Collectives, TheLibrarysChannelsBoundWhatARankSends) {
+  // One channel of 10 GB/s per rank: bus bandwidth cannot exceed it, even with steps overlapping.
+  const hw::Machine m = hw::Machine::load(config_path("dgx_a100"), {{"/components/gpu/components/nccl/channels", "1"},
+                                                                      {"/components/gpu/components/nccl/channel_bandwidth", "10 GB/s"}});
+  Predictor p(m, KernelPolicy{});
+  OpDesc op;
+  op.kind = OpKind::allreduce;
+  op.ranks = 8;
+  op.bytes = 1ULL << 30;
+  const Prediction r = p.predict(op);
+  EXPECT_LE(r.plan->bytes_per_rank / r.time_s, 10e9 * 1.001);
+  EXPECT_GT(r.plan->bytes_per_rank / r.time_s, 9e9);
 }
 
 TEST(Predictor, HostTimingAddsDispatchLaunchAndSync) {
@@ -220,6 +271,53 @@ TEST(Predictor, IsDeterministic) {
   EXPECT_EQ(a.predict(gemm(3000, 5000, 7000)).time_s, b.predict(gemm(3000, 5000, 7000)).time_s);
 }
 
+TEST(Predictor, HostTimingPacesSeveralKernelsByTheirLaunches) {
+  // Three tiny unfused-attention kernels: each starts when launched (plus the latency) or when
+  // the previous one ends, whichever is later.
+  const hw::Machine m = hw::Machine::load(config_path("a100_sxm4_80gb"));
+  Diagnostics d;
+  Predictor p(m, KernelPolicy::parse("attention=unfused", d));
+  OpDesc op;
+  op.kind = OpKind::attention;
+  op.batch = op.heads = op.kv_heads = 1;
+  op.seq_q = op.seq_kv = 16;
+  op.head_dim = 64;
+  const Prediction r = p.predict(op, Timing::host);
+  ASSERT_EQ(r.runs.size(), 3u);
+  const hw::HostSpec& h = m.hosts()[0].spec;
+  double end = 0;
+  for (std::size_t i = 0; i < 3; ++i) {
+    const double ready = h.op_dispatch_s + static_cast<double>(i + 1) * h.kernel_launch_s + h.launch_latency_s;
+    end = std::max(ready, end) + static_cast<double>(r.runs[i].end_ps - r.runs[i].start_ps) * 1e-12;
+  }
+  EXPECT_NEAR(r.time_s, end + h.sync_latency_s, 1e-12);
+}
+
+TEST(Attention, DecodeCostDoesNotJumpWithTheQueryGroup) {
+  const hw::Machine m = hw::Machine::load(config_path("h100_sxm5_80gb"));
+  Predictor p(m, KernelPolicy{});
+  OpDesc op;
+  op.kind = OpKind::attention;
+  op.batch = 1;
+  op.kv_heads = 1;
+  op.seq_q = 1;
+  op.seq_kv = 32768;
+  op.head_dim = 128;
+  op.heads = 64;
+  const double mqa64 = p.predict(op).time_s;
+  op.heads = 128;
+  const double mqa128 = p.predict(op).time_s;
+  EXPECT_LT(mqa128 / mqa64, 1.5);  // still reading the same KV cache
+}
+
+TEST(GemmTiler, SmallTilesPayForTheirL2Feed) {
+  // A tiny tile shape has to fetch far more A/B data per FLOP from L2 than a real one.
+  const hw::Machine real = hw::Machine::load(config_path("a100_sxm4_80gb"));
+  const hw::Machine tiny = hw::Machine::load(config_path("a100_sxm4_80gb"),
+                                             {{"/components/gpu/components/sm/gemm_tiles", R"(["8x8x8"])"}});
+  EXPECT_GT(predict_s(tiny, gemm(4096, 4096, 4096)), 4 * predict_s(real, gemm(4096, 4096, 4096)));
+}
+
 TEST(Dispatcher, RecordsWhyEachKernelWasChosen) {
   const hw::Machine m = hw::Machine::load(config_path("a100_sxm4_80gb"));
   Dispatcher disp(m, KernelPolicy{});
@@ -230,6 +328,7 @@ TEST(Dispatcher, RecordsWhyEachKernelWasChosen) {
   EXPECT_NE(why.find("policy gemm=auto"), std::string::npos) << why;
   EXPECT_NE(why.find("waves on 108 units"), std::string::npos) << why;
   EXPECT_NE(why.find("fp16 on matrix units"), std::string::npos) << why;
+  EXPECT_NE(why.find("math-bound"), std::string::npos) << why;
   EXPECT_NE(why.find("gpu[0]"), std::string::npos) << why;
 }
 
@@ -286,6 +385,16 @@ TEST(Policy, ParsesCliFilesAndRejectsUnknownNames) {
   const KernelPolicy j = KernelPolicy::load_file((dir / "policy.json").string(), f);
   EXPECT_EQ(j.entry(OpKind::allreduce).impl, "tree");
   EXPECT_NE(f.to_string().find("/softmax/colour: unknown key \"colour\""), std::string::npos) << f.to_string();
+  std::ofstream(dir / "bad.yaml") << "? [gemm]\n: tiled\ngemm: tiled\ngemm: splitk\nattention: {impl: [flash_v2]}\n";
+  Diagnostics b;
+  KernelPolicy::load_file((dir / "bad.yaml").string(), b);
+  const std::string bt = b.to_string();
+  EXPECT_NE(bt.find("expected an op name as the key, got a list"), std::string::npos) << bt;
+  EXPECT_NE(bt.find("/gemm: given twice"), std::string::npos) << bt;
+  EXPECT_NE(bt.find("/attention/impl: expected a name, got a list or map"), std::string::npos) << bt;
+  Diagnostics c;
+  KernelPolicy::parse("allreduce=ring:fp8", c);
+  EXPECT_NE(c.to_string().find("a precision does not apply"), std::string::npos) << c.to_string();
 }
 
 }  // namespace

@@ -57,6 +57,16 @@ runtime::KernelPolicy make_policy(const KernelOptions& o, runtime::OpKind op, Di
   return p;
 }
 
+// nccl-tests' bus bandwidth: message bytes over time, times the factor that makes it comparable
+// with the link bandwidth (2(n-1)/n for all-reduce, (n-1)/n for all-gather and reduce-scatter).
+double bus_bandwidth(const runtime::OpDesc& op, double time_s) {
+  const double n = op.ranks;
+  double factor = 1;
+  if (op.kind == runtime::OpKind::allreduce) factor = 2 * (n - 1) / n;
+  if (op.kind == runtime::OpKind::allgather || op.kind == runtime::OpKind::reducescatter) factor = (n - 1) / n;
+  return static_cast<double>(op.bytes) / time_s * factor;
+}
+
 void print_text(std::ostream& out, const runtime::OpDesc& op, const hw::Machine& m, const runtime::Prediction& p,
                 runtime::Timing timing) {
   out << fmt::format("{} on {} ({})\n", op.describe(), m.devices()[0].name, m.name());
@@ -66,8 +76,8 @@ void print_text(std::ostream& out, const runtime::OpDesc& op, const hw::Machine&
                      units::format_time_s(p.host_overhead_s));
   if (p.plan) {
     out << fmt::format("  algorithm       {}\n", p.plan->algorithm);
-    out << fmt::format("  bus bandwidth   {} ({} sent per rank)\n", units::format_bandwidth(p.plan->bytes_per_rank / p.time_s),
-                       units::format_size(p.plan->bytes_per_rank));
+    out << fmt::format("  bus bandwidth   {} (as nccl-tests reports it; {} sent per rank)\n",
+                       units::format_bandwidth(bus_bandwidth(op, p.time_s)), units::format_size(p.plan->bytes_per_rank));
     out << fmt::format("  bound           {}\n", p.bound);
     out << "  why\n";
     for (const auto& w : p.plan->why) out << "    - " << w << "\n";
@@ -101,7 +111,7 @@ nlohmann::ordered_json to_json(const runtime::OpDesc& op, const hw::Machine& m, 
   if (p.plan) {
     j["impl"] = p.plan->algorithm;
     j["bytes_per_rank"] = p.plan->bytes_per_rank;
-    j["bus_bandwidth_gbps"] = p.plan->bytes_per_rank / p.time_s / 1e9;
+    j["bus_bandwidth_gbps"] = bus_bandwidth(op, p.time_s) / 1e9;
     j["transfers"] = p.plan->transfers.size();
     j["why"] = p.plan->why;
     return j;

@@ -103,7 +103,9 @@ void predict_row(Row& row, const ValidateOptions& o, std::map<std::string, std::
       d.error(where, "params", fmt::format("expected key=value, got \"{}\"", kv));
       continue;
     }
-    params[kv.substr(0, eq)] = kv.substr(eq + 1);
+    if (!params.emplace(kv.substr(0, eq), kv.substr(eq + 1)).second) {
+      d.error(where, kv.substr(0, eq), "given twice");
+    }
   }
   runtime::OpDesc op;
   op.kind = *kind;
@@ -146,6 +148,9 @@ void predict_row(Row& row, const ValidateOptions& o, std::map<std::string, std::
   } catch (const InputError& e) {
     row.status = "error";
     row.reason = e.diagnostics().items().empty() ? "" : e.diagnostics().items()[0].to_string();
+  } catch (const std::exception& e) {
+    row.status = "error";
+    row.reason = e.what();
   }
 }
 
@@ -205,9 +210,9 @@ int run_validate(const ValidateOptions& o, Context& ctx) {
     try {
       std::size_t used = 0;
       r.measured = std::stod(f[5], &used);
-      if (used != f[5].size() || !(r.measured > 0)) throw std::invalid_argument("value");
+      if (used != f[5].size() || !(r.measured > 0) || !std::isfinite(r.measured)) throw std::invalid_argument("value");
     } catch (const std::exception&) {
-      bad.error(fmt::format("{}:{}", o.file, number), "value", fmt::format("expected a positive number, got \"{}\"", f[5]));
+      bad.error(fmt::format("{}:{}", o.file, number), "value", fmt::format("expected a positive finite number, got \"{}\"", f[5]));
       continue;
     }
     rows.push_back(std::move(r));

@@ -27,7 +27,8 @@ std::string format_time_s(double seconds);
 std::string format_time_ps(std::uint64_t ps);
 std::string format_flops(double flops_per_s);
 
-// Seconds to integer picoseconds, rounded to nearest; negative or NaN inputs give 0.
+// Seconds to integer picoseconds, rounded to nearest; negative or NaN inputs give 0; beyond the
+// 64-bit clock (about 213 days) throws std::overflow_error.
 std::uint64_t seconds_to_ps(double seconds);
 
 }  // namespace syntorch::units

@@ -17,6 +17,13 @@
 
 namespace syntorch::hw {
 
+// How a transfer uses the machine besides the routed links.
+struct TransferOptions {
+  bool touch_hbm = false;            // the HBM of a device at either end is on the path too
+  bool via_comm_engine = false;      // the source device's collective library engine carries it
+  double rate_cap_bytes_per_s = sim::kUnlimitedRate;  // never faster than this (e.g. its CTAs)
+};
+
 class SimMachine {
  public:
   SimMachine(sim::Simulator& sim, const Machine& machine);
@@ -38,11 +45,13 @@ class SimMachine {
 
   // Moves `bytes` between two endpoints over the routed links, sharing them with all other
   // traffic; on_done(obj, arg) runs when the last byte has arrived (the route's latency after
-  // the flow ends). With `touch_hbm`, the HBM of a device at either end is on the path too. The
-  // transfer never goes faster than `rate_cap_bytes_per_s` (e.g. what the moving CTAs can push).
+  // the flow ends).
   void transfer(std::uint32_t from_endpoint, std::uint32_t to_endpoint, double bytes, sim::EventFn on_done,
-                void* obj, std::uint64_t arg = 0, bool touch_hbm = false,
-                double rate_cap_bytes_per_s = sim::kUnlimitedRate);
+                void* obj, std::uint64_t arg = 0, const TransferOptions& options = {});
+
+  // A device's collective engine: all its library's channels together (channels x channel
+  // bandwidth), when its config gives a channel bandwidth.
+  std::optional<sim::ResourceId> comm_engine(std::uint32_t device) const { return comm_engine_[device]; }
 
  private:
   struct Transfer {
@@ -60,6 +69,7 @@ class SimMachine {
   std::vector<std::unique_ptr<sim::ServerPool>> compute_units_;
   std::vector<sim::ResourceId> hbm_;
   std::vector<std::optional<sim::ResourceId>> switch_resource_;
+  std::vector<std::optional<sim::ResourceId>> comm_engine_;
   std::vector<Transfer> transfers_;       // slots, reused
   std::vector<std::uint32_t> free_transfers_;
   std::vector<sim::ResourceId> scratch_path_;

@@ -1,7 +1,7 @@
 #pragma once
 // A kernel lowered onto one device: a grid of identical tiles (CTAs), what one tile costs in
 // arithmetic and memory traffic, and why this implementation and tile were chosen. The
-// KernelExecutor runs it on the simulator; nothing here is a time prediction by itself.
+// Executor runs it on the simulator; nothing here is a time prediction by itself.
 
 #include <cstdint>
 #include <string>

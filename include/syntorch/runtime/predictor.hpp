@@ -44,6 +44,7 @@ class Predictor {
   const Dispatcher& dispatcher() const { return dispatcher_; }
 
  private:
+  Prediction predict_unchecked(const OpDesc& op, Timing timing);
   void run_kernels(Prediction& p);
   void run_collective(Prediction& p);
 

@@ -4,6 +4,7 @@
 // at most kMaxChunks simulated), and chunk j of a step may go as soon as chunk j of the previous
 // step has arrived, so steps overlap as in NCCL's pipelined protocols.
 
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -35,13 +36,24 @@ double ring_hop_latency(const CollectiveContext& cx);
 // Ring over ranks 0 -> 1 -> ... -> n-1 -> 0: `steps` steps of `segment` bytes per rank.
 CollectivePlan ring(const CollectiveContext& cx, std::uint32_t steps, double segment_bytes, std::string name);
 
-CollectivePlan ring_allreduce(const OpDesc& op, const CollectiveContext& cx);
-CollectivePlan ring_allgather(const OpDesc& op, const CollectiveContext& cx);
-CollectivePlan ring_reducescatter(const OpDesc& op, const CollectiveContext& cx);
-CollectivePlan tree_allreduce(const OpDesc& op, const CollectiveContext& cx);
-// Empty optional-like: the plan's algorithm is "" when no switch on the ranks' routes reduces.
-CollectivePlan in_switch_allreduce(const OpDesc& op, const CollectiveContext& cx);
-CollectivePlan direct_sendrecv(const OpDesc& op, const CollectiveContext& cx);
+// Each algorithm builds a plan, or nullopt where the topology cannot run it.
+using AlgorithmBuilder = std::optional<CollectivePlan> (*)(const OpDesc& op, const CollectiveContext& cx);
+
+struct CollectiveAlgorithm {
+  OpKind op;
+  std::string_view name;
+  AlgorithmBuilder build;
+};
+
+// Every (op, algorithm) pair, registered in registry.cpp.
+std::span<const CollectiveAlgorithm> collective_algorithms();
+
+std::optional<CollectivePlan> ring_allreduce(const OpDesc& op, const CollectiveContext& cx);
+std::optional<CollectivePlan> ring_allgather(const OpDesc& op, const CollectiveContext& cx);
+std::optional<CollectivePlan> ring_reducescatter(const OpDesc& op, const CollectiveContext& cx);
+std::optional<CollectivePlan> tree_allreduce(const OpDesc& op, const CollectiveContext& cx);
+std::optional<CollectivePlan> in_switch_allreduce(const OpDesc& op, const CollectiveContext& cx);
+std::optional<CollectivePlan> direct_sendrecv(const OpDesc& op, const CollectiveContext& cx);
 
 // Predicted time of a plan by the alpha-beta model, for choosing among algorithms.
 double estimate_allreduce_s(const std::string& algorithm, const OpDesc& op, const CollectiveContext& cx);

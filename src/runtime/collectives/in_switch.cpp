@@ -11,8 +11,7 @@
 
 namespace syntorch::runtime::detail {
 
-CollectivePlan in_switch_allreduce(const OpDesc& op, const CollectiveContext& cx) {
-  CollectivePlan plan;
+std::optional<CollectivePlan> in_switch_allreduce(const OpDesc& op, const CollectiveContext& cx) {
   const hw::Machine& m = cx.machine;
   // A reducing switch on the route from rank 0 to every other rank.
   std::optional<std::uint32_t> sw;
@@ -29,7 +28,8 @@ CollectivePlan in_switch_allreduce(const OpDesc& op, const CollectiveContext& cx
       break;
     }
   }
-  if (!sw) return plan;  // algorithm "" = not available here
+  if (!sw) return std::nullopt;  // no reducing switch on every route
+  CollectivePlan plan;
   const std::uint32_t sw_ep = m.switches()[*sw].endpoint;
   const auto n = static_cast<std::uint32_t>(cx.endpoints.size());
   const auto k = static_cast<std::uint32_t>(chunks_for(static_cast<double>(op.bytes), cx.library));

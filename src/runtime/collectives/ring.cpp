@@ -72,17 +72,17 @@ CollectivePlan ring(const CollectiveContext& cx, std::uint32_t steps, double seg
   return plan;
 }
 
-CollectivePlan ring_allreduce(const OpDesc& op, const CollectiveContext& cx) {
+std::optional<CollectivePlan> ring_allreduce(const OpDesc& op, const CollectiveContext& cx) {
   const auto n = static_cast<std::uint32_t>(cx.endpoints.size());
   return ring(cx, 2 * (n - 1), static_cast<double>(op.bytes) / n, "ring");
 }
 
-CollectivePlan ring_allgather(const OpDesc& op, const CollectiveContext& cx) {
+std::optional<CollectivePlan> ring_allgather(const OpDesc& op, const CollectiveContext& cx) {
   const auto n = static_cast<std::uint32_t>(cx.endpoints.size());
   return ring(cx, n - 1, static_cast<double>(op.bytes) / n, "ring");
 }
 
-CollectivePlan ring_reducescatter(const OpDesc& op, const CollectiveContext& cx) {
+std::optional<CollectivePlan> ring_reducescatter(const OpDesc& op, const CollectiveContext& cx) {
   const auto n = static_cast<std::uint32_t>(cx.endpoints.size());
   return ring(cx, n - 1, static_cast<double>(op.bytes) / n, "ring");
 }

@@ -11,7 +11,7 @@
 
 namespace syntorch::runtime::detail {
 
-CollectivePlan tree_allreduce(const OpDesc& op, const CollectiveContext& cx) {
+std::optional<CollectivePlan> tree_allreduce(const OpDesc& op, const CollectiveContext& cx) {
   const auto n = static_cast<std::uint32_t>(cx.endpoints.size());
   const auto k = static_cast<std::uint32_t>(chunks_for(static_cast<double>(op.bytes), cx.library));
   const double chunk = static_cast<double>(op.bytes) / k;
@@ -56,7 +56,7 @@ CollectivePlan tree_allreduce(const OpDesc& op, const CollectiveContext& cx) {
   return plan;
 }
 
-CollectivePlan direct_sendrecv(const OpDesc& op, const CollectiveContext& cx) {
+std::optional<CollectivePlan> direct_sendrecv(const OpDesc& op, const CollectiveContext& cx) {
   const auto k = static_cast<std::uint32_t>(chunks_for(static_cast<double>(op.bytes), cx.library));
   CollectivePlan plan;
   plan.algorithm = "direct";

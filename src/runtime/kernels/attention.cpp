@@ -17,6 +17,7 @@ namespace {
 std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
 constexpr std::uint64_t kBlockQ = 128;
 constexpr std::uint64_t kBlockKv = 128;
+constexpr std::uint64_t kDecodeQueries = 16;  // FlashAttention's decode path (flash-decoding) threshold
 constexpr double kSoftmaxOpsPerScore = 8;  // max, subtract, exp, sum, rescale, in fp32
 
 Kernel fused(const OpDesc& op, const LowerContext& cx, bool v3) {
@@ -26,7 +27,9 @@ Kernel fused(const OpDesc& op, const LowerContext& cx, bool v3) {
   const double vec = unit_vector_ops_per_s(d, DType::fp32);
   if (mm == 0) unsupported(cx, fmt::format("fused attention needs {} matrix units", dtype_name(cx.dtype)));
   const std::uint64_t group = op.heads / op.kv_heads;
-  const bool decode = op.seq_q * group <= 64 && op.seq_kv > op.seq_q;
+  // Decode: a few new queries against a longer KV cache. One CTA serves all query heads of a KV
+  // head (GQA/MQA), so its rows are group x seq_q.
+  const bool decode = op.seq_q <= kDecodeQueries && op.seq_kv > op.seq_q;
   Kernel k;
   k.device = cx.device_index;
   k.impl = v3 ? "flash_v3" : "flash_v2";
@@ -50,8 +53,10 @@ Kernel fused(const OpDesc& op, const LowerContext& cx, bool v3) {
     const std::uint64_t splits =
         std::clamp<std::uint64_t>(ceil_div(d.compute.units, base), 1, ceil_div(op.seq_kv, kBlockKv));
     k.tiles = base * splits;
-    const std::uint64_t rows = std::max<std::uint64_t>(16, group * op.seq_q);  // matrix instructions work on 16 rows
-    scores_per_tile = static_cast<double>(rows) * static_cast<double>(ceil_div(op.seq_kv, splits));
+    // Matrix instructions work on at least 16 rows; more rows go in 128-row blocks.
+    const std::uint64_t rows = std::max<std::uint64_t>(16, group * op.seq_q);
+    const std::uint64_t padded = rows <= kBlockQ ? rows : ceil_div(rows, kBlockQ) * kBlockQ;
+    scores_per_tile = static_cast<double>(padded) * static_cast<double>(ceil_div(op.seq_kv, splits));
     k.tiles_per_unit = d.compute.resident_tiles_per_unit;
     k.name = fmt::format("{} decode split-kv {}", k.impl, splits);
     k.why.push_back(fmt::format("decode: {} queries x {} heads per KV head against {} keys; split-KV {} so {} CTAs "
@@ -89,9 +94,12 @@ std::vector<Kernel> lower_attention(const OpDesc& op, const LowerContext& cx) {
     unsupported(cx, "flash_v3 needs asynchronous matrix units (async_matrix: Hopper-class wgmma/TMA); use flash_v2");
   }
   std::vector<std::vector<Kernel>> options;
-  if (impl == "flash_v2" || impl == "auto") options.push_back({fused(op, cx, false)});
-  if (impl == "flash_v3" || (impl == "auto" && d.compute.async_matrix)) options.push_back({fused(op, cx, true)});
-  if (impl == "unfused") {
+  // auto tries the fused kernels the device can run and falls back to unfused, as PyTorch's
+  // scaled_dot_product_attention does.
+  const bool fused_ok = unit_matrix_ops_per_s(d, cx.dtype) > 0;
+  if (impl == "flash_v2" || (impl == "auto" && fused_ok)) options.push_back({fused(op, cx, false)});
+  if (impl == "flash_v3" || (impl == "auto" && fused_ok && d.compute.async_matrix)) options.push_back({fused(op, cx, true)});
+  if (impl == "unfused" || (impl == "auto" && !fused_ok)) {
     // QK^T per head (K/V heads repeated for GQA), softmax over the scores in HBM, then AV.
     OpDesc qk{};
     qk.kind = OpKind::bmm;

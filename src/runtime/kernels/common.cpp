@@ -23,8 +23,8 @@ double hbm_bytes_per_s(const hw::Device& d) { return d.memory.bandwidth_bytes_pe
 double estimate_s(const Kernel& k, const hw::Device& d) {
   const std::uint64_t tiles = std::max<std::uint64_t>(k.tiles, 1);
   const std::uint64_t per_unit = std::max<std::uint32_t>(k.tiles_per_unit, 1);
-  const std::uint64_t units = std::min<std::uint64_t>(d.compute.units, (tiles + per_unit - 1) / per_unit);
-  const std::uint64_t slots = units * per_unit;
+  const std::uint64_t units = std::min<std::uint64_t>(d.compute.units, tiles);  // spread first
+  const std::uint64_t slots = std::min<std::uint64_t>(tiles, units * per_unit);
   const std::uint64_t full = tiles / slots;
   const std::uint64_t rem = tiles % slots;
   const double unit_bw = d.compute.unit_bandwidth_bytes_per_s;
@@ -34,7 +34,7 @@ double estimate_s(const Kernel& k, const hw::Device& d) {
   };
   double t = d.compute.kernel_overhead_s;
   if (full > 0) {
-    t += std::max(static_cast<double>(full * per_unit) * k.tile_compute_s,
+    t += std::max(static_cast<double>(full * (slots / units)) * k.tile_compute_s,
                   static_cast<double>(full * slots) * k.tile_hbm_bytes / bw(units));
   }
   if (rem > 0) {

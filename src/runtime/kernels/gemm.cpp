@@ -27,8 +27,15 @@ Kernel tiled(const OpDesc& op, const LowerContext& cx, const hw::GemmTile& t, st
   k.device = cx.device_index;
   k.tiles = op.batch * tiles_m * tiles_n * split;
   k.tiles_per_unit = 1;
-  // Partial tiles cost a whole tile: the hardware computes the padding.
-  k.tile_compute_s = 2.0 * t.m * t.n * static_cast<double>(k_pad) / unit_rate;
+  // Partial tiles cost a whole tile: the hardware computes the padding. A tile is also fed its
+  // A and B panels ((tm + tn) x k elements) from L2 at the unit's load bandwidth; the mainloop
+  // overlaps the two, so a small tile (low arithmetic intensity) is bound by the feed.
+  const double math_s = 2.0 * t.m * t.n * static_cast<double>(k_pad) / unit_rate;
+  const double feed_s = d.compute.unit_bandwidth_bytes_per_s > 0
+                            ? static_cast<double>(t.m + t.n) * static_cast<double>(k_pad) * e /
+                                  d.compute.unit_bandwidth_bytes_per_s
+                            : 0.0;
+  k.tile_compute_s = std::max(math_s, feed_s);
   k.flops = 2.0 * static_cast<double>(op.batch) * static_cast<double>(op.m) * static_cast<double>(op.n) *
             static_cast<double>(op.k);
   // HBM traffic. The tiles of one wave run in lock-step through k and are rasterised as a
@@ -54,8 +61,9 @@ Kernel tiled(const OpDesc& op, const LowerContext& cx, const hw::GemmTile& t, st
   k.name = fmt::format("{} {}{}", op_name(op.kind), k.tile, split > 1 ? fmt::format(" split-k {}", split) : "");
   k.why.push_back(fmt::format("tile {}{}: {} tiles = {:.2f} waves on {} units", k.tile,
                               split > 1 ? fmt::format(", split-K {}", split) : "", k.tiles, waves, d.compute.units));
-  k.why.push_back(fmt::format("{} on {} units: {} per unit at the calibrated efficiency", dtype_name(cx.dtype),
-                              on_matrix ? "matrix" : "vector", units::format_flops(unit_rate)));
+  k.why.push_back(fmt::format("{} on {} units: {} per unit at the calibrated efficiency; the tile is {}-bound",
+                              dtype_name(cx.dtype), on_matrix ? "matrix" : "vector", units::format_flops(unit_rate),
+                              feed_s > math_s ? "L2-feed" : "math"));
   return k;
 }
 
@@ -140,7 +148,6 @@ std::vector<Kernel> lower_gemm(const OpDesc& op, const LowerContext& cx) {
   k.why.insert(k.why.begin(), fmt::format("policy {}={}: {} of {} candidate kernels, predicted {} alone", op_name(op.kind),
                                           impl, candidates.size() > 1 ? "fastest" : "the only one", candidates.size(),
                                           units::format_time_s(est[best])));
-  if (impl == "cublasLt") k.impl = "cublasLt";
   return {std::move(k)};
 }
 

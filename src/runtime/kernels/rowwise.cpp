@@ -21,7 +21,9 @@ struct RowAlgorithm {
   int global_passes;       // reads of a long row from global memory
 };
 
-constexpr std::uint64_t kPersistentCols = 1024;  // a row this short lives in one warp's registers
+// PyTorch's softmax and norm kernels keep a row of up to 1024 elements in one warp's registers
+// (its persistent kernels) and use block-wide kernels beyond: a library rule, not a hardware one.
+constexpr std::uint64_t kPersistentCols = 1024;
 
 RowAlgorithm algorithm(OpKind k) {
   switch (k) {
@@ -70,8 +72,8 @@ std::vector<Kernel> lower_rowwise(const OpDesc& op, const LowerContext& cx) {
     }
   }
   k.tile_compute_s = static_cast<double>(rows_per_tile * op.cols) * alg.ops_per_element / rate;
-  k.tile_hbm_bytes = static_cast<double>(rows_per_tile) * row_bytes * (hbm_reads + 1);
-  k.hbm_bytes = k.tile_hbm_bytes * static_cast<double>(k.tiles);
+  k.hbm_bytes = static_cast<double>(op.rows) * row_bytes * (hbm_reads + 1);  // real rows only
+  k.tile_hbm_bytes = k.hbm_bytes / static_cast<double>(k.tiles);
   k.flops = static_cast<double>(op.rows * op.cols) * alg.ops_per_element;
   k.why.insert(k.why.begin(), fmt::format("{} rows in {} CTAs of {} row(s), {} resident per unit", op.rows, k.tiles,
                                           rows_per_tile, k.tiles_per_unit));
@@ -93,6 +95,7 @@ std::vector<Kernel> lower_elementwise(const OpDesc& op, const LowerContext& cx) 
     k.tiles = op.rows;
     k.tile_compute_s = static_cast<double>(op.cols) / rate;
     k.tile_hbm_bytes = 2.0 * static_cast<double>(op.cols) * e;
+    k.hbm_bytes = k.tile_hbm_bytes * static_cast<double>(k.tiles);
     k.flops = 0;
     k.why.push_back(fmt::format("gather: {} rows of {} from a {}-row table", op.rows, op.cols, op.vocab));
   } else {
@@ -102,12 +105,12 @@ std::vector<Kernel> lower_elementwise(const OpDesc& op, const LowerContext& cx) 
     const double operands = op.kind == OpKind::gelu ? 1 : 2;    // inputs read per element
     k.tiles = (op.elements + kPerTile - 1) / kPerTile;
     k.tile_compute_s = static_cast<double>(kPerTile) * ops / rate;
-    k.tile_hbm_bytes = static_cast<double>(kPerTile) * e * (operands + 1);
+    k.hbm_bytes = static_cast<double>(op.elements) * e * (operands + 1);  // real elements only
+    k.tile_hbm_bytes = k.hbm_bytes / static_cast<double>(k.tiles);
     k.flops = static_cast<double>(op.elements) * ops;
     k.why.push_back(fmt::format("{} elements in {} CTAs of {}: read {} and write 1 per element", op.elements, k.tiles,
                                 kPerTile, operands));
   }
-  k.hbm_bytes = k.tile_hbm_bytes * static_cast<double>(k.tiles);
   return {std::move(k)};
 }
 
