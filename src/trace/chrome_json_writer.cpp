@@ -160,20 +160,25 @@ void ChromeJsonWriter::on_track(const TrackInfo& track) {
   end_event();
 }
 
+void ChromeJsonWriter::open_slice_event(std::string_view head, std::string_view name, std::string_view category,
+                                        const TrackText& t, TimePs ts_ps) {
+  start_event();
+  append_raw(buf_, head);
+  append_json_string(buf_, name);
+  append_raw(buf_, ",\"cat\":");
+  append_json_string(buf_, category);
+  buf_.push_back(',');
+  append_raw(buf_, t.location);
+  append_raw(buf_, ",\"ts\":");
+  append_us_from_ps(buf_, ts_ps);
+}
+
 void ChromeJsonWriter::on_span(const SpanEvent& span) {
   const TrackText& t = track_text(span.track, "span");
   if (t.is_counter) [[unlikely]] {
     throw std::logic_error("trace::ChromeJsonWriter: span on a counter track");
   }
-  start_event();
-  append_raw(buf_, "{\"ph\":\"X\",\"name\":");
-  append_json_string(buf_, span.name);
-  append_raw(buf_, ",\"cat\":");
-  append_json_string(buf_, span.category);
-  buf_.push_back(',');
-  append_raw(buf_, t.location);
-  append_raw(buf_, ",\"ts\":");
-  append_us_from_ps(buf_, span.begin_ps);
+  open_slice_event("{\"ph\":\"X\",\"name\":", span.name, span.category, t, span.begin_ps);
   append_raw(buf_, ",\"dur\":");
   append_us_from_ps(buf_, span.end_ps >= span.begin_ps ? span.end_ps - span.begin_ps : 0);
   append_args(span.args);
@@ -186,15 +191,7 @@ void ChromeJsonWriter::on_instant(const InstantEvent& instant) {
   if (t.is_counter) [[unlikely]] {
     throw std::logic_error("trace::ChromeJsonWriter: instant on a counter track");
   }
-  start_event();
-  append_raw(buf_, "{\"ph\":\"i\",\"s\":\"t\",\"name\":");
-  append_json_string(buf_, instant.name);
-  append_raw(buf_, ",\"cat\":");
-  append_json_string(buf_, instant.category);
-  buf_.push_back(',');
-  append_raw(buf_, t.location);
-  append_raw(buf_, ",\"ts\":");
-  append_us_from_ps(buf_, instant.ts_ps);
+  open_slice_event("{\"ph\":\"i\",\"s\":\"t\",\"name\":", instant.name, instant.category, t, instant.ts_ps);
   append_args(instant.args);
   buf_.push_back('}');
   end_event();

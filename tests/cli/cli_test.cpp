@@ -1,25 +1,14 @@
 #include <gtest/gtest.h>
 
-#include <sstream>
 
-#include "cli.hpp"
+#include "run_cli.hpp"
 #include "syntorch/base/version.hpp"
 
 namespace syntorch::cli {
 namespace {
 
-struct Result {
-  int code;
-  std::string out;
-  std::string err;
-};
-
-Result run_cli(std::vector<std::string> args) {
-  std::ostringstream out;
-  std::ostringstream err;
-  const int code = run(args, out, err);
-  return {code, out.str(), err.str()};
-}
+using testing::Result;
+using testing::run_cli;
 
 TEST(Cli, VersionPrintsTheProjectVersion) {
   const Result r = run_cli({"--version"});

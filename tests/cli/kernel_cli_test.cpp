@@ -1,25 +1,14 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
-#include <sstream>
 
-#include "cli.hpp"
+#include "run_cli.hpp"
 
 namespace syntorch::cli {
 namespace {
 
-struct Result {
-  int code;
-  std::string out;
-  std::string err;
-};
-
-Result run_cli(std::vector<std::string> args) {
-  std::ostringstream out;
-  std::ostringstream err;
-  const int code = run(args, out, err);
-  return {code, out.str(), err.str()};
-}
+using testing::Result;
+using testing::run_cli;
 
 TEST(KernelCli, GemmJsonReportsTimeThroughputImplementationAndWhy) {
   const Result r = run_cli({"kernel", "gemm", "--hw", "hw_configs/a100_sxm4_80gb.json", "--m", "8192", "--n", "8192",

@@ -66,6 +66,9 @@ class ChromeJsonWriter final : public Sink {
   };
 
   void start_event();  // writes the separator into the buffer
+  // Starts a slice-track event: head ("{\"ph\":..,\"name\":"), name, category, pid/tid, ts.
+  void open_slice_event(std::string_view head, std::string_view name, std::string_view category, const TrackText& t,
+                        TimePs ts_ps);
   void end_event();    // writes the buffer to the stream
   const TrackText& track_text(TrackId id, const char* what) const;
   void append_args(std::span<const Arg> args);
