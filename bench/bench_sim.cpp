@@ -39,7 +39,6 @@ void BM_SimulatorHoldModel(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0));
   const std::uint64_t events_per_round = 1'000'000;
   Simulator sim;
-  sim.reserve_events(n + 1);
   Holder h{&sim, {}};
   for (std::size_t i = 0; i < n; ++i) sim.after<&Holder::fire>(h.rng.next() % 1'000'000, &h);
   // Warm up so the heap shape is the steady state's.
@@ -58,7 +57,6 @@ void BM_SimulatorHoldModelRun(benchmark::State& state) {
   // The same through run(until), the loop simulations use.
   const auto n = static_cast<std::size_t>(state.range(0));
   Simulator sim;
-  sim.reserve_events(n + 1);
   Holder h{&sim, {}};
   for (std::size_t i = 0; i < n; ++i) sim.after<&Holder::fire>(h.rng.next() % 1'000'000, &h);
   sim.run(2'000'000);
@@ -75,7 +73,6 @@ BENCHMARK(BM_SimulatorHoldModelRun)->Arg(100'000)->Unit(benchmark::kMillisecond)
 void BM_EventQueueHoldModel(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0));
   EventQueue q;
-  q.reserve(n + 1);
   XorShift rng;
   auto nop = [](void*, std::uint64_t) {};
   for (std::size_t i = 0; i < n; ++i) q.push(rng.next() % 1'000'000, nop, nullptr, 0);

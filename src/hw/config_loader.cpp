@@ -203,11 +203,4 @@ HardwareConfig load_and_parse(const std::string& file, const std::vector<Overrid
 }
 }  // namespace detail
 
-HardwareConfig load_hardware_config(const std::string& file, const std::vector<Override>& overrides) {
-  ParseContext ctx;
-  HardwareConfig config = detail::load_and_parse(file, overrides, ctx);
-  if (!ctx.diagnostics.empty()) throw InputError(std::move(ctx.diagnostics));
-  return config;
-}
-
 }  // namespace syntorch::hw

@@ -8,19 +8,12 @@
 namespace syntorch::runtime {
 
 struct Executor::Running {
-  struct Phase {
-    sim::TimePs compute_ps = 0;
-    double bytes = 0;
-    double cap_bytes_per_s = sim::kUnlimitedRate;
-  };
   const Kernel* kernel = nullptr;
   KernelRun* result = nullptr;
   sim::EventFn on_done = nullptr;
   void* obj = nullptr;
   std::uint64_t arg = 0;
-  std::uint32_t units = 0;
-  Phase phases[2];
-  int phase_count = 0;
+  KernelPhases plan;
   int phase = 0;
   int pending = 0;          // parts of the current phase still running
   sim::TimePs phase_start_ps = 0;
@@ -54,6 +47,31 @@ std::uint32_t take_slot(std::vector<T>& items, std::vector<std::uint32_t>& free)
 }
 }  // namespace
 
+KernelPhases plan_phases(const Kernel& kernel, const hw::Device& dev) {
+  KernelPhases plan;
+  const std::uint64_t tiles = std::max<std::uint64_t>(kernel.tiles, 1);
+  const std::uint64_t per_unit = std::max<std::uint32_t>(kernel.tiles_per_unit, 1);
+  const std::uint64_t units = std::min<std::uint64_t>(dev.compute.units, tiles);
+  const std::uint64_t slots = std::min<std::uint64_t>(tiles, units * per_unit);
+  const std::uint64_t full = tiles / slots;
+  const std::uint64_t rem = tiles % slots;
+  const double unit_bw = dev.compute.unit_bandwidth_bytes_per_s;
+  auto cap = [&](std::uint64_t u) { return unit_bw > 0 ? unit_bw * static_cast<double>(u) : sim::kUnlimitedRate; };
+  plan.units = static_cast<std::uint32_t>(units);
+  plan.waves = static_cast<double>(tiles) / static_cast<double>(slots);
+  if (full > 0) {
+    const std::uint64_t stacked = slots / units;  // CTAs sharing one unit in a full wave
+    plan.phases[plan.count++] = {static_cast<double>(full * stacked) * kernel.tile_compute_s,
+                                 static_cast<double>(full * slots) * kernel.tile_hbm_bytes, cap(units)};
+  }
+  if (rem > 0) {
+    const std::uint64_t busiest = (rem + units - 1) / units;  // tiles on the busiest unit
+    plan.phases[plan.count++] = {static_cast<double>(busiest) * kernel.tile_compute_s,
+                                 static_cast<double>(rem) * kernel.tile_hbm_bytes, cap(std::min(rem, units))};
+  }
+  return plan;
+}
+
 Executor::Executor(hw::SimMachine& hw) : hw_(hw) {}
 Executor::~Executor() = default;
 
@@ -69,30 +87,10 @@ void Executor::launch(const Kernel& kernel, KernelRun& result, sim::EventFn on_d
   r.arg = arg;
   result = KernelRun{};
 
-  const std::uint64_t tiles = std::max<std::uint64_t>(kernel.tiles, 1);
-  const std::uint32_t per_unit = std::max<std::uint32_t>(kernel.tiles_per_unit, 1);
-  // The block scheduler spreads CTAs over the units first and stacks them only beyond that.
-  r.units = static_cast<std::uint32_t>(std::min<std::uint64_t>(dev.compute.units, tiles));
-  const std::uint64_t slots = std::min<std::uint64_t>(tiles, std::uint64_t{r.units} * per_unit);
-  const std::uint64_t full = tiles / slots;
-  const std::uint64_t rem = tiles % slots;
-  const double unit_bw = dev.compute.unit_bandwidth_bytes_per_s;
-  auto cap = [&](std::uint64_t units) { return unit_bw > 0 ? unit_bw * static_cast<double>(units) : sim::kUnlimitedRate; };
-  if (full > 0) {
-    const std::uint64_t stacked = slots / r.units;  // CTAs sharing one unit in a full wave
-    r.phases[r.phase_count++] = Running::Phase{
-        units::seconds_to_ps(static_cast<double>(full * stacked) * kernel.tile_compute_s),
-        static_cast<double>(full * slots) * kernel.tile_hbm_bytes, cap(r.units)};
-  }
-  if (rem > 0) {
-    const std::uint64_t busiest = (rem + r.units - 1) / r.units;  // tiles on the busiest unit
-    r.phases[r.phase_count++] = Running::Phase{
-        units::seconds_to_ps(static_cast<double>(busiest) * kernel.tile_compute_s),
-        static_cast<double>(rem) * kernel.tile_hbm_bytes, cap(std::min<std::uint64_t>(rem, r.units))};
-  }
-  result.units = r.units;
-  result.waves = static_cast<double>(tiles) / static_cast<double>(slots);
-  hw_.compute_units(kernel.device).acquire(r.units, &Executor::on_units, this, slot);
+  r.plan = plan_phases(kernel, dev);
+  result.units = r.plan.units;
+  result.waves = r.plan.waves;
+  hw_.compute_units(kernel.device).acquire(r.plan.units, &Executor::on_units, this, slot);
 }
 
 void Executor::on_units(void* obj, std::uint64_t slot) {
@@ -111,8 +109,8 @@ void Executor::on_overhead_done(void* obj, std::uint64_t slot) {
 void Executor::start_phase(std::uint32_t slot) {
   Running& r = running_[slot];
   sim::Simulator& sim = hw_.simulator();
-  if (r.phase == r.phase_count) {
-    hw_.compute_units(r.kernel->device).release(r.units);
+  if (r.phase == r.plan.count) {
+    hw_.compute_units(r.kernel->device).release(r.plan.units);
     r.result->end_ps = sim.now();
     const sim::EventFn fn = r.on_done;
     void* o = r.obj;
@@ -121,11 +119,11 @@ void Executor::start_phase(std::uint32_t slot) {
     if (fn) fn(o, a);
     return;
   }
-  const Running::Phase& p = r.phases[r.phase];
+  const KernelPhases::Phase& p = r.plan.phases[r.phase];
   r.phase_start_ps = sim.now();
   r.memory_done_ps = sim.now();
   r.pending = 2;
-  sim.after(p.compute_ps, &Executor::on_phase_compute, this, slot);
+  sim.after(units::seconds_to_ps(p.compute_s), &Executor::on_phase_compute, this, slot);
   if (p.bytes > 0) {
     const sim::ResourceId hbm = hw_.hbm(r.kernel->device);
     hw_.network().start(std::span(&hbm, 1), p.bytes, &Executor::on_phase_memory, this, slot, p.cap_bytes_per_s);

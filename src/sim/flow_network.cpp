@@ -72,7 +72,7 @@ void FlowNetwork::advance() {
     Flow& f = flows_[id];
     f.remaining = std::max(0.0, f.remaining - f.rate * dt_s);
   }
-  for (Resource& r : resources_) r.bytes_carried += r.used_rate * dt_s;
+  for (ResourceId r : touched_) resources_[r].bytes_carried += resources_[r].used_rate * dt_s;  // only these carry flows
   last_advance_ps_ = now;
 }
 

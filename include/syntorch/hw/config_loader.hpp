@@ -1,7 +1,8 @@
 #pragma once
 // Loading hardware configs: read the JSON file, resolve `extends` (a path relative to the file
 // that names it; objects merge key by key, anything else is replaced, null deletes), apply
-// `--set /json/pointer=value` overrides, then parse and validate into a HardwareConfig.
+// `--set /json/pointer=value` overrides, then parse and validate into a HardwareConfig
+// (Machine::load does all of it and elaborates the result).
 // Every problem found is collected and thrown together as an InputError.
 
 #include <string>
@@ -22,8 +23,5 @@ struct Override {
 
 // Splits "/a/b=value" at the first '='; adds a diagnostic (naming the flag) when malformed.
 std::vector<Override> parse_overrides(const std::vector<std::string>& args, Diagnostics& diagnostics);
-
-// Loads, merges, overrides, parses and validates. Throws InputError.
-HardwareConfig load_hardware_config(const std::string& file, const std::vector<Override>& overrides = {});
 
 }  // namespace syntorch::hw

@@ -31,6 +31,23 @@ struct CollectivePlan {
   std::vector<std::string> why;
 };
 
+// How a kernel runs on its device: the units it holds (CTAs spread over units first, stacked up
+// to tiles_per_unit beyond that) and up to two phases, the full waves then the partial last wave,
+// each lasting until both its arithmetic and its HBM traffic are done. The Executor runs this
+// plan; the cost models estimate with it, so the two cannot drift apart.
+struct KernelPhases {
+  struct Phase {
+    double compute_s = 0;
+    double bytes = 0;
+    double cap_bytes_per_s = sim::kUnlimitedRate;  // what the held units can stream
+  };
+  std::uint32_t units = 0;
+  double waves = 0;
+  int count = 0;
+  Phase phases[2];
+};
+KernelPhases plan_phases(const Kernel& kernel, const hw::Device& device);
+
 // What happened to one kernel run (all times in simulated picoseconds).
 struct KernelRun {
   sim::TimePs start_ps = 0;

@@ -93,8 +93,6 @@ class EventQueue {
   TimePs next_time();
 
   bool empty() { return next_time() == kTimeNever; }
-  std::size_t size_including_cancelled() const { return size_; }
-  void reserve(std::size_t) {}
 
  private:
   static constexpr unsigned kLevels = 8;

@@ -53,7 +53,6 @@ class Simulator {
 
   std::uint64_t events_executed() const { return events_executed_; }
   TimePs next_event_time() { return queue_.next_time(); }
-  void reserve_events(std::size_t n) { queue_.reserve(n); }
 
  private:
   template <auto Method, class T>

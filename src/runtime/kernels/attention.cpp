@@ -14,7 +14,6 @@
 namespace syntorch::runtime::detail {
 
 namespace {
-std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
 constexpr std::uint64_t kBlockQ = 128;
 constexpr std::uint64_t kBlockKv = 128;
 constexpr std::uint64_t kDecodeQueries = 16;  // FlashAttention's decode path (flash-decoding) threshold

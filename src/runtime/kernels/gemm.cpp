@@ -13,7 +13,6 @@ namespace syntorch::runtime::detail {
 
 namespace {
 
-std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
 
 Kernel tiled(const OpDesc& op, const LowerContext& cx, const hw::GemmTile& t, std::uint32_t split, double unit_rate,
              bool on_matrix) {

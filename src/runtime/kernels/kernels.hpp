@@ -26,6 +26,8 @@ double unit_vector_ops_per_s(const hw::Device& d, DType t);
 // Achievable HBM bandwidth of the device.
 double hbm_bytes_per_s(const hw::Device& d);
 
+inline std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
+
 // The time `k` takes alone on its device, by the phases the Executor runs (no contention).
 double estimate_s(const Kernel& k, const hw::Device& d);
 
