@@ -6,9 +6,9 @@
 namespace syntorch::runtime {
 
 namespace {
-constexpr std::array<std::string_view, 13> kOpNames{"gemm",    "bmm",      "attention", "layernorm", "rmsnorm",
-                                                    "softmax", "gelu",     "add",       "embedding", "allreduce",
-                                                    "allgather", "reducescatter", "sendrecv"};
+constexpr std::array<std::string_view, 15> kOpNames{"gemm",    "bmm",  "attention", "layernorm", "rmsnorm",
+                                                    "softmax", "gelu", "add",       "embedding", "mul",
+                                                    "copy",    "allreduce", "allgather", "reducescatter", "sendrecv"};
 }
 
 std::string_view op_name(OpKind k) { return kOpNames[static_cast<std::size_t>(k)]; }
@@ -41,7 +41,9 @@ std::string OpDesc::describe() const {
     case OpKind::softmax: return fmt::format("{} rows={} cols={} {}", op_name(kind), rows, cols, dt);
     case OpKind::embedding: return fmt::format("embedding tokens={} hidden={} vocab={} {}", rows, cols, vocab, dt);
     case OpKind::gelu:
-    case OpKind::add: return fmt::format("{} elements={} {}", op_name(kind), elements, dt);
+    case OpKind::add:
+    case OpKind::mul:
+    case OpKind::copy: return fmt::format("{} elements={} {}", op_name(kind), elements, dt);
     default: return fmt::format("{} ranks={} bytes={} {}", op_name(kind), ranks, bytes, dt);
   }
 }
@@ -106,6 +108,8 @@ bool validate_op(const OpDesc& op, Diagnostics& d, const std::string& where) {
       break;
     case OpKind::gelu:
     case OpKind::add:
+    case OpKind::mul:
+    case OpKind::copy:
       need(op.elements, "elements");
       fits({op.elements, 4}, "elements");
       break;

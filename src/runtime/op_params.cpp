@@ -18,7 +18,9 @@ std::vector<std::string> op_param_keys(OpKind kind) {
     case OpKind::softmax: return {"rows", "cols"};
     case OpKind::embedding: return {"tokens", "hidden", "vocab"};
     case OpKind::gelu:
-    case OpKind::add: return {"elements"};
+    case OpKind::add:
+    case OpKind::mul:
+    case OpKind::copy: return {"elements"};
     default: return {"ranks", "bytes"};
   }
 }

@@ -14,7 +14,7 @@
 namespace syntorch::runtime {
 
 enum class OpKind : std::uint8_t {
-  gemm, bmm, attention, layernorm, rmsnorm, softmax, gelu, add, embedding,
+  gemm, bmm, attention, layernorm, rmsnorm, softmax, gelu, add, embedding, mul, copy,
   allreduce, allgather, reducescatter, sendrecv
 };
 
@@ -35,7 +35,7 @@ struct OpDesc {
   // layernorm, rmsnorm, softmax: [rows, cols], normalised along cols. embedding: rows tokens of
   // width cols looked up in a table of `vocab` rows.
   std::uint64_t rows = 0, cols = 0, vocab = 0;
-  // gelu, add: element count.
+  // gelu, add, mul (any binary elementwise op), copy (a strided copy, concatenation): element count.
   std::uint64_t elements = 0;
   // collectives: `bytes` per rank over `ranks` devices.
   std::uint32_t ranks = 0;

@@ -101,8 +101,9 @@ std::vector<Kernel> lower_elementwise(const OpDesc& op, const LowerContext& cx) 
   } else {
     // Vectorised grid-stride kernel: 4096 elements per CTA.
     constexpr std::uint64_t kPerTile = 4096;
-    const double ops = op.kind == OpKind::gelu ? 14 : 1;        // tanh-form GELU in fp32, or one add
-    const double operands = op.kind == OpKind::gelu ? 1 : 2;    // inputs read per element
+    // tanh-form GELU in fp32 (14 operations), one add or multiply, or a plain copy.
+    const double ops = op.kind == OpKind::gelu ? 14 : 1;
+    const double operands = (op.kind == OpKind::gelu || op.kind == OpKind::copy) ? 1 : 2;  // inputs read per element
     k.tiles = (op.elements + kPerTile - 1) / kPerTile;
     k.tile_compute_s = static_cast<double>(kPerTile) * ops / rate;
     k.hbm_bytes = static_cast<double>(op.elements) * e * (operands + 1);  // real elements only

@@ -1,0 +1,116 @@
+#pragma once
+// What the torch layer sees of one rank while a program runs: its device's memory, the ops it
+// launches, the collectives it joins and the host synchronisations it makes. The torch layer
+// calls these from the rank's host program; the implementation (the simulation Engine, or a fake
+// in tests) turns them into allocations and host actions. There is no notion of time here: the
+// host program only says what happens, in order; the simulator says when.
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "syntorch/os/caching_allocator.hpp"
+#include "syntorch/runtime/op.hpp"
+
+namespace syntorch::runtime {
+
+// A simulated out-of-memory: the device's allocator could not serve a request even after
+// emptying its cache. Thrown out of the rank's host program (as PyTorch raises
+// torch.cuda.OutOfMemoryError); the Engine turns it into an "oom" result with a memory summary.
+class OutOfMemory : public std::runtime_error {
+ public:
+  OutOfMemory(int rank, std::uint64_t requested_bytes, std::string what);
+  int rank() const { return rank_; }
+  std::uint64_t requested_bytes() const { return requested_bytes_; }
+  const std::string& what_for() const { return what_; }
+
+ private:
+  int rank_;
+  std::uint64_t requested_bytes_;
+  std::string what_;
+};
+
+// A set of ranks that run collectives together (a process group), by global rank.
+struct GroupId {
+  std::uint32_t value = 0;
+};
+
+class RankContext {
+ public:
+  virtual ~RankContext() = default;
+
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+
+  // Device memory. allocate returns a handle for free(); throws OutOfMemory when the device's
+  // allocator cannot serve it. `what` names the tensor or purpose (for the OOM summary, traces).
+  virtual std::uint32_t allocate(std::uint64_t bytes, os::MemoryUse use, std::string_view what) = 0;
+  virtual void free(std::uint32_t handle) = 0;
+
+  // Launches a non-collective op from the host: the framework's dispatch cost, then its kernels
+  // on the current stream. `name` is the framework op ("aten::matmul").
+  virtual void launch(const OpDesc& op, std::string_view name) = 0;
+
+  // An op that runs on the host only (a view, a reshape): it costs dispatch time, no kernel.
+  virtual void host_op(std::string_view name) = 0;
+
+  // Collectives among `group` (this rank must be a member). op.bytes is this rank's buffer.
+  virtual void collective(const OpDesc& op, GroupId group, std::string_view name) = 0;
+  // Point-to-point: this rank sends (receives) `bytes` to (from) global rank `peer`. Both sides
+  // wait for each other on their streams, as NCCL send/recv do.
+  virtual void send(int peer, std::uint64_t bytes, std::string_view name) = 0;
+  virtual void recv(int peer, std::uint64_t bytes, std::string_view name) = 0;
+  // A host <-> device copy over the host link (pinned memory, on the current stream).
+  virtual void copy_host_to_device(std::uint64_t bytes, std::string_view name) = 0;
+  virtual void copy_device_to_host(std::uint64_t bytes, std::string_view name) = 0;
+
+  // Blocks the host until this rank's device has finished everything launched so far.
+  virtual void synchronize(std::string_view reason) = 0;
+
+  // Graph capture: between begin and end, launches cost no host time and are issued together,
+  // as one graph launch, at end.
+  virtual void graph_begin() = 0;
+  virtual void graph_end() = 0;
+
+  // Model structure marks (a layer, a generation step): spans on the host timeline in traces.
+  virtual void scope_begin(std::string_view name) = 0;
+  virtual void scope_end() = 0;
+
+  // Registers a process group over global ranks (the same call on every member, in the same
+  // order, gives the same id).
+  virtual GroupId new_group(const std::vector<int>& ranks) = 0;
+};
+
+// The context of the rank whose host program runs on this thread; nullptr outside a simulation
+// (tensors are then plain meta tensors: shapes only, no memory, no kernels).
+RankContext* current_rank();
+
+// Makes `context` current on this thread for its lifetime, restoring the previous one after.
+class RankGuard {
+ public:
+  explicit RankGuard(RankContext* context);
+  ~RankGuard();
+  RankGuard(const RankGuard&) = delete;
+  RankGuard& operator=(const RankGuard&) = delete;
+
+ private:
+  RankContext* previous_;
+};
+
+// The purpose newly allocated tensors are counted under on this thread (activations unless a
+// guard says otherwise): modules use it for their parameters, models for their KV cache.
+os::MemoryUse current_memory_use();
+class MemoryUseGuard {
+ public:
+  explicit MemoryUseGuard(os::MemoryUse use);
+  ~MemoryUseGuard();
+  MemoryUseGuard(const MemoryUseGuard&) = delete;
+  MemoryUseGuard& operator=(const MemoryUseGuard&) = delete;
+
+ private:
+  os::MemoryUse previous_;
+};
+
+}  // namespace syntorch::runtime
