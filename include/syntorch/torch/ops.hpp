@@ -1,0 +1,117 @@
+#pragma once
+// The torch layer's factories and ops, as libtorch's free functions. Each op checks its inputs'
+// shapes, dtypes and devices (throwing torch::Error), makes its output (allocating it on the
+// current rank's device), and launches one runtime op (runtime::OpDesc) named after the ATen op.
+// docs/torch.md lists the OpDesc each op maps to.
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "syntorch/torch/tensor.hpp"
+#include "syntorch/torch/types.hpp"
+
+namespace syntorch::torch {
+
+// --- Factories ---
+// empty allocates only. zeros, ones, full, randn and arange also launch a fill kernel (a copy of
+// numel elements: the values themselves are not simulated).
+Tensor empty(IntArrayRef sizes, TensorOptions options = {});
+Tensor zeros(IntArrayRef sizes, TensorOptions options = {});
+Tensor ones(IntArrayRef sizes, TensorOptions options = {});
+Tensor full(IntArrayRef sizes, double value, TensorOptions options = {});
+Tensor randn(IntArrayRef sizes, TensorOptions options = {});
+Tensor rand(IntArrayRef sizes, TensorOptions options = {});
+Tensor empty_like(const Tensor& t);
+Tensor zeros_like(const Tensor& t);
+Tensor ones_like(const Tensor& t);
+// 0, 1, ..., end-1 (start, ..., end-1), Long unless options say otherwise.
+Tensor arange(std::int64_t end, TensorOptions options = TensorOptions(kInt64));
+Tensor arange(std::int64_t start, std::int64_t end, TensorOptions options = TensorOptions(kInt64));
+// A 1-D Long tensor of these values (token ids) on the device: an allocation of 8 n bytes and a
+// host-to-device copy of them. The values themselves are not kept.
+Tensor tensor(const std::vector<std::int64_t>& values, TensorOptions options = TensorOptions(kInt64));
+
+// --- Linear algebra ---
+// libtorch's matmul rules: 2-D x 2-D and N-D x 2-D (leading dims folded into m) are one gemm;
+// batched N-D x N-D (batch dims broadcast) is one bmm; 1-D operands gain and lose a size-1 dim.
+// Non-contiguous operands are fine (cuBLAS takes transposes): no copy.
+Tensor matmul(const Tensor& a, const Tensor& b);
+Tensor mm(const Tensor& a, const Tensor& b);   // 2-D only
+Tensor bmm(const Tensor& a, const Tensor& b);  // 3-D only, equal batch
+// bias + a b, the bias added in the gemm's epilogue.
+Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b);
+
+// --- Pointwise (outputs broadcast; the dtypes of tensor operands must match) ---
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor gelu(const Tensor& x, std::string_view approximate = "none");
+Tensor relu(const Tensor& x);
+Tensor silu(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+// The sizes two shapes broadcast to (throws torch::Error naming both when they cannot).
+std::vector<std::int64_t> broadcast_shapes(IntArrayRef a, IntArrayRef b);
+
+// --- Normalisation and reductions ---
+Tensor softmax(const Tensor& x, std::int64_t dim, std::optional<ScalarType> dtype = std::nullopt);
+Tensor log_softmax(const Tensor& x, std::int64_t dim, std::optional<ScalarType> dtype = std::nullopt);
+// weight and bias may be undefined (Tensor()); both, when given, have normalized_shape.
+Tensor layer_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& weight = {}, const Tensor& bias = {},
+                  double eps = 1e-5);
+Tensor rms_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& weight = {},
+                std::optional<double> eps = std::nullopt);
+// Indices (Long) of the largest value along dim; over all elements without dim.
+Tensor argmax(const Tensor& x, std::optional<std::int64_t> dim = std::nullopt, bool keepdim = false);
+
+// --- Shape ---
+Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim = 0);
+Tensor stack(const std::vector<Tensor>& tensors, std::int64_t dim = 0);
+Tensor transpose(const Tensor& x, std::int64_t dim0, std::int64_t dim1);
+Tensor reshape(const Tensor& x, IntArrayRef sizes);
+Tensor flatten(const Tensor& x, std::int64_t start_dim = 0, std::int64_t end_dim = -1);
+Tensor permute(const Tensor& x, IntArrayRef dims);
+Tensor unsqueeze(const Tensor& x, std::int64_t dim);
+Tensor squeeze(const Tensor& x, std::int64_t dim);
+Tensor narrow(const Tensor& x, std::int64_t dim, std::int64_t start, std::int64_t length);
+std::vector<Tensor> split(const Tensor& x, std::int64_t split_size, std::int64_t dim = 0);
+std::vector<Tensor> chunk(const Tensor& x, std::int64_t chunks, std::int64_t dim = 0);
+
+// --- Transformer building blocks ---
+// q [..., Hq, Sq, D], k and v [..., Hkv, Skv, D] with Hq a multiple of Hkv (GQA/MQA are always
+// accepted; enable_gqa is for source compatibility) -> [..., Hq, Sq, D], one fused attention op.
+// attn_mask, when given, must broadcast to [..., Hq, Sq, Skv] (its reads are not counted);
+// dropout and scale do not change the cost.
+Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                    const Tensor& attn_mask = {}, double dropout_p = 0.0, bool is_causal = false,
+                                    std::optional<double> scale = std::nullopt, bool enable_gqa = false);
+// weight [num, dim], indices (Long or Int) of any shape -> indices.sizes() + [dim].
+Tensor embedding(const Tensor& weight, const Tensor& indices);
+// In eval (train false) or with p == 0, x itself (nothing launched); otherwise a mul kernel.
+Tensor dropout(const Tensor& x, double p, bool train);
+
+namespace nn::functional {
+// y = x wᵀ + b with weight [out, in] and bias [out] (optional): one gemm, the bias in its epilogue.
+Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias = {});
+inline Tensor gelu(const Tensor& x, std::string_view approximate = "none") { return torch::gelu(x, approximate); }
+inline Tensor relu(const Tensor& x) { return torch::relu(x); }
+inline Tensor silu(const Tensor& x) { return torch::silu(x); }
+inline Tensor softmax(const Tensor& x, std::int64_t dim) { return torch::softmax(x, dim); }
+inline Tensor log_softmax(const Tensor& x, std::int64_t dim) { return torch::log_softmax(x, dim); }
+inline Tensor layer_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& weight = {},
+                         const Tensor& bias = {}, double eps = 1e-5) {
+  return torch::layer_norm(x, normalized_shape, weight, bias, eps);
+}
+inline Tensor embedding(const Tensor& indices, const Tensor& weight) { return torch::embedding(weight, indices); }
+inline Tensor dropout(const Tensor& x, double p = 0.5, bool training = true) { return torch::dropout(x, p, training); }
+inline Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                           const Tensor& attn_mask = {}, double dropout_p = 0.0,
+                                           bool is_causal = false) {
+  return torch::scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal);
+}
+}  // namespace nn::functional
+
+}  // namespace syntorch::torch

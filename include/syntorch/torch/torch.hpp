@@ -1,0 +1,12 @@
+#pragma once
+// The whole torch layer, as <torch/torch.h>: include this and write
+//   namespace torch = syntorch::torch;
+// then use torch::Tensor, torch::matmul, torch::nn::Linear, ... as with libtorch.
+
+#include "syntorch/torch/cuda.hpp"
+#include "syntorch/torch/module.hpp"
+#include "syntorch/torch/modules.hpp"
+#include "syntorch/torch/ops.hpp"
+#include "syntorch/torch/tensor.hpp"
+#include "syntorch/torch/types.hpp"
+#include "syntorch/torch/utils.hpp"

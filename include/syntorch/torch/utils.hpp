@@ -1,0 +1,46 @@
+#pragma once
+// RAII guards of the torch layer: gradient-mode guards (kept for source compatibility; autograd is
+// not simulated), trace scopes for model structure, and the memory-purpose guard that says what
+// new allocations are for (weights, KV cache, activations).
+
+#include <string_view>
+
+#include "syntorch/os/caching_allocator.hpp"
+#include "syntorch/runtime/rank_context.hpp"
+
+namespace syntorch::torch {
+
+// libtorch's NoGradGuard and InferenceMode. No-ops: no gradients are simulated.
+class NoGradGuard {
+ public:
+  NoGradGuard() = default;
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+};
+class InferenceMode {
+ public:
+  explicit InferenceMode(bool enabled = true) { (void)enabled; }
+  InferenceMode(const InferenceMode&) = delete;
+  InferenceMode& operator=(const InferenceMode&) = delete;
+};
+
+// A named span on the rank's host timeline for its lifetime (a layer, a generation step), like
+// libtorch's RECORD_FUNCTION. Nothing outside a simulation.
+class RecordScope {
+ public:
+  explicit RecordScope(std::string_view name);
+  ~RecordScope();
+  RecordScope(const RecordScope&) = delete;
+  RecordScope& operator=(const RecordScope&) = delete;
+
+ private:
+  runtime::RankContext* context_;
+};
+
+// What tensors allocated on this thread are for (activations unless a guard says otherwise).
+// Module constructors put their parameters under weights themselves; a model puts its KV cache
+// under kv_cache: { torch::MemoryUseGuard g(torch::MemoryUse::kv_cache); cache = torch::empty(...); }
+using MemoryUse = os::MemoryUse;
+using MemoryUseGuard = runtime::MemoryUseGuard;
+
+}  // namespace syntorch::torch

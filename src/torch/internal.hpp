@@ -1,0 +1,85 @@
+#pragma once
+// Helpers shared by the torch layer's sources: making tensors and views, dispatching an op to the
+// current rank, dimension wrapping, and error formatting (only on the error path).
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "syntorch/runtime/op.hpp"
+#include "syntorch/runtime/rank_context.hpp"
+#include "syntorch/torch/tensor.hpp"
+#include "syntorch/torch/types.hpp"
+
+namespace syntorch::torch::detail {
+
+using Sizes = std::vector<std::int64_t>;
+
+template <typename... Args>
+[[noreturn]] void fail(fmt::format_string<Args...> format, Args&&... args) {
+  throw Error(fmt::format(format, std::forward<Args>(args)...));
+}
+
+// "4x8x16", as libtorch prints matrix shapes in matmul messages.
+std::string format_matrix(IntArrayRef sizes);
+
+inline const TensorImpl& impl_of(const Tensor& t) { return *t.unsafe_get_impl(); }
+
+// Throws "<op>: expected a defined tensor" for undefined arguments.
+void check_defined(const Tensor& t, const char* op, const char* arg);
+// Throws unless a and b have the same dtype and device.
+void check_same(const Tensor& a, const Tensor& b, const char* op);
+
+// A dim in [-ndim, ndim) as a dim in [0, ndim). 0-dim tensors take dims 0 and -1.
+std::int64_t wrap_dim(std::int64_t dim, std::int64_t ndim, const char* op);
+
+std::int64_t product(IntArrayRef sizes);
+Sizes contiguous_strides(IntArrayRef sizes);
+bool compute_contiguous(IntArrayRef sizes, IntArrayRef strides);
+
+// A new contiguous tensor owning fresh memory: allocated from `context` (under the thread's current
+// memory use, named `what`) when a context is given, the device is CUDA and the size is not zero.
+Tensor make_tensor(runtime::RankContext* context, Sizes sizes, ScalarType dtype, Device device, std::string_view what);
+// A view of src's memory with this layout (no host op: callers record one).
+Tensor make_view(const Tensor& src, Sizes sizes, Sizes strides, std::int64_t offset);
+
+// Runs an op on the tensors' device: a kernel launch on CUDA, host time only on CPU; nothing
+// outside a simulation. An op with no elements costs dispatch only (no kernel).
+inline void dispatch(runtime::RankContext* context, const runtime::OpDesc& op, std::string_view name, Device device,
+                     bool empty) {
+  if (!context) return;
+  if (device.is_cpu() || empty) {
+    context->host_op(name);
+  } else {
+    context->launch(op, name);
+  }
+}
+inline void host_op(std::string_view name) {
+  if (runtime::RankContext* c = runtime::current_rank()) c->host_op(name);
+}
+
+inline runtime::OpDesc elementwise_op(runtime::OpKind kind, std::int64_t elements, ScalarType dtype) {
+  runtime::OpDesc op;
+  op.kind = kind;
+  op.dtype = to_runtime_dtype(dtype);
+  op.elements = static_cast<std::uint64_t>(elements);
+  return op;
+}
+
+// Whether `from` broadcasts to exactly `to` (right-aligned dims equal or 1, no more dims than `to`).
+bool broadcasts_to(IntArrayRef from, IntArrayRef to);
+
+// Sizes with -1 resolved against numel (throws with libtorch's message naming `op`).
+Sizes infer_size(IntArrayRef shape, std::int64_t numel, const char* op);
+// The strides a view of (sizes, strides) as new_sizes must have, or false when no view can express
+// it (ATen's computeStride).
+bool view_strides(IntArrayRef sizes, IntArrayRef strides, IntArrayRef new_sizes, Sizes& out);
+
+// Parameter creation for modules: an empty tensor allocated under MemoryUse::weights.
+Tensor make_parameter(IntArrayRef sizes, ScalarType dtype, std::string_view what);
+
+}  // namespace syntorch::torch::detail

@@ -1,0 +1,658 @@
+// Factories and compute ops: check shapes, make the output, launch one runtime op.
+
+#include "syntorch/torch/ops.hpp"
+
+#include <algorithm>
+
+#include "internal.hpp"
+
+namespace syntorch::torch {
+
+using detail::fail;
+using detail::impl_of;
+using detail::Sizes;
+using runtime::OpDesc;
+using runtime::OpKind;
+
+namespace {
+
+// A factory: a new tensor, then a fill kernel (a copy of numel elements) unless `fill` is null.
+Tensor factory(IntArrayRef sizes, const TensorOptions& options, const char* name, bool fill) {
+  runtime::RankContext* ctx = runtime::current_rank();
+  Tensor out = detail::make_tensor(ctx, Sizes(sizes.begin(), sizes.end()), options.dtype(), options.device(), name);
+  if (ctx) {
+    const auto& o = impl_of(out);
+    if (fill) {
+      detail::dispatch(ctx, detail::elementwise_op(OpKind::copy, o.numel, o.dtype), name, o.device, o.numel == 0);
+    } else {
+      ctx->host_op(name);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Tensor empty(IntArrayRef sizes, TensorOptions options) { return factory(sizes, options, "aten::empty", false); }
+Tensor zeros(IntArrayRef sizes, TensorOptions options) { return factory(sizes, options, "aten::zeros", true); }
+Tensor ones(IntArrayRef sizes, TensorOptions options) { return factory(sizes, options, "aten::ones", true); }
+Tensor full(IntArrayRef sizes, double, TensorOptions options) { return factory(sizes, options, "aten::full", true); }
+Tensor randn(IntArrayRef sizes, TensorOptions options) { return factory(sizes, options, "aten::randn", true); }
+Tensor rand(IntArrayRef sizes, TensorOptions options) { return factory(sizes, options, "aten::rand", true); }
+
+namespace {
+TensorOptions options_of(const Tensor& t) {
+  detail::check_defined(t, "empty_like", "self");
+  return TensorOptions(t.dtype()).device(t.device());
+}
+}  // namespace
+
+Tensor empty_like(const Tensor& t) { return factory(t.sizes(), options_of(t), "aten::empty_like", false); }
+Tensor zeros_like(const Tensor& t) { return factory(t.sizes(), options_of(t), "aten::zeros_like", true); }
+Tensor ones_like(const Tensor& t) { return factory(t.sizes(), options_of(t), "aten::ones_like", true); }
+
+Tensor arange(std::int64_t end, TensorOptions options) { return arange(0, end, options); }
+
+Tensor arange(std::int64_t start, std::int64_t end, TensorOptions options) {
+  if (end < start) fail("arange: upper bound and larger bound inconsistent with step sign (start {}, end {})", start, end);
+  const std::int64_t n = end - start;
+  return factory(IntArrayRef(&n, 1), options, "aten::arange", true);
+}
+
+Tensor tensor(const std::vector<std::int64_t>& values, TensorOptions options) {
+  runtime::RankContext* ctx = runtime::current_rank();
+  Tensor out = detail::make_tensor(ctx, Sizes{static_cast<std::int64_t>(values.size())}, options.dtype(),
+                                   options.device(), "aten::tensor");
+  if (ctx) {
+    if (out.device().is_cuda() && out.nbytes() > 0) {
+      ctx->copy_host_to_device(out.nbytes(), "aten::tensor");
+    } else {
+      ctx->host_op("aten::tensor");
+    }
+  }
+  return out;
+}
+
+// --- Broadcasting and pointwise ---
+
+namespace {
+
+Sizes broadcast(IntArrayRef a, IntArrayRef b, const char* op) {
+  const std::size_t n = std::max(a.size(), b.size());
+  Sizes out(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    // i counts from the right.
+    const std::int64_t sa = i < a.size() ? a[a.size() - 1 - i] : 1;
+    const std::int64_t sb = i < b.size() ? b[b.size() - 1 - i] : 1;
+    std::int64_t s;
+    if (sa == sb || sb == 1) {
+      s = sa;
+    } else if (sa == 1) {
+      s = sb;
+    } else {
+      fail("{}: The size of tensor a ({}) must match the size of tensor b ({}) at non-singleton dimension {} "
+           "(shapes {} and {})",
+           op, sa, sb, n - 1 - i, format_sizes(a), format_sizes(b));
+    }
+    out[n - 1 - i] = s;
+  }
+  return out;
+}
+
+Tensor binary(const Tensor& a, const Tensor& b, OpKind kind, const char* op, const char* aten) {
+  detail::check_defined(a, op, "self");
+  detail::check_defined(b, op, "other");
+  detail::check_same(a, b, op);
+  const auto& x = impl_of(a);
+  const auto& y = impl_of(b);
+  // Same shapes (the common case) skip the broadcast.
+  Sizes sizes = x.sizes == y.sizes ? x.sizes : broadcast(x.sizes, y.sizes, op);
+  runtime::RankContext* ctx = runtime::current_rank();
+  Tensor out = detail::make_tensor(ctx, std::move(sizes), x.dtype, x.device, aten);
+  const std::int64_t n = impl_of(out).numel;
+  detail::dispatch(ctx, detail::elementwise_op(kind, n, x.dtype), aten, x.device, n == 0);
+  return out;
+}
+
+// A new tensor of a's shape from one elementwise kernel (tensor-scalar ops, activations).
+Tensor unary(const Tensor& a, OpKind kind, const char* op, const char* aten) {
+  detail::check_defined(a, op, "self");
+  const auto& x = impl_of(a);
+  runtime::RankContext* ctx = runtime::current_rank();
+  Tensor out = detail::make_tensor(ctx, x.sizes, x.dtype, x.device, aten);
+  detail::dispatch(ctx, detail::elementwise_op(kind, x.numel, x.dtype), aten, x.device, x.numel == 0);
+  return out;
+}
+
+// self op= other, in place: other must broadcast to self's shape.
+Tensor& inplace(Tensor& self, const Tensor& other, OpKind kind, const char* op, const char* aten) {
+  detail::check_defined(self, op, "self");
+  detail::check_defined(other, op, "other");
+  detail::check_same(self, other, op);
+  const auto& x = impl_of(self);
+  const auto& y = impl_of(other);
+  if (x.sizes != y.sizes && !detail::broadcasts_to(y.sizes, x.sizes)) {
+    fail("{}: output with shape {} doesn't match the broadcast shape {}", op, format_sizes(x.sizes),
+         format_sizes(broadcast(x.sizes, y.sizes, op)));
+  }
+  detail::dispatch(runtime::current_rank(), detail::elementwise_op(kind, x.numel, x.dtype), aten, x.device,
+                   x.numel == 0);
+  return self;
+}
+
+Tensor& inplace_scalar(Tensor& self, OpKind kind, const char* op, const char* aten) {
+  detail::check_defined(self, op, "self");
+  const auto& x = impl_of(self);
+  detail::dispatch(runtime::current_rank(), detail::elementwise_op(kind, x.numel, x.dtype), aten, x.device,
+                   x.numel == 0);
+  return self;
+}
+
+}  // namespace
+
+std::vector<std::int64_t> broadcast_shapes(IntArrayRef a, IntArrayRef b) { return broadcast(a, b, "broadcast_shapes"); }
+
+Tensor add(const Tensor& a, const Tensor& b) { return binary(a, b, OpKind::add, "add", "aten::add"); }
+Tensor sub(const Tensor& a, const Tensor& b) { return binary(a, b, OpKind::add, "sub", "aten::sub"); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary(a, b, OpKind::mul, "mul", "aten::mul"); }
+Tensor div(const Tensor& a, const Tensor& b) { return binary(a, b, OpKind::mul, "div", "aten::div"); }
+
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+Tensor operator+(const Tensor& a, double) { return unary(a, OpKind::add, "add", "aten::add"); }
+Tensor operator-(const Tensor& a, double) { return unary(a, OpKind::add, "sub", "aten::sub"); }
+Tensor operator*(const Tensor& a, double) { return unary(a, OpKind::mul, "mul", "aten::mul"); }
+Tensor operator/(const Tensor& a, double) { return unary(a, OpKind::mul, "div", "aten::div"); }
+Tensor operator+(double, const Tensor& b) { return unary(b, OpKind::add, "add", "aten::add"); }
+Tensor operator-(double, const Tensor& b) { return unary(b, OpKind::add, "rsub", "aten::rsub"); }
+Tensor operator*(double, const Tensor& b) { return unary(b, OpKind::mul, "mul", "aten::mul"); }
+Tensor operator/(double, const Tensor& b) { return unary(b, OpKind::mul, "div", "aten::div"); }
+Tensor operator-(const Tensor& a) { return unary(a, OpKind::mul, "neg", "aten::neg"); }
+
+Tensor& Tensor::add_(const Tensor& other) { return inplace(*this, other, OpKind::add, "add_", "aten::add_"); }
+Tensor& Tensor::sub_(const Tensor& other) { return inplace(*this, other, OpKind::add, "sub_", "aten::sub_"); }
+Tensor& Tensor::mul_(const Tensor& other) { return inplace(*this, other, OpKind::mul, "mul_", "aten::mul_"); }
+Tensor& Tensor::div_(const Tensor& other) { return inplace(*this, other, OpKind::mul, "div_", "aten::div_"); }
+Tensor& Tensor::add_(double) { return inplace_scalar(*this, OpKind::add, "add_", "aten::add_"); }
+Tensor& Tensor::sub_(double) { return inplace_scalar(*this, OpKind::add, "sub_", "aten::sub_"); }
+Tensor& Tensor::mul_(double) { return inplace_scalar(*this, OpKind::mul, "mul_", "aten::mul_"); }
+Tensor& Tensor::div_(double) { return inplace_scalar(*this, OpKind::mul, "div_", "aten::div_"); }
+
+Tensor gelu(const Tensor& x, std::string_view approximate) {
+  if (approximate != "none" && approximate != "tanh") {
+    fail("gelu: approximate argument must be either none or tanh, got '{}'", approximate);
+  }
+  return unary(x, OpKind::gelu, "gelu", "aten::gelu");
+}
+Tensor relu(const Tensor& x) { return unary(x, OpKind::gelu, "relu", "aten::relu"); }
+Tensor silu(const Tensor& x) { return unary(x, OpKind::gelu, "silu", "aten::silu"); }
+Tensor tanh(const Tensor& x) { return unary(x, OpKind::gelu, "tanh", "aten::tanh"); }
+Tensor sigmoid(const Tensor& x) { return unary(x, OpKind::gelu, "sigmoid", "aten::sigmoid"); }
+
+Tensor dropout(const Tensor& x, double p, bool train) {
+  detail::check_defined(x, "dropout", "input");
+  if (p < 0 || p > 1) fail("dropout: dropout probability has to be between 0 and 1, but got {}", p);
+  if (!train || p == 0) return x;
+  return unary(x, OpKind::mul, "dropout", "aten::dropout");
+}
+
+// --- Matrix products ---
+
+namespace {
+
+void check_matmul_types(const Tensor& a, const Tensor& b, const char* op) {
+  detail::check_defined(a, op, "self");
+  detail::check_defined(b, op, "other");
+  const auto& x = impl_of(a);
+  const auto& y = impl_of(b);
+  if (x.dtype != y.dtype) {
+    fail("{}: expected m1 and m2 to have the same dtype, but got: {} != {}", op, scalar_type_name(x.dtype),
+         scalar_type_name(y.dtype));
+  }
+  detail::check_same(a, b, op);
+}
+
+[[noreturn]] void fail_shapes(const char* op, IntArrayRef a, IntArrayRef b) {
+  fail("{}: mat1 and mat2 shapes cannot be multiplied ({} and {})", op, detail::format_matrix(a),
+       detail::format_matrix(b));
+}
+
+// Makes the output and launches a gemm (batch == 0) or a bmm.
+Tensor product_op(Sizes out_sizes, const detail::TensorImpl& a, std::uint64_t batch, std::int64_t m, std::int64_t n,
+                  std::int64_t k, bool batched, const char* aten) {
+  runtime::RankContext* ctx = runtime::current_rank();
+  Tensor out = detail::make_tensor(ctx, std::move(out_sizes), a.dtype, a.device, aten);
+  if (ctx) {
+    OpDesc op;
+    op.kind = batched ? OpKind::bmm : OpKind::gemm;
+    op.dtype = to_runtime_dtype(a.dtype);
+    op.batch = batch;
+    op.m = static_cast<std::uint64_t>(m);
+    op.n = static_cast<std::uint64_t>(n);
+    op.k = static_cast<std::uint64_t>(k);
+    detail::dispatch(ctx, op, aten, a.device, batch == 0 || m == 0 || n == 0 || k == 0);
+  }
+  return out;
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  check_matmul_types(a, b, "matmul");
+  const auto& x = impl_of(a);
+  const auto& y = impl_of(b);
+  const std::size_t da = x.sizes.size();
+  const std::size_t db = y.sizes.size();
+  if (da == 0 || db == 0) {
+    fail("matmul: both arguments to matmul need to be at least 1D, but they are {}D and {}D", da, db);
+  }
+  if (db <= 2) {
+    // [..., m, k] x [k, n] or [k]: fold every leading dim of a into m; one gemm.
+    const std::int64_t k = x.sizes.back();
+    const std::int64_t kb = y.sizes.front();
+    if (k != kb) {
+      if (da == 1 && db == 1) {
+        fail("matmul: inconsistent tensor size, expected tensor {} and src {} to have the same number of elements, "
+             "but got {} and {} elements respectively",
+             format_sizes(x.sizes), format_sizes(y.sizes), k, kb);
+      }
+      fail_shapes("matmul", x.sizes, y.sizes);
+    }
+    const std::int64_t n = db == 2 ? y.sizes[1] : 1;
+    Sizes out(x.sizes.begin(), x.sizes.end() - 1);
+    if (db == 2) out.push_back(n);
+    const std::int64_t m = detail::product(IntArrayRef(x.sizes.data(), da - 1));
+    return product_op(std::move(out), x, 1, m, n, k, false, "aten::matmul");
+  }
+  // b has batch dims: [..., m, k] x [..., k, n] with the batch dims broadcast; one bmm.
+  const std::int64_t m = da >= 2 ? x.sizes[da - 2] : 1;
+  const std::int64_t k = x.sizes.back();
+  const std::int64_t kb = y.sizes[db - 2];
+  const std::int64_t n = y.sizes[db - 1];
+  if (k != kb) fail_shapes("matmul", x.sizes, y.sizes);
+  const IntArrayRef batch_a(x.sizes.data(), da >= 2 ? da - 2 : 0);
+  const IntArrayRef batch_b(y.sizes.data(), db - 2);
+  Sizes out = broadcast(batch_a, batch_b, "matmul");
+  const std::int64_t batch = detail::product(out);
+  if (da >= 2) out.push_back(m);
+  out.push_back(n);
+  return product_op(std::move(out), x, static_cast<std::uint64_t>(batch), m, n, k, true, "aten::matmul");
+}
+
+Tensor mm(const Tensor& a, const Tensor& b) {
+  check_matmul_types(a, b, "mm");
+  const auto& x = impl_of(a);
+  const auto& y = impl_of(b);
+  if (x.sizes.size() != 2) fail("mm: self must be a matrix, got {}", format_sizes(x.sizes));
+  if (y.sizes.size() != 2) fail("mm: mat2 must be a matrix, got {}", format_sizes(y.sizes));
+  if (x.sizes[1] != y.sizes[0]) fail_shapes("mm", x.sizes, y.sizes);
+  return product_op({x.sizes[0], y.sizes[1]}, x, 1, x.sizes[0], y.sizes[1], x.sizes[1], false, "aten::mm");
+}
+
+Tensor bmm(const Tensor& a, const Tensor& b) {
+  check_matmul_types(a, b, "bmm");
+  const auto& x = impl_of(a);
+  const auto& y = impl_of(b);
+  if (x.sizes.size() != 3) fail("bmm: batch1 must be a 3D tensor, got {}", format_sizes(x.sizes));
+  if (y.sizes.size() != 3) fail("bmm: batch2 must be a 3D tensor, got {}", format_sizes(y.sizes));
+  if (x.sizes[0] != y.sizes[0]) {
+    fail("bmm: batch1 and batch2 must have same number of batches, got {} and {}", x.sizes[0], y.sizes[0]);
+  }
+  if (x.sizes[2] != y.sizes[1]) fail_shapes("bmm", x.sizes, y.sizes);
+  return product_op({x.sizes[0], x.sizes[1], y.sizes[2]}, x, static_cast<std::uint64_t>(x.sizes[0]), x.sizes[1],
+                    y.sizes[2], x.sizes[2], true, "aten::bmm");
+}
+
+Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b) {
+  check_matmul_types(a, b, "addmm");
+  detail::check_defined(bias, "addmm", "self");
+  detail::check_same(bias, a, "addmm");
+  const auto& x = impl_of(a);
+  const auto& y = impl_of(b);
+  if (x.sizes.size() != 2) fail("addmm: mat1 must be a matrix, got {}", format_sizes(x.sizes));
+  if (y.sizes.size() != 2) fail("addmm: mat2 must be a matrix, got {}", format_sizes(y.sizes));
+  if (x.sizes[1] != y.sizes[0]) fail_shapes("addmm", x.sizes, y.sizes);
+  const Sizes out{x.sizes[0], y.sizes[1]};
+  if (!detail::broadcasts_to(impl_of(bias).sizes, out)) {
+    fail("addmm: the bias {} does not broadcast to the product's shape {}", format_sizes(impl_of(bias).sizes),
+         format_sizes(out));
+  }
+  return product_op(out, x, 1, x.sizes[0], y.sizes[1], x.sizes[1], false, "aten::addmm");
+}
+
+namespace nn::functional {
+
+Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  check_matmul_types(input, weight, "linear");
+  const auto& x = impl_of(input);
+  const auto& w = impl_of(weight);
+  if (w.sizes.size() != 2) fail("linear: weight must be 2-D [out_features, in_features], got {}", format_sizes(w.sizes));
+  if (x.sizes.empty()) fail("linear: input must be at least 1-D, got a 0-dim tensor");
+  const std::int64_t out_features = w.sizes[0];
+  const std::int64_t in_features = w.sizes[1];
+  const std::int64_t m = detail::product(IntArrayRef(x.sizes.data(), x.sizes.size() - 1));
+  if (x.sizes.back() != in_features) {
+    // As libtorch: the folded input against the transposed weight.
+    fail_shapes("linear", {m, x.sizes.back()}, {in_features, out_features});
+  }
+  if (bias.defined()) {
+    detail::check_same(bias, input, "linear");
+    const auto& b = impl_of(bias);
+    if (b.numel != out_features || b.sizes.size() > 1) {
+      fail("linear: bias of shape {} does not match out_features ({})", format_sizes(b.sizes), out_features);
+    }
+  }
+  Sizes out(x.sizes.begin(), x.sizes.end() - 1);
+  out.push_back(out_features);
+  return product_op(std::move(out), x, 1, m, out_features, in_features, false, "aten::linear");
+}
+
+}  // namespace nn::functional
+
+// --- Row-wise ops ---
+
+namespace {
+
+// A [rows, cols] row-wise op of `kind` over x along dim.
+Tensor rowwise(const Tensor& x, std::int64_t dim, std::optional<ScalarType> dtype, OpKind kind, const char* op,
+               const char* aten) {
+  detail::check_defined(x, op, "self");
+  const auto& s = impl_of(x);
+  const auto d = detail::wrap_dim(dim, static_cast<std::int64_t>(s.sizes.size()), op);
+  const std::int64_t cols = s.sizes.empty() ? 1 : s.sizes[static_cast<std::size_t>(d)];
+  const ScalarType out_type = dtype.value_or(s.dtype);
+  runtime::RankContext* ctx = runtime::current_rank();
+  Tensor out = detail::make_tensor(ctx, s.sizes, out_type, s.device, aten);
+  if (ctx) {
+    OpDesc o;
+    o.kind = kind;
+    o.dtype = to_runtime_dtype(out_type);
+    o.cols = static_cast<std::uint64_t>(cols);
+    o.rows = cols == 0 ? 0 : static_cast<std::uint64_t>(s.numel / cols);
+    detail::dispatch(ctx, o, aten, s.device, s.numel == 0);
+  }
+  return out;
+}
+
+Tensor norm(const Tensor& x, IntArrayRef shape, const Tensor& weight, const Tensor& bias, OpKind kind, const char* op,
+            const char* aten) {
+  detail::check_defined(x, op, "input");
+  const auto& s = impl_of(x);
+  if (shape.empty()) {
+    fail("{}: Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element, but got "
+         "normalized_shape = []",
+         op);
+  }
+  const bool fits = s.sizes.size() >= shape.size() &&
+                    std::equal(shape.begin(), shape.end(), s.sizes.end() - static_cast<std::ptrdiff_t>(shape.size()));
+  if (!fits) {
+    std::string expected = "[*";
+    for (std::int64_t v : shape) expected += ", " + std::to_string(v);
+    expected += "]";
+    fail("{}: Given normalized_shape={}, expected input with shape {}, but got input of size{}", op,
+         format_sizes(shape), expected, format_sizes(s.sizes));
+  }
+  for (const auto& [t, name] : {std::pair<const Tensor&, const char*>{weight, "weight"}, {bias, "bias"}}) {
+    if (!t.defined()) continue;
+    if (!(IntArrayRef(t.sizes()) == shape)) {
+      fail("{}: Expected {} to be of same shape as normalized_shape, but got {} of shape {} and normalized_shape = {}",
+           op, name, name, format_sizes(t.sizes()), format_sizes(shape));
+    }
+    if (t.device().type() != s.device.type()) {
+      fail("{}: Expected all tensors to be on the same device, but found at least two devices, {} and {}!", op,
+           s.device.str(), t.device().str());
+    }
+  }
+  const std::int64_t cols = detail::product(shape);
+  runtime::RankContext* ctx = runtime::current_rank();
+  Tensor out = detail::make_tensor(ctx, s.sizes, s.dtype, s.device, aten);
+  if (ctx) {
+    OpDesc o;
+    o.kind = kind;
+    o.dtype = to_runtime_dtype(s.dtype);
+    o.cols = static_cast<std::uint64_t>(cols);
+    o.rows = cols == 0 ? 0 : static_cast<std::uint64_t>(s.numel / cols);
+    detail::dispatch(ctx, o, aten, s.device, s.numel == 0);
+  }
+  return out;
+}
+
+}  // namespace
+
+Tensor softmax(const Tensor& x, std::int64_t dim, std::optional<ScalarType> dtype) {
+  return rowwise(x, dim, dtype, OpKind::softmax, "softmax", "aten::softmax");
+}
+
+Tensor log_softmax(const Tensor& x, std::int64_t dim, std::optional<ScalarType> dtype) {
+  return rowwise(x, dim, dtype, OpKind::softmax, "log_softmax", "aten::log_softmax");
+}
+
+Tensor layer_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& weight, const Tensor& bias, double) {
+  return norm(x, normalized_shape, weight, bias, OpKind::layernorm, "layer_norm", "aten::layer_norm");
+}
+
+Tensor rms_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& weight, std::optional<double>) {
+  return norm(x, normalized_shape, weight, Tensor(), OpKind::rmsnorm, "rms_norm", "aten::rms_norm");
+}
+
+Tensor argmax(const Tensor& x, std::optional<std::int64_t> dim, bool keepdim) {
+  detail::check_defined(x, "argmax", "self");
+  const auto& s = impl_of(x);
+  Sizes out_sizes;
+  std::int64_t cols = s.numel;
+  if (dim) {
+    const auto d = static_cast<std::size_t>(detail::wrap_dim(*dim, static_cast<std::int64_t>(s.sizes.size()), "argmax"));
+    cols = s.sizes.empty() ? 1 : s.sizes[d];
+    out_sizes = s.sizes;
+    if (!out_sizes.empty()) {
+      if (keepdim) {
+        out_sizes[d] = 1;
+      } else {
+        out_sizes.erase(out_sizes.begin() + static_cast<std::ptrdiff_t>(d));
+      }
+    }
+    if (cols == 0) fail("argmax: Expected reduction dim {} to have non-zero size.", d);
+  } else {
+    if (s.numel == 0) fail("argmax: Expected reduction dim to be specified for input.numel() == 0.");
+    if (keepdim) out_sizes.assign(s.sizes.size(), 1);
+  }
+  runtime::RankContext* ctx = runtime::current_rank();
+  Tensor out = detail::make_tensor(ctx, std::move(out_sizes), ScalarType::Long, s.device, "aten::argmax");
+  if (ctx) {
+    OpDesc o;
+    o.kind = OpKind::softmax;
+    o.dtype = to_runtime_dtype(s.dtype);
+    o.cols = static_cast<std::uint64_t>(cols);
+    o.rows = static_cast<std::uint64_t>(s.numel / cols);
+    detail::dispatch(ctx, o, "aten::argmax", s.device, s.numel == 0);
+  }
+  return out;
+}
+
+// --- Shape ops ---
+
+Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim) {
+  if (tensors.empty()) fail("cat: expected a non-empty list of Tensors");
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    if (!tensors[i].defined()) fail("cat: expected a defined tensor for tensor number {} in the list", i);
+  }
+  const auto& first = impl_of(tensors[0]);
+  const auto n = static_cast<std::int64_t>(first.sizes.size());
+  if (n == 0) fail("cat: zero-dimensional tensor (at position 0) cannot be concatenated");
+  const auto d = static_cast<std::size_t>(detail::wrap_dim(dim, n, "cat"));
+  Sizes out = first.sizes;
+  out[d] = 0;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const auto& t = impl_of(tensors[i]);
+    if (t.sizes.size() != first.sizes.size()) {
+      fail("cat: Tensors must have same number of dimensions: got {} and {}", first.sizes.size(), t.sizes.size());
+    }
+    if (t.dtype != first.dtype) {
+      fail("cat: expected all tensors to have the same dtype, but got {} and {} for tensor number {} in the list",
+           scalar_type_name(first.dtype), scalar_type_name(t.dtype), i);
+    }
+    if (t.device.type() != first.device.type()) {
+      fail("cat: Expected all tensors to be on the same device, but found at least two devices, {} and {}!",
+           first.device.str(), t.device.str());
+    }
+    for (std::size_t j = 0; j < t.sizes.size(); ++j) {
+      if (j != d && t.sizes[j] != first.sizes[j]) {
+        fail("cat: Sizes of tensors must match except in dimension {}. Expected size {} but got size {} for tensor "
+             "number {} in the list.",
+             d, first.sizes[j], t.sizes[j], i);
+      }
+    }
+    out[d] += t.sizes[d];
+  }
+  runtime::RankContext* ctx = runtime::current_rank();
+  Tensor result = detail::make_tensor(ctx, std::move(out), first.dtype, first.device, "aten::cat");
+  const std::int64_t numel = impl_of(result).numel;
+  detail::dispatch(ctx, detail::elementwise_op(OpKind::copy, numel, first.dtype), "aten::cat", first.device,
+                   numel == 0);
+  return result;
+}
+
+Tensor stack(const std::vector<Tensor>& tensors, std::int64_t dim) {
+  if (tensors.empty()) fail("stack: expects a non-empty TensorList");
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    if (!tensors[i].defined()) fail("stack: expected a defined tensor at entry {}", i);
+    if (tensors[i].sizes() != tensors[0].sizes()) {
+      fail("stack: stack expects each tensor to be equal size, but got {} at entry 0 and {} at entry {}",
+           format_sizes(tensors[0].sizes()), format_sizes(tensors[i].sizes()), i);
+    }
+  }
+  const auto d = detail::wrap_dim(dim, tensors[0].dim() + 1, "stack");
+  std::vector<Tensor> parts;
+  parts.reserve(tensors.size());
+  for (const Tensor& t : tensors) parts.push_back(t.unsqueeze(d));
+  return cat(parts, d);
+}
+
+Tensor transpose(const Tensor& x, std::int64_t dim0, std::int64_t dim1) { return x.transpose(dim0, dim1); }
+Tensor reshape(const Tensor& x, IntArrayRef sizes) { return x.reshape(sizes); }
+Tensor flatten(const Tensor& x, std::int64_t start_dim, std::int64_t end_dim) { return x.flatten(start_dim, end_dim); }
+Tensor permute(const Tensor& x, IntArrayRef dims) { return x.permute(dims); }
+Tensor unsqueeze(const Tensor& x, std::int64_t dim) { return x.unsqueeze(dim); }
+Tensor squeeze(const Tensor& x, std::int64_t dim) { return x.squeeze(dim); }
+Tensor narrow(const Tensor& x, std::int64_t dim, std::int64_t start, std::int64_t length) {
+  return x.narrow(dim, start, length);
+}
+std::vector<Tensor> split(const Tensor& x, std::int64_t split_size, std::int64_t dim) { return x.split(split_size, dim); }
+std::vector<Tensor> chunk(const Tensor& x, std::int64_t chunks, std::int64_t dim) { return x.chunk(chunks, dim); }
+
+// --- Transformer blocks ---
+
+Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                    const Tensor& attn_mask, double dropout_p, bool is_causal, std::optional<double>,
+                                    bool) {
+  const char* op = "scaled_dot_product_attention";
+  detail::check_defined(query, op, "query");
+  detail::check_defined(key, op, "key");
+  detail::check_defined(value, op, "value");
+  const auto& q = impl_of(query);
+  const auto& k = impl_of(key);
+  const auto& v = impl_of(value);
+  if (q.dtype != k.dtype || q.dtype != v.dtype) {
+    fail("{}: Expected query, key, and value to have the same dtype, but got query.dtype: {} key.dtype: {} and "
+         "value.dtype: {} instead.",
+         op, scalar_type_name(q.dtype), scalar_type_name(k.dtype), scalar_type_name(v.dtype));
+  }
+  detail::check_same(query, key, op);
+  detail::check_same(query, value, op);
+  const std::size_t n = q.sizes.size();
+  if (n < 3 || k.sizes.size() != n || v.sizes.size() != n) {
+    fail("{}: expected query, key and value of the same rank, at least 3-D ([..., heads, seq, head_dim]), got query "
+         "{}, key {}, value {}",
+         op, format_sizes(q.sizes), format_sizes(k.sizes), format_sizes(v.sizes));
+  }
+  if (!std::equal(q.sizes.begin(), q.sizes.end() - 3, k.sizes.begin()) ||
+      !std::equal(q.sizes.begin(), q.sizes.end() - 3, v.sizes.begin())) {
+    fail("{}: the batch dims of query {}, key {} and value {} must match", op, format_sizes(q.sizes),
+         format_sizes(k.sizes), format_sizes(v.sizes));
+  }
+  const std::int64_t heads = q.sizes[n - 3], seq_q = q.sizes[n - 2], head_dim = q.sizes[n - 1];
+  const std::int64_t kv_heads = k.sizes[n - 3], seq_kv = k.sizes[n - 2];
+  if (k.sizes[n - 1] != head_dim) {
+    fail("{}: query and key must have the same head dim, got query {} and key {}", op, format_sizes(q.sizes),
+         format_sizes(k.sizes));
+  }
+  if (v.sizes[n - 3] != kv_heads || v.sizes[n - 2] != seq_kv) {
+    fail("{}: key and value must have the same heads and sequence length, got key {} and value {}", op,
+         format_sizes(k.sizes), format_sizes(v.sizes));
+  }
+  if (v.sizes[n - 1] != head_dim) {
+    fail("{}: a value head dim ({}) other than query's ({}) is not supported", op, v.sizes[n - 1], head_dim);
+  }
+  if (kv_heads == 0 || heads % kv_heads != 0) {
+    fail("{}: number of heads in query ({}) must be a multiple of the number of heads in key/value ({})", op, heads,
+         kv_heads);
+  }
+  if (dropout_p < 0 || dropout_p > 1) fail("{}: dropout_p must be in [0, 1], got {}", op, dropout_p);
+  if (is_causal && attn_mask.defined()) {
+    fail("{}: Explicit attn_mask should not be set when is_causal=True", op);
+  }
+  if (is_causal && seq_q > seq_kv) {
+    fail("{}: is_causal needs seq_q ({}) <= seq_kv ({})", op, seq_q, seq_kv);
+  }
+  if (attn_mask.defined()) {
+    Sizes scores(q.sizes.begin(), q.sizes.end() - 1);
+    scores.push_back(seq_kv);
+    if (!detail::broadcasts_to(attn_mask.sizes(), scores)) {
+      fail("{}: attn_mask of shape {} does not broadcast to the scores' shape {}", op, format_sizes(attn_mask.sizes()),
+           format_sizes(scores));
+    }
+  }
+  const std::int64_t batch = detail::product(IntArrayRef(q.sizes.data(), n - 3));
+  runtime::RankContext* ctx = runtime::current_rank();
+  Tensor out = detail::make_tensor(ctx, q.sizes, q.dtype, q.device, "aten::scaled_dot_product_attention");
+  if (ctx) {
+    OpDesc o;
+    o.kind = OpKind::attention;
+    o.dtype = to_runtime_dtype(q.dtype);
+    o.batch = static_cast<std::uint64_t>(batch);
+    o.heads = static_cast<std::uint64_t>(heads);
+    o.kv_heads = static_cast<std::uint64_t>(kv_heads);
+    o.seq_q = static_cast<std::uint64_t>(seq_q);
+    o.seq_kv = static_cast<std::uint64_t>(seq_kv);
+    o.head_dim = static_cast<std::uint64_t>(head_dim);
+    o.causal = is_causal;
+    detail::dispatch(ctx, o, "aten::scaled_dot_product_attention", q.device,
+                     batch == 0 || heads == 0 || seq_q == 0 || seq_kv == 0 || head_dim == 0);
+  }
+  return out;
+}
+
+Tensor embedding(const Tensor& weight, const Tensor& indices) {
+  detail::check_defined(weight, "embedding", "weight");
+  detail::check_defined(indices, "embedding", "indices");
+  const auto& w = impl_of(weight);
+  const auto& i = impl_of(indices);
+  if (i.dtype != ScalarType::Long && i.dtype != ScalarType::Int) {
+    fail("embedding: Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; "
+         "but got {} instead (while checking arguments for embedding)",
+         scalar_type_name(i.dtype));
+  }
+  if (w.sizes.size() != 2) fail("embedding: 'weight' must be 2-D, got {}", format_sizes(w.sizes));
+  if (w.device.type() != i.device.type()) {
+    fail("embedding: Expected all tensors to be on the same device, but found at least two devices, {} and {}!",
+         w.device.str(), i.device.str());
+  }
+  Sizes out = i.sizes;
+  out.push_back(w.sizes[1]);
+  runtime::RankContext* ctx = runtime::current_rank();
+  Tensor result = detail::make_tensor(ctx, std::move(out), w.dtype, w.device, "aten::embedding");
+  if (ctx) {
+    OpDesc o;
+    o.kind = OpKind::embedding;
+    o.dtype = to_runtime_dtype(w.dtype);
+    o.rows = static_cast<std::uint64_t>(i.numel);
+    o.cols = static_cast<std::uint64_t>(w.sizes[1]);
+    o.vocab = static_cast<std::uint64_t>(w.sizes[0]);
+    detail::dispatch(ctx, o, "aten::embedding", w.device, o.rows == 0 || o.cols == 0 || o.vocab == 0);
+  }
+  return result;
+}
+
+}  // namespace syntorch::torch

@@ -1,0 +1,644 @@
+// Tensor handles, their memory, and the view ops (host time only, memory shared).
+
+#include "syntorch/torch/tensor.hpp"
+
+#include <algorithm>
+
+#include "internal.hpp"
+#include "syntorch/torch/ops.hpp"
+
+namespace syntorch::torch {
+
+namespace detail {
+
+void release(TensorImpl* impl) noexcept {
+  if (!impl || impl->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  if (impl->base) {
+    release(impl->base);
+  } else if (impl->context && runtime::current_rank() == impl->context) {
+    // Only the rank's own program frees its memory: a tensor outliving the simulation (its
+    // context no longer current) has nothing left to give back.
+    impl->context->free(impl->handle);
+  }
+  delete impl;
+}
+
+std::string format_matrix(IntArrayRef sizes) {
+  std::string out;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    if (i) out += "x";
+    out += std::to_string(sizes[i]);
+  }
+  return out;
+}
+
+void check_defined(const Tensor& t, const char* op, const char* arg) {
+  if (!t.defined()) fail("{}: expected a defined tensor for argument '{}'", op, arg);
+}
+
+void check_same(const Tensor& a, const Tensor& b, const char* op) {
+  const TensorImpl& x = impl_of(a);
+  const TensorImpl& y = impl_of(b);
+  if (x.dtype != y.dtype) {
+    fail("{}: expected both tensors to have the same dtype, but got: {} != {}", op, scalar_type_name(x.dtype),
+         scalar_type_name(y.dtype));
+  }
+  if (x.device.type() != y.device.type()) {
+    fail("{}: Expected all tensors to be on the same device, but found at least two devices, {} and {}!", op,
+         x.device.str(), y.device.str());
+  }
+}
+
+std::int64_t wrap_dim(std::int64_t dim, std::int64_t ndim, const char* op) {
+  const std::int64_t n = std::max<std::int64_t>(ndim, 1);
+  if (dim < -n || dim >= n) {
+    fail("{}: Dimension out of range (expected to be in range of [{}, {}], but got {})", op, -n, n - 1, dim);
+  }
+  return dim < 0 ? dim + n : dim;
+}
+
+std::int64_t product(IntArrayRef sizes) {
+  std::int64_t p = 1;
+  for (std::int64_t s : sizes) p *= s;
+  return p;
+}
+
+Sizes contiguous_strides(IntArrayRef sizes) {
+  Sizes strides(sizes.size());
+  std::int64_t s = 1;
+  for (std::size_t i = sizes.size(); i-- > 0;) {
+    strides[i] = s;
+    s *= std::max<std::int64_t>(sizes[i], 1);
+  }
+  return strides;
+}
+
+bool compute_contiguous(IntArrayRef sizes, IntArrayRef strides) {
+  std::int64_t expected = 1;
+  for (std::size_t i = sizes.size(); i-- > 0;) {
+    if (sizes[i] == 0) return true;
+    if (sizes[i] == 1) continue;
+    if (strides[i] != expected) return false;
+    expected *= sizes[i];
+  }
+  return true;
+}
+
+Tensor make_tensor(runtime::RankContext* context, Sizes sizes, ScalarType dtype, Device device, std::string_view what) {
+  std::int64_t numel = 1;
+  for (std::int64_t s : sizes) {
+    if (s < 0) fail("{}: Trying to create tensor with negative dimension {}: {}", what, s, format_sizes(sizes));
+    numel *= s;
+  }
+  const std::uint64_t bytes = (static_cast<std::uint64_t>(numel) * element_bits(dtype) + 7) / 8;
+  auto* impl = new TensorImpl;
+  impl->dtype = dtype;
+  impl->device = device;
+  impl->numel = numel;
+  impl->strides = contiguous_strides(sizes);
+  impl->sizes = std::move(sizes);
+  if (context && device.is_cuda() && bytes > 0) {
+    try {
+      impl->handle = context->allocate(bytes, runtime::current_memory_use(), what);
+    } catch (...) {
+      delete impl;
+      throw;
+    }
+    impl->context = context;
+    impl->storage_bytes = bytes;
+  }
+  return Tensor(impl);
+}
+
+Tensor make_view(const Tensor& src, Sizes sizes, Sizes strides, std::int64_t offset) {
+  const TensorImpl& s = impl_of(src);
+  auto* impl = new TensorImpl;
+  impl->dtype = s.dtype;
+  impl->device = s.device;
+  impl->offset = offset;
+  impl->numel = product(sizes);
+  impl->contiguous = compute_contiguous(sizes, strides);
+  impl->sizes = std::move(sizes);
+  impl->strides = std::move(strides);
+  impl->storage_bytes = s.storage_bytes;
+  impl->base = s.base ? s.base : src.unsafe_get_impl();
+  retain(impl->base);
+  return Tensor(impl);
+}
+
+bool broadcasts_to(IntArrayRef from, IntArrayRef to) {
+  if (from.size() > to.size()) return false;
+  const std::size_t lead = to.size() - from.size();
+  for (std::size_t i = 0; i < from.size(); ++i) {
+    if (from[i] != 1 && from[i] != to[lead + i]) return false;
+  }
+  return true;
+}
+
+Sizes infer_size(IntArrayRef shape, std::int64_t numel, const char* op) {
+  Sizes out(shape.begin(), shape.end());
+  std::int64_t known = 1;
+  std::int64_t infer = -1;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      if (infer >= 0) fail("{}: only one dimension can be inferred", op);
+      infer = static_cast<std::int64_t>(i);
+    } else if (shape[i] < 0) {
+      fail("{}: invalid shape dimension {}", op, shape[i]);
+    } else {
+      known *= shape[i];
+    }
+  }
+  if (numel == known || (infer >= 0 && known > 0 && numel % known == 0)) {
+    if (infer >= 0) out[static_cast<std::size_t>(infer)] = numel / known;
+    return out;
+  }
+  if (infer >= 0 && known == 0) {
+    fail("{}: cannot reshape tensor of 0 elements into shape {} because the unspecified dimension size -1 can be any "
+         "value and is ambiguous",
+         op, format_sizes(shape));
+  }
+  fail("{}: shape '{}' is invalid for input of size {}", op, format_sizes(shape), numel);
+}
+
+bool view_strides(IntArrayRef sizes, IntArrayRef strides, IntArrayRef new_sizes, Sizes& out) {
+  out.assign(new_sizes.size(), 0);
+  if (compute_contiguous(sizes, strides) || product(sizes) == 0) {
+    out = contiguous_strides(new_sizes);
+    return true;
+  }
+  // ATen's computeStride: each run of dims that is contiguous within itself ("chunk") must map to
+  // a run of new dims with the same element count.
+  std::int64_t view_d = static_cast<std::int64_t>(new_sizes.size()) - 1;
+  std::int64_t chunk_base_stride = strides.back();
+  std::int64_t tensor_numel = 1;
+  std::int64_t view_numel = 1;
+  for (std::int64_t d = static_cast<std::int64_t>(sizes.size()) - 1; d >= 0; --d) {
+    const auto ud = static_cast<std::size_t>(d);
+    tensor_numel *= sizes[ud];
+    if (d == 0 || (sizes[ud - 1] != 1 && strides[ud - 1] != tensor_numel * chunk_base_stride)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || new_sizes[static_cast<std::size_t>(view_d)] == 1)) {
+        out[static_cast<std::size_t>(view_d)] = view_numel * chunk_base_stride;
+        view_numel *= new_sizes[static_cast<std::size_t>(view_d)];
+        --view_d;
+      }
+      if (view_numel != tensor_numel) return false;
+      if (d > 0) {
+        chunk_base_stride = strides[ud - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  return view_d == -1;
+}
+
+Tensor make_parameter(IntArrayRef sizes, ScalarType dtype, std::string_view what) {
+  runtime::RankContext* ctx = runtime::current_rank();
+  runtime::MemoryUseGuard weights(os::MemoryUse::weights);
+  Tensor t = make_tensor(ctx, Sizes(sizes.begin(), sizes.end()), dtype, Device(DeviceType::CUDA), what);
+  if (ctx) ctx->host_op("aten::empty");
+  return t;
+}
+
+}  // namespace detail
+
+using detail::fail;
+using detail::impl_of;
+using detail::Sizes;
+
+const detail::TensorImpl& Tensor::checked() const {
+  if (!impl_) throw Error("Tensor: the tensor is undefined (default-constructed)");
+  return *impl_;
+}
+
+std::int64_t Tensor::size(std::int64_t dim) const {
+  const auto& s = checked().sizes;
+  return s[static_cast<std::size_t>(detail::wrap_dim(dim, static_cast<std::int64_t>(s.size()), "size"))];
+}
+
+std::int64_t Tensor::stride(std::int64_t dim) const {
+  const auto& s = checked().strides;
+  if (s.empty()) return 1;
+  return s[static_cast<std::size_t>(detail::wrap_dim(dim, static_cast<std::int64_t>(s.size()), "stride"))];
+}
+
+std::size_t Tensor::nbytes() const {
+  const auto& i = checked();
+  return (static_cast<std::size_t>(i.numel) * element_bits(i.dtype) + 7) / 8;
+}
+
+bool Tensor::is_alias_of(const Tensor& other) const {
+  if (!impl_ || !other.impl_) return false;
+  const auto* a = impl_->base ? impl_->base : impl_;
+  const auto* b = other.impl_->base ? other.impl_->base : other.impl_;
+  return a == b;
+}
+
+// --- Views ---
+
+Tensor Tensor::view(IntArrayRef sizes) const {
+  const auto& s = checked();
+  Sizes shape = detail::infer_size(sizes, s.numel, "view");
+  Sizes strides;
+  if (!detail::view_strides(s.sizes, s.strides, shape, strides)) {
+    fail("view: view size is not compatible with input tensor's size and stride (at least one dimension spans across "
+         "two contiguous subspaces). Use .reshape(...) instead. (input {} with strides {}, view {})",
+         format_sizes(s.sizes), format_sizes(s.strides), format_sizes(shape));
+  }
+  Tensor out = detail::make_view(*this, std::move(shape), std::move(strides), s.offset);
+  detail::host_op("aten::view");
+  return out;
+}
+
+namespace {
+
+Tensor reshape_as(const Tensor& self, IntArrayRef sizes, const char* op, const char* aten) {
+  const auto& s = impl_of(self);
+  Sizes shape = detail::infer_size(sizes, s.numel, op);
+  Sizes strides;
+  if (detail::view_strides(s.sizes, s.strides, shape, strides)) {
+    Tensor out = detail::make_view(self, std::move(shape), std::move(strides), s.offset);
+    detail::host_op(aten);
+    return out;
+  }
+  // No view can express it: a contiguous copy.
+  runtime::RankContext* ctx = runtime::current_rank();
+  Tensor out = detail::make_tensor(ctx, std::move(shape), s.dtype, s.device, aten);
+  detail::dispatch(ctx, detail::elementwise_op(runtime::OpKind::copy, s.numel, s.dtype), aten, s.device, s.numel == 0);
+  return out;
+}
+
+}  // namespace
+
+Tensor Tensor::reshape(IntArrayRef sizes) const {
+  checked();
+  return reshape_as(*this, sizes, "reshape", "aten::reshape");
+}
+
+Tensor Tensor::flatten(std::int64_t start_dim, std::int64_t end_dim) const {
+  const auto& s = checked();
+  const auto n = static_cast<std::int64_t>(s.sizes.size());
+  if (n == 0) return reshape_as(*this, {1}, "flatten", "aten::flatten");
+  const std::int64_t a = detail::wrap_dim(start_dim, n, "flatten");
+  const std::int64_t b = detail::wrap_dim(end_dim, n, "flatten");
+  if (a > b) fail("flatten: flatten() has invalid args: start_dim ({}) cannot come after end_dim ({})", a, b);
+  Sizes shape(s.sizes.begin(), s.sizes.begin() + a);
+  std::int64_t merged = 1;
+  for (std::int64_t d = a; d <= b; ++d) merged *= s.sizes[static_cast<std::size_t>(d)];
+  shape.push_back(merged);
+  shape.insert(shape.end(), s.sizes.begin() + b + 1, s.sizes.end());
+  return reshape_as(*this, shape, "flatten", "aten::flatten");
+}
+
+Tensor Tensor::transpose(std::int64_t dim0, std::int64_t dim1) const {
+  const auto& s = checked();
+  const auto n = static_cast<std::int64_t>(s.sizes.size());
+  const auto a = static_cast<std::size_t>(detail::wrap_dim(dim0, n, "transpose"));
+  const auto b = static_cast<std::size_t>(detail::wrap_dim(dim1, n, "transpose"));
+  Sizes sizes = s.sizes;
+  Sizes strides = s.strides;
+  if (n > 0) {
+    std::swap(sizes[a], sizes[b]);
+    std::swap(strides[a], strides[b]);
+  }
+  Tensor out = detail::make_view(*this, std::move(sizes), std::move(strides), s.offset);
+  detail::host_op("aten::transpose");
+  return out;
+}
+
+Tensor Tensor::t() const {
+  const auto& s = checked();
+  if (s.sizes.size() > 2) fail("t: t() expects a tensor with <= 2 dimensions, but self is {}D", s.sizes.size());
+  if (s.sizes.size() < 2) {
+    Tensor out = detail::make_view(*this, s.sizes, s.strides, s.offset);
+    detail::host_op("aten::t");
+    return out;
+  }
+  return transpose(0, 1);
+}
+
+Tensor Tensor::permute(IntArrayRef dims) const {
+  const auto& s = checked();
+  const auto n = static_cast<std::int64_t>(s.sizes.size());
+  if (static_cast<std::int64_t>(dims.size()) != n) {
+    fail("permute: number of dimensions in the tensor input does not match the length of the desired ordering of "
+         "dimensions i.e. input.dim() = {} is not equal to len(dims) = {}",
+         n, dims.size());
+  }
+  Sizes sizes(dims.size());
+  Sizes strides(dims.size());
+  std::vector<bool> seen(dims.size(), false);
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    const auto d = static_cast<std::size_t>(detail::wrap_dim(dims[i], n, "permute"));
+    if (seen[d]) fail("permute: duplicate dims are not allowed (dims {})", format_sizes(dims));
+    seen[d] = true;
+    sizes[i] = s.sizes[d];
+    strides[i] = s.strides[d];
+  }
+  Tensor out = detail::make_view(*this, std::move(sizes), std::move(strides), s.offset);
+  detail::host_op("aten::permute");
+  return out;
+}
+
+Tensor Tensor::unsqueeze(std::int64_t dim) const {
+  const auto& s = checked();
+  const auto n = static_cast<std::int64_t>(s.sizes.size());
+  const auto d = static_cast<std::size_t>(detail::wrap_dim(dim, n + 1, "unsqueeze"));
+  Sizes sizes = s.sizes;
+  Sizes strides = s.strides;
+  const std::int64_t stride = d >= s.sizes.size() ? 1 : s.sizes[d] * s.strides[d];
+  sizes.insert(sizes.begin() + static_cast<std::ptrdiff_t>(d), 1);
+  strides.insert(strides.begin() + static_cast<std::ptrdiff_t>(d), stride);
+  Tensor out = detail::make_view(*this, std::move(sizes), std::move(strides), s.offset);
+  detail::host_op("aten::unsqueeze");
+  return out;
+}
+
+Tensor Tensor::squeeze() const {
+  const auto& s = checked();
+  Sizes sizes;
+  Sizes strides;
+  for (std::size_t i = 0; i < s.sizes.size(); ++i) {
+    if (s.sizes[i] != 1) {
+      sizes.push_back(s.sizes[i]);
+      strides.push_back(s.strides[i]);
+    }
+  }
+  Tensor out = detail::make_view(*this, std::move(sizes), std::move(strides), s.offset);
+  detail::host_op("aten::squeeze");
+  return out;
+}
+
+Tensor Tensor::squeeze(std::int64_t dim) const {
+  const auto& s = checked();
+  const auto n = static_cast<std::int64_t>(s.sizes.size());
+  const auto d = static_cast<std::size_t>(detail::wrap_dim(dim, n, "squeeze"));
+  Sizes sizes = s.sizes;
+  Sizes strides = s.strides;
+  if (n > 0 && sizes[d] == 1) {
+    sizes.erase(sizes.begin() + static_cast<std::ptrdiff_t>(d));
+    strides.erase(strides.begin() + static_cast<std::ptrdiff_t>(d));
+  }
+  Tensor out = detail::make_view(*this, std::move(sizes), std::move(strides), s.offset);
+  detail::host_op("aten::squeeze");
+  return out;
+}
+
+namespace {
+
+// The view of [start, end) by step along dim, without recording a host op.
+Tensor slice_view(const Tensor& self, std::int64_t dim, std::int64_t start, std::int64_t end, std::int64_t step,
+                  const char* op) {
+  const auto& s = impl_of(self);
+  if (s.sizes.empty()) fail("{}: slice() cannot be applied to a 0-dim tensor.", op);
+  if (step <= 0) fail("{}: slice step must be positive, got {}", op, step);
+  const auto d = static_cast<std::size_t>(detail::wrap_dim(dim, static_cast<std::int64_t>(s.sizes.size()), op));
+  const std::int64_t size = s.sizes[d];
+  if (start < 0) start += size;
+  if (end < 0) end += size;
+  start = std::clamp<std::int64_t>(start, 0, size);
+  end = std::clamp<std::int64_t>(end, start, size);
+  Sizes sizes = s.sizes;
+  Sizes strides = s.strides;
+  sizes[d] = (end - start + step - 1) / step;
+  strides[d] = s.strides[d] * step;
+  return detail::make_view(self, std::move(sizes), std::move(strides), s.offset + start * s.strides[d]);
+}
+
+}  // namespace
+
+Tensor Tensor::slice(std::int64_t dim, std::int64_t start, std::int64_t end, std::int64_t step) const {
+  checked();
+  Tensor out = slice_view(*this, dim, start, end, step, "slice");
+  detail::host_op("aten::slice");
+  return out;
+}
+
+Tensor Tensor::narrow(std::int64_t dim, std::int64_t start, std::int64_t length) const {
+  const auto& s = checked();
+  if (s.sizes.empty()) fail("narrow: narrow() cannot be applied to a 0-dim tensor.");
+  const auto d = static_cast<std::size_t>(detail::wrap_dim(dim, static_cast<std::int64_t>(s.sizes.size()), "narrow"));
+  const std::int64_t size = s.sizes[d];
+  if (start < -size || start > size) {
+    fail("narrow: start out of range (expected to be in range of [{}, {}], but got {})", -size, size, start);
+  }
+  if (start < 0) start += size;
+  if (length < 0 || start + length > size) {
+    fail("narrow: start ({}) + length ({}) exceeds dimension size ({}).", start, length, size);
+  }
+  Tensor out = slice_view(*this, static_cast<std::int64_t>(d), start, start + length, 1, "narrow");
+  detail::host_op("aten::narrow");
+  return out;
+}
+
+Tensor Tensor::select(std::int64_t dim, std::int64_t index) const {
+  const auto& s = checked();
+  if (s.sizes.empty()) fail("select: select() cannot be applied to a 0-dim tensor.");
+  const auto d = static_cast<std::size_t>(detail::wrap_dim(dim, static_cast<std::int64_t>(s.sizes.size()), "select"));
+  const std::int64_t size = s.sizes[d];
+  if (index < -size || index >= size) {
+    fail("select: select(): index {} out of range for tensor of size {} at dimension {}", index,
+         format_sizes(s.sizes), d);
+  }
+  if (index < 0) index += size;
+  Sizes sizes = s.sizes;
+  Sizes strides = s.strides;
+  sizes.erase(sizes.begin() + static_cast<std::ptrdiff_t>(d));
+  strides.erase(strides.begin() + static_cast<std::ptrdiff_t>(d));
+  Tensor out = detail::make_view(*this, std::move(sizes), std::move(strides), s.offset + index * s.strides[d]);
+  detail::host_op("aten::select");
+  return out;
+}
+
+Tensor Tensor::expand(IntArrayRef target) const {
+  const auto& s = checked();
+  const std::size_t n = s.sizes.size();
+  if (target.size() < n) {
+    fail("expand: the number of sizes provided ({}) must be greater or equal to the number of dimensions in the "
+         "tensor ({})",
+         target.size(), n);
+  }
+  Sizes sizes(target.size());
+  Sizes strides(target.size());
+  for (std::size_t i = target.size(); i-- > 0;) {
+    const std::size_t lead = target.size() - n;
+    if (i < lead) {
+      if (target[i] < 0) {
+        fail("expand: The expanded size of the tensor ({}) isn't allowed in a leading, non-existing dimension {}",
+             target[i], i);
+      }
+      sizes[i] = target[i];
+      strides[i] = 0;
+      continue;
+    }
+    const std::size_t j = i - lead;
+    const std::int64_t want = target[i] == -1 ? s.sizes[j] : target[i];
+    if (want == s.sizes[j]) {
+      sizes[i] = want;
+      strides[i] = s.strides[j];
+    } else if (s.sizes[j] == 1 && want >= 0) {
+      sizes[i] = want;
+      strides[i] = 0;
+    } else {
+      fail("expand: The expanded size of the tensor ({}) must match the existing size ({}) at non-singleton "
+           "dimension {}.  Target sizes: {}.  Tensor sizes: {}",
+           want, s.sizes[j], i, format_sizes(target), format_sizes(s.sizes));
+    }
+  }
+  Tensor out = detail::make_view(*this, std::move(sizes), std::move(strides), s.offset);
+  detail::host_op("aten::expand");
+  return out;
+}
+
+std::vector<Tensor> Tensor::split(std::int64_t split_size, std::int64_t dim) const {
+  const auto& s = checked();
+  if (s.sizes.empty()) fail("split: split expects at least a 1-dimensional tensor");
+  const auto d = detail::wrap_dim(dim, static_cast<std::int64_t>(s.sizes.size()), "split");
+  const std::int64_t size = s.sizes[static_cast<std::size_t>(d)];
+  if (split_size < 0 || (split_size == 0 && size != 0)) {
+    fail("split: split_size can only be 0 if dimension size is 0, but got dimension size of {} (split_size {})",
+         size, split_size);
+  }
+  std::vector<Tensor> out;
+  if (split_size == 0) {
+    out.push_back(slice_view(*this, d, 0, 0, 1, "split"));
+  } else {
+    const std::int64_t pieces = std::max<std::int64_t>((size + split_size - 1) / split_size, 1);
+    out.reserve(static_cast<std::size_t>(pieces));
+    for (std::int64_t p = 0; p < pieces; ++p) {
+      out.push_back(slice_view(*this, d, p * split_size, std::min(size, (p + 1) * split_size), 1, "split"));
+    }
+  }
+  detail::host_op("aten::split");
+  return out;
+}
+
+std::vector<Tensor> Tensor::chunk(std::int64_t chunks, std::int64_t dim) const {
+  const auto& s = checked();
+  if (s.sizes.empty()) fail("chunk: chunk expects at least a 1-dimensional tensor");
+  if (chunks <= 0) fail("chunk: chunk expects `chunks` to be greater than 0, got: {}", chunks);
+  const std::int64_t size = s.sizes[static_cast<std::size_t>(detail::wrap_dim(dim, static_cast<std::int64_t>(s.sizes.size()), "chunk"))];
+  const std::int64_t split_size = (size + chunks - 1) / chunks;
+  return split(split_size == 0 && size != 0 ? 1 : split_size, dim);
+}
+
+// --- Copies ---
+
+Tensor Tensor::contiguous() const {
+  const auto& s = checked();
+  if (s.contiguous) return *this;
+  runtime::RankContext* ctx = runtime::current_rank();
+  Tensor out = detail::make_tensor(ctx, s.sizes, s.dtype, s.device, "aten::contiguous");
+  detail::dispatch(ctx, detail::elementwise_op(runtime::OpKind::copy, s.numel, s.dtype), "aten::contiguous", s.device,
+                   s.numel == 0);
+  return out;
+}
+
+Tensor Tensor::clone() const {
+  const auto& s = checked();
+  runtime::RankContext* ctx = runtime::current_rank();
+  Tensor out = detail::make_tensor(ctx, s.sizes, s.dtype, s.device, "aten::clone");
+  detail::dispatch(ctx, detail::elementwise_op(runtime::OpKind::copy, s.numel, s.dtype), "aten::clone", s.device,
+                   s.numel == 0);
+  return out;
+}
+
+Tensor Tensor::to(ScalarType dtype) const {
+  const auto& s = checked();
+  if (s.dtype == dtype) return *this;
+  runtime::RankContext* ctx = runtime::current_rank();
+  Tensor out = detail::make_tensor(ctx, s.sizes, dtype, s.device, "aten::to");
+  detail::dispatch(ctx, detail::elementwise_op(runtime::OpKind::copy, s.numel, dtype), "aten::to", s.device,
+                   s.numel == 0);
+  return out;
+}
+
+Tensor Tensor::to(Device device) const {
+  const auto& s = checked();
+  if (s.device.type() == device.type()) return *this;
+  runtime::RankContext* ctx = runtime::current_rank();
+  Tensor out = detail::make_tensor(ctx, s.sizes, s.dtype, device, "aten::to");
+  if (ctx) {
+    const std::uint64_t bytes = out.nbytes();
+    if (bytes == 0) {
+      ctx->host_op("aten::to");
+    } else if (device.is_cuda()) {
+      ctx->copy_host_to_device(bytes, "aten::to");
+    } else {
+      // Into pageable host memory: the host waits for the copy.
+      ctx->copy_device_to_host(bytes, "aten::to");
+      ctx->synchronize("aten::to");
+    }
+  }
+  return out;
+}
+
+Tensor& Tensor::copy_(const Tensor& src) {
+  const auto& s = checked();
+  detail::check_defined(src, "copy_", "src");
+  const auto& from = impl_of(src);
+  if (!detail::broadcasts_to(from.sizes, s.sizes)) {
+    fail("copy_: the source of shape {} doesn't match (does not broadcast to) the destination's shape {}",
+         format_sizes(from.sizes), format_sizes(s.sizes));
+  }
+  runtime::RankContext* ctx = runtime::current_rank();
+  if (!ctx) return *this;
+  if (s.device.type() == from.device.type()) {
+    detail::dispatch(ctx, detail::elementwise_op(runtime::OpKind::copy, s.numel, s.dtype), "aten::copy_", s.device,
+                     s.numel == 0);
+  } else if (nbytes() == 0) {
+    ctx->host_op("aten::copy_");
+  } else if (s.device.is_cuda()) {
+    ctx->copy_host_to_device(nbytes(), "aten::copy_");
+  } else {
+    ctx->copy_device_to_host(nbytes(), "aten::copy_");
+    ctx->synchronize("aten::copy_");
+  }
+  return *this;
+}
+
+Tensor& Tensor::fill_(double) {
+  const auto& s = checked();
+  detail::dispatch(runtime::current_rank(), detail::elementwise_op(runtime::OpKind::copy, s.numel, s.dtype),
+                   "aten::fill_", s.device, s.numel == 0);
+  return *this;
+}
+
+void Tensor::item_sync() const {
+  const auto& s = checked();
+  if (s.numel != 1) fail("item: a Tensor with {} elements cannot be converted to Scalar", s.numel);
+  runtime::RankContext* ctx = runtime::current_rank();
+  if (!ctx) return;
+  if (s.device.is_cpu()) {
+    ctx->host_op("aten::item");
+    return;
+  }
+  ctx->copy_device_to_host(nbytes(), "aten::item");
+  ctx->synchronize("aten::item");
+}
+
+// --- Math members: the free functions ---
+
+Tensor Tensor::matmul(const Tensor& other) const { return torch::matmul(*this, other); }
+Tensor Tensor::mm(const Tensor& other) const { return torch::mm(*this, other); }
+Tensor Tensor::bmm(const Tensor& other) const { return torch::bmm(*this, other); }
+Tensor Tensor::add(const Tensor& other) const { return torch::add(*this, other); }
+Tensor Tensor::sub(const Tensor& other) const { return torch::sub(*this, other); }
+Tensor Tensor::mul(const Tensor& other) const { return torch::mul(*this, other); }
+Tensor Tensor::div(const Tensor& other) const { return torch::div(*this, other); }
+Tensor Tensor::add(double other) const { return *this + other; }
+Tensor Tensor::sub(double other) const { return *this - other; }
+Tensor Tensor::mul(double other) const { return *this * other; }
+Tensor Tensor::div(double other) const { return *this / other; }
+Tensor Tensor::softmax(std::int64_t dim) const { return torch::softmax(*this, dim); }
+Tensor Tensor::log_softmax(std::int64_t dim) const { return torch::log_softmax(*this, dim); }
+Tensor Tensor::argmax(std::int64_t dim, bool keepdim) const { return torch::argmax(*this, dim, keepdim); }
+Tensor Tensor::gelu() const { return torch::gelu(*this); }
+Tensor Tensor::relu() const { return torch::relu(*this); }
+Tensor Tensor::silu() const { return torch::silu(*this); }
+Tensor Tensor::tanh() const { return torch::tanh(*this); }
+Tensor Tensor::sigmoid() const { return torch::sigmoid(*this); }
+Tensor Tensor::neg() const { return -*this; }
+
+}  // namespace syntorch::torch

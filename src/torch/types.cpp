@@ -1,0 +1,76 @@
+#include "syntorch/torch/types.hpp"
+
+#include <atomic>
+#include <fmt/format.h>
+
+namespace syntorch::torch {
+
+namespace {
+constexpr std::array<std::string_view, 10> kNames{"Double", "Float", "Half", "BFloat16", "Float8_e4m3fn",
+                                                  "Float4", "Char",  "Int",  "Long",     "Bool"};
+std::atomic<ScalarType> g_default_dtype{ScalarType::Float};
+}  // namespace
+
+std::string_view scalar_type_name(ScalarType t) { return kNames[static_cast<std::size_t>(t)]; }
+
+bool is_floating_point(ScalarType t) {
+  switch (t) {
+    case ScalarType::Double:
+    case ScalarType::Float:
+    case ScalarType::Half:
+    case ScalarType::BFloat16:
+    case ScalarType::Float8_e4m3fn:
+    case ScalarType::Float4: return true;
+    default: return false;
+  }
+}
+
+DType to_runtime_dtype(ScalarType t) {
+  switch (t) {
+    case ScalarType::Double: return DType::fp64;
+    case ScalarType::Float: return DType::fp32;
+    case ScalarType::Half: return DType::fp16;
+    case ScalarType::BFloat16: return DType::bf16;
+    case ScalarType::Float8_e4m3fn: return DType::fp8;
+    case ScalarType::Float4: return DType::fp4;
+    case ScalarType::Char:
+    case ScalarType::Bool: return DType::int8;
+    case ScalarType::Int: return DType::fp32;
+    case ScalarType::Long: return DType::fp64;
+  }
+  return DType::fp32;
+}
+
+ScalarType from_runtime_dtype(DType t) {
+  switch (t) {
+    case DType::fp64: return ScalarType::Double;
+    case DType::fp32:
+    case DType::tf32: return ScalarType::Float;
+    case DType::fp16: return ScalarType::Half;
+    case DType::bf16: return ScalarType::BFloat16;
+    case DType::fp8: return ScalarType::Float8_e4m3fn;
+    case DType::int8: return ScalarType::Char;
+    case DType::fp4: return ScalarType::Float4;
+  }
+  return ScalarType::Float;
+}
+
+void set_default_dtype(ScalarType t) { g_default_dtype.store(t, std::memory_order_relaxed); }
+ScalarType get_default_dtype() { return g_default_dtype.load(std::memory_order_relaxed); }
+
+std::string Device::str() const {
+  const char* type = type_ == DeviceType::CUDA ? "cuda" : "cpu";
+  return index_ < 0 ? std::string(type) : fmt::format("{}:{}", type, index_);
+}
+
+std::string format_sizes(IntArrayRef sizes) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    if (i) out += ", ";
+    out += std::to_string(sizes[i]);
+  }
+  out += "]";
+  return out;
+}
+
+}  // namespace syntorch::torch

@@ -1,0 +1,419 @@
+// Each op's output shape, the runtime op it lowers to, and its shape errors.
+
+#include <gtest/gtest.h>
+
+#include "fake_rank.hpp"
+#include "syntorch/torch/torch.hpp"
+
+namespace syntorch {
+namespace {
+
+namespace torch = syntorch::torch;
+namespace F = torch::nn::functional;
+using runtime::OpKind;
+using Sizes = std::vector<std::int64_t>;
+using torch::testing::error_of;
+
+class TorchMatmul : public torch::testing::OnRank {};
+class TorchPointwise : public torch::testing::OnRank {};
+class TorchRowwise : public torch::testing::OnRank {};
+class TorchAttention : public torch::testing::OnRank {};
+class TorchOps : public torch::testing::OnRank {};
+
+// --- matmul ---
+
+TEST_F(TorchMatmul, TwoDTimesTwoDIsOneGemm) {
+  auto a = torch::empty({64, 128}, torch::kFloat16);
+  auto b = torch::empty({128, 256}, torch::kFloat16);
+  auto c = torch::matmul(a, b);
+  EXPECT_EQ(c.sizes(), (Sizes{64, 256}));
+  EXPECT_EQ(c.dtype(), torch::kFloat16);
+  ASSERT_EQ(rank.launches.size(), 1u);
+  const auto& op = rank.last();
+  EXPECT_EQ(op.kind, OpKind::gemm);
+  EXPECT_EQ(op.m, 64u);
+  EXPECT_EQ(op.n, 256u);
+  EXPECT_EQ(op.k, 128u);
+  EXPECT_EQ(op.dtype, DType::fp16);
+  EXPECT_EQ(rank.launches.back().name, "aten::matmul");
+  EXPECT_EQ(rank.live_bytes, 2u * (64 * 128 + 128 * 256 + 64 * 256));
+}
+
+TEST_F(TorchMatmul, LeadingDimsFoldIntoM) {
+  auto x = torch::empty({4, 16, 1024});
+  auto w = torch::empty({1024, 4096});
+  auto y = x.matmul(w);
+  EXPECT_EQ(y.sizes(), (Sizes{4, 16, 4096}));
+  const auto& op = rank.last();
+  EXPECT_EQ(op.kind, OpKind::gemm);
+  EXPECT_EQ(op.m, 64u);
+  EXPECT_EQ(op.n, 4096u);
+  EXPECT_EQ(op.k, 1024u);
+}
+
+TEST_F(TorchMatmul, BatchedOperandsAreOneBmmWithBroadcastBatch) {
+  auto a = torch::empty({2, 1, 4, 8});
+  auto b = torch::empty({3, 8, 5});
+  auto c = torch::matmul(a, b);
+  EXPECT_EQ(c.sizes(), (Sizes{2, 3, 4, 5}));
+  const auto& op = rank.last();
+  EXPECT_EQ(op.kind, OpKind::bmm);
+  EXPECT_EQ(op.batch, 6u);
+  EXPECT_EQ(op.m, 4u);
+  EXPECT_EQ(op.n, 5u);
+  EXPECT_EQ(op.k, 8u);
+}
+
+TEST_F(TorchMatmul, AttentionScoresAreABmmOverBatchAndHeads) {
+  auto q = torch::empty({2, 12, 128, 64}, torch::kFloat16);
+  auto k = torch::empty({2, 12, 128, 64}, torch::kFloat16);
+  auto s = q.matmul(k.transpose(-2, -1));
+  EXPECT_EQ(s.sizes(), (Sizes{2, 12, 128, 128}));
+  ASSERT_EQ(rank.launches.size(), 1u);  // the transposed operand is not copied
+  EXPECT_EQ(rank.last().kind, OpKind::bmm);
+  EXPECT_EQ(rank.last().batch, 24u);
+  EXPECT_EQ(rank.last().k, 64u);
+}
+
+TEST_F(TorchMatmul, VectorOperandsGainAndLoseADim) {
+  auto m = torch::empty({4, 8});
+  auto v = torch::empty({8});
+  EXPECT_EQ(torch::matmul(m, v).sizes(), (Sizes{4}));
+  EXPECT_EQ(rank.last().n, 1u);
+  EXPECT_EQ(torch::matmul(v, torch::empty({8, 3})).sizes(), (Sizes{3}));
+  EXPECT_EQ(rank.last().m, 1u);
+  EXPECT_EQ(torch::matmul(v, v).dim(), 0);
+  EXPECT_EQ(torch::matmul(v, torch::empty({5, 8, 2})).sizes(), (Sizes{5, 2}));
+  EXPECT_EQ(rank.last().kind, OpKind::bmm);
+}
+
+TEST_F(TorchMatmul, ShapeMismatchNamesBothShapes) {
+  auto a = torch::empty({4, 8});
+  auto b = torch::empty({16, 32});
+  EXPECT_EQ(error_of([&] { torch::matmul(a, b); }), "matmul: mat1 and mat2 shapes cannot be multiplied (4x8 and 16x32)");
+  EXPECT_EQ(error_of([&] { torch::matmul(torch::empty({2, 4, 8}), b); }),
+            "matmul: mat1 and mat2 shapes cannot be multiplied (2x4x8 and 16x32)");
+  EXPECT_NE(error_of([&] { torch::matmul(torch::empty({2, 4, 8}), torch::empty({3, 8, 2})); })
+                .find("The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 0"),
+            std::string::npos);
+  EXPECT_TRUE(rank.launches.empty());
+}
+
+TEST_F(TorchMatmul, DtypeMismatchIsAnError) {
+  auto a = torch::empty({4, 8}, torch::kFloat16);
+  auto b = torch::empty({8, 4}, torch::kFloat32);
+  EXPECT_EQ(error_of([&] { torch::matmul(a, b); }),
+            "matmul: expected m1 and m2 to have the same dtype, but got: Half != Float");
+  EXPECT_THROW(torch::matmul(a, b), torch::Error);
+}
+
+TEST_F(TorchMatmul, MmAndBmmCheckTheirRanks) {
+  EXPECT_EQ(torch::mm(torch::empty({2, 3}), torch::empty({3, 4})).sizes(), (Sizes{2, 4}));
+  EXPECT_EQ(torch::bmm(torch::empty({5, 2, 3}), torch::empty({5, 3, 4})).sizes(), (Sizes{5, 2, 4}));
+  EXPECT_EQ(rank.last().kind, OpKind::bmm);
+  EXPECT_EQ(rank.last().batch, 5u);
+  EXPECT_NE(error_of([&] { torch::mm(torch::empty({2, 3, 4}), torch::empty({4, 4})); }).find("must be a matrix"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { torch::bmm(torch::empty({5, 2, 3}), torch::empty({4, 3, 4})); }).find("same number of batches"),
+            std::string::npos);
+}
+
+TEST_F(TorchMatmul, LinearIsOneGemmWithTheBiasInItsEpilogue) {
+  auto x = torch::empty({2, 8, 64}, torch::kFloat16);
+  auto w = torch::empty({128, 64}, torch::kFloat16);
+  auto b = torch::empty({128}, torch::kFloat16);
+  rank.launches.clear();
+  auto y = F::linear(x, w, b);
+  EXPECT_EQ(y.sizes(), (Sizes{2, 8, 128}));
+  ASSERT_EQ(rank.launches.size(), 1u);
+  EXPECT_EQ(rank.last().kind, OpKind::gemm);
+  EXPECT_EQ(rank.last().m, 16u);
+  EXPECT_EQ(rank.last().n, 128u);
+  EXPECT_EQ(rank.last().k, 64u);
+  EXPECT_EQ(rank.launches.back().name, "aten::linear");
+  EXPECT_EQ(error_of([&] { F::linear(x, torch::empty({128, 32}, torch::kFloat16)); }),
+            "linear: mat1 and mat2 shapes cannot be multiplied (16x64 and 32x128)");
+  EXPECT_NE(error_of([&] { F::linear(x, w, torch::empty({64}, torch::kFloat16)); }).find("bias"), std::string::npos);
+}
+
+TEST_F(TorchMatmul, AddmmIsAGemm) {
+  auto y = torch::addmm(torch::empty({32}), torch::empty({4, 16}), torch::empty({16, 32}));
+  EXPECT_EQ(y.sizes(), (Sizes{4, 32}));
+  EXPECT_EQ(rank.last().kind, OpKind::gemm);
+}
+
+// --- pointwise ---
+
+TEST_F(TorchPointwise, BinaryOpsBroadcast) {
+  auto a = torch::empty({4, 1, 3});
+  auto b = torch::empty({2, 1});
+  auto c = a + b;
+  EXPECT_EQ(c.sizes(), (Sizes{4, 2, 3}));
+  EXPECT_EQ(rank.last().kind, OpKind::add);
+  EXPECT_EQ(rank.last().elements, 24u);
+  EXPECT_EQ(torch::broadcast_shapes({8, 1, 6, 1}, {7, 1, 5}), (Sizes{8, 7, 6, 5}));
+  EXPECT_EQ((torch::empty({3}) * torch::empty({})).sizes(), (Sizes{3}));
+}
+
+TEST_F(TorchPointwise, BroadcastMismatchNamesTheDimension) {
+  auto a = torch::empty({2, 3});
+  auto b = torch::empty({2, 4});
+  const std::string e = error_of([&] { (void)(a + b); });
+  EXPECT_NE(e.find("add: The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 1"),
+            std::string::npos);
+  EXPECT_NE(e.find("[2, 3] and [2, 4]"), std::string::npos);
+}
+
+TEST_F(TorchPointwise, OpsMapToAddAndMul) {
+  auto a = torch::empty({10}, torch::kBFloat16);
+  auto b = torch::empty({10}, torch::kBFloat16);
+  (void)(a + b);
+  (void)(a - b);
+  (void)(a * b);
+  (void)(a / b);
+  (void)(a * 0.5);
+  (void)(1.0 - a);
+  (void)(-a);
+  EXPECT_EQ(rank.kinds(), (std::vector<OpKind>{OpKind::add, OpKind::add, OpKind::mul, OpKind::mul, OpKind::mul,
+                                                OpKind::add, OpKind::mul}));
+  for (const auto& l : rank.launches) {
+    EXPECT_EQ(l.op.elements, 10u);
+    EXPECT_EQ(l.op.dtype, DType::bf16);
+  }
+  EXPECT_EQ(rank.launches[1].name, "aten::sub");
+  EXPECT_EQ(rank.launches[3].name, "aten::div");
+}
+
+TEST_F(TorchPointwise, MixingDtypesIsAnError) {
+  auto a = torch::empty({10}, torch::kFloat16);
+  auto b = torch::empty({10}, torch::kFloat32);
+  EXPECT_EQ(error_of([&] { (void)(a + b); }), "add: expected both tensors to have the same dtype, but got: Half != Float");
+  EXPECT_TRUE(rank.launches.empty());
+}
+
+TEST_F(TorchPointwise, InPlaceOpsAllocateNothing) {
+  auto x = torch::empty({4, 8});
+  auto r = torch::empty({8});
+  const int allocations = rank.allocations;
+  x += r;
+  x.mul_(2.0);
+  EXPECT_EQ(rank.allocations, allocations);
+  EXPECT_EQ(rank.kinds(), (std::vector<OpKind>{OpKind::add, OpKind::mul}));
+  EXPECT_EQ(rank.launches[0].op.elements, 32u);
+  EXPECT_NE(error_of([&] { r += x; }).find("output with shape [8] doesn't match the broadcast shape [4, 8]"),
+            std::string::npos);
+}
+
+TEST_F(TorchPointwise, ActivationsAreOneElementwiseKernel) {
+  auto x = torch::empty({3, 7});
+  EXPECT_EQ(torch::gelu(x).sizes(), (Sizes{3, 7}));
+  (void)torch::gelu(x, "tanh");
+  (void)x.relu();
+  (void)torch::silu(x);
+  EXPECT_EQ(rank.kinds(), (std::vector<OpKind>{OpKind::gelu, OpKind::gelu, OpKind::gelu, OpKind::gelu}));
+  EXPECT_EQ(rank.last().elements, 21u);
+  EXPECT_EQ(rank.launches[2].name, "aten::relu");
+  EXPECT_NE(error_of([&] { torch::gelu(x, "fast"); }).find("none or tanh"), std::string::npos);
+}
+
+TEST_F(TorchPointwise, DropoutLaunchesOnlyInTraining) {
+  auto x = torch::empty({16});
+  auto same = torch::dropout(x, 0.1, false);
+  EXPECT_TRUE(same.is_same(x));
+  EXPECT_TRUE(rank.launches.empty());
+  auto y = torch::dropout(x, 0.1, true);
+  EXPECT_EQ(rank.kinds(), (std::vector<OpKind>{OpKind::mul}));
+  EXPECT_NE(error_of([&] { torch::dropout(x, 1.5, true); }).find("between 0 and 1"), std::string::npos);
+}
+
+// --- row-wise ---
+
+TEST_F(TorchRowwise, SoftmaxRowsAndColsFollowTheDim) {
+  auto x = torch::empty({2, 12, 128, 256}, torch::kFloat16);
+  auto y = torch::softmax(x, -1);
+  EXPECT_EQ(y.sizes(), x.sizes());
+  EXPECT_EQ(rank.last().kind, OpKind::softmax);
+  EXPECT_EQ(rank.last().rows, 2u * 12 * 128);
+  EXPECT_EQ(rank.last().cols, 256u);
+  (void)x.softmax(1);
+  EXPECT_EQ(rank.last().rows, 2u * 128 * 256);
+  EXPECT_EQ(rank.last().cols, 12u);
+  auto f = torch::softmax(x, -1, torch::kFloat32);
+  EXPECT_EQ(f.dtype(), torch::kFloat32);
+}
+
+TEST_F(TorchRowwise, LayerNormNormalisesTheTrailingDims) {
+  auto x = torch::empty({4, 16, 1024}, torch::kFloat16);
+  auto w = torch::empty({1024}, torch::kFloat16);
+  auto b = torch::empty({1024}, torch::kFloat16);
+  rank.launches.clear();
+  auto y = torch::layer_norm(x, {1024}, w, b, 1e-5);
+  EXPECT_EQ(y.sizes(), x.sizes());
+  ASSERT_EQ(rank.launches.size(), 1u);
+  EXPECT_EQ(rank.last().kind, OpKind::layernorm);
+  EXPECT_EQ(rank.last().rows, 64u);
+  EXPECT_EQ(rank.last().cols, 1024u);
+  (void)torch::layer_norm(x, {16, 1024});
+  EXPECT_EQ(rank.last().rows, 4u);
+  EXPECT_EQ(rank.last().cols, 16u * 1024);
+  (void)torch::rms_norm(x, {1024}, w);
+  EXPECT_EQ(rank.last().kind, OpKind::rmsnorm);
+}
+
+TEST_F(TorchRowwise, LayerNormShapeMismatchNamesBothShapes) {
+  auto x = torch::empty({2, 8, 1024});
+  EXPECT_EQ(error_of([&] { torch::layer_norm(x, {4096}); }),
+            "layer_norm: Given normalized_shape=[4096], expected input with shape [*, 4096], but got input of "
+            "size[2, 8, 1024]");
+  EXPECT_NE(error_of([&] { torch::layer_norm(x, {1024}, torch::empty({512})); }).find("weight of shape [512]"),
+            std::string::npos);
+}
+
+TEST_F(TorchRowwise, ArgmaxIsARowwiseOpWithLongOutput) {
+  auto logits = torch::empty({4, 1, 50257}, torch::kFloat16);
+  auto ids = torch::argmax(logits, -1);
+  EXPECT_EQ(ids.sizes(), (Sizes{4, 1}));
+  EXPECT_EQ(ids.dtype(), torch::kInt64);
+  EXPECT_EQ(rank.last().kind, OpKind::softmax);
+  EXPECT_EQ(rank.last().rows, 4u);
+  EXPECT_EQ(rank.last().cols, 50257u);
+  EXPECT_EQ(rank.last().dtype, DType::fp16);
+  EXPECT_EQ(logits.argmax(-1, true).sizes(), (Sizes{4, 1, 1}));
+  EXPECT_EQ(torch::argmax(logits).dim(), 0);
+  EXPECT_EQ(rank.last().rows, 1u);
+}
+
+// --- shape ops ---
+
+TEST_F(TorchOps, CatCopiesTheOutput) {
+  auto a = torch::empty({2, 3, 8});
+  auto b = torch::empty({2, 5, 8});
+  auto c = torch::cat({a, b}, 1);
+  EXPECT_EQ(c.sizes(), (Sizes{2, 8, 8}));
+  EXPECT_EQ(rank.last().kind, OpKind::copy);
+  EXPECT_EQ(rank.last().elements, 128u);
+  EXPECT_EQ(rank.launches.back().name, "aten::cat");
+  EXPECT_EQ(error_of([&] { torch::cat({a, torch::empty({2, 3, 4})}, 1); }),
+            "cat: Sizes of tensors must match except in dimension 1. Expected size 8 but got size 4 for tensor number 1 "
+            "in the list.");
+  EXPECT_EQ(torch::stack({a, a}, 0).sizes(), (Sizes{2, 2, 3, 8}));
+}
+
+TEST_F(TorchOps, CopyIntoAKvCacheSliceAllocatesNothing) {
+  torch::Tensor cache;
+  {
+    torch::MemoryUseGuard g(torch::MemoryUse::kv_cache);
+    cache = torch::empty({2, 8, 1024, 64}, torch::kFloat16);
+  }
+  auto k_new = torch::empty({2, 8, 1, 64}, torch::kFloat16);
+  const int allocations = rank.allocations;
+  cache.narrow(2, 17, 1).copy_(k_new);
+  EXPECT_EQ(rank.allocations, allocations);
+  EXPECT_EQ(rank.last().kind, OpKind::copy);
+  EXPECT_EQ(rank.last().elements, 2u * 8 * 64);
+  EXPECT_EQ(rank.launches.back().name, "aten::copy_");
+  auto keys = cache.narrow(2, 0, 18);
+  EXPECT_EQ(keys.sizes(), (Sizes{2, 8, 18, 64}));
+  EXPECT_NE(error_of([&] { cache.narrow(2, 0, 2).copy_(k_new.expand({2, 8, 3, 64})); }).find("doesn't match"),
+            std::string::npos);
+}
+
+TEST_F(TorchOps, EmbeddingGathersRowsOfTheTable) {
+  auto table = torch::empty({50257, 768}, torch::kFloat16);
+  auto ids = torch::empty({4, 16}, torch::kInt64);
+  auto h = torch::embedding(table, ids);
+  EXPECT_EQ(h.sizes(), (Sizes{4, 16, 768}));
+  EXPECT_EQ(h.dtype(), torch::kFloat16);
+  const auto& op = rank.last();
+  EXPECT_EQ(op.kind, OpKind::embedding);
+  EXPECT_EQ(op.rows, 64u);
+  EXPECT_EQ(op.cols, 768u);
+  EXPECT_EQ(op.vocab, 50257u);
+  EXPECT_EQ(op.dtype, DType::fp16);
+  EXPECT_NE(error_of([&] { torch::embedding(table, torch::empty({4}, torch::kFloat16)); })
+                .find("'indices' to have one of the following scalar types: Long, Int; but got Half"),
+            std::string::npos);
+}
+
+TEST_F(TorchOps, ToAnotherDtypeIsACopy) {
+  auto x = torch::empty({8}, torch::kFloat16);
+  EXPECT_TRUE(x.to(torch::kFloat16).is_same(x));
+  auto y = x.to(torch::kFloat32);
+  EXPECT_EQ(y.dtype(), torch::kFloat32);
+  EXPECT_EQ(rank.last().kind, OpKind::copy);
+  EXPECT_EQ(rank.last().dtype, DType::fp32);
+}
+
+// --- attention ---
+
+TEST_F(TorchAttention, SdpaWithGqaKeepsTheQueryShape) {
+  auto q = torch::empty({2, 32, 128, 128}, torch::kBFloat16);
+  auto k = torch::empty({2, 8, 128, 128}, torch::kBFloat16);
+  auto v = torch::empty({2, 8, 128, 128}, torch::kBFloat16);
+  auto o = torch::scaled_dot_product_attention(q, k, v, {}, 0.0, true);
+  EXPECT_EQ(o.sizes(), (Sizes{2, 32, 128, 128}));
+  ASSERT_EQ(rank.launches.size(), 1u);
+  const auto& op = rank.last();
+  EXPECT_EQ(op.kind, OpKind::attention);
+  EXPECT_EQ(op.batch, 2u);
+  EXPECT_EQ(op.heads, 32u);
+  EXPECT_EQ(op.kv_heads, 8u);
+  EXPECT_EQ(op.seq_q, 128u);
+  EXPECT_EQ(op.seq_kv, 128u);
+  EXPECT_EQ(op.head_dim, 128u);
+  EXPECT_TRUE(op.causal);
+  EXPECT_EQ(op.dtype, DType::bf16);
+}
+
+TEST_F(TorchAttention, DecodeAttendsOneQueryToTheWholeCache) {
+  auto q = torch::empty({4, 12, 1, 64}, torch::kFloat16);
+  auto kv = torch::empty({4, 12, 1024, 64}, torch::kFloat16);
+  auto o = torch::scaled_dot_product_attention(q, kv.narrow(2, 0, 300), kv.narrow(2, 0, 300));
+  EXPECT_EQ(o.sizes(), (Sizes{4, 12, 1, 64}));
+  EXPECT_EQ(rank.last().seq_q, 1u);
+  EXPECT_EQ(rank.last().seq_kv, 300u);
+  EXPECT_FALSE(rank.last().causal);
+}
+
+TEST_F(TorchAttention, SdpaChecksHeadsDimsAndMask) {
+  auto q = torch::empty({2, 12, 16, 64});
+  auto k = torch::empty({2, 5, 16, 64});
+  EXPECT_EQ(error_of([&] { torch::scaled_dot_product_attention(q, k, k); }),
+            "scaled_dot_product_attention: number of heads in query (12) must be a multiple of the number of heads in "
+            "key/value (5)");
+  auto k2 = torch::empty({2, 12, 16, 32});
+  EXPECT_NE(error_of([&] { torch::scaled_dot_product_attention(q, k2, k2); }).find("same head dim"), std::string::npos);
+  auto mask = torch::empty({1, 1, 16, 16});
+  EXPECT_EQ(torch::scaled_dot_product_attention(q, q, q, mask).sizes(), q.sizes());
+  EXPECT_NE(error_of([&] { torch::scaled_dot_product_attention(q, q, q, mask, 0.0, true); }).find("attn_mask"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { torch::scaled_dot_product_attention(q, q, q, torch::empty({16, 8})); }).find("broadcast"),
+            std::string::npos);
+  auto k_short = torch::empty({2, 12, 8, 64});
+  EXPECT_NE(error_of([&] { torch::scaled_dot_product_attention(q, k_short, k_short, {}, 0.0, true); })
+                .find("seq_q (16) <= seq_kv (8)"),
+            std::string::npos);
+  auto qh = torch::empty({2, 12, 16, 64}, torch::kFloat16);
+  EXPECT_NE(error_of([&] { torch::scaled_dot_product_attention(qh, q, q); }).find("same dtype"), std::string::npos);
+}
+
+// --- cuda, scopes ---
+
+TEST_F(TorchOps, CudaSynchronizeGraphsAndScopesReachTheRank) {
+  torch::cuda::synchronize();
+  EXPECT_EQ(rank.syncs, (std::vector<std::string>{"cuda::synchronize"}));
+  EXPECT_TRUE(torch::cuda::is_available());
+  {
+    torch::RecordScope layer("h.0");
+    torch::cuda::CUDAGraph graph;
+    graph.capture_begin();
+    auto y = torch::gelu(torch::empty({8}));
+    graph.capture_end();
+    EXPECT_THROW(graph.capture_end(), torch::Error);
+  }
+  EXPECT_EQ(rank.events, (std::vector<std::string>{"begin h.0", "graph_begin", "graph_end", "end"}));
+  EXPECT_EQ(rank.kinds(), (std::vector<OpKind>{OpKind::gelu}));
+}
+
+}  // namespace
+}  // namespace syntorch
