@@ -55,7 +55,9 @@ void SimMachine::transfer(std::uint32_t from_endpoint, std::uint32_t to_endpoint
   if (options.touch_hbm) {
     for (std::uint32_t e : {from_endpoint, to_endpoint}) {
       const Endpoint& ep = machine_.endpoints()[e];
-      if (ep.kind == EndpointKind::device) scratch_path_.push_back(hbm_[ep.index]);
+      if (ep.kind != EndpointKind::device) continue;
+      if (hbm_observer_) hbm_observer_(hbm_observer_obj_, ep.index);
+      scratch_path_.push_back(hbm_[ep.index]);
     }
     if (from_endpoint == to_endpoint && !scratch_path_.empty()) scratch_path_.pop_back();  // one HBM, once
   }

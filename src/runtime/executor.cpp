@@ -18,6 +18,8 @@ struct Executor::Running {
   int pending = 0;          // parts of the current phase still running
   sim::TimePs phase_start_ps = 0;
   sim::TimePs memory_done_ps = 0;
+  bool solo = false;
+  sim::EventId solo_event{};
 };
 
 struct Executor::RunningCollective {
@@ -72,8 +74,20 @@ KernelPhases plan_phases(const Kernel& kernel, const hw::Device& dev) {
   return plan;
 }
 
-Executor::Executor(hw::SimMachine& hw) : hw_(hw) {}
-Executor::~Executor() = default;
+namespace {
+constexpr std::uint32_t kNoSlot = 0xffffffffu;
+}
+
+Executor::Executor(hw::SimMachine& hw)
+    : hw_(hw),
+      running_on_device_(hw.machine().devices().size(), 0),
+      solo_on_device_(hw.machine().devices().size(), kNoSlot) {
+  hw_.set_hbm_observer(&Executor::on_hbm_touched, this);
+}
+
+Executor::~Executor() { hw_.set_hbm_observer(nullptr, nullptr); }
+
+void Executor::on_hbm_touched(void* obj, std::uint32_t device) { static_cast<Executor*>(obj)->share_device(device); }
 
 void Executor::launch(const Kernel& kernel, KernelRun& result, sim::EventFn on_done, void* obj, std::uint64_t arg) {
   const hw::Device& dev = hw_.machine().devices()[kernel.device];
@@ -90,7 +104,112 @@ void Executor::launch(const Kernel& kernel, KernelRun& result, sim::EventFn on_d
   r.plan = plan_phases(kernel, dev);
   result.units = r.plan.units;
   result.waves = r.plan.waves;
-  hw_.compute_units(kernel.device).acquire(r.plan.units, &Executor::on_units, this, slot);
+  const std::uint32_t d = kernel.device;
+  share_device(d);  // a kernel already running solo there shares from now on
+  ++running_on_device_[d];
+  sim::ServerPool& pool = hw_.compute_units(d);
+  const sim::ResourceId hbm = hw_.hbm(d);
+  if (running_on_device_[d] == 1 && hw_.network().flows_on(hbm) == 0 && pool.try_acquire(r.plan.units)) {
+    // Solo: the phases in closed form, as the flows would run them with nothing else around.
+    sim::Simulator& sim = hw_.simulator();
+    const double hbm_rate = hw_.network().capacity(hbm);
+    result.start_ps = sim.now();
+    result.overhead_ps = units::seconds_to_ps(dev.compute.kernel_overhead_s);
+    sim::TimePs t = result.start_ps + result.overhead_ps;
+    for (int i = 0; i < r.plan.count; ++i) {
+      const KernelPhases::Phase& p = r.plan.phases[i];
+      const sim::TimePs compute = units::seconds_to_ps(p.compute_s);
+      const sim::TimePs memory = p.bytes > 0 ? units::seconds_to_ps(p.bytes / std::min(p.cap_bytes_per_s, hbm_rate)) : 0;
+      result.compute_ps += compute;
+      result.memory_ps += memory;
+      t += std::max(compute, memory);
+    }
+    r.solo = true;
+    r.solo_event = sim.at(t, &Executor::on_solo_done, this, slot);
+    solo_on_device_[d] = slot;
+    ++solo_kernels_;
+    return;
+  }
+  pool.acquire(r.plan.units, &Executor::on_units, this, slot);
+}
+
+void Executor::on_solo_done(void* obj, std::uint64_t slot) {
+  auto* self = static_cast<Executor*>(obj);
+  Running& r = self->running_[slot];
+  self->solo_on_device_[r.kernel->device] = kNoSlot;
+  r.solo = false;
+  self->finish(static_cast<std::uint32_t>(slot));
+}
+
+void Executor::share_device(std::uint32_t device) {
+  const std::uint32_t slot = solo_on_device_[device];
+  if (slot == kNoSlot) return;
+  solo_on_device_[device] = kNoSlot;
+  Running& r = running_[slot];
+  r.solo = false;
+  ++converted_kernels_;
+  sim::Simulator& sim = hw_.simulator();
+  sim.cancel(r.solo_event);
+  const sim::TimePs now = sim.now();
+  const double hbm_rate = hw_.network().capacity(hw_.hbm(device));
+  // Undo the closed-form totals; the phases account for themselves from here.
+  r.result->compute_ps = 0;
+  r.result->memory_ps = 0;
+  sim::TimePs t = r.result->start_ps + r.result->overhead_ps;
+  if (now < t) {
+    sim.at(t, &Executor::on_overhead_done, this, slot);
+    return;
+  }
+  for (int i = 0; i < r.plan.count; ++i) {
+    const KernelPhases::Phase& p = r.plan.phases[i];
+    const double rate = std::min(p.cap_bytes_per_s, hbm_rate);
+    const sim::TimePs compute = units::seconds_to_ps(p.compute_s);
+    const sim::TimePs memory = p.bytes > 0 ? units::seconds_to_ps(p.bytes / rate) : 0;
+    const sim::TimePs end = t + std::max(compute, memory);
+    if (now < end || i + 1 == r.plan.count) {
+      // In phase i: the arithmetic ends when it would have; the bytes not yet moved become a flow.
+      r.phase = i;
+      r.phase_start_ps = t;
+      r.pending = 2;
+      const sim::TimePs compute_end = t + compute;
+      if (compute_end > now) {
+        sim.at(compute_end, &Executor::on_phase_compute, this, slot);
+      } else {
+        r.result->compute_ps += compute;
+        --r.pending;
+      }
+      const double moved = rate * units::ps_to_seconds(now - t);
+      const double left = p.bytes - moved;
+      if (p.bytes > 0 && left > 1e-6 * p.bytes && t + memory > now) {
+        const sim::ResourceId hbm = hw_.hbm(device);
+        hw_.network().start(std::span(&hbm, 1), left, &Executor::on_phase_memory, this, slot, p.cap_bytes_per_s);
+      } else {
+        r.result->memory_ps += memory;
+        --r.pending;
+      }
+      if (r.pending == 0) {
+        ++r.phase;
+        sim.after(0, &Executor::on_overhead_done, this, slot);  // starts the next phase (or finishes)
+      }
+      return;
+    }
+    r.result->compute_ps += compute;
+    r.result->memory_ps += memory;
+    t = end;
+  }
+}
+
+void Executor::finish(std::uint32_t slot) {
+  Running& r = running_[slot];
+  const std::uint32_t d = r.kernel->device;
+  hw_.compute_units(d).release(r.plan.units);
+  --running_on_device_[d];
+  r.result->end_ps = hw_.simulator().now();
+  const sim::EventFn fn = r.on_done;
+  void* o = r.obj;
+  const std::uint64_t a = r.arg;
+  free_running_.push_back(slot);
+  if (fn) fn(o, a);
 }
 
 void Executor::on_units(void* obj, std::uint64_t slot) {
@@ -110,13 +229,7 @@ void Executor::start_phase(std::uint32_t slot) {
   Running& r = running_[slot];
   sim::Simulator& sim = hw_.simulator();
   if (r.phase == r.plan.count) {
-    hw_.compute_units(r.kernel->device).release(r.plan.units);
-    r.result->end_ps = sim.now();
-    const sim::EventFn fn = r.on_done;
-    void* o = r.obj;
-    const std::uint64_t a = r.arg;
-    free_running_.push_back(slot);
-    if (fn) fn(o, a);
+    finish(slot);
     return;
   }
   const KernelPhases::Phase& p = r.plan.phases[r.phase];

@@ -54,6 +54,7 @@ FlowId FlowNetwork::start(std::span<const ResourceId> path, double bytes, EventF
   f.arg = arg;
   f.active_index = static_cast<std::uint32_t>(active_.size());
   active_.push_back(id);
+  for (ResourceId r : flows_[id].path) ++resources_[r].flows;
   mark_dirty();
   return id;
 }
@@ -110,6 +111,7 @@ void FlowNetwork::recompute() {
   // Callbacks last: they may start new flows, which marks the network dirty again.
   for (FlowId id : finished_) {
     Flow& f = flows_[id];
+    for (ResourceId r : f.path) --resources_[r].flows;
     f.rate = 0;
     const EventFn fn = f.on_done;
     void* obj = f.obj;

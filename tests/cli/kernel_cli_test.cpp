@@ -69,12 +69,14 @@ TEST(ValidateCli, PredictsRowsListsUnsupportedOnesAndSummarises) {
   const Result r = run_cli({"validate", "tests/data/measurements_small.csv", "--json"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  ASSERT_EQ(j["rows"].size(), 5u);
+  ASSERT_EQ(j["rows"].size(), 6u);
   EXPECT_EQ(j["rows"][0]["status"], "ok");
   EXPECT_LT(std::abs(j["rows"][0]["error_pct"].get<double>()), 10.0);
-  EXPECT_EQ(j["rows"][3]["status"], "unsupported");
-  EXPECT_FALSE(j["rows"][3]["reason"].get<std::string>().empty());
+  EXPECT_EQ(j["rows"][3]["status"], "ok");  // a generate row: a whole simulated generation
+  EXPECT_GT(j["rows"][3]["predicted"].get<double>(), 100.0);
   EXPECT_EQ(j["rows"][4]["status"], "ok");  // impl= is a policy entry
+  EXPECT_EQ(j["rows"][5]["status"], "unsupported");
+  EXPECT_FALSE(j["rows"][5]["reason"].get<std::string>().empty());
   EXPECT_EQ(j["summary"]["gemm"]["count"], 1);
   EXPECT_TRUE(j["summary"].contains("allreduce"));
   const Result text = run_cli({"validate", "tests/data/measurements_small.csv"});

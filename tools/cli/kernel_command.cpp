@@ -10,6 +10,7 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
+#include "common.hpp"
 #include "syntorch/base/units.hpp"
 #include "syntorch/hw/machine.hpp"
 #include "syntorch/runtime/op_params.hpp"
@@ -42,14 +43,7 @@ const std::vector<std::pair<std::string, std::string>> kShapeFlags{
     {"ranks", "collective ranks"},   {"bytes", "collective bytes per rank (e.g. 64MiB)"}};
 
 runtime::KernelPolicy make_policy(const KernelOptions& o, runtime::OpKind op, Diagnostics& d) {
-  runtime::KernelPolicy p;
-  if (!o.policy.empty()) {
-    if (o.policy.find('=') == std::string::npos && std::filesystem::exists(o.policy)) {
-      p = runtime::KernelPolicy::load_file(o.policy, d);
-    } else {
-      p = runtime::KernelPolicy::parse(o.policy, d, "--policy");
-    }
-  }
+  runtime::KernelPolicy p = load_policy(o.policy, d);
   if (!o.algo.empty()) {
     runtime::KernelPolicy algo = runtime::KernelPolicy::parse(fmt::format("{}={}", runtime::op_name(op), o.algo), d, "--algo");
     p.set(op, algo.entry(op));

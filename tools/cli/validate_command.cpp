@@ -18,6 +18,7 @@
 #include "commands.hpp"
 #include "syntorch/hw/machine.hpp"
 #include "syntorch/runtime/op_params.hpp"
+#include "syntorch/models/simulate.hpp"
 #include "syntorch/runtime/predictor.hpp"
 
 namespace syntorch::cli {
@@ -73,14 +74,117 @@ double unit_to_seconds(const std::string& unit) {
   return 0;
 }
 
+// A `generate` row: one simulated generation run; the metric is its end-to-end latency (prefill
+// plus every output token, as measured end to end). Params: model, tp, pp, batch, input, output,
+// dtype, and optionally graph=true|false, micro_batches, framework=eager|native (default native).
+void predict_generate_row(Row& row, const ValidateOptions& o, std::map<std::string, std::unique_ptr<hw::Machine>>& machines,
+                          const std::string& where) {
+  const double scale = unit_to_seconds(row.unit);
+  if (row.metric != "e2e_latency" || scale == 0) {
+    row.status = "unsupported";
+    row.reason = fmt::format("metric {} in {} is not predicted for generate (e2e_latency in ns/us/ms/s is)", row.metric,
+                             row.unit);
+    return;
+  }
+  Diagnostics d;
+  models::RunSpec spec;
+  std::stringstream ss(row.params);
+  const std::vector<std::string> keys{"model",  "tp",    "pp",    "batch",         "input",
+                                      "output", "dtype", "graph", "micro_batches", "framework"};
+  // The shared generate rows are FasterTransformer measurements, a C++ runtime: native unless a
+  // row says framework=eager.
+  spec.framework = runtime::Framework::native;
+  auto integer = [&](const std::string& key, const std::string& v, auto& out) {
+    const auto n = runtime::parse_count(v);
+    if (!n || *n > (1u << 30)) {
+      d.error(where, key, fmt::format("expected a positive integer, got \"{}\"", v));
+    } else {
+      out = static_cast<std::remove_reference_t<decltype(out)>>(*n);
+    }
+  };
+  bool have_model = false;
+  for (std::string kv; ss >> kv;) {
+    const auto eq = kv.find('=');
+    const std::string key = kv.substr(0, eq == std::string::npos ? kv.size() : eq);
+    const std::string value = eq == std::string::npos ? "" : kv.substr(eq + 1);
+    if (eq == std::string::npos) {
+      d.error(where, "params", fmt::format("expected key=value, got \"{}\"", kv));
+    } else if (key == "model") {
+      if (auto m = models::parse_model(value, d, where)) {
+        spec.model = *m;
+        have_model = true;
+      }
+    } else if (key == "tp") {
+      integer(key, value, spec.tp);
+    } else if (key == "pp") {
+      integer(key, value, spec.pp);
+    } else if (key == "batch") {
+      integer(key, value, spec.batch);
+    } else if (key == "input") {
+      integer(key, value, spec.input_tokens);
+    } else if (key == "output") {
+      integer(key, value, spec.output_tokens);
+    } else if (key == "micro_batches") {
+      integer(key, value, spec.micro_batches);
+    } else if (key == "dtype") {
+      if (auto t = parse_dtype(value)) spec.dtype = *t;
+      else d.error(where, key, fmt::format("unknown dtype \"{}\"", value));
+    } else if (key == "framework") {
+      if (value == "eager" || value == "native") {
+        spec.framework = value == "native" ? runtime::Framework::native : runtime::Framework::eager;
+      } else {
+        d.error(where, key, fmt::format("expected eager or native, got \"{}\"", value));
+      }
+    } else if (key == "graph") {
+      if (value == "true" || value == "false") spec.graph = value == "true";
+      else d.error(where, key, fmt::format("expected true or false, got \"{}\"", value));
+    } else {
+      d.error(where, key, fmt::format("generate takes no parameter \"{}\"{} (valid: {})", key, did_you_mean(key, keys),
+                                      join(keys)));
+    }
+  }
+  if (!have_model && d.empty()) d.error(where, "model", "generate needs model=");
+  const std::string hw_file = (std::filesystem::path(o.hw_dir) / (row.hw + ".json")).string();
+  if (!machines.count(row.hw)) {
+    try {
+      machines[row.hw] = std::make_unique<hw::Machine>(hw::Machine::load(hw_file));
+    } catch (const InputError& e) {
+      d.append(e.diagnostics());
+    }
+  }
+  if (d.empty() && !machines[row.hw]) d.error(where, "hw", "hardware config failed to load");
+  if (d.empty()) models::validate_run(spec, *machines[row.hw], d, where);
+  if (!d.empty()) {
+    row.status = "error";
+    row.reason = d.items()[0].to_string();
+    return;
+  }
+  try {
+    const models::RunReport r = models::simulate_generation(*machines[row.hw], {}, spec);
+    if (r.oom) {
+      row.status = "error";
+      row.reason = fmt::format("simulated out of memory on rank {}", r.engine.oom->rank);
+      return;
+    }
+    row.predicted = r.e2e_s / scale;
+    row.error_pct = (row.predicted - row.measured) / row.measured * 100;
+    row.status = "ok";
+  } catch (const InputError& e) {
+    row.status = "error";
+    row.reason = e.diagnostics().items().empty() ? "" : e.diagnostics().items()[0].to_string();
+  } catch (const std::exception& e) {
+    row.status = "error";
+    row.reason = e.what();
+  }
+}
+
 // Predicts one row; fills status, reason, predicted.
 void predict_row(Row& row, const ValidateOptions& o, std::map<std::string, std::unique_ptr<hw::Machine>>& machines,
                  std::map<std::string, std::unique_ptr<runtime::Predictor>>& predictors) {
   const std::string where = fmt::format("{} row {}", o.file, row.id);
   const auto kind = runtime::parse_op(row.op);
   if (row.op == "generate") {
-    row.status = "unsupported";
-    row.reason = "end-to-end generation needs the model zoo and the OS layer (not built yet)";
+    predict_generate_row(row, o, machines, where);
     return;
   }
   if (!kind) {
@@ -159,6 +263,7 @@ std::string family_of(const std::string& op) {
   if (op == "gemm" || op == "bmm") return "gemm";
   if (op == "allreduce" || op == "allgather" || op == "reducescatter" || op == "sendrecv") return "collectives";
   if (op == "attention") return "attention";
+  if (op == "generate") return "generate";
   return "layernorm/softmax/gelu";
 }
 

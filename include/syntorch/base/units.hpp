@@ -30,5 +30,6 @@ std::string format_flops(double flops_per_s);
 // Seconds to integer picoseconds, rounded to nearest; negative or NaN inputs give 0; beyond the
 // 64-bit clock (about 213 days) throws std::overflow_error.
 std::uint64_t seconds_to_ps(double seconds);
+inline double ps_to_seconds(std::uint64_t ps) { return static_cast<double>(ps) * 1e-12; }
 
 }  // namespace syntorch::units

@@ -53,6 +53,14 @@ class SimMachine {
   // bandwidth), when its config gives a channel bandwidth.
   std::optional<sim::ResourceId> comm_engine(std::uint32_t device) const { return comm_engine_[device]; }
 
+  // Told, before a transfer starts, of each device whose HBM it crosses (so a component that
+  // models a device's work in closed form while nothing else touches it can stop doing so).
+  using HbmObserver = void (*)(void* obj, std::uint32_t device);
+  void set_hbm_observer(HbmObserver fn, void* obj) {
+    hbm_observer_ = fn;
+    hbm_observer_obj_ = obj;
+  }
+
  private:
   struct Transfer {
     sim::TimePs latency_ps;
@@ -73,6 +81,8 @@ class SimMachine {
   std::vector<Transfer> transfers_;       // slots, reused
   std::vector<std::uint32_t> free_transfers_;
   std::vector<sim::ResourceId> scratch_path_;
+  HbmObserver hbm_observer_ = nullptr;
+  void* hbm_observer_obj_ = nullptr;
 };
 
 }  // namespace syntorch::hw

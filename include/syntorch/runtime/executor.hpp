@@ -4,6 +4,11 @@
 // device's HBM resource (so they contend for bandwidth), wave by wave: each phase lasts until
 // both its arithmetic and its memory traffic are done. A collective plan is a DAG of transfers
 // between devices over the routed links, each after the library's step latency.
+// A kernel that starts on a device with nothing else running there and no traffic on its HBM
+// runs "solo": its phases are evaluated in closed form (exactly what the flows would give alone)
+// and it costs one event. The moment anything else wants that device (another kernel, a transfer
+// touching its HBM, share_device()), the solo kernel is converted, at its exact progress, into
+// the general form and shares from then on.
 
 #include <cstdint>
 #include <vector>
@@ -70,6 +75,14 @@ class Executor {
   // and must outlive the kernel.
   void launch(const Kernel& kernel, KernelRun& result, sim::EventFn on_done, void* obj, std::uint64_t arg);
 
+  // Something other than this executor's kernels is about to use `device` (its SMs or HBM): a
+  // solo kernel there leaves the closed form and shares from now on.
+  void share_device(std::uint32_t device);
+
+  // Kernels run solo so far, and solo kernels converted to sharing.
+  std::uint64_t solo_kernels() const { return solo_kernels_; }
+  std::uint64_t converted_kernels() const { return converted_kernels_; }
+
   // Starts `plan` now; on_done runs when its last transfer arrives.
   void run_collective(const CollectivePlan& plan, sim::EventFn on_done, void* obj, std::uint64_t arg);
 
@@ -82,6 +95,9 @@ class Executor {
   static void on_overhead_done(void* obj, std::uint64_t slot);
   static void on_transfer_ready(void* obj, std::uint64_t slot);
   static void on_transfer_done(void* obj, std::uint64_t slot);
+  static void on_solo_done(void* obj, std::uint64_t slot);
+  static void on_hbm_touched(void* obj, std::uint32_t device);
+  void finish(std::uint32_t slot);
   void start_phase(std::uint32_t slot);
   void phase_part_done(std::uint32_t slot);
 
@@ -90,6 +106,10 @@ class Executor {
   std::vector<std::uint32_t> free_running_;
   std::vector<RunningCollective> collectives_;
   std::vector<std::uint32_t> free_collectives_;
+  std::vector<std::uint32_t> running_on_device_;  // kernels of this executor per device
+  std::vector<std::uint32_t> solo_on_device_;     // the solo kernel's slot per device, or none
+  std::uint64_t solo_kernels_ = 0;
+  std::uint64_t converted_kernels_ = 0;
 };
 
 }  // namespace syntorch::runtime

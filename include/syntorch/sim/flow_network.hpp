@@ -51,6 +51,8 @@ class FlowNetwork {
   double capacity(ResourceId r) const { return resources_[r].capacity; }
   // Sum of the rates of the flows crossing r right now.
   double used_rate(ResourceId r) const { return resources_[r].used_rate; }
+  // Active flows crossing r (started and not yet finished).
+  std::uint32_t flows_on(ResourceId r) const { return resources_[r].flows; }
   // Bytes that have crossed r since the start (as of the last rate change).
   double bytes_carried(ResourceId r) const { return resources_[r].bytes_carried; }
   std::uint64_t recomputations() const { return recomputations_; }
@@ -61,6 +63,7 @@ class FlowNetwork {
     double capacity = 0;
     double used_rate = 0;
     double bytes_carried = 0;
+    std::uint32_t flows = 0;  // active flows crossing it
     // Scratch for progressive filling.
     double capacity_left = 0;
     std::uint32_t unfrozen_flows = 0;

@@ -1,0 +1,67 @@
+#pragma once
+// One generation run of a GPT on a simulated machine, as `syntorch simulate` runs it: every rank
+// builds its share of the model and generates; the report says what a user measures end to end
+// (time to first token, time per output token, tokens/s, memory, MFU) and where the time went.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "syntorch/base/dtype.hpp"
+#include "syntorch/hw/machine.hpp"
+#include "syntorch/models/gpt.hpp"
+#include "syntorch/runtime/engine.hpp"
+#include "syntorch/runtime/policy.hpp"
+
+namespace syntorch::trace {
+class Recorder;
+}
+
+namespace syntorch::models {
+
+struct RunSpec {
+  GPTConfig model;
+  int tp = 1;
+  int pp = 1;
+  std::int64_t batch = 1;
+  std::int64_t input_tokens = 128;
+  std::int64_t output_tokens = 16;
+  DType dtype = DType::fp16;
+  bool graph = false;
+  runtime::Framework framework = runtime::Framework::eager;
+  std::int64_t micro_batches = 0;  // 0: one per pipeline stage
+};
+
+// Checks a spec against a machine: sizes positive, tp x pp devices available, heads and layers
+// dividing, the sequence within the context, a dtype the devices can store. Problems go under
+// `where` ("flags", a file row).
+bool validate_run(const RunSpec& spec, const hw::Machine& machine, Diagnostics& diagnostics, const std::string& where);
+
+// Mean time per device, by what the device was doing.
+struct TimeBreakdown {
+  double compute_s = 0;        // kernels bound by arithmetic
+  double memory_s = 0;         // kernels bound by memory bandwidth
+  double communication_s = 0;  // collectives, sends, copies (including waiting for peers)
+  double idle_s = 0;           // launch gaps and idle: the rest of the run
+};
+
+struct RunReport {
+  bool oom = false;
+  double ttft_s = 0;          // prefill done: the first token is on the host
+  double tpot_s = 0;          // mean decode step after that
+  double e2e_s = 0;
+  double tokens_per_s = 0;    // generated tokens (batch x output) per second of the run
+  double mfu = 0;             // kernel FLOPs / (run time x devices x peak matrix FLOP/s in the dtype)
+  double model_flops = 0;
+  std::vector<std::uint64_t> peak_memory_bytes;   // per device: peak allocated
+  std::vector<std::uint64_t> peak_reserved_bytes; // per device: peak reserved by the caching allocator
+  TimeBreakdown breakdown;
+  runtime::EngineResult engine;
+};
+
+// Throws InputError for a spec that validate_run rejects.
+RunReport simulate_generation(const hw::Machine& machine, const runtime::KernelPolicy& policy, const RunSpec& spec,
+                              trace::Recorder* recorder = nullptr);
+
+}  // namespace syntorch::models

@@ -1,0 +1,121 @@
+#pragma once
+// The host thread of one rank, on the host's own clock: it takes the actions its program issued,
+// in order, and spends host time on each (framework dispatch, launch calls). A launch hands the
+// work to a device stream, where it may start a launch latency later; a synchronisation blocks
+// the thread until every stream of its device is idle, plus the time the host takes to notice.
+// The program itself runs elsewhere (it never depends on time: tensors carry no data), so the
+// thread only pulls what it issued, through an ActionSource.
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "syntorch/os/stream.hpp"
+
+namespace syntorch::os {
+
+// Told when an action's host time begins and ends (for traces and step timings).
+using NoteFn = void (*)(void* obj, std::uint64_t arg, sim::TimePs begin_ps, sim::TimePs end_ps);
+
+struct HostAction {
+  enum class Kind : std::uint8_t {
+    host,    // host time only (a view, a scope mark, an allocation)
+    launch,  // host time, then `work` goes to stream `stream`
+    sync,    // wait until the device's streams are idle
+  };
+  Kind kind = Kind::host;
+  std::uint16_t stream = 0;
+  sim::TimePs host_ps = 0;         // host time the action costs
+  sim::TimePs ready_delay_ps = 0;  // launch: from the launch call's end to when the device may start it
+  WorkItem work;
+  NoteFn note = nullptr;           // optional
+  void* note_obj = nullptr;
+  std::uint64_t note_arg = 0;
+};
+
+// Where a host thread gets its next action. next() may block until the program issues one;
+// it returns false once the program has ended and everything it issued has been taken.
+class ActionSource {
+ public:
+  virtual ~ActionSource() = default;
+  virtual bool next(HostAction& out) = 0;
+};
+
+// Thrown into a program whose consumer has stopped listening.
+struct QueueAborted {};
+
+// A bounded queue between a program running on its own OS thread (the producer) and the host
+// thread on the simulator (the consumer). Actions travel in batches, so the two threads meet
+// once per batch rather than once per action; the producer waits when `max_batches` are queued,
+// which keeps memory flat however long the program runs.
+class ActionQueue final : public ActionSource {
+ public:
+  explicit ActionQueue(std::size_t batch_size = 1024, std::size_t max_batches = 16);
+
+  // Producer side.
+  void push(const HostAction& action);
+  void close();  // the program has ended (flushes the last batch)
+  // The consumer gives up (the run ended early): a producer blocked in push(), or pushing later,
+  // gets QueueAborted thrown, so its program unwinds.
+  void abort();
+
+  // Consumer side.
+  bool next(HostAction& out) override;
+
+ private:
+  void publish_locked_batch();
+
+  std::size_t batch_size_;
+  std::size_t max_batches_;
+  std::vector<HostAction> filling_;           // producer only
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<std::vector<HostAction>> full_;  // guarded
+  std::vector<std::vector<HostAction>> spare_;  // guarded: emptied batches for reuse
+  bool closed_ = false;                       // guarded
+  bool aborted_ = false;                      // guarded
+  std::vector<HostAction> draining_;          // consumer only
+  std::size_t drain_pos_ = 0;
+};
+
+class HostThread {
+ public:
+  // `streams` are the device's streams, by index. on_finished(obj, arg) runs when the program
+  // has ended and its last action is done.
+  HostThread(sim::Simulator& sim, ActionSource& source, std::span<Stream* const> streams, sim::TimePs sync_latency_ps,
+             sim::EventFn on_finished, void* obj, std::uint64_t arg);
+  HostThread(const HostThread&) = delete;
+  HostThread& operator=(const HostThread&) = delete;
+
+  void start();  // begins at now()
+  bool finished() const { return finished_; }
+  sim::TimePs finish_ps() const { return finish_ps_; }
+  sim::TimePs busy_ps() const { return busy_ps_; }       // host time spent on actions
+  sim::TimePs blocked_ps() const { return blocked_ps_; } // host time waiting in synchronisations
+
+ private:
+  static void on_step(void* obj, std::uint64_t arg);
+  static void on_stream_idle(void* obj, std::uint64_t arg);
+  static void on_sync_done(void* obj, std::uint64_t arg);
+  void step();
+
+  sim::Simulator& sim_;
+  ActionSource& source_;
+  std::vector<Stream*> streams_;
+  sim::TimePs sync_latency_ps_;
+  sim::EventFn on_finished_;
+  void* obj_;
+  std::uint64_t arg_;
+  HostAction current_;
+  std::size_t streams_waited_ = 0;
+  sim::TimePs sync_begin_ps_ = 0;
+  bool finished_ = false;
+  sim::TimePs finish_ps_ = 0;
+  sim::TimePs busy_ps_ = 0;
+  sim::TimePs blocked_ps_ = 0;
+};
+
+}  // namespace syntorch::os

@@ -1,0 +1,55 @@
+#pragma once
+// Megatron-style model parallel state and the collectives of torch.distributed, over the torch
+// API. Ranks are laid out as Megatron lays them out: tensor parallel innermost (consecutive
+// ranks, so a TP group sits on one node's fast links), then data parallel, then pipeline
+// stages outermost: rank = pp_rank * (dp * tp) + dp_rank * tp + tp_rank.
+// The state is per rank (each rank's program runs on its own thread), as Megatron's
+// parallel_state module is per process.
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "syntorch/runtime/rank_context.hpp"
+#include "syntorch/torch/tensor.hpp"
+
+namespace syntorch::parallel {
+
+// A set of ranks that run collectives together, seen from one member.
+struct ProcessGroup {
+  runtime::GroupId id;
+  std::vector<int> ranks;  // global ranks, in group order
+  int rank = 0;            // this rank's position in `ranks`
+  int size() const { return static_cast<int>(ranks.size()); }
+};
+
+struct ParallelState {
+  int world_size = 1;
+  int rank = 0;
+  int tp_size = 1, tp_rank = 0;
+  int pp_size = 1, pp_rank = 0;
+  int dp_size = 1, dp_rank = 0;
+  ProcessGroup tp_group, pp_group, dp_group;
+  bool is_first_stage() const { return pp_rank == 0; }
+  bool is_last_stage() const { return pp_rank == pp_size - 1; }
+  int next_stage_rank() const;  // the same TP/DP position on the next (previous) stage
+  int prev_stage_rank() const;
+};
+
+// Sets this rank's state (Megatron's initialize_model_parallel). world_size must be a multiple
+// of tp * pp; with no simulation running (pure meta tensors) the world is one rank. Throws
+// std::invalid_argument naming the sizes when they do not fit.
+const ParallelState& initialize_model_parallel(int tensor_model_parallel_size, int pipeline_model_parallel_size = 1);
+// This rank's state (a single-rank state until initialize_model_parallel runs).
+const ParallelState& state();
+
+// torch.distributed-style collectives on the current rank's device stream. In-place on `tensor`
+// where torch.distributed is; a group of one costs nothing.
+void all_reduce(torch::Tensor& tensor, const ProcessGroup& group);
+// Concatenates every member's `tensor` along `dim` (a new tensor).
+torch::Tensor all_gather(const torch::Tensor& tensor, const ProcessGroup& group, std::int64_t dim = -1);
+// Point-to-point on the device stream, as NCCL send/recv: both sides wait for each other.
+void send(const torch::Tensor& tensor, int dst_rank);
+void recv(torch::Tensor& tensor, int src_rank);
+
+}  // namespace syntorch::parallel

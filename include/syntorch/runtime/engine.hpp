@@ -1,0 +1,115 @@
+#pragma once
+// Runs one program per rank on a simulated machine, all ranks on one simulator. Each rank's
+// program (model code against the torch API) runs on its own OS thread and issues, through its
+// RankContext, allocations and host actions; it never waits for simulated time, because meta
+// tensors carry no data. The simulator pulls those actions through bounded queues and plays
+// them on the rank's host thread (host costs from the config), device streams (kernels through
+// the Executor, collectives and sends through rendezvous with the other ranks) and the shared
+// hardware. Results are a function of the programs and the machine only: the OS threads decide
+// nothing about ordering, so two runs give identical numbers.
+//
+// Collectives run in fluid form: the first time a (group, op, size) occurs, its chunk-level plan
+// is simulated alone on a scratch copy of the machine; that gives its duration and the bytes it
+// puts on each link, HBM stack and library engine. Every occurrence then runs as one flow over
+// those resources, capped so that alone it takes exactly that duration, and sharing max-min
+// fairly with whatever else is in flight.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "syntorch/hw/machine.hpp"
+#include "syntorch/os/caching_allocator.hpp"
+#include "syntorch/runtime/policy.hpp"
+#include "syntorch/runtime/rank_context.hpp"
+#include "syntorch/sim/time.hpp"
+
+namespace syntorch::trace {
+class Recorder;
+}
+
+namespace syntorch::runtime {
+
+// A span of model structure a program marked (a generation step), on its rank's host clock.
+struct ScopeTiming {
+  std::string name;
+  sim::TimePs begin_ps = 0;
+  sim::TimePs end_ps = 0;
+};
+
+// Where one rank's time and memory went.
+struct RankResult {
+  int rank = 0;
+  std::uint32_t device = 0;
+  std::string device_name;
+  sim::TimePs host_finish_ps = 0;   // the host program's last action done
+  sim::TimePs device_finish_ps = 0; // the device's last work done
+  sim::TimePs host_busy_ps = 0;     // host time in dispatch and launch calls
+  sim::TimePs host_blocked_ps = 0;  // host time waiting in synchronisations
+  // Device stream time by what bounded it; communication includes waiting for peers.
+  sim::TimePs compute_bound_ps = 0;
+  sim::TimePs memory_bound_ps = 0;
+  sim::TimePs communication_ps = 0;
+  double flops = 0;
+  double hbm_bytes = 0;
+  std::uint64_t kernels = 0;
+  std::uint64_t collectives = 0;
+  os::AllocatorStats memory;
+  std::vector<ScopeTiming> steps;   // the top-level scopes, in order
+};
+
+// A simulated out-of-memory, with what held the memory.
+struct OomReport {
+  int rank = 0;
+  std::string device_name;
+  std::uint64_t requested_bytes = 0;
+  std::string requested_for;
+  os::AllocatorStats memory;                                   // at the failed request
+  std::vector<std::pair<std::string, std::uint64_t>> largest;  // live bytes by tensor name, largest first
+};
+
+struct EngineResult {
+  std::optional<OomReport> oom;
+  std::vector<RankResult> ranks;
+  sim::TimePs end_ps = 0;  // when the last rank's host and device were both done
+  std::uint64_t events = 0;
+  std::uint64_t solo_kernels = 0;       // kernels that ran in closed form
+  std::uint64_t converted_kernels = 0;  // of those, converted to sharing part way
+};
+
+// What issues the kernels on the host. Eager: a Python framework (PyTorch eager) pays its
+// dispatch cost on every op, views included, then one launch call per kernel. Native: a C++
+// runtime (FasterTransformer, TensorRT-LLM) pays only the launch call per kernel; views are free.
+enum class Framework : std::uint8_t { eager, native };
+
+struct EngineOptions {
+  Framework framework = Framework::eager;
+  std::size_t streams_per_rank = 1;
+  trace::Recorder* recorder = nullptr;  // kernel-level events when set and enabled
+};
+
+class Engine {
+ public:
+  // Ranks 0..world_size-1 run on the machine's devices 0..world_size-1.
+  Engine(const hw::Machine& machine, KernelPolicy policy, int world_size, EngineOptions options = {});
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Runs `program` once per rank (each call on its own thread, with the rank's context current)
+  // and simulates everything they issue. A simulated OOM is a result; any other exception a
+  // program throws (a shape error, an input error) is rethrown here, the lowest rank's first.
+  EngineResult run(const std::function<void(RankContext&)>& program);
+
+  const hw::Machine& machine() const { return machine_; }
+
+ private:
+  struct Impl;
+  const hw::Machine& machine_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace syntorch::runtime

@@ -1,0 +1,133 @@
+#include "syntorch/os/host_thread.hpp"
+
+#include <stdexcept>
+
+namespace syntorch::os {
+
+ActionQueue::ActionQueue(std::size_t batch_size, std::size_t max_batches)
+    : batch_size_(batch_size < 1 ? 1 : batch_size), max_batches_(max_batches < 1 ? 1 : max_batches) {
+  filling_.reserve(batch_size_);
+}
+
+void ActionQueue::push(const HostAction& action) {
+  filling_.push_back(action);
+  if (filling_.size() >= batch_size_) {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return full_.size() < max_batches_ || aborted_; });
+    if (aborted_) throw QueueAborted{};
+    publish_locked_batch();
+  }
+}
+
+void ActionQueue::publish_locked_batch() {
+  full_.push_back(std::move(filling_));
+  if (!spare_.empty()) {
+    filling_ = std::move(spare_.back());
+    spare_.pop_back();
+  } else {
+    filling_ = {};
+    filling_.reserve(batch_size_);
+  }
+  filling_.clear();
+  changed_.notify_all();
+}
+
+void ActionQueue::close() {
+  std::unique_lock lock(mutex_);
+  if (!filling_.empty() && !aborted_) {
+    changed_.wait(lock, [&] { return full_.size() < max_batches_ || aborted_; });
+    if (!aborted_) publish_locked_batch();
+  }
+  closed_ = true;
+  changed_.notify_all();
+}
+
+void ActionQueue::abort() {
+  std::unique_lock lock(mutex_);
+  aborted_ = true;
+  changed_.notify_all();
+}
+
+bool ActionQueue::next(HostAction& out) {
+  if (drain_pos_ < draining_.size()) {
+    out = draining_[drain_pos_++];
+    return true;
+  }
+  std::unique_lock lock(mutex_);
+  if (!draining_.empty() || draining_.capacity() > 0) {
+    draining_.clear();
+    spare_.push_back(std::move(draining_));
+    draining_ = {};
+  }
+  changed_.wait(lock, [&] { return !full_.empty() || closed_; });
+  if (full_.empty()) return false;
+  draining_ = std::move(full_.front());
+  full_.pop_front();
+  changed_.notify_all();
+  drain_pos_ = 0;
+  out = draining_[drain_pos_++];
+  return true;
+}
+
+HostThread::HostThread(sim::Simulator& sim, ActionSource& source, std::span<Stream* const> streams,
+                       sim::TimePs sync_latency_ps, sim::EventFn on_finished, void* obj, std::uint64_t arg)
+    : sim_(sim),
+      source_(source),
+      streams_(streams.begin(), streams.end()),
+      sync_latency_ps_(sync_latency_ps),
+      on_finished_(on_finished),
+      obj_(obj),
+      arg_(arg) {}
+
+void HostThread::start() { sim_.after(0, &HostThread::on_step, this, 0); }
+
+void HostThread::on_step(void* obj, std::uint64_t) { static_cast<HostThread*>(obj)->step(); }
+
+void HostThread::step() {
+  if (!source_.next(current_)) {
+    finished_ = true;
+    finish_ps_ = sim_.now();
+    if (on_finished_) on_finished_(obj_, arg_);
+    return;
+  }
+  const sim::TimePs now = sim_.now();
+  switch (current_.kind) {
+    case HostAction::Kind::host:
+    case HostAction::Kind::launch: {
+      const sim::TimePs end = now + current_.host_ps;
+      if (current_.note) current_.note(current_.note_obj, current_.note_arg, now, end);
+      if (current_.kind == HostAction::Kind::launch) {
+        if (current_.stream >= streams_.size()) throw std::logic_error("HostThread: launch on an unknown stream");
+        streams_[current_.stream]->enqueue(end + current_.ready_delay_ps, current_.work);
+      }
+      busy_ps_ += current_.host_ps;
+      sim_.at(end, &HostThread::on_step, this, 0);
+      return;
+    }
+    case HostAction::Kind::sync: {
+      sync_begin_ps_ = now;
+      streams_waited_ = streams_.size();
+      if (streams_waited_ == 0) {
+        sim_.after(sync_latency_ps_, &HostThread::on_sync_done, this, 0);
+        return;
+      }
+      for (Stream* s : streams_) s->notify_when_idle(&HostThread::on_stream_idle, this, 0);
+      return;
+    }
+  }
+}
+
+void HostThread::on_stream_idle(void* obj, std::uint64_t) {
+  auto* self = static_cast<HostThread*>(obj);
+  if (--self->streams_waited_ == 0) self->sim_.after(self->sync_latency_ps_, &HostThread::on_sync_done, self, 0);
+}
+
+void HostThread::on_sync_done(void* obj, std::uint64_t) {
+  auto* self = static_cast<HostThread*>(obj);
+  const sim::TimePs now = self->sim_.now();
+  self->blocked_ps_ += now - self->sync_begin_ps_;
+  if (self->current_.note) self->current_.note(self->current_.note_obj, self->current_.note_arg, self->sync_begin_ps_, now);
+  self->step();
+}
+
+}  // namespace syntorch::os

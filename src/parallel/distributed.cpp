@@ -1,0 +1,117 @@
+#include "syntorch/parallel/distributed.hpp"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "syntorch/torch/ops.hpp"
+
+namespace syntorch::parallel {
+
+namespace {
+thread_local ParallelState t_state;
+
+ProcessGroup make_group(runtime::RankContext* ctx, std::vector<int> ranks, int me) {
+  ProcessGroup g;
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] == me) g.rank = static_cast<int>(i);
+  }
+  if (ctx) g.id = ctx->new_group(ranks);
+  g.ranks = std::move(ranks);
+  return g;
+}
+
+runtime::OpDesc comm_op(runtime::OpKind kind, const torch::Tensor& t, int ranks, std::uint64_t bytes) {
+  runtime::OpDesc op;
+  op.kind = kind;
+  op.dtype = t.runtime_dtype();
+  op.ranks = static_cast<std::uint32_t>(ranks);
+  op.bytes = bytes;
+  return op;
+}
+}  // namespace
+
+int ParallelState::next_stage_rank() const { return (rank + dp_size * tp_size) % world_size; }
+int ParallelState::prev_stage_rank() const { return (rank - dp_size * tp_size + world_size) % world_size; }
+
+const ParallelState& initialize_model_parallel(int tp, int pp) {
+  runtime::RankContext* ctx = runtime::current_rank();
+  const int world = ctx ? ctx->world_size() : 1;
+  const int rank = ctx ? ctx->rank() : 0;
+  if (tp < 1 || pp < 1 || world % (tp * pp) != 0) {
+    throw std::invalid_argument(fmt::format("initialize_model_parallel: tensor parallel {} x pipeline parallel {} does "
+                                            "not divide the world of {} rank(s)",
+                                            tp, pp, world));
+  }
+  ParallelState s;
+  s.world_size = world;
+  s.rank = rank;
+  s.tp_size = tp;
+  s.pp_size = pp;
+  s.dp_size = world / (tp * pp);
+  s.tp_rank = rank % tp;
+  s.dp_rank = (rank / tp) % s.dp_size;
+  s.pp_rank = rank / (tp * s.dp_size);
+  // Every rank creates every group, in the same order, as torch.distributed.new_group requires.
+  for (int p = 0; p < pp; ++p) {
+    for (int d = 0; d < s.dp_size; ++d) {
+      std::vector<int> ranks;
+      for (int t = 0; t < tp; ++t) ranks.push_back(p * s.dp_size * tp + d * tp + t);
+      if (p == s.pp_rank && d == s.dp_rank) s.tp_group = make_group(ctx, ranks, rank);
+      else if (ctx) ctx->new_group(ranks);
+    }
+  }
+  for (int p = 0; p < pp; ++p) {
+    for (int t = 0; t < tp; ++t) {
+      std::vector<int> ranks;
+      for (int d = 0; d < s.dp_size; ++d) ranks.push_back(p * s.dp_size * tp + d * tp + t);
+      if (p == s.pp_rank && t == s.tp_rank) s.dp_group = make_group(ctx, ranks, rank);
+      else if (ctx) ctx->new_group(ranks);
+    }
+  }
+  for (int d = 0; d < s.dp_size; ++d) {
+    for (int t = 0; t < tp; ++t) {
+      std::vector<int> ranks;
+      for (int p = 0; p < pp; ++p) ranks.push_back(p * s.dp_size * tp + d * tp + t);
+      if (d == s.dp_rank && t == s.tp_rank) s.pp_group = make_group(ctx, ranks, rank);
+      else if (ctx) ctx->new_group(ranks);
+    }
+  }
+  t_state = std::move(s);
+  return t_state;
+}
+
+const ParallelState& state() { return t_state; }
+
+void all_reduce(torch::Tensor& tensor, const ProcessGroup& group) {
+  runtime::RankContext* ctx = runtime::current_rank();
+  if (!ctx || group.size() < 2) return;
+  ctx->collective(comm_op(runtime::OpKind::allreduce, tensor, group.size(), tensor.nbytes()), group.id,
+                  "nccl:all_reduce");
+}
+
+torch::Tensor all_gather(const torch::Tensor& tensor, const ProcessGroup& group, std::int64_t dim) {
+  if (group.size() < 2) return tensor;
+  const std::int64_t d = dim < 0 ? dim + tensor.dim() : dim;
+  if (d < 0 || d >= tensor.dim()) {
+    throw std::invalid_argument(fmt::format("all_gather: dim {} is out of range for a {}-d tensor", dim, tensor.dim()));
+  }
+  std::vector<std::int64_t> sizes = tensor.sizes();
+  sizes[static_cast<std::size_t>(d)] *= group.size();
+  torch::Tensor out = torch::empty(sizes, torch::TensorOptions(tensor.dtype()));
+  if (runtime::RankContext* ctx = runtime::current_rank()) {
+    ctx->collective(comm_op(runtime::OpKind::allgather, tensor, group.size(), out.nbytes()), group.id,
+                    "nccl:all_gather");
+  }
+  return out;
+}
+
+void send(const torch::Tensor& tensor, int dst_rank) {
+  if (runtime::RankContext* ctx = runtime::current_rank()) ctx->send(dst_rank, tensor.nbytes(), "nccl:send");
+}
+
+void recv(torch::Tensor& tensor, int src_rank) {
+  if (runtime::RankContext* ctx = runtime::current_rank()) ctx->recv(src_rank, tensor.nbytes(), "nccl:recv");
+}
+
+}  // namespace syntorch::parallel

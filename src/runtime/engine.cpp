@@ -1,0 +1,722 @@
+#include "syntorch/runtime/engine.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "syntorch/base/units.hpp"
+#include "syntorch/hw/sim_machine.hpp"
+#include "syntorch/os/host_thread.hpp"
+#include "syntorch/os/stream.hpp"
+#include "syntorch/runtime/dispatcher.hpp"
+#include "syntorch/runtime/executor.hpp"
+#include "syntorch/sim/simulator.hpp"
+#include "syntorch/trace/recorder.hpp"
+
+namespace syntorch::runtime {
+
+namespace {
+
+// The fields of an OpDesc that decide its kernels.
+struct OpKey {
+  std::uint64_t v[14];
+  std::uint8_t kind, dtype, causal;
+  bool operator==(const OpKey& o) const {
+    return kind == o.kind && dtype == o.dtype && causal == o.causal && std::equal(v, v + 14, o.v);
+  }
+};
+OpKey key_of(const OpDesc& op) {
+  return OpKey{{op.batch, op.m, op.n, op.k, op.heads, op.kv_heads, op.seq_q, op.seq_kv, op.head_dim, op.rows, op.cols,
+                op.vocab, op.elements, op.bytes},
+               static_cast<std::uint8_t>(op.kind),
+               static_cast<std::uint8_t>(op.dtype),
+               static_cast<std::uint8_t>(op.causal)};
+}
+struct OpKeyHash {
+  std::size_t operator()(const OpKey& k) const {
+    std::uint64_t h = 0x9e3779b97f4a7c15ULL ^ (k.kind * 131u + k.dtype * 7u + k.causal);
+    for (std::uint64_t x : k.v) {
+      h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    }
+    return static_cast<std::size_t>(h);
+  }
+};
+
+struct StringHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
+// Packing of a collective or point-to-point call into a work item's argument.
+constexpr int kBytesBits = 40;
+constexpr std::uint64_t kMaxPackedBytes = (std::uint64_t{1} << kBytesBits) - 1;
+std::uint64_t pack_call(std::uint32_t a, std::uint32_t b, std::uint64_t bytes) {
+  return (std::uint64_t{a & 0xfu} << 60) | (std::uint64_t{b & 0xfffffu} << kBytesBits) | bytes;
+}
+std::uint32_t call_a(std::uint64_t x) { return static_cast<std::uint32_t>(x >> 60); }
+std::uint32_t call_b(std::uint64_t x) { return static_cast<std::uint32_t>((x >> kBytesBits) & 0xfffffu); }
+std::uint64_t call_bytes(std::uint64_t x) { return x & kMaxPackedBytes; }
+
+constexpr std::uint32_t kSend = 1;
+constexpr std::uint32_t kRecv = 2;
+
+}  // namespace
+
+struct Engine::Impl {
+  // ---- one rank: the producer side (its program's thread) and the consumer side (simulator) ----
+  struct Rank final : RankContext {
+    Impl& engine;
+    int index;
+    std::uint32_t device;
+
+    // Producer side.
+    os::CachingAllocator allocator;
+    os::ActionQueue queue;
+    std::unordered_map<OpKey, std::unique_ptr<std::vector<Kernel>>, OpKeyHash> lowered;
+    std::unordered_set<std::string, StringHash, std::equal_to<>> names;  // node-stable: pointers travel in actions
+    struct Live {
+      std::uint64_t bytes = 0;
+      const std::string* name = nullptr;
+    };
+    std::vector<Live> live;  // by allocator block id
+    bool capturing = false;
+    std::vector<os::HostAction> captured;
+    std::exception_ptr error;
+    std::optional<OomReport> oom;
+
+    // Consumer side.
+    std::vector<std::unique_ptr<os::Stream>> streams;
+    std::vector<os::Stream*> stream_ptrs;
+    struct Slot {
+      const Kernel* kernel = nullptr;
+      KernelRun run;
+      sim::TimePs comm_start_ps = 0;
+    };
+    std::vector<Slot> slots;  // per stream: what it runs now
+    std::unique_ptr<os::HostThread> host_thread;
+    RankResult result;
+    std::vector<std::pair<const std::string*, sim::TimePs>> scope_stack;
+    trace::TrackId host_track{};
+    std::vector<trace::TrackId> stream_tracks;
+
+    Rank(Impl& e, int r, std::uint32_t dev, std::uint64_t capacity)
+        : engine(e), index(r), device(dev), allocator(capacity) {}
+
+    int rank() const override { return index; }
+    int world_size() const override { return engine.world_size; }
+
+    const std::string* intern(std::string_view name) {
+      auto it = names.find(name);
+      if (it == names.end()) it = names.emplace(name).first;
+      return &*it;
+    }
+
+    void push(const os::HostAction& a) {
+      if (capturing) {
+        captured.push_back(a);
+        captured.back().host_ps = 0;
+      } else {
+        queue.push(a);
+      }
+    }
+
+    std::uint32_t allocate(std::uint64_t bytes, os::MemoryUse use, std::string_view what) override {
+      auto block = allocator.allocate(bytes, use);
+      if (!block) {
+        OomReport report;
+        report.rank = index;
+        report.device_name = engine.machine.devices()[device].name;
+        report.requested_bytes = bytes;
+        report.requested_for = std::string(what);
+        report.memory = allocator.stats();
+        std::map<std::string, std::uint64_t> by_name;
+        for (const Live& l : live) {
+          if (l.name) by_name[*l.name] += l.bytes;
+        }
+        report.largest.assign(by_name.begin(), by_name.end());
+        std::stable_sort(report.largest.begin(), report.largest.end(),
+                         [](const auto& a, const auto& b) { return a.second > b.second; });
+        if (report.largest.size() > 8) report.largest.resize(8);
+        oom = std::move(report);
+        throw OutOfMemory(index, bytes, std::string(what));
+      }
+      if (live.size() <= block->id) live.resize(block->id + 1);
+      live[block->id] = Live{block->size, intern(what)};
+      return block->id;
+    }
+
+    void free(std::uint32_t handle) override {
+      allocator.free(handle);
+      if (handle < live.size()) live[handle] = Live{};
+    }
+
+    const std::vector<Kernel>& lower(const OpDesc& op) {
+      auto [it, fresh] = lowered.try_emplace(key_of(op));
+      if (fresh) it->second = std::make_unique<std::vector<Kernel>>(engine.dispatcher.lower(op, device));
+      return *it->second;
+    }
+
+    void launch(const OpDesc& op, std::string_view name) override {
+      const std::vector<Kernel>& kernels = lower(op);
+      const std::string* op_name = intern(name);
+      for (std::size_t i = 0; i < kernels.size(); ++i) {
+        os::HostAction a;
+        a.kind = os::HostAction::Kind::launch;
+        a.host_ps = engine.launch_ps + (i == 0 ? engine.dispatch_ps : 0);
+        a.ready_delay_ps = engine.latency_ps;
+        a.work = {&Impl::start_kernel, this, reinterpret_cast<std::uint64_t>(&kernels[i])};
+        if (i == 0) {
+          a.note = &Impl::note_span;
+          a.note_obj = this;
+          a.note_arg = reinterpret_cast<std::uint64_t>(op_name);
+        }
+        push(a);
+      }
+    }
+
+    void host_op(std::string_view name) override {
+      if (engine.dispatch_ps == 0 && !engine.tracing) return;  // nothing to spend, nothing to show
+      os::HostAction a;
+      a.host_ps = engine.dispatch_ps;
+      if (engine.tracing) {
+        a.note = &Impl::note_span;
+        a.note_obj = this;
+        a.note_arg = reinterpret_cast<std::uint64_t>(intern(name));
+      }
+      push(a);
+    }
+
+    void comm(std::uint64_t call, std::string_view name) {
+      os::HostAction a;
+      a.kind = os::HostAction::Kind::launch;
+      a.host_ps = engine.dispatch_ps + engine.launch_ps;
+      a.ready_delay_ps = engine.latency_ps;
+      a.work = {&Impl::start_comm, this, call};
+      a.note = &Impl::note_span;
+      a.note_obj = this;
+      a.note_arg = reinterpret_cast<std::uint64_t>(intern(name));
+      push(a);
+    }
+
+    void check_bytes(std::uint64_t bytes, std::string_view name) const {
+      if (bytes == 0 || bytes > kMaxPackedBytes) {
+        throw std::invalid_argument(fmt::format("{}: {} bytes per rank is outside 1 B .. 1 TiB", name, bytes));
+      }
+    }
+
+    void collective(const OpDesc& op, GroupId group, std::string_view name) override {
+      if (!is_collective(op.kind) || op.kind == OpKind::sendrecv) {
+        throw std::invalid_argument(fmt::format("{}: not a collective op", name));
+      }
+      check_bytes(op.bytes, name);
+      const Group& g = engine.group(group);
+      if (std::find(g.ranks.begin(), g.ranks.end(), index) == g.ranks.end()) {
+        throw std::invalid_argument(fmt::format("{}: rank {} is not in group {}", name, index, g.name));
+      }
+      if (g.ranks.size() == 1) return;  // a group of one: nothing to do
+      comm(pack_call(static_cast<std::uint32_t>(op.kind), group.value, op.bytes), name);
+    }
+
+    void point_to_point(std::uint32_t what, int peer, std::uint64_t bytes, std::string_view name) {
+      check_bytes(bytes, name);
+      if (peer < 0 || peer >= engine.world_size || peer == index) {
+        throw std::invalid_argument(
+            fmt::format("{}: peer rank {} is not another rank of the {}", name, peer, engine.world_size));
+      }
+      comm(pack_call(what, static_cast<std::uint32_t>(peer), bytes), name);
+    }
+    void send(int peer, std::uint64_t bytes, std::string_view name) override { point_to_point(kSend, peer, bytes, name); }
+    void recv(int peer, std::uint64_t bytes, std::string_view name) override { point_to_point(kRecv, peer, bytes, name); }
+
+    void copy(bool to_device, std::uint64_t bytes, std::string_view name) {
+      check_bytes(bytes, name);
+      os::HostAction a;
+      a.kind = os::HostAction::Kind::launch;
+      a.host_ps = engine.dispatch_ps + engine.launch_ps;
+      a.ready_delay_ps = engine.latency_ps;
+      a.work = {&Impl::start_copy, this, (to_device ? std::uint64_t{1} << 63 : 0) | bytes};
+      a.note = &Impl::note_span;
+      a.note_obj = this;
+      a.note_arg = reinterpret_cast<std::uint64_t>(intern(name));
+      push(a);
+    }
+    void copy_host_to_device(std::uint64_t bytes, std::string_view name) override { copy(true, bytes, name); }
+    void copy_device_to_host(std::uint64_t bytes, std::string_view name) override { copy(false, bytes, name); }
+
+    void synchronize(std::string_view reason) override {
+      if (capturing) throw std::logic_error(fmt::format("{}: cannot synchronise while capturing a graph", reason));
+      os::HostAction a;
+      a.kind = os::HostAction::Kind::sync;
+      a.note = &Impl::note_span;
+      a.note_obj = this;
+      a.note_arg = reinterpret_cast<std::uint64_t>(intern(reason));
+      push(a);
+    }
+
+    void graph_begin() override {
+      if (capturing) throw std::logic_error("graph capture already in progress");
+      capturing = true;
+      captured.clear();
+    }
+    void graph_end() override {
+      if (!capturing) throw std::logic_error("graph_end without graph_begin");
+      capturing = false;
+      os::HostAction launch;
+      launch.host_ps = engine.graph_ps;
+      launch.note = &Impl::note_span;
+      launch.note_obj = this;
+      launch.note_arg = reinterpret_cast<std::uint64_t>(intern("cudaGraphLaunch"));
+      queue.push(launch);
+      for (const os::HostAction& a : captured) queue.push(a);
+      captured.clear();
+    }
+
+    void scope_begin(std::string_view name) override {
+      os::HostAction a;
+      a.note = &Impl::note_scope_begin;
+      a.note_obj = this;
+      a.note_arg = reinterpret_cast<std::uint64_t>(intern(name));
+      queue.push(a);  // scopes mark host time even inside a capture
+    }
+    void scope_end() override {
+      os::HostAction a;
+      a.note = &Impl::note_scope_end;
+      a.note_obj = this;
+      queue.push(a);
+    }
+
+    GroupId new_group(const std::vector<int>& ranks) override { return engine.new_group(ranks); }
+  };
+
+  // ---- process groups ----
+  struct Group {
+    std::vector<int> ranks;
+    std::vector<std::uint32_t> devices;
+    std::string name;
+  };
+  GroupId new_group(const std::vector<int>& ranks) {
+    std::lock_guard lock(groups_mutex);
+    if (ranks.empty()) throw std::invalid_argument("new_group: a group needs at least one rank");
+    for (int r : ranks) {
+      if (r < 0 || r >= world_size) {
+        throw std::invalid_argument(fmt::format("new_group: rank {} is outside 0..{}", r, world_size - 1));
+      }
+    }
+    auto it = group_ids.find(ranks);
+    if (it != group_ids.end()) return GroupId{it->second};
+    if (groups.size() >= 0xfffff) throw std::invalid_argument("new_group: too many groups");
+    auto g = std::make_unique<Group>();
+    g->ranks = ranks;
+    std::vector<std::string> parts;
+    for (int r : ranks) {
+      g->devices.push_back(static_cast<std::uint32_t>(r));
+      parts.push_back(std::to_string(r));
+    }
+    g->name = fmt::format("ranks {}", fmt::join(parts, ","));
+    groups.push_back(std::move(g));
+    const auto id = static_cast<std::uint32_t>(groups.size() - 1);
+    group_ids.emplace(ranks, id);
+    return GroupId{id};
+  }
+  const Group& group(GroupId id) {
+    std::lock_guard lock(groups_mutex);
+    if (id.value >= groups.size()) throw std::invalid_argument(fmt::format("unknown process group {}", id.value));
+    return *groups[id.value];
+  }
+
+  // ---- collectives and sends: rendezvous, then one fluid flow ----
+  struct Fluid {
+    sim::TimePs duration_ps = 0;
+    double bytes = 0;  // on the busiest resource
+    std::vector<sim::ResourceId> path;
+    std::vector<std::uint32_t> devices;
+  };
+  struct Member {
+    Rank* rank = nullptr;
+    std::uint32_t stream = 0;
+  };
+  struct Meeting {
+    std::uint32_t arrived = 0;
+    std::uint64_t bytes = 0;
+    std::uint32_t kind = 0;
+    std::vector<Member> members;  // by position in the group (or sender, receiver)
+  };
+  struct Rendezvous {
+    std::vector<std::uint32_t> devices;  // participants, in rank order
+    std::vector<int> ranks;
+    std::vector<std::uint64_t> calls;    // calls so far per participant
+    std::uint64_t first = 0;             // call number of meetings.front()
+    std::deque<Meeting> meetings;
+  };
+  struct Running {
+    std::vector<Member> members;
+    bool free = true;
+  };
+
+  Rendezvous& rendezvous_for_group(std::uint32_t group_id) {
+    auto it = group_rendezvous.find(group_id);
+    if (it != group_rendezvous.end()) return it->second;
+    Rendezvous& r = group_rendezvous[group_id];
+    const Group& g = *groups[group_id];
+    r.devices = g.devices;
+    r.ranks = g.ranks;
+    r.calls.assign(g.ranks.size(), 0);
+    return r;
+  }
+  Rendezvous& rendezvous_for_pair(int src, int dst) {
+    const std::uint64_t key = (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst);
+    auto it = pair_rendezvous.find(key);
+    if (it != pair_rendezvous.end()) return it->second;
+    Rendezvous& r = pair_rendezvous[key];
+    r.ranks = {src, dst};
+    r.devices = {static_cast<std::uint32_t>(src), static_cast<std::uint32_t>(dst)};
+    r.calls.assign(2, 0);
+    return r;
+  }
+
+  static void start_comm(void* obj, std::uint64_t call, os::Stream& stream) {
+    auto* rank = static_cast<Rank*>(obj);
+    Impl& e = rank->engine;
+    rank->slots[stream.index()].comm_start_ps = e.sim.now();
+    const std::uint32_t a = call_a(call);
+    const std::uint64_t bytes = call_bytes(call);
+    Rendezvous* rv;
+    std::size_t position;
+    std::uint32_t kind;
+    if (a == kSend || a == kRecv) {
+      const int peer = static_cast<int>(call_b(call));
+      const int src = a == kSend ? rank->index : peer;
+      const int dst = a == kSend ? peer : rank->index;
+      rv = &e.rendezvous_for_pair(src, dst);
+      position = a == kSend ? 0 : 1;
+      kind = static_cast<std::uint32_t>(OpKind::sendrecv);
+    } else {
+      rv = &e.rendezvous_for_group(call_b(call));
+      position = static_cast<std::size_t>(std::find(rv->ranks.begin(), rv->ranks.end(), rank->index) - rv->ranks.begin());
+      kind = a;
+    }
+    const std::uint64_t number = rv->calls[position]++;
+    while (rv->first + rv->meetings.size() <= number) {
+      Meeting m;
+      m.members.assign(rv->ranks.size(), Member{});
+      rv->meetings.push_back(std::move(m));
+    }
+    Meeting& m = rv->meetings[number - rv->first];
+    if (m.arrived == 0) {
+      m.bytes = bytes;
+      m.kind = kind;
+    } else if (m.bytes != bytes || m.kind != kind) {
+      throw std::logic_error(fmt::format("rank {} joined {} call {} of ranks {} with {} {} bytes; others with {} {} bytes",
+                                         rank->index, op_name(static_cast<OpKind>(kind)), number,
+                                         fmt::join(rv->ranks, ","), op_name(static_cast<OpKind>(kind)), bytes,
+                                         op_name(static_cast<OpKind>(m.kind)), m.bytes));
+    }
+    m.members[position] = Member{rank, stream.index()};
+    if (++m.arrived < rv->ranks.size()) return;
+    // Everyone is here (meetings complete in order per participant, so this is the front one).
+    Meeting done = std::move(m);
+    while (!rv->meetings.empty() && rv->meetings.front().arrived == rv->ranks.size()) {
+      rv->meetings.pop_front();
+      ++rv->first;
+    }
+    e.run_fluid(*rv, static_cast<OpKind>(done.kind), done.bytes, std::move(done.members));
+  }
+
+  const Fluid& fluid_for(const Rendezvous& rv, OpKind kind, std::uint64_t bytes) {
+    std::vector<std::uint64_t> key{static_cast<std::uint64_t>(kind), bytes};
+    key.insert(key.end(), rv.devices.begin(), rv.devices.end());
+    auto it = fluids.find(key);
+    if (it != fluids.end()) return it->second;
+    OpDesc op;
+    op.kind = kind;
+    op.ranks = static_cast<std::uint32_t>(rv.devices.size());
+    op.bytes = bytes;
+    const CollectivePlan plan = dispatcher.lower_collective(op, rv.devices);
+    // The chunk-level plan alone on a scratch copy of the machine.
+    sim::Simulator scratch;
+    hw::SimMachine hw(scratch, machine);
+    Executor executor(hw);
+    executor.run_collective(plan, nullptr, nullptr, 0);
+    scratch.run();
+    Fluid f;
+    f.duration_ps = scratch.now();
+    f.devices = rv.devices;
+    for (sim::ResourceId r = 0; r < hw.network().resource_count(); ++r) {
+      const double b = hw.network().bytes_carried(r);
+      if (b > 0) {
+        f.path.push_back(r);
+        f.bytes = std::max(f.bytes, b);
+      }
+    }
+    return fluids.emplace(std::move(key), std::move(f)).first->second;
+  }
+
+  void run_fluid(const Rendezvous& rv, OpKind kind, std::uint64_t bytes, std::vector<Member> members) {
+    const Fluid& f = fluid_for(rv, kind, bytes);
+    std::uint32_t slot = 0;
+    while (slot < running.size() && !running[slot].free) ++slot;
+    if (slot == running.size()) running.emplace_back();
+    running[slot].free = false;
+    running[slot].members = std::move(members);
+    for (std::uint32_t d : f.devices) executor->share_device(d);
+    if (f.bytes <= 0 || f.duration_ps == 0) {
+      sim.after(f.duration_ps, &Impl::on_comm_done, this, slot);
+      return;
+    }
+    const double cap = f.bytes / units::ps_to_seconds(f.duration_ps);
+    hw->network().start(f.path, f.bytes, &Impl::on_comm_done, this, slot, cap);
+  }
+
+  static void on_comm_done(void* obj, std::uint64_t slot) {
+    auto* e = static_cast<Impl*>(obj);
+    Running& r = e->running[slot];
+    const sim::TimePs now = e->sim.now();
+    std::vector<Member> members = std::move(r.members);
+    r.members.clear();
+    r.free = true;
+    for (const Member& m : members) {
+      Rank::Slot& sl = m.rank->slots[m.stream];
+      m.rank->result.communication_ps += now - sl.comm_start_ps;
+      m.rank->result.device_finish_ps = now;
+      ++m.rank->result.collectives;
+      if (e->tracing) e->recorder->span(m.rank->stream_tracks[m.stream], "nccl", "communication", sl.comm_start_ps, now);
+      m.rank->streams[m.stream]->finish_current();
+    }
+  }
+
+  // ---- host <-> device copies ----
+  struct Copy {
+    Rank* rank = nullptr;
+    std::uint32_t stream = 0;
+    sim::TimePs start_ps = 0;
+  };
+  static void start_copy(void* obj, std::uint64_t arg, os::Stream& stream) {
+    auto* rank = static_cast<Rank*>(obj);
+    Impl& e = rank->engine;
+    const bool to_device = (arg >> 63) != 0;
+    const std::uint64_t bytes = arg & ~(std::uint64_t{1} << 63);
+    const auto host = e.machine.host_of_device(rank->device);
+    if (!host) throw std::invalid_argument(fmt::format("{} has no host to copy from", e.machine.devices()[rank->device].name));
+    const std::uint32_t host_ep = e.machine.hosts()[*host].endpoint;
+    const std::uint32_t dev_ep = e.machine.devices()[rank->device].endpoint;
+    const auto slot = static_cast<std::uint32_t>(e.copies.size());
+    e.copies.push_back({rank, stream.index(), e.sim.now()});
+    hw::TransferOptions options;
+    options.touch_hbm = true;
+    e.hw->transfer(to_device ? host_ep : dev_ep, to_device ? dev_ep : host_ep, static_cast<double>(bytes),
+                   &Impl::on_copy_done, &e, slot, options);
+  }
+  static void on_copy_done(void* obj, std::uint64_t slot) {
+    auto* e = static_cast<Impl*>(obj);
+    const Copy c = e->copies[slot];
+    const sim::TimePs now = e->sim.now();
+    c.rank->result.communication_ps += now - c.start_ps;
+    c.rank->result.device_finish_ps = now;
+    if (e->tracing) e->recorder->span(c.rank->stream_tracks[c.stream], "memcpy", "copy", c.start_ps, now);
+    c.rank->streams[c.stream]->finish_current();
+  }
+
+  // ---- kernels ----
+  static void start_kernel(void* obj, std::uint64_t arg, os::Stream& stream) {
+    auto* rank = static_cast<Rank*>(obj);
+    Rank::Slot& slot = rank->slots[stream.index()];
+    slot.kernel = reinterpret_cast<const Kernel*>(arg);
+    rank->engine.executor->launch(*slot.kernel, slot.run, &Impl::on_kernel_done, rank, stream.index());
+  }
+  static void on_kernel_done(void* obj, std::uint64_t stream) {
+    auto* rank = static_cast<Rank*>(obj);
+    Impl& e = rank->engine;
+    Rank::Slot& slot = rank->slots[stream];
+    const KernelRun& run = slot.run;
+    const sim::TimePs took = run.end_ps - run.start_ps;
+    const bool compute_bound = run.compute_ps >= run.memory_ps;
+    (compute_bound ? rank->result.compute_bound_ps : rank->result.memory_bound_ps) += took;
+    rank->result.flops += slot.kernel->flops;
+    rank->result.hbm_bytes += slot.kernel->hbm_bytes;
+    ++rank->result.kernels;
+    rank->result.device_finish_ps = run.end_ps;
+    if (e.tracing) {
+      const trace::Arg args[] = {{"impl", slot.kernel->impl},
+                                 {"flops", slot.kernel->flops},
+                                 {"hbm_bytes", slot.kernel->hbm_bytes},
+                                 {"bound", compute_bound ? "compute" : "memory"}};
+      e.recorder->span(rank->stream_tracks[stream], slot.kernel->name, "kernel", run.start_ps, run.end_ps, args);
+    }
+    slot.kernel = nullptr;
+    rank->streams[stream]->finish_current();
+  }
+
+  // ---- host notes ----
+  static void note_span(void* obj, std::uint64_t arg, sim::TimePs begin, sim::TimePs end) {
+    auto* rank = static_cast<Rank*>(obj);
+    if (!rank->engine.tracing) return;
+    rank->engine.recorder->span(rank->host_track, *reinterpret_cast<const std::string*>(arg), "op", begin, end);
+  }
+  static void note_scope_begin(void* obj, std::uint64_t arg, sim::TimePs begin, sim::TimePs) {
+    auto* rank = static_cast<Rank*>(obj);
+    rank->scope_stack.emplace_back(reinterpret_cast<const std::string*>(arg), begin);
+  }
+  static void note_scope_end(void* obj, std::uint64_t, sim::TimePs end, sim::TimePs) {
+    auto* rank = static_cast<Rank*>(obj);
+    if (rank->scope_stack.empty()) throw std::logic_error(fmt::format("rank {}: scope_end without scope_begin", rank->index));
+    const auto [name, begin] = rank->scope_stack.back();
+    rank->scope_stack.pop_back();
+    if (rank->scope_stack.empty()) rank->result.steps.push_back({*name, begin, end});
+    if (rank->engine.tracing) rank->engine.recorder->span(rank->host_track, *name, "scope", begin, end);
+  }
+
+  static void on_host_finished(void*, std::uint64_t) {}
+
+  Impl(const hw::Machine& m, KernelPolicy policy, int world, EngineOptions opts)
+      : machine(m), dispatcher(m, std::move(policy)), world_size(world), options(std::move(opts)) {}
+
+  const hw::Machine& machine;
+  Dispatcher dispatcher;
+  int world_size;
+  EngineOptions options;
+  trace::Recorder* recorder = nullptr;
+  bool tracing = false;
+
+  sim::Simulator sim;
+  std::unique_ptr<hw::SimMachine> hw;
+  std::unique_ptr<Executor> executor;
+  std::vector<std::unique_ptr<Rank>> ranks;
+  sim::TimePs dispatch_ps = 0, launch_ps = 0, latency_ps = 0, graph_ps = 0, sync_ps = 0;
+
+  std::mutex groups_mutex;
+  std::vector<std::unique_ptr<Group>> groups;
+  std::map<std::vector<int>, std::uint32_t> group_ids;
+  std::unordered_map<std::uint32_t, Rendezvous> group_rendezvous;
+  std::unordered_map<std::uint64_t, Rendezvous> pair_rendezvous;
+  std::map<std::vector<std::uint64_t>, Fluid> fluids;
+  std::vector<Running> running;
+  std::deque<Copy> copies;
+};
+
+Engine::Engine(const hw::Machine& machine, KernelPolicy policy, int world_size, EngineOptions options)
+    : machine_(machine), impl_(std::make_unique<Impl>(machine, std::move(policy), world_size, std::move(options))) {
+  if (world_size < 1) throw std::invalid_argument("a run needs at least one rank");
+  if (static_cast<std::size_t>(world_size) > machine.devices().size()) {
+    Diagnostics d;
+    d.error(machine.name(), "",
+            fmt::format("{} ranks need {} devices; the machine has {}", world_size, world_size, machine.devices().size()));
+    throw InputError(std::move(d));
+  }
+  if (options.streams_per_rank < 1 || options.streams_per_rank > 64) {
+    throw std::invalid_argument("streams_per_rank must be 1..64");
+  }
+}
+
+Engine::~Engine() = default;
+
+EngineResult Engine::run(const std::function<void(RankContext&)>& program) {
+  Impl& e = *impl_;
+  if (!e.ranks.empty()) throw std::logic_error("Engine::run may be called once");
+  e.recorder = e.options.recorder;
+  e.tracing = e.recorder != nullptr && e.recorder->enabled();
+  e.hw = std::make_unique<hw::SimMachine>(e.sim, machine_);
+  e.executor = std::make_unique<Executor>(*e.hw);
+
+  // Host costs come from the host nearest rank 0's device (all ranks of a run share one kind).
+  hw::HostSpec host_spec;
+  if (auto h = machine_.host_of_device(0)) host_spec = machine_.hosts()[*h].spec;
+  e.dispatch_ps = e.options.framework == Framework::eager ? units::seconds_to_ps(host_spec.op_dispatch_s) : 0;
+  e.launch_ps = units::seconds_to_ps(host_spec.kernel_launch_s);
+  e.latency_ps = units::seconds_to_ps(host_spec.launch_latency_s);
+  e.graph_ps = units::seconds_to_ps(host_spec.graph_launch_s);
+  e.sync_ps = units::seconds_to_ps(host_spec.sync_latency_s);
+
+  for (int r = 0; r < e.world_size; ++r) {
+    const auto d = static_cast<std::uint32_t>(r);
+    const hw::Device& dev = machine_.devices()[d];
+    auto rank = std::make_unique<Impl::Rank>(e, r, d, static_cast<std::uint64_t>(dev.memory.size_bytes));
+    for (std::size_t s = 0; s < e.options.streams_per_rank; ++s) {
+      rank->streams.push_back(std::make_unique<os::Stream>(e.sim, d, static_cast<std::uint32_t>(s)));
+      rank->stream_ptrs.push_back(rank->streams.back().get());
+    }
+    rank->slots.resize(e.options.streams_per_rank);
+    rank->host_thread = std::make_unique<os::HostThread>(e.sim, rank->queue, rank->stream_ptrs, e.sync_ps,
+                                                        &Impl::on_host_finished, &e, static_cast<std::uint64_t>(r));
+    rank->result.rank = r;
+    rank->result.device = d;
+    rank->result.device_name = dev.name;
+    if (e.tracing) {
+      e.recorder->add_process(r, fmt::format("rank {} ({})", r, dev.name));
+      rank->host_track = e.recorder->add_thread_track(r, 0, "host");
+      for (std::size_t s = 0; s < e.options.streams_per_rank; ++s) {
+        rank->stream_tracks.push_back(e.recorder->add_thread_track(r, static_cast<std::int32_t>(s + 1),
+                                                                   fmt::format("stream {}", s)));
+      }
+    }
+    e.ranks.push_back(std::move(rank));
+  }
+
+  std::vector<std::thread> threads;
+  threads.reserve(e.ranks.size());
+  for (auto& rank_ptr : e.ranks) {
+    Impl::Rank* rank = rank_ptr.get();
+    threads.emplace_back([rank, &program] {
+      RankGuard guard(rank);
+      try {
+        program(*rank);
+      } catch (const os::QueueAborted&) {
+      } catch (const OutOfMemory&) {
+        // rank->oom holds the report
+      } catch (...) {
+        rank->error = std::current_exception();
+      }
+      rank->queue.close();
+    });
+  }
+  struct Joiner {
+    Impl& e;
+    std::vector<std::thread>& threads;
+    ~Joiner() {
+      for (auto& r : e.ranks) r->queue.abort();
+      for (auto& t : threads) {
+        if (t.joinable()) t.join();
+      }
+    }
+  } joiner{e, threads};
+
+  for (auto& rank : e.ranks) rank->host_thread->start();
+  e.sim.run();
+
+  for (auto& t : threads) t.join();
+  for (auto& rank : e.ranks) {
+    if (rank->error) std::rethrow_exception(rank->error);
+  }
+
+  EngineResult result;
+  for (auto& rank : e.ranks) {
+    if (rank->oom && !result.oom) result.oom = rank->oom;
+  }
+  for (auto& rank : e.ranks) {
+    RankResult r = std::move(rank->result);
+    r.host_finish_ps = rank->host_thread->finish_ps();
+    r.host_busy_ps = rank->host_thread->busy_ps();
+    r.host_blocked_ps = rank->host_thread->blocked_ps();
+    r.memory = rank->allocator.stats();
+    if (!result.oom && !rank->host_thread->finished()) {
+      throw std::logic_error(fmt::format("rank {}'s program stalled: a collective or send/recv that its peers never "
+                                         "joined",
+                                         rank->index));
+    }
+    result.end_ps = std::max(result.end_ps, r.host_finish_ps);
+    result.ranks.push_back(std::move(r));
+  }
+  result.end_ps = std::max(result.end_ps, e.sim.now());
+  result.events = e.sim.events_executed();
+  result.solo_kernels = e.executor->solo_kernels();
+  result.converted_kernels = e.executor->converted_kernels();
+  return result;
+}
+
+}  // namespace syntorch::runtime

@@ -1,0 +1,29 @@
+#include "common.hpp"
+
+#include <filesystem>
+
+namespace syntorch::cli {
+
+runtime::KernelPolicy load_policy(const std::string& text, Diagnostics& d) {
+  if (text.empty()) return {};
+  if (text.find('=') == std::string::npos && std::filesystem::exists(text)) {
+    return runtime::KernelPolicy::load_file(text, d);
+  }
+  return runtime::KernelPolicy::parse(text, d, "--policy");
+}
+
+std::string default_hw_config(const std::string& name) {
+  namespace fs = std::filesystem;
+  const fs::path here = fs::path("hw_configs") / name;
+  if (fs::exists(here)) return here.string();
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    for (fs::path dir = exe.parent_path(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path()) {
+      if (fs::exists(dir / "hw_configs" / name)) return (dir / "hw_configs" / name).string();
+    }
+  }
+  return here.string();
+}
+
+}  // namespace syntorch::cli

@@ -1,0 +1,230 @@
+// `syntorch simulate --model M [--hw FILE] --tp N --pp N --batch B --input-tokens I --output-tokens O
+// [--dtype D] [--policy P] [--set path=value]... [--graph] [--trace FILE] [--json]`: one generation
+// run of a model from the zoo; prints latency, throughput, memory, MFU and where the time went.
+// A simulated out-of-memory prints what held the memory and exits 3.
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "cli.hpp"
+#include "commands.hpp"
+#include "common.hpp"
+#include "syntorch/base/units.hpp"
+#include "syntorch/hw/machine.hpp"
+#include "syntorch/models/simulate.hpp"
+#include "syntorch/trace/chrome_json_writer.hpp"
+#include "syntorch/trace/recorder.hpp"
+
+namespace syntorch::cli {
+
+namespace {
+
+inline constexpr int kExitOom = 3;
+
+struct SimulateOptions {
+  std::string model;
+  std::string hw;
+  int tp = 1;
+  int pp = 1;
+  std::int64_t batch = 1;
+  std::int64_t input_tokens = 128;
+  std::int64_t output_tokens = 16;
+  std::int64_t micro_batches = 0;
+  std::string dtype = "fp16";
+  std::string policy;
+  std::vector<std::string> sets;
+  bool graph = false;
+  std::string framework = "eager";
+  std::string trace;
+  bool json = false;
+};
+
+std::string size(std::uint64_t bytes) { return units::format_size(static_cast<double>(bytes)); }
+std::string ms(double s) { return fmt::format("{:.3f} ms", s * 1e3); }
+
+void print_oom(std::ostream& out, const runtime::OomReport& oom, const models::RunSpec& spec) {
+  const os::AllocatorStats& m = oom.memory;
+  out << fmt::format("OUT OF MEMORY on rank {} ({}): {} requested for {}; the device has {}\n", oom.rank,
+                     oom.device_name, size(oom.requested_bytes), oom.requested_for, size(m.capacity_bytes));
+  out << fmt::format("  allocated {} in live tensors, reserved {} by the caching allocator\n", size(m.allocated_bytes),
+                     size(m.reserved_bytes));
+  out << "  by purpose:";
+  for (std::size_t u = 0; u < os::kMemoryUses; ++u) {
+    if (m.allocated_by_use[u] == 0) continue;
+    out << fmt::format(" {} {};", os::memory_use_name(static_cast<os::MemoryUse>(u)), size(m.allocated_by_use[u]));
+  }
+  out << "\n  largest live allocations by tensor:\n";
+  for (const auto& [name, bytes] : oom.largest) out << fmt::format("    {:<40} {}\n", name, size(bytes));
+  out << fmt::format("  {} weights alone are {} in {}; more tensor or pipeline parallel ranks (now tp {} x pp {}), a "
+                     "smaller batch or shorter sequences, or devices with more memory would fit it\n",
+                     spec.model.name, size(static_cast<std::uint64_t>(spec.model.parameters() * dtype_bits(spec.dtype) / 8)),
+                     dtype_name(spec.dtype), spec.tp, spec.pp);
+}
+
+nlohmann::ordered_json oom_json(const runtime::OomReport& oom) {
+  nlohmann::ordered_json j;
+  j["rank"] = oom.rank;
+  j["device"] = oom.device_name;
+  j["requested_bytes"] = oom.requested_bytes;
+  j["requested_for"] = oom.requested_for;
+  j["capacity_bytes"] = oom.memory.capacity_bytes;
+  j["allocated_bytes"] = oom.memory.allocated_bytes;
+  j["reserved_bytes"] = oom.memory.reserved_bytes;
+  auto& by = j["allocated_by_use"] = nlohmann::ordered_json::object();
+  for (std::size_t u = 0; u < os::kMemoryUses; ++u) {
+    by[std::string(os::memory_use_name(static_cast<os::MemoryUse>(u)))] = oom.memory.allocated_by_use[u];
+  }
+  auto& largest = j["largest"] = nlohmann::ordered_json::array();
+  for (const auto& [name, bytes] : oom.largest) largest.push_back({{"tensor", name}, {"bytes", bytes}});
+  return j;
+}
+
+nlohmann::ordered_json report_json(const models::RunReport& r, const models::RunSpec& spec, const hw::Machine& m) {
+  nlohmann::ordered_json j;
+  j["status"] = r.oom ? "oom" : "ok";
+  j["model"] = spec.model.name;
+  j["hw"] = m.config().file;
+  j["tp"] = spec.tp;
+  j["pp"] = spec.pp;
+  j["batch"] = spec.batch;
+  j["input_tokens"] = spec.input_tokens;
+  j["output_tokens"] = spec.output_tokens;
+  j["dtype"] = std::string(dtype_name(spec.dtype));
+  j["graph"] = spec.graph;
+  j["framework"] = spec.framework == runtime::Framework::native ? "native" : "eager";
+  j["ttft_ms"] = r.ttft_s * 1e3;
+  j["tpot_ms"] = r.tpot_s * 1e3;
+  j["e2e_ms"] = r.e2e_s * 1e3;
+  j["tokens_per_s"] = r.tokens_per_s;
+  j["mfu"] = r.mfu;
+  j["peak_memory_bytes"] = r.peak_memory_bytes;
+  j["peak_reserved_bytes"] = r.peak_reserved_bytes;
+  j["breakdown"] = {{"compute_ms", r.breakdown.compute_s * 1e3},
+                    {"memory_ms", r.breakdown.memory_s * 1e3},
+                    {"communication_ms", r.breakdown.communication_s * 1e3},
+                    {"launch_idle_ms", r.breakdown.idle_s * 1e3}};
+  std::uint64_t kernels = 0;
+  for (const auto& rank : r.engine.ranks) kernels += rank.kernels;
+  j["kernels"] = kernels;
+  if (r.engine.oom) j["oom"] = oom_json(*r.engine.oom);
+  return j;
+}
+
+void print_report(std::ostream& out, const models::RunReport& r, const models::RunSpec& spec, const hw::Machine& m,
+                  double wall_s) {
+  out << fmt::format("{} on {} ({} x {}): tp {} x pp {}, batch {}, {} input + {} output tokens, {}, {}\n",
+                     spec.model.name, m.name(), spec.tp * spec.pp, m.devices()[0].name, spec.tp, spec.pp, spec.batch,
+                     spec.input_tokens, spec.output_tokens, dtype_name(spec.dtype),
+                     fmt::format("{}{}", spec.framework == runtime::Framework::native ? "native runtime" : "PyTorch eager",
+                                 spec.graph ? " + CUDA graphs" : ""));
+  out << fmt::format("  time to first token     {}\n", ms(r.ttft_s));
+  out << fmt::format("  time per output token   {}\n", ms(r.tpot_s));
+  out << fmt::format("  end-to-end latency      {}\n", ms(r.e2e_s));
+  out << fmt::format("  throughput              {:.1f} tokens/s ({:.1f} per device)\n", r.tokens_per_s,
+                     r.tokens_per_s / (spec.tp * spec.pp));
+  out << fmt::format("  model FLOPs utilisation {:.1f}%\n", r.mfu * 100);
+  const auto [lo, hi] = std::minmax_element(r.peak_memory_bytes.begin(), r.peak_memory_bytes.end());
+  const auto [rlo, rhi] = std::minmax_element(r.peak_reserved_bytes.begin(), r.peak_reserved_bytes.end());
+  out << fmt::format("  peak memory per device  {}{} allocated, {}{} reserved, of {}\n", size(*lo),
+                     *lo == *hi ? "" : " .. " + size(*hi), size(*rlo), *rlo == *rhi ? "" : " .. " + size(*rhi),
+                     size(static_cast<std::uint64_t>(m.devices()[0].memory.size_bytes)));
+  const models::TimeBreakdown& b = r.breakdown;
+  auto line = [&](const char* what, double s) {
+    out << fmt::format("    {:<24} {:>12}  {:5.1f}%\n", what, ms(s), r.e2e_s > 0 ? s / r.e2e_s * 100 : 0);
+  };
+  out << "  where the time went (mean per device)\n";
+  line("compute-bound kernels", b.compute_s);
+  line("memory-bound kernels", b.memory_s);
+  line("communication", b.communication_s);
+  line("launch gaps and idle", b.idle_s);
+  std::uint64_t kernels = 0;
+  for (const auto& rank : r.engine.ranks) kernels += rank.kernels;
+  out << fmt::format("  simulated {} kernels ({} events) in {:.2f} s\n", kernels, r.engine.events, wall_s);
+}
+
+int run_simulate(const SimulateOptions& o, Context& ctx) {
+  Diagnostics d;
+  models::RunSpec spec;
+  if (auto model = models::parse_model(o.model, d, "--model")) spec.model = *model;
+  if (auto t = parse_dtype(o.dtype)) {
+    spec.dtype = *t;
+  } else {
+    d.error("--dtype", "", fmt::format("unknown dtype \"{}\"{} (valid: {})", o.dtype, did_you_mean(o.dtype, dtype_names()),
+                                       join(dtype_names())));
+  }
+  spec.tp = o.tp;
+  spec.pp = o.pp;
+  spec.batch = o.batch;
+  spec.input_tokens = o.input_tokens;
+  spec.output_tokens = o.output_tokens;
+  spec.micro_batches = o.micro_batches;
+  spec.graph = o.graph;
+  spec.framework = o.framework == "native" ? runtime::Framework::native : runtime::Framework::eager;
+  const runtime::KernelPolicy policy = load_policy(o.policy, d);
+  const auto overrides = hw::parse_overrides(o.sets, d);
+  const std::string hw_file = o.hw.empty() ? default_hw_config("dgx_h100.json") : o.hw;
+  std::optional<hw::Machine> machine;
+  try {
+    machine = hw::Machine::load(hw_file, overrides);
+  } catch (const InputError& e) {
+    d.append(e.diagnostics());
+  }
+  if (d.empty()) {
+    Diagnostics flags;
+    if (!models::validate_run(spec, *machine, flags, "flags")) {
+      for (const auto& x : flags.items()) d.error(x.path.empty() ? "flags" : "--" + x.path, "", x.message);
+    }
+  }
+  if (!d.empty()) {
+    ctx.err << d.to_string();
+    return kExitBadInput;
+  }
+  trace::Recorder recorder;
+  if (!o.trace.empty()) recorder.attach(trace::ChromeJsonWriter::open(o.trace));
+  const auto start = std::chrono::steady_clock::now();
+  const models::RunReport report = models::simulate_generation(*machine, policy, spec, &recorder);
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  recorder.finish();
+  if (o.json) {
+    ctx.out << report_json(report, spec, *machine).dump(2) << "\n";
+  } else if (report.oom) {
+    print_oom(ctx.out, *report.engine.oom, spec);
+  } else {
+    print_report(ctx.out, report, spec, *machine, wall_s);
+    if (!o.trace.empty()) ctx.out << fmt::format("  trace written to {} (open it in ui.perfetto.dev)\n", o.trace);
+  }
+  return report.oom ? kExitOom : kExitOk;
+}
+
+}  // namespace
+
+void add_simulate_command(CLI::App& app, Context& ctx) {
+  auto o = std::make_shared<SimulateOptions>();
+  CLI::App* s = app.add_subcommand("simulate", "Simulate text generation with a model from the zoo");
+  s->add_option("--model", o->model, "gpt3-125m .. gpt3-175b, or gpt:layers=L,hidden=H,heads=N,vocab=V")->required();
+  s->add_option("--hw", o->hw, "Hardware config JSON file (default hw_configs/dgx_h100.json)");
+  s->add_option("--tp", o->tp, "Tensor parallel ranks")->capture_default_str();
+  s->add_option("--pp", o->pp, "Pipeline parallel stages")->capture_default_str();
+  s->add_option("--batch", o->batch, "Sequences generated together")->capture_default_str();
+  s->add_option("--input-tokens,--num_input_tokens", o->input_tokens, "Prompt length")->capture_default_str();
+  s->add_option("--output-tokens,--num_output_tokens", o->output_tokens, "Tokens generated per sequence (the first by "
+                "the prefill)")->capture_default_str();
+  s->add_option("--micro-batches", o->micro_batches, "Pipeline micro-batches (default: one per stage)");
+  s->add_option("--dtype", o->dtype, "Data type: fp16, bf16, fp32, fp8")->capture_default_str();
+  s->add_option("--policy", o->policy, "Kernel policy: op=impl[:precision],... or a JSON/YAML file");
+  s->add_option("--set", o->sets, "Override a config field: /json/pointer=value (repeatable)");
+  s->add_option("--framework", o->framework,
+                "eager: PyTorch eager (dispatch cost per op); native: a C++ runtime like FasterTransformer (launch "
+                "calls only)")
+      ->check(CLI::IsMember({"eager", "native"}))
+      ->capture_default_str();
+  s->add_flag("--graph", o->graph, "Capture each decode step as a CUDA graph (one launch per step)");
+  s->add_option("--trace", o->trace, "Write a Chrome JSON trace of every op and kernel (open in Perfetto)");
+  s->add_flag("--json", o->json, "Print JSON");
+  s->callback([&ctx, o] { ctx.action = [&ctx, o] { return run_simulate(*o, ctx); }; });
+}
+
+}  // namespace syntorch::cli
