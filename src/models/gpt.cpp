@@ -177,10 +177,6 @@ GPTImpl::GPTImpl(const GPTConfig& c) : torch::nn::Module("GPT"), config_(c) {
 }
 
 std::vector<KVCache> GPTImpl::make_kv_cache(std::int64_t batch, std::int64_t max_seq) const {
-  if (max_seq > config_.context) {
-    throw std::invalid_argument(fmt::format("{}: {} positions exceed the context of {}", config_.name, max_seq,
-                                            config_.context));
-  }
   torch::MemoryUseGuard guard(torch::MemoryUse::kv_cache);
   std::vector<KVCache> caches;
   const std::int64_t local_heads = config_.heads / parallel::state().tp_size;

@@ -48,11 +48,6 @@ bool validate_run(const RunSpec& s, const hw::Machine& machine, Diagnostics& d, 
     d.error(where, "pp", fmt::format("{} has {} layers, which do not split evenly over pp {}", s.model.name,
                                      s.model.layers, s.pp));
   }
-  if (s.input_tokens + s.output_tokens - 1 > s.model.context) {
-    d.error(where, "input-tokens",
-            fmt::format("{} input + {} output tokens exceed {}'s context of {}", s.input_tokens, s.output_tokens,
-                        s.model.name, s.model.context));
-  }
   if (!scalar_type(s.dtype)) {
     d.error(where, "dtype", fmt::format("{} is not a dtype models run in (valid: fp32, fp16, bf16, fp8)", dtype_name(s.dtype)));
   }

@@ -145,7 +145,9 @@ std::optional<CachingAllocator::Block> CachingAllocator::allocate(std::uint64_t 
   b.use = use;
   stats_.allocated_bytes += b.size;
   stats_.requested_bytes += bytes;
-  stats_.allocated_by_use[static_cast<std::size_t>(use)] += b.size;
+  const auto u = static_cast<std::size_t>(use);
+  stats_.allocated_by_use[u] += b.size;
+  stats_.peak_allocated_by_use[u] = std::max(stats_.peak_allocated_by_use[u], stats_.allocated_by_use[u]);
   stats_.peak_allocated_bytes = std::max(stats_.peak_allocated_bytes, stats_.allocated_bytes);
   ++stats_.allocations;
   return Block{b.address, b.size, id};

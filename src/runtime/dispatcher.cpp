@@ -40,6 +40,7 @@ std::vector<Kernel> Dispatcher::lower(const OpDesc& op, std::uint32_t device) co
                                     ? fmt::format("precision {} from the policy (the op is {})", dtype_name(dtype), dtype_name(op.dtype))
                                     : fmt::format("precision {} (the op's own)", dtype_name(dtype));
   for (Kernel& k : ks) {
+    k.op = op.kind;
     k.why.push_back(precision);
     k.why.push_back(fmt::format("on {} ({})", dev.name, machine_.name()));
   }

@@ -332,10 +332,15 @@ struct Engine::Impl {
   }
 
   // ---- collectives and sends: rendezvous, then one fluid flow ----
+  // A collective in fluid form: groups of resources that carry (about) the same bytes, each group
+  // one flow of those bytes, capped so that alone it ends exactly when the chunk-level plan does.
   struct Fluid {
+    struct Part {
+      double bytes = 0;
+      std::vector<sim::ResourceId> path;
+    };
     sim::TimePs duration_ps = 0;
-    double bytes = 0;  // on the busiest resource
-    std::vector<sim::ResourceId> path;
+    std::vector<Part> parts;
     std::vector<std::uint32_t> devices;
   };
   struct Member {
@@ -357,6 +362,7 @@ struct Engine::Impl {
   };
   struct Running {
     std::vector<Member> members;
+    std::size_t parts_left = 0;
     bool free = true;
   };
 
@@ -448,13 +454,18 @@ struct Engine::Impl {
     Fluid f;
     f.duration_ps = scratch.now();
     f.devices = rv.devices;
+    std::vector<std::pair<double, sim::ResourceId>> loads;
     for (sim::ResourceId r = 0; r < hw.network().resource_count(); ++r) {
       const double b = hw.network().bytes_carried(r);
-      if (b > 0) {
-        f.path.push_back(r);
-        f.bytes = std::max(f.bytes, b);
-      }
+      if (b > 0) loads.emplace_back(b, r);
     }
+    std::sort(loads.begin(), loads.end(), [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+    for (const auto& [bytes, r] : loads) {
+      // Within 1% of a group's largest load: the same part (it then moves slightly more).
+      if (f.parts.empty() || bytes < 0.99 * f.parts.back().bytes) f.parts.push_back({bytes, {}});
+      f.parts.back().path.push_back(r);
+    }
+    for (auto& part : f.parts) std::sort(part.path.begin(), part.path.end());
     return fluids.emplace(std::move(key), std::move(f)).first->second;
   }
 
@@ -466,17 +477,22 @@ struct Engine::Impl {
     running[slot].free = false;
     running[slot].members = std::move(members);
     for (std::uint32_t d : f.devices) executor->share_device(d);
-    if (f.bytes <= 0 || f.duration_ps == 0) {
+    if (f.parts.empty() || f.duration_ps == 0) {
+      running[slot].parts_left = 1;
       sim.after(f.duration_ps, &Impl::on_comm_done, this, slot);
       return;
     }
-    const double cap = f.bytes / units::ps_to_seconds(f.duration_ps);
-    hw->network().start(f.path, f.bytes, &Impl::on_comm_done, this, slot, cap);
+    running[slot].parts_left = f.parts.size();
+    for (const Fluid::Part& part : f.parts) {
+      const double cap = part.bytes / units::ps_to_seconds(f.duration_ps);
+      hw->network().start(part.path, part.bytes, &Impl::on_comm_done, this, slot, cap);
+    }
   }
 
   static void on_comm_done(void* obj, std::uint64_t slot) {
     auto* e = static_cast<Impl*>(obj);
     Running& r = e->running[slot];
+    if (--r.parts_left > 0) return;
     const sim::TimePs now = e->sim.now();
     std::vector<Member> members = std::move(r.members);
     r.members.clear();
@@ -539,6 +555,7 @@ struct Engine::Impl {
     const bool compute_bound = run.compute_ps >= run.memory_ps;
     (compute_bound ? rank->result.compute_bound_ps : rank->result.memory_bound_ps) += took;
     rank->result.flops += slot.kernel->flops;
+    rank->result.flops_by_op[static_cast<std::size_t>(slot.kernel->op)] += slot.kernel->flops;
     rank->result.hbm_bytes += slot.kernel->hbm_bytes;
     ++rank->result.kernels;
     rank->result.device_finish_ps = run.end_ps;

@@ -6,7 +6,7 @@
 namespace syntorch::runtime {
 
 namespace {
-constexpr std::array<std::string_view, 15> kOpNames{"gemm",    "bmm",  "attention", "layernorm", "rmsnorm",
+constexpr std::array<std::string_view, kOpKinds> kOpNames{"gemm",    "bmm",  "attention", "layernorm", "rmsnorm",
                                                     "softmax", "gelu", "add",       "embedding", "mul",
                                                     "copy",    "allreduce", "allgather", "reducescatter", "sendrecv"};
 }

@@ -115,8 +115,8 @@ nlohmann::ordered_json report_json(const models::RunReport& r, const models::Run
 
 void print_report(std::ostream& out, const models::RunReport& r, const models::RunSpec& spec, const hw::Machine& m,
                   double wall_s) {
-  out << fmt::format("{} on {} ({} x {}): tp {} x pp {}, batch {}, {} input + {} output tokens, {}, {}\n",
-                     spec.model.name, m.name(), spec.tp * spec.pp, m.devices()[0].name, spec.tp, spec.pp, spec.batch,
+  out << fmt::format("{} on {}: {} devices (tp {} x pp {}), batch {}, {} input + {} output tokens, {}, {}\n",
+                     spec.model.name, m.name(), spec.tp * spec.pp, spec.tp, spec.pp, spec.batch,
                      spec.input_tokens, spec.output_tokens, dtype_name(spec.dtype),
                      fmt::format("{}{}", spec.framework == runtime::Framework::native ? "native runtime" : "PyTorch eager",
                                  spec.graph ? " + CUDA graphs" : ""));
@@ -140,6 +140,10 @@ void print_report(std::ostream& out, const models::RunReport& r, const models::R
   line("memory-bound kernels", b.memory_s);
   line("communication", b.communication_s);
   line("launch gaps and idle", b.idle_s);
+  if (spec.input_tokens + spec.output_tokens - 1 > spec.model.context) {
+    out << fmt::format("  note: {} positions exceed {}'s trained context of {}; they cost the same to simulate\n",
+                       spec.input_tokens + spec.output_tokens - 1, spec.model.name, spec.model.context);
+  }
   std::uint64_t kernels = 0;
   for (const auto& rank : r.engine.ranks) kernels += rank.kernels;
   out << fmt::format("  simulated {} kernels ({} events) in {:.2f} s\n", kernels, r.engine.events, wall_s);

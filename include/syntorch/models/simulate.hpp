@@ -34,7 +34,8 @@ struct RunSpec {
 };
 
 // Checks a spec against a machine: sizes positive, tp x pp devices available, heads and layers
-// dividing, the sequence within the context, a dtype the devices can store. Problems go under
+// dividing, a dtype models run in. Sequences longer than the model's trained context are allowed
+// (the cost of a position lookup does not depend on the position); reports say so. Problems go under
 // `where` ("flags", a file row).
 bool validate_run(const RunSpec& spec, const hw::Machine& machine, Diagnostics& diagnostics, const std::string& where);
 

@@ -39,6 +39,7 @@ struct AllocatorStats {
   std::uint64_t device_frees = 0;          // segments given back (empty_cache)
   std::uint64_t ooms = 0;
   std::array<std::uint64_t, kMemoryUses> allocated_by_use{};
+  std::array<std::uint64_t, kMemoryUses> peak_allocated_by_use{};  // each purpose's own peak
 
   // Reserved bytes not holding live data, as a fraction of reserved (0 when nothing is reserved).
   double fragmentation() const;

@@ -14,6 +14,7 @@
 // those resources, capped so that alone it takes exactly that duration, and sharing max-min
 // fairly with whatever else is in flight.
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -54,6 +55,7 @@ struct RankResult {
   sim::TimePs memory_bound_ps = 0;
   sim::TimePs communication_ps = 0;
   double flops = 0;
+  std::array<double, kOpKinds> flops_by_op{};  // by the op each kernel computes
   double hbm_bytes = 0;
   std::uint64_t kernels = 0;
   std::uint64_t collectives = 0;

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "syntorch/runtime/op.hpp"
+
 namespace syntorch::runtime {
 
 struct Kernel {
@@ -14,6 +16,7 @@ struct Kernel {
   std::string impl;   // e.g. "cublasLt", "flash_v2", "ring"
   std::string tile;   // tile shape or "" when not tiled that way
   std::uint32_t device = 0;
+  OpKind op = OpKind::gemm;            // the op it computes (part of)
   std::uint64_t tiles = 0;             // CTAs in the grid
   std::uint32_t tiles_per_unit = 1;    // CTAs resident on one unit at once
   double tile_compute_s = 0;           // arithmetic time of one tile alone on one unit

@@ -18,6 +18,7 @@ enum class OpKind : std::uint8_t {
   allreduce, allgather, reducescatter, sendrecv
 };
 
+inline constexpr std::size_t kOpKinds = 15;
 std::string_view op_name(OpKind k);
 std::optional<OpKind> parse_op(std::string_view name);
 std::vector<std::string> op_names();

@@ -1,0 +1,159 @@
+// The Engine: rank programs on one simulator, with collectives that make ranks wait.
+
+#include <gtest/gtest.h>
+
+#include "syntorch/hw/machine.hpp"
+#include "syntorch/runtime/engine.hpp"
+#include "syntorch/runtime/predictor.hpp"
+
+namespace {
+
+using namespace syntorch;
+using runtime::OpDesc;
+using runtime::OpKind;
+
+std::string config(const std::string& name) { return std::string(SYNTORCH_SOURCE_DIR) + "/hw_configs/" + name; }
+
+OpDesc gemm(std::uint64_t m, std::uint64_t n, std::uint64_t k) {
+  OpDesc op;
+  op.kind = OpKind::gemm;
+  op.m = m;
+  op.n = n;
+  op.k = k;
+  return op;
+}
+
+OpDesc allreduce(std::uint32_t ranks, std::uint64_t bytes) {
+  OpDesc op;
+  op.kind = OpKind::allreduce;
+  op.ranks = ranks;
+  op.bytes = bytes;
+  return op;
+}
+
+TEST(Engine, ACollectiveWaitsForTheLastRankToArrive) {
+  const hw::Machine m = hw::Machine::load(config("dgx_a100.json"));
+  runtime::Engine engine(m, {}, 2);
+  const auto r = engine.run([](runtime::RankContext& ctx) {
+    const runtime::GroupId g = ctx.new_group({0, 1});
+    if (ctx.rank() == 1) ctx.launch(gemm(8192, 8192, 8192), "aten::mm");  // about 4 ms
+    ctx.collective(allreduce(2, 1 << 20), g, "nccl:all_reduce");
+    ctx.synchronize("end");
+  });
+  ASSERT_FALSE(r.oom);
+  ASSERT_EQ(r.ranks.size(), 2u);
+  // Rank 0 spends the whole GEMM waiting inside its collective; both finish it together.
+  EXPECT_GT(r.ranks[0].communication_ps, r.ranks[1].compute_bound_ps);
+  EXPECT_LT(r.ranks[1].communication_ps, r.ranks[1].compute_bound_ps / 10);
+  EXPECT_EQ(r.ranks[0].device_finish_ps, r.ranks[1].device_finish_ps);
+  EXPECT_EQ(r.ranks[0].collectives, 1u);
+}
+
+TEST(Engine, AFluidCollectiveAloneTakesItsChunkLevelTime) {
+  const hw::Machine m = hw::Machine::load(config("dgx_a100.json"));
+  runtime::Predictor predictor(m, {});
+  const double chunk_level_s = predictor.predict(allreduce(8, 64 << 20)).time_s;
+  runtime::Engine engine(m, {}, 8);
+  const auto r = engine.run([](runtime::RankContext& ctx) {
+    std::vector<int> all{0, 1, 2, 3, 4, 5, 6, 7};
+    ctx.collective(allreduce(8, 64 << 20), ctx.new_group(all), "nccl:all_reduce");
+  });
+  const double fluid_s = static_cast<double>(r.ranks[3].communication_ps) * 1e-12;
+  EXPECT_NEAR(fluid_s, chunk_level_s, chunk_level_s * 1e-6);
+}
+
+TEST(Engine, RunsAreDeterministic) {
+  const hw::Machine m = hw::Machine::load(config("dgx_a100.json"));
+  auto run = [&] {
+    runtime::Engine engine(m, {}, 4);
+    return engine.run([](runtime::RankContext& ctx) {
+      const runtime::GroupId g = ctx.new_group({0, 1, 2, 3});
+      for (int i = 0; i < 50; ++i) {
+        ctx.launch(gemm(64 * (1 + ctx.rank()), 4096, 4096), "aten::mm");
+        ctx.collective(allreduce(4, 1 << 16), g, "nccl:all_reduce");
+      }
+      ctx.synchronize("end");
+    });
+  };
+  const auto a = run();
+  const auto b = run();
+  EXPECT_EQ(a.end_ps, b.end_ps);
+  EXPECT_EQ(a.events, b.events);
+  for (std::size_t i = 0; i < a.ranks.size(); ++i) {
+    EXPECT_EQ(a.ranks[i].communication_ps, b.ranks[i].communication_ps);
+    EXPECT_EQ(a.ranks[i].memory_bound_ps + a.ranks[i].compute_bound_ps,
+              b.ranks[i].memory_bound_ps + b.ranks[i].compute_bound_ps);
+  }
+}
+
+TEST(Engine, OutOfMemoryIsAResultNamingTheLargestHolders) {
+  const hw::Machine m = hw::Machine::load(config("a100_sxm4_80gb.json"));
+  runtime::Engine engine(m, {}, 1);
+  const auto r = engine.run([](runtime::RankContext& ctx) {
+    runtime::MemoryUseGuard weights(os::MemoryUse::weights);
+    ctx.allocate(50ull << 30, os::MemoryUse::weights, "big.weight");
+    ctx.allocate(20ull << 30, os::MemoryUse::weights, "medium.weight");
+    ctx.allocate(20ull << 30, os::MemoryUse::kv_cache, "kv");
+  });
+  ASSERT_TRUE(r.oom);
+  EXPECT_EQ(r.oom->requested_for, "kv");
+  ASSERT_GE(r.oom->largest.size(), 2u);
+  EXPECT_EQ(r.oom->largest[0].first, "big.weight");
+  EXPECT_EQ(r.oom->largest[1].first, "medium.weight");
+  EXPECT_EQ(r.oom->memory.allocated_by_use[static_cast<std::size_t>(os::MemoryUse::weights)], 70ull << 30);
+}
+
+TEST(Engine, ACollectiveWithMismatchedSizesIsAnError) {
+  const hw::Machine m = hw::Machine::load(config("dgx_a100.json"));
+  runtime::Engine engine(m, {}, 2);
+  EXPECT_THROW(engine.run([](runtime::RankContext& ctx) {
+                 ctx.collective(allreduce(2, ctx.rank() == 0 ? 1024 : 2048), ctx.new_group({0, 1}), "ar");
+               }),
+               std::logic_error);
+}
+
+TEST(Engine, AProgramWaitingOnAPeerThatNeverComesIsReported) {
+  const hw::Machine m = hw::Machine::load(config("dgx_a100.json"));
+  runtime::Engine engine(m, {}, 2);
+  try {
+    engine.run([](runtime::RankContext& ctx) {
+      const runtime::GroupId g = ctx.new_group({0, 1});
+      if (ctx.rank() == 0) ctx.collective(allreduce(2, 1024), g, "ar");
+      ctx.synchronize("end");
+    });
+    FAIL() << "expected an error";
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("stalled"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Engine, ProgramErrorsComeBackToTheCaller) {
+  const hw::Machine m = hw::Machine::load(config("a100_sxm4_80gb.json"));
+  runtime::Engine engine(m, {}, 1);
+  EXPECT_THROW(engine.run([](runtime::RankContext&) { throw std::invalid_argument("shape mismatch"); }),
+               std::invalid_argument);
+}
+
+TEST(Engine, MoreRanksThanDevicesIsAnInputError) {
+  const hw::Machine m = hw::Machine::load(config("a100_sxm4_80gb.json"));
+  EXPECT_THROW(runtime::Engine(m, {}, 2), InputError);
+}
+
+TEST(Engine, SendAndRecvPairUpAndMoveTheBytes) {
+  const hw::Machine m = hw::Machine::load(config("dgx_a100.json"));
+  runtime::Engine engine(m, {}, 2);
+  const auto r = engine.run([](runtime::RankContext& ctx) {
+    if (ctx.rank() == 0) {
+      ctx.launch(gemm(4096, 4096, 4096), "aten::mm");
+      ctx.send(1, 64 << 20, "send");
+    } else {
+      ctx.recv(0, 64 << 20, "recv");
+    }
+    ctx.synchronize("end");
+  });
+  // The receiver waits through the sender's GEMM, then both see the same transfer end.
+  EXPECT_GT(r.ranks[1].communication_ps, r.ranks[0].compute_bound_ps);
+  EXPECT_EQ(r.ranks[0].device_finish_ps, r.ranks[1].device_finish_ps);
+}
+
+}  // namespace
