@@ -41,13 +41,27 @@ std::int64_t product(IntArrayRef sizes);
 Sizes contiguous_strides(IntArrayRef sizes);
 bool compute_contiguous(IntArrayRef sizes, IntArrayRef strides);
 
+// Tensor state comes from a per-thread pool, so that an op's output (and a view) usually costs no
+// heap allocation: released impls keep their size and stride vectors' capacity for the next one.
+TensorImpl* new_impl();
+void recycle(TensorImpl* impl) noexcept;
+
 // A new contiguous tensor owning fresh memory: allocated from `context` (under the thread's current
 // memory use, named `what`) when a context is given, the device is CUDA and the size is not zero.
-Tensor make_tensor(runtime::RankContext* context, Sizes sizes, ScalarType dtype, Device device, std::string_view what);
+Tensor make_tensor(runtime::RankContext* context, IntArrayRef sizes, ScalarType dtype, Device device,
+                   std::string_view what);
 // A view of src's memory with this layout (no host op: callers record one).
-Tensor make_view(const Tensor& src, Sizes sizes, Sizes strides, std::int64_t offset);
+Tensor make_view(const Tensor& src, IntArrayRef sizes, IntArrayRef strides, std::int64_t offset);
+// The same in two steps: begin_view copies src's layout into a new view (sharing src's memory) for
+// the caller to edit; finish_view computes its element count and contiguity. Nothing may throw
+// between the two.
+TensorImpl* begin_view(const Tensor& src);
+Tensor finish_view(TensorImpl* view);
 
-// Runs an op on the tensors' device: a kernel launch on CUDA, host time only on CPU; nothing
+// A per-thread vector for building sizes without allocating (slot 0 or 1; cleared).
+Sizes& scratch(int slot);
+
+// Runs an op on the tensors' device: a kernel launch on CUDA, a host-side op on CPU; nothing
 // outside a simulation. An op with no elements costs dispatch only (no kernel).
 inline void dispatch(runtime::RankContext* context, const runtime::OpDesc& op, std::string_view name, Device device,
                      bool empty) {
@@ -73,8 +87,8 @@ inline runtime::OpDesc elementwise_op(runtime::OpKind kind, std::int64_t element
 // Whether `from` broadcasts to exactly `to` (right-aligned dims equal or 1, no more dims than `to`).
 bool broadcasts_to(IntArrayRef from, IntArrayRef to);
 
-// Sizes with -1 resolved against numel (throws with libtorch's message naming `op`).
-Sizes infer_size(IntArrayRef shape, std::int64_t numel, const char* op);
+// Sizes with -1 resolved against numel, into `out` (throws with libtorch's message naming `op`).
+void infer_size(IntArrayRef shape, std::int64_t numel, const char* op, Sizes& out);
 // The strides a view of (sizes, strides) as new_sizes must have, or false when no view can express
 // it (ATen's computeStride).
 bool view_strides(IntArrayRef sizes, IntArrayRef strides, IntArrayRef new_sizes, Sizes& out);

@@ -17,9 +17,9 @@ using runtime::OpKind;
 namespace {
 
 // A factory: a new tensor, then a fill kernel (a copy of numel elements) unless `fill` is null.
-Tensor factory(IntArrayRef sizes, const TensorOptions& options, const char* name, bool fill) {
+Tensor factory(IntArrayRef sizes, const TensorOptions& options, std::string_view name, bool fill) {
   runtime::RankContext* ctx = runtime::current_rank();
-  Tensor out = detail::make_tensor(ctx, Sizes(sizes.begin(), sizes.end()), options.dtype(), options.device(), name);
+  Tensor out = detail::make_tensor(ctx, sizes, options.dtype(), options.device(), name);
   if (ctx) {
     const auto& o = impl_of(out);
     if (fill) {
@@ -61,8 +61,8 @@ Tensor arange(std::int64_t start, std::int64_t end, TensorOptions options) {
 
 Tensor tensor(const std::vector<std::int64_t>& values, TensorOptions options) {
   runtime::RankContext* ctx = runtime::current_rank();
-  Tensor out = detail::make_tensor(ctx, Sizes{static_cast<std::int64_t>(values.size())}, options.dtype(),
-                                   options.device(), "aten::tensor");
+  const auto n = static_cast<std::int64_t>(values.size());
+  Tensor out = detail::make_tensor(ctx, IntArrayRef(&n, 1), options.dtype(), options.device(), "aten::tensor");
   if (ctx) {
     if (out.device().is_cuda() && out.nbytes() > 0) {
       ctx->copy_host_to_device(out.nbytes(), "aten::tensor");
@@ -99,23 +99,23 @@ Sizes broadcast(IntArrayRef a, IntArrayRef b, const char* op) {
   return out;
 }
 
-Tensor binary(const Tensor& a, const Tensor& b, OpKind kind, const char* op, const char* aten) {
+Tensor binary(const Tensor& a, const Tensor& b, OpKind kind, const char* op, std::string_view aten) {
   detail::check_defined(a, op, "self");
   detail::check_defined(b, op, "other");
   detail::check_same(a, b, op);
   const auto& x = impl_of(a);
   const auto& y = impl_of(b);
   // Same shapes (the common case) skip the broadcast.
-  Sizes sizes = x.sizes == y.sizes ? x.sizes : broadcast(x.sizes, y.sizes, op);
   runtime::RankContext* ctx = runtime::current_rank();
-  Tensor out = detail::make_tensor(ctx, std::move(sizes), x.dtype, x.device, aten);
+  Tensor out = x.sizes == y.sizes ? detail::make_tensor(ctx, x.sizes, x.dtype, x.device, aten)
+                                  : detail::make_tensor(ctx, broadcast(x.sizes, y.sizes, op), x.dtype, x.device, aten);
   const std::int64_t n = impl_of(out).numel;
   detail::dispatch(ctx, detail::elementwise_op(kind, n, x.dtype), aten, x.device, n == 0);
   return out;
 }
 
 // A new tensor of a's shape from one elementwise kernel (tensor-scalar ops, activations).
-Tensor unary(const Tensor& a, OpKind kind, const char* op, const char* aten) {
+Tensor unary(const Tensor& a, OpKind kind, const char* op, std::string_view aten) {
   detail::check_defined(a, op, "self");
   const auto& x = impl_of(a);
   runtime::RankContext* ctx = runtime::current_rank();
@@ -125,7 +125,7 @@ Tensor unary(const Tensor& a, OpKind kind, const char* op, const char* aten) {
 }
 
 // self op= other, in place: other must broadcast to self's shape.
-Tensor& inplace(Tensor& self, const Tensor& other, OpKind kind, const char* op, const char* aten) {
+Tensor& inplace(Tensor& self, const Tensor& other, OpKind kind, const char* op, std::string_view aten) {
   detail::check_defined(self, op, "self");
   detail::check_defined(other, op, "other");
   detail::check_same(self, other, op);
@@ -140,7 +140,7 @@ Tensor& inplace(Tensor& self, const Tensor& other, OpKind kind, const char* op, 
   return self;
 }
 
-Tensor& inplace_scalar(Tensor& self, OpKind kind, const char* op, const char* aten) {
+Tensor& inplace_scalar(Tensor& self, OpKind kind, const char* op, std::string_view aten) {
   detail::check_defined(self, op, "self");
   const auto& x = impl_of(self);
   detail::dispatch(runtime::current_rank(), detail::elementwise_op(kind, x.numel, x.dtype), aten, x.device,
@@ -220,10 +220,10 @@ void check_matmul_types(const Tensor& a, const Tensor& b, const char* op) {
 }
 
 // Makes the output and launches a gemm (batch == 0) or a bmm.
-Tensor product_op(Sizes out_sizes, const detail::TensorImpl& a, std::uint64_t batch, std::int64_t m, std::int64_t n,
-                  std::int64_t k, bool batched, const char* aten) {
+Tensor product_op(IntArrayRef out_sizes, const detail::TensorImpl& a, std::uint64_t batch, std::int64_t m,
+                  std::int64_t n, std::int64_t k, bool batched, std::string_view aten) {
   runtime::RankContext* ctx = runtime::current_rank();
-  Tensor out = detail::make_tensor(ctx, std::move(out_sizes), a.dtype, a.device, aten);
+  Tensor out = detail::make_tensor(ctx, out_sizes, a.dtype, a.device, aten);
   if (ctx) {
     OpDesc op;
     op.kind = batched ? OpKind::bmm : OpKind::gemm;
@@ -261,10 +261,11 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
       fail_shapes("matmul", x.sizes, y.sizes);
     }
     const std::int64_t n = db == 2 ? y.sizes[1] : 1;
-    Sizes out(x.sizes.begin(), x.sizes.end() - 1);
+    Sizes& out = detail::scratch(0);
+    out.assign(x.sizes.begin(), x.sizes.end() - 1);
     if (db == 2) out.push_back(n);
     const std::int64_t m = detail::product(IntArrayRef(x.sizes.data(), da - 1));
-    return product_op(std::move(out), x, 1, m, n, k, false, "aten::matmul");
+    return product_op(out, x, 1, m, n, k, false, "aten::matmul");
   }
   // b has batch dims: [..., m, k] x [..., k, n] with the batch dims broadcast; one bmm.
   const std::int64_t m = da >= 2 ? x.sizes[da - 2] : 1;
@@ -278,7 +279,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   const std::int64_t batch = detail::product(out);
   if (da >= 2) out.push_back(m);
   out.push_back(n);
-  return product_op(std::move(out), x, static_cast<std::uint64_t>(batch), m, n, k, true, "aten::matmul");
+  return product_op(out, x, static_cast<std::uint64_t>(batch), m, n, k, true, "aten::matmul");
 }
 
 Tensor mm(const Tensor& a, const Tensor& b) {
@@ -344,9 +345,10 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
       fail("linear: bias of shape {} does not match out_features ({})", format_sizes(b.sizes), out_features);
     }
   }
-  Sizes out(x.sizes.begin(), x.sizes.end() - 1);
+  Sizes& out = detail::scratch(0);
+  out.assign(x.sizes.begin(), x.sizes.end() - 1);
   out.push_back(out_features);
-  return product_op(std::move(out), x, 1, m, out_features, in_features, false, "aten::linear");
+  return product_op(out, x, 1, m, out_features, in_features, false, "aten::linear");
 }
 
 }  // namespace nn::functional
@@ -357,7 +359,7 @@ namespace {
 
 // A [rows, cols] row-wise op of `kind` over x along dim.
 Tensor rowwise(const Tensor& x, std::int64_t dim, std::optional<ScalarType> dtype, OpKind kind, const char* op,
-               const char* aten) {
+               std::string_view aten) {
   detail::check_defined(x, op, "self");
   const auto& s = impl_of(x);
   const auto d = detail::wrap_dim(dim, static_cast<std::int64_t>(s.sizes.size()), op);
@@ -377,7 +379,7 @@ Tensor rowwise(const Tensor& x, std::int64_t dim, std::optional<ScalarType> dtyp
 }
 
 Tensor norm(const Tensor& x, IntArrayRef shape, const Tensor& weight, const Tensor& bias, OpKind kind, const char* op,
-            const char* aten) {
+            std::string_view aten) {
   detail::check_defined(x, op, "input");
   const auto& s = impl_of(x);
   if (shape.empty()) {
@@ -459,7 +461,7 @@ Tensor argmax(const Tensor& x, std::optional<std::int64_t> dim, bool keepdim) {
     if (keepdim) out_sizes.assign(s.sizes.size(), 1);
   }
   runtime::RankContext* ctx = runtime::current_rank();
-  Tensor out = detail::make_tensor(ctx, std::move(out_sizes), ScalarType::Long, s.device, "aten::argmax");
+  Tensor out = detail::make_tensor(ctx, out_sizes, ScalarType::Long, s.device, "aten::argmax");
   if (ctx) {
     OpDesc o;
     o.kind = OpKind::softmax;
@@ -507,7 +509,7 @@ Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim) {
     out[d] += t.sizes[d];
   }
   runtime::RankContext* ctx = runtime::current_rank();
-  Tensor result = detail::make_tensor(ctx, std::move(out), first.dtype, first.device, "aten::cat");
+  Tensor result = detail::make_tensor(ctx, out, first.dtype, first.device, "aten::cat");
   const std::int64_t numel = impl_of(result).numel;
   detail::dispatch(ctx, detail::elementwise_op(OpKind::copy, numel, first.dtype), "aten::cat", first.device,
                    numel == 0);
@@ -642,7 +644,7 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
   Sizes out = i.sizes;
   out.push_back(w.sizes[1]);
   runtime::RankContext* ctx = runtime::current_rank();
-  Tensor result = detail::make_tensor(ctx, std::move(out), w.dtype, w.device, "aten::embedding");
+  Tensor result = detail::make_tensor(ctx, out, w.dtype, w.device, "aten::embedding");
   if (ctx) {
     OpDesc o;
     o.kind = OpKind::embedding;

@@ -1,4 +1,4 @@
-// Tensor handles, their memory, and the view ops (host time only, memory shared).
+// Tensor handles, their memory, and the view ops (host-side only, memory shared).
 
 #include "syntorch/torch/tensor.hpp"
 
@@ -11,6 +11,57 @@ namespace syntorch::torch {
 
 namespace detail {
 
+namespace {
+
+// Released impls waiting for reuse on this thread. The state (trivially destructible, so still
+// readable during thread exit) keeps tensors released after the pool is destroyed away from it.
+constexpr std::size_t kPoolCapacity = 4096;
+enum class PoolState : std::uint8_t { unused, alive, destroyed };
+thread_local PoolState t_pool_state = PoolState::unused;
+struct ImplPool {
+  std::vector<TensorImpl*> free;
+  ImplPool() {
+    free.reserve(kPoolCapacity);
+    t_pool_state = PoolState::alive;
+  }
+  ~ImplPool() {
+    t_pool_state = PoolState::destroyed;
+    for (TensorImpl* impl : free) delete impl;
+  }
+  ImplPool(const ImplPool&) = delete;
+  ImplPool& operator=(const ImplPool&) = delete;
+};
+thread_local ImplPool t_pool;  // constructed on first use
+
+}  // namespace
+
+TensorImpl* new_impl() {
+  if (t_pool_state != PoolState::destroyed && !t_pool.free.empty()) {
+    TensorImpl* impl = t_pool.free.back();
+    t_pool.free.pop_back();
+    impl->refs.store(1, std::memory_order_relaxed);
+    return impl;
+  }
+  return new TensorImpl;
+}
+
+void recycle(TensorImpl* impl) noexcept {
+  if (t_pool_state == PoolState::destroyed || t_pool.free.size() >= kPoolCapacity) {
+    delete impl;
+    return;
+  }
+  impl->base = nullptr;
+  impl->context = nullptr;
+  impl->handle = 0;
+  impl->storage_bytes = 0;
+  impl->offset = 0;
+  impl->numel = 1;
+  impl->contiguous = true;
+  impl->sizes.clear();
+  impl->strides.clear();
+  t_pool.free.push_back(impl);
+}
+
 void release(TensorImpl* impl) noexcept {
   if (!impl || impl->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   if (impl->base) {
@@ -20,7 +71,14 @@ void release(TensorImpl* impl) noexcept {
     // context no longer current) has nothing left to give back.
     impl->context->free(impl->handle);
   }
-  delete impl;
+  recycle(impl);
+}
+
+Sizes& scratch(int slot) {
+  thread_local Sizes buffers[2];
+  Sizes& b = buffers[slot];
+  b.clear();
+  return b;
 }
 
 std::string format_matrix(IntArrayRef sizes) {
@@ -84,46 +142,62 @@ bool compute_contiguous(IntArrayRef sizes, IntArrayRef strides) {
   return true;
 }
 
-Tensor make_tensor(runtime::RankContext* context, Sizes sizes, ScalarType dtype, Device device, std::string_view what) {
+Tensor make_tensor(runtime::RankContext* context, IntArrayRef sizes, ScalarType dtype, Device device,
+                   std::string_view what) {
   std::int64_t numel = 1;
   for (std::int64_t s : sizes) {
     if (s < 0) fail("{}: Trying to create tensor with negative dimension {}: {}", what, s, format_sizes(sizes));
     numel *= s;
   }
   const std::uint64_t bytes = (static_cast<std::uint64_t>(numel) * element_bits(dtype) + 7) / 8;
-  auto* impl = new TensorImpl;
+  const bool allocate = context && device.is_cuda() && bytes > 0;
+  // Allocate first: an OutOfMemory leaves nothing behind.
+  const std::uint32_t handle = allocate ? context->allocate(bytes, runtime::current_memory_use(), what) : 0;
+  TensorImpl* impl = new_impl();
   impl->dtype = dtype;
   impl->device = device;
   impl->numel = numel;
-  impl->strides = contiguous_strides(sizes);
-  impl->sizes = std::move(sizes);
-  if (context && device.is_cuda() && bytes > 0) {
-    try {
-      impl->handle = context->allocate(bytes, runtime::current_memory_use(), what);
-    } catch (...) {
-      delete impl;
-      throw;
-    }
+  impl->sizes.assign(sizes.begin(), sizes.end());
+  impl->strides.resize(sizes.size());
+  std::int64_t stride = 1;
+  for (std::size_t i = sizes.size(); i-- > 0;) {
+    impl->strides[i] = stride;
+    stride *= std::max<std::int64_t>(sizes[i], 1);
+  }
+  if (allocate) {
+    impl->handle = handle;
     impl->context = context;
     impl->storage_bytes = bytes;
   }
   return Tensor(impl);
 }
 
-Tensor make_view(const Tensor& src, Sizes sizes, Sizes strides, std::int64_t offset) {
+TensorImpl* begin_view(const Tensor& src) {
   const TensorImpl& s = impl_of(src);
-  auto* impl = new TensorImpl;
+  TensorImpl* impl = new_impl();
   impl->dtype = s.dtype;
   impl->device = s.device;
-  impl->offset = offset;
-  impl->numel = product(sizes);
-  impl->contiguous = compute_contiguous(sizes, strides);
-  impl->sizes = std::move(sizes);
-  impl->strides = std::move(strides);
+  impl->offset = s.offset;
+  impl->sizes.assign(s.sizes.begin(), s.sizes.end());
+  impl->strides.assign(s.strides.begin(), s.strides.end());
   impl->storage_bytes = s.storage_bytes;
   impl->base = s.base ? s.base : src.unsafe_get_impl();
   retain(impl->base);
+  return impl;
+}
+
+Tensor finish_view(TensorImpl* impl) {
+  impl->numel = product(impl->sizes);
+  impl->contiguous = compute_contiguous(impl->sizes, impl->strides);
   return Tensor(impl);
+}
+
+Tensor make_view(const Tensor& src, IntArrayRef sizes, IntArrayRef strides, std::int64_t offset) {
+  TensorImpl* impl = begin_view(src);
+  impl->sizes.assign(sizes.begin(), sizes.end());
+  impl->strides.assign(strides.begin(), strides.end());
+  impl->offset = offset;
+  return finish_view(impl);
 }
 
 bool broadcasts_to(IntArrayRef from, IntArrayRef to) {
@@ -135,8 +209,8 @@ bool broadcasts_to(IntArrayRef from, IntArrayRef to) {
   return true;
 }
 
-Sizes infer_size(IntArrayRef shape, std::int64_t numel, const char* op) {
-  Sizes out(shape.begin(), shape.end());
+void infer_size(IntArrayRef shape, std::int64_t numel, const char* op, Sizes& out) {
+  out.assign(shape.begin(), shape.end());
   std::int64_t known = 1;
   std::int64_t infer = -1;
   for (std::size_t i = 0; i < shape.size(); ++i) {
@@ -151,7 +225,7 @@ Sizes infer_size(IntArrayRef shape, std::int64_t numel, const char* op) {
   }
   if (numel == known || (infer >= 0 && known > 0 && numel % known == 0)) {
     if (infer >= 0) out[static_cast<std::size_t>(infer)] = numel / known;
-    return out;
+    return;
   }
   if (infer >= 0 && known == 0) {
     fail("{}: cannot reshape tensor of 0 elements into shape {} because the unspecified dimension size -1 can be any "
@@ -196,7 +270,7 @@ bool view_strides(IntArrayRef sizes, IntArrayRef strides, IntArrayRef new_sizes,
 Tensor make_parameter(IntArrayRef sizes, ScalarType dtype, std::string_view what) {
   runtime::RankContext* ctx = runtime::current_rank();
   runtime::MemoryUseGuard weights(os::MemoryUse::weights);
-  Tensor t = make_tensor(ctx, Sizes(sizes.begin(), sizes.end()), dtype, Device(DeviceType::CUDA), what);
+  Tensor t = make_tensor(ctx, sizes, dtype, Device(DeviceType::CUDA), what);
   if (ctx) ctx->host_op("aten::empty");
   return t;
 }
@@ -239,32 +313,34 @@ bool Tensor::is_alias_of(const Tensor& other) const {
 
 Tensor Tensor::view(IntArrayRef sizes) const {
   const auto& s = checked();
-  Sizes shape = detail::infer_size(sizes, s.numel, "view");
-  Sizes strides;
+  Sizes& shape = detail::scratch(0);
+  Sizes& strides = detail::scratch(1);
+  detail::infer_size(sizes, s.numel, "view", shape);
   if (!detail::view_strides(s.sizes, s.strides, shape, strides)) {
     fail("view: view size is not compatible with input tensor's size and stride (at least one dimension spans across "
          "two contiguous subspaces). Use .reshape(...) instead. (input {} with strides {}, view {})",
          format_sizes(s.sizes), format_sizes(s.strides), format_sizes(shape));
   }
-  Tensor out = detail::make_view(*this, std::move(shape), std::move(strides), s.offset);
+  Tensor out = detail::make_view(*this, shape, strides, s.offset);
   detail::host_op("aten::view");
   return out;
 }
 
 namespace {
 
-Tensor reshape_as(const Tensor& self, IntArrayRef sizes, const char* op, const char* aten) {
+Tensor reshape_as(const Tensor& self, IntArrayRef sizes, const char* op, std::string_view aten) {
   const auto& s = impl_of(self);
-  Sizes shape = detail::infer_size(sizes, s.numel, op);
-  Sizes strides;
+  Sizes& shape = detail::scratch(0);
+  Sizes& strides = detail::scratch(1);
+  detail::infer_size(sizes, s.numel, op, shape);
   if (detail::view_strides(s.sizes, s.strides, shape, strides)) {
-    Tensor out = detail::make_view(self, std::move(shape), std::move(strides), s.offset);
+    Tensor out = detail::make_view(self, shape, strides, s.offset);
     detail::host_op(aten);
     return out;
   }
   // No view can express it: a contiguous copy.
   runtime::RankContext* ctx = runtime::current_rank();
-  Tensor out = detail::make_tensor(ctx, std::move(shape), s.dtype, s.device, aten);
+  Tensor out = detail::make_tensor(ctx, shape, s.dtype, s.device, aten);
   detail::dispatch(ctx, detail::elementwise_op(runtime::OpKind::copy, s.numel, s.dtype), aten, s.device, s.numel == 0);
   return out;
 }
@@ -296,13 +372,12 @@ Tensor Tensor::transpose(std::int64_t dim0, std::int64_t dim1) const {
   const auto n = static_cast<std::int64_t>(s.sizes.size());
   const auto a = static_cast<std::size_t>(detail::wrap_dim(dim0, n, "transpose"));
   const auto b = static_cast<std::size_t>(detail::wrap_dim(dim1, n, "transpose"));
-  Sizes sizes = s.sizes;
-  Sizes strides = s.strides;
+  detail::TensorImpl* v = detail::begin_view(*this);
   if (n > 0) {
-    std::swap(sizes[a], sizes[b]);
-    std::swap(strides[a], strides[b]);
+    std::swap(v->sizes[a], v->sizes[b]);
+    std::swap(v->strides[a], v->strides[b]);
   }
-  Tensor out = detail::make_view(*this, std::move(sizes), std::move(strides), s.offset);
+  Tensor out = detail::finish_view(v);
   detail::host_op("aten::transpose");
   return out;
 }
@@ -311,7 +386,7 @@ Tensor Tensor::t() const {
   const auto& s = checked();
   if (s.sizes.size() > 2) fail("t: t() expects a tensor with <= 2 dimensions, but self is {}D", s.sizes.size());
   if (s.sizes.size() < 2) {
-    Tensor out = detail::make_view(*this, s.sizes, s.strides, s.offset);
+    Tensor out = detail::finish_view(detail::begin_view(*this));
     detail::host_op("aten::t");
     return out;
   }
@@ -326,17 +401,20 @@ Tensor Tensor::permute(IntArrayRef dims) const {
          "dimensions i.e. input.dim() = {} is not equal to len(dims) = {}",
          n, dims.size());
   }
-  Sizes sizes(dims.size());
-  Sizes strides(dims.size());
-  std::vector<bool> seen(dims.size(), false);
+  Sizes& order = detail::scratch(0);
   for (std::size_t i = 0; i < dims.size(); ++i) {
-    const auto d = static_cast<std::size_t>(detail::wrap_dim(dims[i], n, "permute"));
-    if (seen[d]) fail("permute: duplicate dims are not allowed (dims {})", format_sizes(dims));
-    seen[d] = true;
-    sizes[i] = s.sizes[d];
-    strides[i] = s.strides[d];
+    const std::int64_t d = detail::wrap_dim(dims[i], n, "permute");
+    if (std::find(order.begin(), order.end(), d) != order.end()) {
+      fail("permute: duplicate dims are not allowed (dims {})", format_sizes(dims));
+    }
+    order.push_back(d);
   }
-  Tensor out = detail::make_view(*this, std::move(sizes), std::move(strides), s.offset);
+  detail::TensorImpl* v = detail::begin_view(*this);
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    v->sizes[i] = s.sizes[static_cast<std::size_t>(order[i])];
+    v->strides[i] = s.strides[static_cast<std::size_t>(order[i])];
+  }
+  Tensor out = detail::finish_view(v);
   detail::host_op("aten::permute");
   return out;
 }
@@ -344,28 +422,29 @@ Tensor Tensor::permute(IntArrayRef dims) const {
 Tensor Tensor::unsqueeze(std::int64_t dim) const {
   const auto& s = checked();
   const auto n = static_cast<std::int64_t>(s.sizes.size());
-  const auto d = static_cast<std::size_t>(detail::wrap_dim(dim, n + 1, "unsqueeze"));
-  Sizes sizes = s.sizes;
-  Sizes strides = s.strides;
-  const std::int64_t stride = d >= s.sizes.size() ? 1 : s.sizes[d] * s.strides[d];
-  sizes.insert(sizes.begin() + static_cast<std::ptrdiff_t>(d), 1);
-  strides.insert(strides.begin() + static_cast<std::ptrdiff_t>(d), stride);
-  Tensor out = detail::make_view(*this, std::move(sizes), std::move(strides), s.offset);
+  const auto d = static_cast<std::ptrdiff_t>(detail::wrap_dim(dim, n + 1, "unsqueeze"));
+  const auto ud = static_cast<std::size_t>(d);
+  const std::int64_t stride = ud >= s.sizes.size() ? 1 : s.sizes[ud] * s.strides[ud];
+  detail::TensorImpl* v = detail::begin_view(*this);
+  v->sizes.insert(v->sizes.begin() + d, 1);
+  v->strides.insert(v->strides.begin() + d, stride);
+  Tensor out = detail::finish_view(v);
   detail::host_op("aten::unsqueeze");
   return out;
 }
 
 Tensor Tensor::squeeze() const {
   const auto& s = checked();
-  Sizes sizes;
-  Sizes strides;
+  detail::TensorImpl* v = detail::begin_view(*this);
+  v->sizes.clear();
+  v->strides.clear();
   for (std::size_t i = 0; i < s.sizes.size(); ++i) {
     if (s.sizes[i] != 1) {
-      sizes.push_back(s.sizes[i]);
-      strides.push_back(s.strides[i]);
+      v->sizes.push_back(s.sizes[i]);
+      v->strides.push_back(s.strides[i]);
     }
   }
-  Tensor out = detail::make_view(*this, std::move(sizes), std::move(strides), s.offset);
+  Tensor out = detail::finish_view(v);
   detail::host_op("aten::squeeze");
   return out;
 }
@@ -373,14 +452,13 @@ Tensor Tensor::squeeze() const {
 Tensor Tensor::squeeze(std::int64_t dim) const {
   const auto& s = checked();
   const auto n = static_cast<std::int64_t>(s.sizes.size());
-  const auto d = static_cast<std::size_t>(detail::wrap_dim(dim, n, "squeeze"));
-  Sizes sizes = s.sizes;
-  Sizes strides = s.strides;
-  if (n > 0 && sizes[d] == 1) {
-    sizes.erase(sizes.begin() + static_cast<std::ptrdiff_t>(d));
-    strides.erase(strides.begin() + static_cast<std::ptrdiff_t>(d));
+  const auto d = static_cast<std::ptrdiff_t>(detail::wrap_dim(dim, n, "squeeze"));
+  detail::TensorImpl* v = detail::begin_view(*this);
+  if (n > 0 && s.sizes[static_cast<std::size_t>(d)] == 1) {
+    v->sizes.erase(v->sizes.begin() + d);
+    v->strides.erase(v->strides.begin() + d);
   }
-  Tensor out = detail::make_view(*this, std::move(sizes), std::move(strides), s.offset);
+  Tensor out = detail::finish_view(v);
   detail::host_op("aten::squeeze");
   return out;
 }
@@ -399,11 +477,11 @@ Tensor slice_view(const Tensor& self, std::int64_t dim, std::int64_t start, std:
   if (end < 0) end += size;
   start = std::clamp<std::int64_t>(start, 0, size);
   end = std::clamp<std::int64_t>(end, start, size);
-  Sizes sizes = s.sizes;
-  Sizes strides = s.strides;
-  sizes[d] = (end - start + step - 1) / step;
-  strides[d] = s.strides[d] * step;
-  return detail::make_view(self, std::move(sizes), std::move(strides), s.offset + start * s.strides[d]);
+  detail::TensorImpl* v = detail::begin_view(self);
+  v->sizes[d] = (end - start + step - 1) / step;
+  v->strides[d] = s.strides[d] * step;
+  v->offset = s.offset + start * s.strides[d];
+  return detail::finish_view(v);
 }
 
 }  // namespace
@@ -442,11 +520,11 @@ Tensor Tensor::select(std::int64_t dim, std::int64_t index) const {
          format_sizes(s.sizes), d);
   }
   if (index < 0) index += size;
-  Sizes sizes = s.sizes;
-  Sizes strides = s.strides;
-  sizes.erase(sizes.begin() + static_cast<std::ptrdiff_t>(d));
-  strides.erase(strides.begin() + static_cast<std::ptrdiff_t>(d));
-  Tensor out = detail::make_view(*this, std::move(sizes), std::move(strides), s.offset + index * s.strides[d]);
+  detail::TensorImpl* v = detail::begin_view(*this);
+  v->sizes.erase(v->sizes.begin() + static_cast<std::ptrdiff_t>(d));
+  v->strides.erase(v->strides.begin() + static_cast<std::ptrdiff_t>(d));
+  v->offset = s.offset + index * s.strides[d];
+  Tensor out = detail::finish_view(v);
   detail::host_op("aten::select");
   return out;
 }
@@ -459,34 +537,37 @@ Tensor Tensor::expand(IntArrayRef target) const {
          "tensor ({})",
          target.size(), n);
   }
-  Sizes sizes(target.size());
-  Sizes strides(target.size());
-  for (std::size_t i = target.size(); i-- > 0;) {
-    const std::size_t lead = target.size() - n;
+  const std::size_t lead = target.size() - n;
+  for (std::size_t i = 0; i < target.size(); ++i) {
     if (i < lead) {
       if (target[i] < 0) {
         fail("expand: The expanded size of the tensor ({}) isn't allowed in a leading, non-existing dimension {}",
              target[i], i);
       }
-      sizes[i] = target[i];
-      strides[i] = 0;
+      continue;
+    }
+    const std::int64_t want = target[i] == -1 ? s.sizes[i - lead] : target[i];
+    if (want != s.sizes[i - lead] && (s.sizes[i - lead] != 1 || want < 0)) {
+      fail("expand: The expanded size of the tensor ({}) must match the existing size ({}) at non-singleton "
+           "dimension {}.  Target sizes: {}.  Tensor sizes: {}",
+           want, s.sizes[i - lead], i, format_sizes(target), format_sizes(s.sizes));
+    }
+  }
+  detail::TensorImpl* v = detail::begin_view(*this);
+  v->sizes.resize(target.size());
+  v->strides.resize(target.size());
+  for (std::size_t i = 0; i < target.size(); ++i) {
+    if (i < lead) {
+      v->sizes[i] = target[i];
+      v->strides[i] = 0;
       continue;
     }
     const std::size_t j = i - lead;
     const std::int64_t want = target[i] == -1 ? s.sizes[j] : target[i];
-    if (want == s.sizes[j]) {
-      sizes[i] = want;
-      strides[i] = s.strides[j];
-    } else if (s.sizes[j] == 1 && want >= 0) {
-      sizes[i] = want;
-      strides[i] = 0;
-    } else {
-      fail("expand: The expanded size of the tensor ({}) must match the existing size ({}) at non-singleton "
-           "dimension {}.  Target sizes: {}.  Tensor sizes: {}",
-           want, s.sizes[j], i, format_sizes(target), format_sizes(s.sizes));
-    }
+    v->sizes[i] = want;
+    v->strides[i] = want == s.sizes[j] ? s.strides[j] : 0;
   }
-  Tensor out = detail::make_view(*this, std::move(sizes), std::move(strides), s.offset);
+  Tensor out = detail::finish_view(v);
   detail::host_op("aten::expand");
   return out;
 }

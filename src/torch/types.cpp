@@ -1,6 +1,5 @@
 #include "syntorch/torch/types.hpp"
 
-#include <atomic>
 #include <fmt/format.h>
 
 namespace syntorch::torch {
@@ -8,7 +7,7 @@ namespace syntorch::torch {
 namespace {
 constexpr std::array<std::string_view, 10> kNames{"Double", "Float", "Half", "BFloat16", "Float8_e4m3fn",
                                                   "Float4", "Char",  "Int",  "Long",     "Bool"};
-std::atomic<ScalarType> g_default_dtype{ScalarType::Float};
+thread_local ScalarType t_default_dtype = ScalarType::Float;
 }  // namespace
 
 std::string_view scalar_type_name(ScalarType t) { return kNames[static_cast<std::size_t>(t)]; }
@@ -55,8 +54,8 @@ ScalarType from_runtime_dtype(DType t) {
   return ScalarType::Float;
 }
 
-void set_default_dtype(ScalarType t) { g_default_dtype.store(t, std::memory_order_relaxed); }
-ScalarType get_default_dtype() { return g_default_dtype.load(std::memory_order_relaxed); }
+void set_default_dtype(ScalarType t) { t_default_dtype = t; }
+ScalarType get_default_dtype() { return t_default_dtype; }
 
 std::string Device::str() const {
   const char* type = type_ == DeviceType::CUDA ? "cuda" : "cpu";

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "fake_rank.hpp"
 #include "syntorch/torch/torch.hpp"
 
@@ -63,6 +65,15 @@ TEST_F(TorchTensor, DefaultDtypeIsFloat32AndSettable) {
   EXPECT_EQ(torch::get_default_dtype(), torch::kFloat32);
 }
 
+TEST_F(TorchTensor, DefaultDtypeIsPerThreadAsEachRankIsAProcess) {
+  torch::DefaultDtypeGuard half(torch::kFloat16);
+  torch::ScalarType seen = torch::kFloat16;
+  std::thread other([&] { seen = torch::get_default_dtype(); });
+  other.join();
+  EXPECT_EQ(seen, torch::kFloat32);
+  EXPECT_EQ(torch::get_default_dtype(), torch::kFloat16);
+}
+
 // --- Views ---
 
 TEST_F(TorchView, ViewInfersMinusOne) {
@@ -82,7 +93,7 @@ TEST_F(TorchView, ViewWithTheWrongElementCountNamesShapeAndSize) {
             std::string::npos);
 }
 
-TEST_F(TorchView, ViewsShareMemoryAndCostHostTimeOnly) {
+TEST_F(TorchView, ViewsShareMemoryAndAreHostOpsOnly) {
   auto x = torch::empty({4, 8});
   const int allocations = rank.allocations;
   auto v = x.view({8, 4});

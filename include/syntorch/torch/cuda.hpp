@@ -11,7 +11,7 @@ void synchronize();
 bool is_available();
 
 // Captures the ops launched between capture_begin and capture_end into one CUDA graph. Our
-// meaning: the captured ops cost no per-kernel host time and are issued together, as one graph
+// meaning: the captured ops pay no per-kernel launch and are issued together, as one graph
 // launch, at capture_end (the capture and its replay folded into one). There is no replay(): to
 // simulate N replays, capture N times.
 // Invariant: capture_end follows capture_begin, once per capture; a graph destroyed mid-capture

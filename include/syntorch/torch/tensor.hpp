@@ -93,7 +93,7 @@ class Tensor {
   bool is_alias_of(const Tensor& other) const;
   std::uint32_t use_count() const { return impl_ ? impl_->refs.load(std::memory_order_relaxed) : 0; }
 
-  // --- Views: share memory, cost host time only ("aten::view" etc.), no kernel ---
+  // --- Views: share memory; a host-side op ("aten::view" etc.), no kernel ---
   // view: -1 infers one size; the tensor's strides must allow it (else use reshape).
   Tensor view(IntArrayRef sizes) const;
   // reshape: a view when the strides allow it, otherwise a contiguous copy (a copy kernel).

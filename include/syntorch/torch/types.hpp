@@ -62,8 +62,10 @@ DType to_runtime_dtype(ScalarType t);
 // The ScalarType of a runtime DType (tf32 is stored as Float).
 ScalarType from_runtime_dtype(DType t);
 
-// The default dtype of factories and of module parameters: Float, as in libtorch. Process-wide
-// (as libtorch's), so rank threads started after it is set see it.
+// The default dtype of factories and of module parameters: Float, as in libtorch. Per thread: a
+// rank's program runs on its own thread and stands for one process of a real job, so each
+// program sets its own (libtorch's is per process), and ranks running at once never see each
+// other's setting.
 void set_default_dtype(ScalarType t);
 ScalarType get_default_dtype();
 // Sets the default dtype for its lifetime, restoring the previous one after.
@@ -79,7 +81,7 @@ class DefaultDtypeGuard {
 };
 
 // Where a tensor lives: the simulated device of the current rank (CUDA), or host memory (CPU),
-// which the simulation does not allocate and whose ops cost host time only.
+// which the simulation does not allocate and whose ops are host-side only (no kernel).
 enum class DeviceType : std::uint8_t { CPU, CUDA };
 inline constexpr DeviceType kCPU = DeviceType::CPU;
 inline constexpr DeviceType kCUDA = DeviceType::CUDA;

@@ -24,7 +24,7 @@ class InferenceMode {
   InferenceMode& operator=(const InferenceMode&) = delete;
 };
 
-// A named span on the rank's host timeline for its lifetime (a layer, a generation step), like
+// A named scope of the rank's host program for its lifetime (a layer, a generation step), like
 // libtorch's RECORD_FUNCTION. Nothing outside a simulation.
 class RecordScope {
  public:
