@@ -247,13 +247,17 @@ void generate(GPT& model, const GenerateOptions& o) {
     torch::cuda::CUDAGraph graph;
     if (o.graph && !prefill) graph.capture_begin();
     std::vector<torch::Tensor> sampled(static_cast<std::size_t>(micro));
+    if (st.is_first_stage() && !prefill && st.pp_size > 1) {
+      // Every micro-batch's tokens from the last stage first: the last stage sends them all at
+      // the end of its step, so receiving them interleaved with our sends would deadlock.
+      for (std::int64_t m = 0; m < micro; ++m) {
+        tokens[m] = torch::empty({mb, 1}, torch::kInt64);
+        parallel::recv(tokens[m], st.prev_stage_rank());
+      }
+    }
     for (std::int64_t m = 0; m < micro; ++m) {
       torch::Tensor x;
       if (st.is_first_stage()) {
-        if (!prefill && st.pp_size > 1) {
-          tokens[m] = torch::empty({mb, 1}, torch::kInt64);
-          parallel::recv(tokens[m], st.prev_stage_rank());  // from the last stage
-        }
         x = model->embed(tokens[m], past);
       } else {
         x = torch::empty({mb, s, c.hidden}, torch::get_default_dtype());

@@ -1,0 +1,123 @@
+// `syntorch simulate`: the seed's examples, JSON output, OOM exit code and bad input.
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "run_cli.hpp"
+
+namespace {
+
+using namespace syntorch::cli;
+using namespace syntorch::cli::testing;
+
+TEST(SimulateCli, TheSeedExampleOnOneGpuIsAClearOutOfMemory) {
+  const Result r = run_cli({"simulate", "--model", "gpt3-175b", "--num_input_tokens", "10", "--num_output_tokens", "20",
+                            "--tp", "1"});
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.out.find("OUT OF MEMORY on rank 0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("weights"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("largest live allocations"), std::string::npos) << r.out;
+}
+
+TEST(SimulateCli, TheSeedExampleOnEightGpusGivesAResult) {
+  const Result r = run_cli({"simulate", "--model", "gpt3-175b", "--num_input_tokens", "10", "--num_output_tokens", "20",
+                            "--tp", "8", "--hw", "hw_configs/dgx_h100.json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err << r.out;
+  for (const char* what : {"time to first token", "time per output token", "end-to-end latency", "tokens/s",
+                           "model FLOPs utilisation", "peak memory per device", "communication", "launch gaps"}) {
+    EXPECT_NE(r.out.find(what), std::string::npos) << what << "\n" << r.out;
+  }
+}
+
+TEST(SimulateCli, JsonHasTheDocumentedFieldsAndTwoRunsAreIdentical) {
+  const std::vector<std::string> args{"simulate", "--model", "gpt3-1.3b", "--hw", "hw_configs/dgx_a100.json", "--tp", "2",
+                                      "--pp", "2", "--batch", "4", "--input-tokens", "64", "--output-tokens", "6", "--json"};
+  const Result a = run_cli(args);
+  const Result b = run_cli(args);
+  ASSERT_EQ(a.code, kExitOk) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  const auto j = nlohmann::json::parse(a.out);
+  EXPECT_EQ(j["status"], "ok");
+  for (const char* key : {"ttft_ms", "tpot_ms", "e2e_ms", "tokens_per_s", "mfu"}) {
+    ASSERT_TRUE(j.contains(key)) << key;
+    EXPECT_GT(j[key].get<double>(), 0) << key;
+  }
+  EXPECT_EQ(j["peak_memory_bytes"].size(), 4u);
+  for (const char* key : {"compute_ms", "memory_ms", "communication_ms", "launch_idle_ms"}) {
+    EXPECT_TRUE(j["breakdown"].contains(key)) << key;
+  }
+}
+
+TEST(SimulateCli, OomJsonSaysSoAndExitsThree) {
+  const Result r = run_cli({"simulate", "--model", "gpt3-13b", "--hw", "hw_configs/a100_sxm4_80gb.json", "--set",
+                            "/components/gpu/components/hbm/size=8 GB", "--json"});
+  EXPECT_EQ(r.code, 3) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["status"], "oom");
+  EXPECT_GT(j["oom"]["allocated_by_use"]["weights"].get<double>(), 1e9);
+  EXPECT_FALSE(j["oom"]["largest"].empty());
+}
+
+TEST(SimulateCli, GraphModeAndNativeFrameworkAreFasterThanEagerInADecode) {
+  auto tpot = [](std::vector<std::string> extra) {
+    std::vector<std::string> args{"simulate", "--model", "gpt3-350m", "--hw", "hw_configs/h100_sxm5_80gb.json",
+                                  "--input-tokens", "16", "--output-tokens", "16", "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const Result r = run_cli(args);
+    EXPECT_EQ(r.code, kExitOk) << r.err;
+    return nlohmann::json::parse(r.out)["tpot_ms"].get<double>();
+  };
+  const double eager = tpot({});
+  EXPECT_LT(tpot({"--graph"}), eager);
+  EXPECT_LT(tpot({"--framework", "native"}), eager);
+}
+
+TEST(SimulateCli, WritesAChromeTraceOfOpsAndKernels) {
+  const std::string path = ::testing::TempDir() + "/simulate_trace.json";
+  const Result r = run_cli({"simulate", "--model", "gpt3-125m", "--hw", "hw_configs/dgx_a100.json", "--tp", "2",
+                            "--input-tokens", "8", "--output-tokens", "2", "--trace", path});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  std::ifstream in(path);
+  const auto j = nlohmann::json::parse(in);
+  int kernels = 0, ops = 0, comms = 0, steps = 0;
+  for (const auto& e : j["traceEvents"]) {
+    if (e.value("ph", "") != "X") continue;
+    const std::string cat = e.value("cat", "");
+    kernels += cat == "kernel";
+    ops += cat == "op";
+    comms += cat == "communication";
+    steps += e.value("name", "") == "prefill" || e.value("name", "") == "decode";
+  }
+  EXPECT_GT(kernels, 100);
+  EXPECT_GT(ops, 100);
+  EXPECT_GT(comms, 10);
+  EXPECT_EQ(steps, 4);  // 2 ranks x (prefill + 1 decode)
+  std::remove(path.c_str());
+}
+
+TEST(SimulateCli, BadInputNamesTheFlagAndExitsTwo) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"simulate", "--model", "gpt3-176b"}, "unknown model \"gpt3-176b\", did you mean \"gpt3-175b\"?"},
+           {{"simulate", "--model", "gpt3-125m", "--tp", "16"}, "--tp: tp 16 x pp 1 needs 16 devices"},
+           {{"simulate", "--model", "gpt3-125m", "--tp", "8"}, "12 heads, which do not split over tp 8"},
+           {{"simulate", "--model", "gpt3-125m", "--batch", "0"}, "--batch: expected a positive integer, got 0"},
+           {{"simulate", "--model", "gpt3-125m", "--dtype", "fp17"}, "unknown dtype \"fp17\""},
+           {{"simulate", "--model", "gpt3-125m", "--pp", "5"}, "12 layers, which do not split evenly over pp 5"},
+           {{"simulate", "--model", "gpt3-125m", "--hw", "no_such.json"}, "no_such.json"},
+           {{"simulate", "--model", "gpt3-125m", "--policy", "gemm=magic"}, "unknown implementation \"magic\""},
+           {{"simulate", "--model", "gpt3-125m", "--framework", "jax"}, "--framework"},
+           {{"simulate", "--model", "gpt:layers=2,hidden=64"}, "missing heads="}}) {
+    const Result r = run_cli(c.args);
+    EXPECT_EQ(r.code, kExitBadInput) << c.message << "\n" << r.out << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << "expected: " << c.message << "\ngot: " << r.err;
+  }
+}
+
+}  // namespace
