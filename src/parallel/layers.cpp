@@ -21,9 +21,8 @@ void check_rank(int tp_size, int tp_rank, const char* layer) {
     throw std::invalid_argument(fmt::format("{}: tp_rank {} is outside 0..{}", layer, tp_rank, tp_size - 1));
   }
 }
-torch::Tensor parameter(std::vector<std::int64_t> sizes) {
-  torch::MemoryUseGuard guard(torch::MemoryUse::weights);
-  return torch::empty(sizes, torch::TensorOptions(torch::get_default_dtype()));
+torch::Tensor parameter(std::vector<std::int64_t> sizes, std::string_view what) {
+  return torch::parameter_tensor(sizes, torch::get_default_dtype(), what);
 }
 }  // namespace
 
@@ -37,8 +36,8 @@ ColumnParallelLinearImpl::ColumnParallelLinearImpl(std::int64_t in, std::int64_t
       tp_rank(rank),
       gather_output(gather) {
   check_rank(tp, rank, "ColumnParallelLinear");
-  weight = register_parameter("weight", parameter({output_size_per_partition, input_size}));
-  if (with_bias) bias = register_parameter("bias", parameter({output_size_per_partition}));
+  weight = register_parameter("weight", parameter({output_size_per_partition, input_size}, "ColumnParallelLinear.weight"));
+  if (with_bias) bias = register_parameter("bias", parameter({output_size_per_partition}, "ColumnParallelLinear.bias"));
 }
 
 torch::Tensor ColumnParallelLinearImpl::forward(const torch::Tensor& input) {
@@ -57,8 +56,8 @@ RowParallelLinearImpl::RowParallelLinearImpl(std::int64_t in, std::int64_t out, 
       tp_rank(rank),
       input_is_parallel(parallel_input) {
   check_rank(tp, rank, "RowParallelLinear");
-  weight = register_parameter("weight", parameter({output_size, input_size_per_partition}));
-  if (with_bias) bias = register_parameter("bias", parameter({output_size}));
+  weight = register_parameter("weight", parameter({output_size, input_size_per_partition}, "RowParallelLinear.weight"));
+  if (with_bias) bias = register_parameter("bias", parameter({output_size}, "RowParallelLinear.bias"));
 }
 
 torch::Tensor RowParallelLinearImpl::forward(const torch::Tensor& input) {
@@ -80,7 +79,7 @@ VocabParallelEmbeddingImpl::VocabParallelEmbeddingImpl(std::int64_t num, std::in
       tp_size(tp),
       tp_rank(rank) {
   check_rank(tp, rank, "VocabParallelEmbedding");
-  weight = register_parameter("weight", parameter({num_embeddings_per_partition, embedding_dim}));
+  weight = register_parameter("weight", parameter({num_embeddings_per_partition, embedding_dim}, "VocabParallelEmbedding.weight"));
 }
 
 torch::Tensor VocabParallelEmbeddingImpl::forward(const torch::Tensor& indices) {

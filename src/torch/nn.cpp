@@ -144,3 +144,11 @@ void ModuleListImpl::push_back(std::shared_ptr<Module> module) {
 }
 
 }  // namespace syntorch::torch::nn
+
+namespace syntorch::torch {
+
+Tensor parameter_tensor(IntArrayRef sizes, ScalarType dtype, std::string_view what) {
+  return detail::make_parameter(sizes, dtype, what);
+}
+
+}  // namespace syntorch::torch

@@ -7,6 +7,8 @@
 
 #include "syntorch/os/caching_allocator.hpp"
 #include "syntorch/runtime/rank_context.hpp"
+#include "syntorch/torch/tensor.hpp"
+#include "syntorch/torch/types.hpp"
 
 namespace syntorch::torch {
 
@@ -41,6 +43,11 @@ class RecordScope {
 // Module constructors put their parameters under weights themselves; a model puts its KV cache
 // under kv_cache: { torch::MemoryUseGuard g(torch::MemoryUse::kv_cache); cache = torch::empty(...); }
 using MemoryUse = os::MemoryUse;
+
+// syntorch extension: an uninitialised parameter, counted under weights and named `what` (e.g.
+// "ColumnParallelLinear.weight") in memory reports. What the built-in modules use; layers
+// written outside the torch layer use it for theirs.
+Tensor parameter_tensor(IntArrayRef sizes, ScalarType dtype, std::string_view what);
 using MemoryUseGuard = runtime::MemoryUseGuard;
 
 }  // namespace syntorch::torch
