@@ -14,6 +14,7 @@ using namespace syntorch;
 
 // Device work that takes a fixed time and records when it ran.
 struct FixedWork {
+  explicit FixedWork(sim::Simulator* s) : sim(s) {}
   sim::Simulator* sim = nullptr;
   std::vector<std::pair<sim::TimePs, sim::TimePs>> runs;
   os::Stream* running = nullptr;
@@ -52,7 +53,7 @@ os::HostAction launch(FixedWork& w, sim::TimePs host_ps, sim::TimePs latency_ps,
 TEST(HostThread, KernelStartsAtTheLaterOfEnqueuePlusLatencyAndThePreviousEnd) {
   sim::Simulator sim;
   os::Stream stream(sim, 0, 0);
-  FixedWork work{&sim};
+  FixedWork work(&sim);
   // Host: 10 per launch; device latency 3; kernels of 5 then 50 then 5.
   VectorSource source({launch(work, 10, 3, 5), launch(work, 10, 3, 50), launch(work, 10, 3, 5)});
   os::Stream* streams[] = {&stream};
@@ -70,7 +71,7 @@ TEST(HostThread, KernelStartsAtTheLaterOfEnqueuePlusLatencyAndThePreviousEnd) {
 TEST(HostThread, SynchronizeBlocksTheHostUntilTheDeviceIsIdlePlusSyncLatency) {
   sim::Simulator sim;
   os::Stream stream(sim, 0, 0);
-  FixedWork work{&sim};
+  FixedWork work(&sim);
   os::HostAction sync;
   sync.kind = os::HostAction::Kind::sync;
   os::HostAction after;
@@ -89,7 +90,7 @@ TEST(HostThread, SynchronizeBlocksTheHostUntilTheDeviceIsIdlePlusSyncLatency) {
 TEST(HostThread, ZeroHostCostLaunchesReachTheDeviceTogetherAsAGraphDoes) {
   sim::Simulator sim;
   os::Stream stream(sim, 0, 0);
-  FixedWork work{&sim};
+  FixedWork work(&sim);
   os::HostAction graph_launch;
   graph_launch.host_ps = 5;
   VectorSource source({graph_launch, launch(work, 0, 3, 4), launch(work, 0, 3, 4), launch(work, 0, 3, 4)});
