@@ -46,8 +46,8 @@ Prediction Predictor::predict(const OpDesc& op, Timing timing) {
     return predict_unchecked(op, timing);
   } catch (const std::overflow_error& e) {
     // The simulator's state is unusable after an overflow: start afresh for the next prediction.
+    executor_.reset();  // before the machine it observes
     hw_.reset();
-    executor_.reset();
     sim_ = sim::Simulator{};
     hw_ = std::make_unique<hw::SimMachine>(sim_, machine_);
     executor_ = std::make_unique<Executor>(*hw_);
