@@ -55,11 +55,12 @@ bool validate_run(const RunSpec& s, const hw::Machine& machine, Diagnostics& d, 
 }
 
 RunReport simulate_generation(const hw::Machine& machine, const runtime::KernelPolicy& policy, const RunSpec& spec,
-                              trace::Recorder* recorder) {
+                              trace::Recorder* recorder, runtime::TraceLevel trace_level) {
   Diagnostics d;
   if (!validate_run(spec, machine, d, "run")) throw InputError(std::move(d));
   runtime::EngineOptions options;
   options.recorder = recorder;
+  options.trace_level = trace_level;
   options.framework = spec.framework;
   runtime::Engine engine(machine, policy, spec.tp * spec.pp, options);
   const torch::ScalarType dtype = *scalar_type(spec.dtype);

@@ -95,7 +95,7 @@ void HostThread::step() {
     case HostAction::Kind::host:
     case HostAction::Kind::launch: {
       const sim::TimePs end = now + current_.host_ps;
-      if (current_.note) current_.note(current_.note_obj, current_.note_arg, now, end);
+      if (current_.note) current_.note(current_.note_obj, current_, now, end);
       if (current_.kind == HostAction::Kind::launch) {
         if (current_.stream >= streams_.size()) throw std::logic_error("HostThread: launch on an unknown stream");
         streams_[current_.stream]->enqueue(end + current_.ready_delay_ps, current_.work);
@@ -126,7 +126,7 @@ void HostThread::on_sync_done(void* obj, std::uint64_t) {
   auto* self = static_cast<HostThread*>(obj);
   const sim::TimePs now = self->sim_.now();
   self->blocked_ps_ += now - self->sync_begin_ps_;
-  if (self->current_.note) self->current_.note(self->current_.note_obj, self->current_.note_arg, self->sync_begin_ps_, now);
+  if (self->current_.note) self->current_.note(self->current_.note_obj, self->current_, self->sync_begin_ps_, now);
   self->step();
 }
 

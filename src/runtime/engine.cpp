@@ -19,6 +19,7 @@
 #include "syntorch/runtime/executor.hpp"
 #include "syntorch/sim/simulator.hpp"
 #include "syntorch/trace/recorder.hpp"
+#include "engine_trace.hpp"
 
 namespace syntorch::runtime {
 
@@ -67,6 +68,12 @@ std::uint64_t call_bytes(std::uint64_t x) { return x & kMaxPackedBytes; }
 constexpr std::uint32_t kSend = 1;
 constexpr std::uint32_t kRecv = 2;
 
+// A kernel as lowered for a rank, with the dispatcher's reasons joined for traces.
+struct LoweredKernel {
+  Kernel kernel;
+  std::string why;
+};
+
 }  // namespace
 
 struct Engine::Impl {
@@ -79,7 +86,13 @@ struct Engine::Impl {
     // Producer side.
     os::CachingAllocator allocator;
     os::ActionQueue queue;
-    std::unordered_map<OpKey, std::unique_ptr<std::vector<Kernel>>, OpKeyHash> lowered;
+    std::unordered_map<OpKey, std::unique_ptr<std::vector<LoweredKernel>>, OpKeyHash> lowered;
+    // Ops as traces show them, by (name, kernels).
+    struct OpRecord {
+      const std::string* name = nullptr;
+      std::string shape;
+    };
+    std::map<std::pair<const void*, const void*>, std::unique_ptr<OpRecord>> op_records;
     std::unordered_set<std::string, StringHash, std::equal_to<>> names;  // node-stable: pointers travel in actions
     struct Live {
       std::uint64_t bytes = 0;
@@ -95,16 +108,27 @@ struct Engine::Impl {
     std::vector<std::unique_ptr<os::Stream>> streams;
     std::vector<os::Stream*> stream_ptrs;
     struct Slot {
-      const Kernel* kernel = nullptr;
+      const LoweredKernel* kernel = nullptr;
       KernelRun run;
       sim::TimePs comm_start_ps = 0;
+      std::uint64_t flow_id = 0;  // from the launching op, when traced
     };
     std::vector<Slot> slots;  // per stream: what it runs now
     std::unique_ptr<os::HostThread> host_thread;
     RankResult result;
     std::vector<std::pair<const std::string*, sim::TimePs>> scope_stack;
-    trace::TrackId host_track{};
-    std::vector<trace::TrackId> stream_tracks;
+    // Tracing: flows from launches to their stream items, and the op being launched.
+    std::vector<std::deque<std::uint64_t>> pending_flows;  // per stream
+    std::vector<std::uint64_t> op_flows;
+    std::vector<sim::TimePs> op_flow_ps;
+    sim::TimePs op_begin_ps = 0;
+
+    std::uint64_t take_flow(std::uint32_t stream) {
+      if (stream >= pending_flows.size() || pending_flows[stream].empty()) return 0;
+      const std::uint64_t id = pending_flows[stream].front();
+      pending_flows[stream].pop_front();
+      return id;
+    }
 
     Rank(Impl& e, int r, std::uint32_t dev, std::uint64_t capacity)
         : engine(e), index(r), device(dev), allocator(capacity) {}
@@ -149,43 +173,85 @@ struct Engine::Impl {
       }
       if (live.size() <= block->id) live.resize(block->id + 1);
       live[block->id] = Live{block->size, intern(what)};
+      if (engine.trace_memory) mark_memory(true, live[block->id]);
       return block->id;
     }
 
     void free(std::uint32_t handle) override {
       allocator.free(handle);
-      if (handle < live.size()) live[handle] = Live{};
+      if (handle < live.size()) {
+        if (engine.trace_memory) mark_memory(false, live[handle]);
+        live[handle] = Live{};
+      }
     }
 
-    const std::vector<Kernel>& lower(const OpDesc& op) {
+    // A zero-cost host action that shows an allocation or free at its place on the host timeline.
+    void mark_memory(bool allocated, const Live& l) {
+      os::HostAction a;
+      a.note = &Impl::note_memory;
+      a.note_obj = this;
+      a.note_arg = reinterpret_cast<std::uint64_t>(l.name);
+      a.stream = allocated ? 1 : 0;
+      a.data[0] = l.bytes;
+      a.data[1] = allocator.stats().allocated_bytes;
+      a.data[2] = allocator.stats().reserved_bytes;
+      queue.push(a);
+    }
+
+    const std::vector<LoweredKernel>& lower(const OpDesc& op) {
       auto [it, fresh] = lowered.try_emplace(key_of(op));
-      if (fresh) it->second = std::make_unique<std::vector<Kernel>>(engine.dispatcher.lower(op, device));
+      if (fresh) {
+        auto kernels = std::make_unique<std::vector<LoweredKernel>>();
+        for (Kernel& k : engine.dispatcher.lower(op, device)) {
+          LoweredKernel lk;
+          if (engine.tracer) lk.why = join(k.why, "; ");
+          lk.kernel = std::move(k);
+          kernels->push_back(std::move(lk));
+        }
+        it->second = std::move(kernels);
+      }
       return *it->second;
     }
 
+    // The record a traced launch's note reads: the op's name and shape.
+    const OpRecord* op_record(std::string_view name, const void* what, const OpDesc* op) {
+      const std::string* n = intern(name);
+      auto& r = op_records[{n, what}];
+      if (!r) {
+        r = std::make_unique<OpRecord>();
+        r->name = n;
+        if (op) r->shape = op->describe();
+      }
+      return r.get();
+    }
+
+    void note_launches(os::HostAction& a, const OpRecord* record, std::size_t i, std::size_t n) {
+      a.note = &Impl::note_launch;
+      a.note_obj = this;
+      a.note_arg = reinterpret_cast<std::uint64_t>(record);
+      a.data[0] = i;
+      a.data[1] = n;
+    }
+
     void launch(const OpDesc& op, std::string_view name) override {
-      const std::vector<Kernel>& kernels = lower(op);
-      const std::string* op_name = intern(name);
+      const std::vector<LoweredKernel>& kernels = lower(op);
+      const OpRecord* record = engine.tracer ? op_record(name, &kernels, &op) : nullptr;
       for (std::size_t i = 0; i < kernels.size(); ++i) {
         os::HostAction a;
         a.kind = os::HostAction::Kind::launch;
         a.host_ps = engine.launch_ps + (i == 0 ? engine.dispatch_ps : 0);
         a.ready_delay_ps = engine.latency_ps;
         a.work = {&Impl::start_kernel, this, reinterpret_cast<std::uint64_t>(&kernels[i])};
-        if (i == 0) {
-          a.note = &Impl::note_span;
-          a.note_obj = this;
-          a.note_arg = reinterpret_cast<std::uint64_t>(op_name);
-        }
+        if (record) note_launches(a, record, i, kernels.size());
         push(a);
       }
     }
 
     void host_op(std::string_view name) override {
-      if (engine.dispatch_ps == 0 && !engine.tracing) return;  // nothing to spend, nothing to show
+      if (engine.dispatch_ps == 0 && !engine.tracer) return;  // nothing to spend, nothing to show
       os::HostAction a;
       a.host_ps = engine.dispatch_ps;
-      if (engine.tracing) {
+      if (engine.tracer) {
         a.note = &Impl::note_span;
         a.note_obj = this;
         a.note_arg = reinterpret_cast<std::uint64_t>(intern(name));
@@ -199,9 +265,7 @@ struct Engine::Impl {
       a.host_ps = engine.dispatch_ps + engine.launch_ps;
       a.ready_delay_ps = engine.latency_ps;
       a.work = {&Impl::start_comm, this, call};
-      a.note = &Impl::note_span;
-      a.note_obj = this;
-      a.note_arg = reinterpret_cast<std::uint64_t>(intern(name));
+      if (engine.tracer) note_launches(a, op_record(name, nullptr, nullptr), 0, 1);
       push(a);
     }
 
@@ -242,9 +306,7 @@ struct Engine::Impl {
       a.host_ps = engine.dispatch_ps + engine.launch_ps;
       a.ready_delay_ps = engine.latency_ps;
       a.work = {&Impl::start_copy, this, (to_device ? std::uint64_t{1} << 63 : 0) | bytes};
-      a.note = &Impl::note_span;
-      a.note_obj = this;
-      a.note_arg = reinterpret_cast<std::uint64_t>(intern(name));
+      if (engine.tracer) note_launches(a, op_record(name, nullptr, nullptr), 0, 1);
       push(a);
     }
     void copy_host_to_device(std::uint64_t bytes, std::string_view name) override { copy(true, bytes, name); }
@@ -342,6 +404,7 @@ struct Engine::Impl {
     sim::TimePs duration_ps = 0;
     std::vector<Part> parts;
     std::vector<std::uint32_t> devices;
+    std::string algorithm;
   };
   struct Member {
     Rank* rank = nullptr;
@@ -356,6 +419,7 @@ struct Engine::Impl {
   struct Rendezvous {
     std::vector<std::uint32_t> devices;  // participants, in rank order
     std::vector<int> ranks;
+    std::string members;                 // "0,1,2,3"
     std::vector<std::uint64_t> calls;    // calls so far per participant
     std::uint64_t first = 0;             // call number of meetings.front()
     std::deque<Meeting> meetings;
@@ -364,6 +428,12 @@ struct Engine::Impl {
     std::vector<Member> members;
     std::size_t parts_left = 0;
     bool free = true;
+    // What it is, for traces.
+    const Rendezvous* rendezvous = nullptr;
+    const Fluid* fluid = nullptr;
+    OpKind kind = OpKind::allreduce;
+    std::uint64_t bytes = 0;
+    std::uint64_t number = 0;  // the call's number in its rendezvous (the p2p tag)
   };
 
   Rendezvous& rendezvous_for_group(std::uint32_t group_id) {
@@ -373,6 +443,7 @@ struct Engine::Impl {
     const Group& g = *groups[group_id];
     r.devices = g.devices;
     r.ranks = g.ranks;
+    r.members = fmt::format("{}", fmt::join(g.ranks, ","));
     r.calls.assign(g.ranks.size(), 0);
     return r;
   }
@@ -382,6 +453,7 @@ struct Engine::Impl {
     if (it != pair_rendezvous.end()) return it->second;
     Rendezvous& r = pair_rendezvous[key];
     r.ranks = {src, dst};
+    r.members = fmt::format("{},{}", src, dst);
     r.devices = {static_cast<std::uint32_t>(src), static_cast<std::uint32_t>(dst)};
     r.calls.assign(2, 0);
     return r;
@@ -391,6 +463,7 @@ struct Engine::Impl {
     auto* rank = static_cast<Rank*>(obj);
     Impl& e = rank->engine;
     rank->slots[stream.index()].comm_start_ps = e.sim.now();
+    rank->slots[stream.index()].flow_id = rank->take_flow(stream.index());
     const std::uint32_t a = call_a(call);
     const std::uint64_t bytes = call_bytes(call);
     Rendezvous* rv;
@@ -432,7 +505,7 @@ struct Engine::Impl {
       rv->meetings.pop_front();
       ++rv->first;
     }
-    e.run_fluid(*rv, static_cast<OpKind>(done.kind), done.bytes, std::move(done.members));
+    e.run_fluid(*rv, static_cast<OpKind>(done.kind), done.bytes, std::move(done.members), number);
   }
 
   const Fluid& fluid_for(const Rendezvous& rv, OpKind kind, std::uint64_t bytes) {
@@ -454,6 +527,7 @@ struct Engine::Impl {
     Fluid f;
     f.duration_ps = scratch.now();
     f.devices = rv.devices;
+    f.algorithm = plan.algorithm;
     std::vector<std::pair<double, sim::ResourceId>> loads;
     for (sim::ResourceId r = 0; r < hw.network().resource_count(); ++r) {
       const double b = hw.network().bytes_carried(r);
@@ -469,13 +543,19 @@ struct Engine::Impl {
     return fluids.emplace(std::move(key), std::move(f)).first->second;
   }
 
-  void run_fluid(const Rendezvous& rv, OpKind kind, std::uint64_t bytes, std::vector<Member> members) {
+  void run_fluid(const Rendezvous& rv, OpKind kind, std::uint64_t bytes, std::vector<Member> members,
+                 std::uint64_t number) {
     const Fluid& f = fluid_for(rv, kind, bytes);
     std::uint32_t slot = 0;
     while (slot < running.size() && !running[slot].free) ++slot;
     if (slot == running.size()) running.emplace_back();
     running[slot].free = false;
     running[slot].members = std::move(members);
+    running[slot].rendezvous = &rv;
+    running[slot].fluid = &f;
+    running[slot].kind = kind;
+    running[slot].bytes = bytes;
+    running[slot].number = number;
     for (std::uint32_t d : f.devices) executor->share_device(d);
     if (f.parts.empty() || f.duration_ps == 0) {
       running[slot].parts_left = 1;
@@ -497,12 +577,34 @@ struct Engine::Impl {
     std::vector<Member> members = std::move(r.members);
     r.members.clear();
     r.free = true;
-    for (const Member& m : members) {
+    const std::uint64_t member_flow = e->tracer && e->tracer->device_work() ? e->tracer->next_flow_id() : 0;
+    for (std::size_t i = 0; i < members.size(); ++i) {
+      const Member& m = members[i];
       Rank::Slot& sl = m.rank->slots[m.stream];
       m.rank->result.communication_ps += now - sl.comm_start_ps;
       m.rank->result.device_finish_ps = now;
       ++m.rank->result.collectives;
-      if (e->tracing) e->recorder->span(m.rank->stream_tracks[m.stream], "nccl", "communication", sl.comm_start_ps, now);
+      if (member_flow != 0) {
+        const auto phase = i == 0 ? trace::FlowPhase::kBegin
+                                  : (i + 1 == members.size() ? trace::FlowPhase::kEnd : trace::FlowPhase::kStep);
+        if (r.kind == OpKind::sendrecv) {
+          const trace::Arg args[] = {{"src", r.rendezvous->ranks[0]},
+                                     {"dst", r.rendezvous->ranks[1]},
+                                     {"tag", r.number},
+                                     {"comm_bytes", r.bytes},
+                                     {"algorithm", r.fluid->algorithm}};
+          e->tracer->device_span(m.rank->index, m.stream, i == 0 ? "send" : "recv", "p2p", sl.comm_start_ps, now,
+                                 sl.flow_id, args, member_flow, phase);
+        } else {
+          const trace::Arg args[] = {{"comm_type", op_name(r.kind)},
+                                     {"comm_bytes", r.bytes},
+                                     {"group", r.rendezvous->members},
+                                     {"algorithm", r.fluid->algorithm}};
+          e->tracer->device_span(m.rank->index, m.stream, op_name(r.kind), "collective", sl.comm_start_ps, now,
+                                 sl.flow_id, args, member_flow, phase);
+        }
+      }
+      sl.flow_id = 0;
       m.rank->streams[m.stream]->finish_current();
     }
   }
@@ -512,6 +614,9 @@ struct Engine::Impl {
     Rank* rank = nullptr;
     std::uint32_t stream = 0;
     sim::TimePs start_ps = 0;
+    std::uint64_t bytes = 0;
+    bool to_device = false;
+    std::uint64_t flow_id = 0;
   };
   static void start_copy(void* obj, std::uint64_t arg, os::Stream& stream) {
     auto* rank = static_cast<Rank*>(obj);
@@ -523,7 +628,7 @@ struct Engine::Impl {
     const std::uint32_t host_ep = e.machine.hosts()[*host].endpoint;
     const std::uint32_t dev_ep = e.machine.devices()[rank->device].endpoint;
     const auto slot = static_cast<std::uint32_t>(e.copies.size());
-    e.copies.push_back({rank, stream.index(), e.sim.now()});
+    e.copies.push_back({rank, stream.index(), e.sim.now(), bytes, to_device, rank->take_flow(stream.index())});
     hw::TransferOptions options;
     options.touch_hbm = true;
     e.hw->transfer(to_device ? host_ep : dev_ep, to_device ? dev_ep : host_ep, static_cast<double>(bytes),
@@ -535,7 +640,11 @@ struct Engine::Impl {
     const sim::TimePs now = e->sim.now();
     c.rank->result.communication_ps += now - c.start_ps;
     c.rank->result.device_finish_ps = now;
-    if (e->tracing) e->recorder->span(c.rank->stream_tracks[c.stream], "memcpy", "copy", c.start_ps, now);
+    if (e->tracer && e->tracer->device_work()) {
+      const trace::Arg args[] = {{"bytes", c.bytes}, {"direction", c.to_device ? "host to device" : "device to host"}};
+      e->tracer->device_span(c.rank->index, c.stream, c.to_device ? "memcpy HtoD" : "memcpy DtoH", "memcpy",
+                             c.start_ps, now, c.flow_id, args);
+    }
     c.rank->streams[c.stream]->finish_current();
   }
 
@@ -543,50 +652,104 @@ struct Engine::Impl {
   static void start_kernel(void* obj, std::uint64_t arg, os::Stream& stream) {
     auto* rank = static_cast<Rank*>(obj);
     Rank::Slot& slot = rank->slots[stream.index()];
-    slot.kernel = reinterpret_cast<const Kernel*>(arg);
-    rank->engine.executor->launch(*slot.kernel, slot.run, &Impl::on_kernel_done, rank, stream.index());
+    slot.kernel = reinterpret_cast<const LoweredKernel*>(arg);
+    slot.flow_id = rank->take_flow(stream.index());
+    rank->engine.executor->launch(slot.kernel->kernel, slot.run, &Impl::on_kernel_done, rank, stream.index());
   }
   static void on_kernel_done(void* obj, std::uint64_t stream) {
     auto* rank = static_cast<Rank*>(obj);
     Impl& e = rank->engine;
     Rank::Slot& slot = rank->slots[stream];
     const KernelRun& run = slot.run;
+    const Kernel& k = slot.kernel->kernel;
     const sim::TimePs took = run.end_ps - run.start_ps;
     const bool compute_bound = run.compute_ps >= run.memory_ps;
     (compute_bound ? rank->result.compute_bound_ps : rank->result.memory_bound_ps) += took;
-    rank->result.flops += slot.kernel->flops;
-    rank->result.flops_by_op[static_cast<std::size_t>(slot.kernel->op)] += slot.kernel->flops;
-    rank->result.hbm_bytes += slot.kernel->hbm_bytes;
+    rank->result.flops += k.flops;
+    rank->result.flops_by_op[static_cast<std::size_t>(k.op)] += k.flops;
+    rank->result.hbm_bytes += k.hbm_bytes;
     ++rank->result.kernels;
     rank->result.device_finish_ps = run.end_ps;
-    if (e.tracing) {
-      const trace::Arg args[] = {{"impl", slot.kernel->impl},
-                                 {"flops", slot.kernel->flops},
-                                 {"hbm_bytes", slot.kernel->hbm_bytes},
-                                 {"bound", compute_bound ? "compute" : "memory"}};
-      e.recorder->span(rank->stream_tracks[stream], slot.kernel->name, "kernel", run.start_ps, run.end_ps, args);
+    if (e.tracer && e.tracer->device_work()) {
+      const trace::Arg args[] = {{"op", op_name(k.op)},
+                                 {"impl", k.impl},
+                                 {"tile", k.tile},
+                                 {"tiles", k.tiles},
+                                 {"units", run.units},
+                                 {"flops", k.flops},
+                                 {"hbm_bytes", k.hbm_bytes},
+                                 {"bound", compute_bound ? "compute" : "memory"},
+                                 {"why", slot.kernel->why}};
+      e.tracer->device_span(rank->index, static_cast<std::uint32_t>(stream), k.name, "kernel", run.start_ps, run.end_ps,
+                            slot.flow_id, args);
     }
     slot.kernel = nullptr;
+    slot.flow_id = 0;
     rank->streams[stream]->finish_current();
   }
 
   // ---- host notes ----
-  static void note_span(void* obj, std::uint64_t arg, sim::TimePs begin, sim::TimePs end) {
+  // A host-only action (a view, a synchronisation, a graph launch).
+  static void note_span(void* obj, const os::HostAction& a, sim::TimePs begin, sim::TimePs end) {
     auto* rank = static_cast<Rank*>(obj);
-    if (!rank->engine.tracing) return;
-    rank->engine.recorder->span(rank->host_track, *reinterpret_cast<const std::string*>(arg), "op", begin, end);
+    if (!rank->engine.tracer) return;
+    const std::string_view category = a.kind == os::HostAction::Kind::sync ? "sync" : "op";
+    rank->engine.tracer->host_span(rank->index, *reinterpret_cast<const std::string*>(a.note_arg), category, begin, end);
   }
-  static void note_scope_begin(void* obj, std::uint64_t arg, sim::TimePs begin, sim::TimePs) {
+  // Launch i of n of one op: flows to the stream items; the op's span after the last.
+  static void note_launch(void* obj, const os::HostAction& a, sim::TimePs begin, sim::TimePs end) {
     auto* rank = static_cast<Rank*>(obj);
-    rank->scope_stack.emplace_back(reinterpret_cast<const std::string*>(arg), begin);
+    detail::EngineTrace& t = *rank->engine.tracer;
+    const auto* record = reinterpret_cast<const Rank::OpRecord*>(a.note_arg);
+    if (a.data[0] == 0) {
+      rank->op_begin_ps = begin;
+      rank->op_flows.clear();
+      rank->op_flow_ps.clear();
+    }
+    if (t.device_work()) {
+      const std::uint64_t id = t.next_flow_id();
+      rank->pending_flows[a.stream].push_back(id);
+      rank->op_flows.push_back(id);
+      rank->op_flow_ps.push_back(begin);
+    }
+    if (a.data[0] + 1 == a.data[1]) {
+      t.op_span(rank->index, *record->name, record->shape, rank->op_begin_ps, end, rank->op_flows, rank->op_flow_ps);
+    }
   }
-  static void note_scope_end(void* obj, std::uint64_t, sim::TimePs end, sim::TimePs) {
+  static void note_memory(void* obj, const os::HostAction& a, sim::TimePs at, sim::TimePs) {
+    auto* rank = static_cast<Rank*>(obj);
+    rank->engine.tracer->memory_event(rank->index, at, a.stream == 1, *reinterpret_cast<const std::string*>(a.note_arg),
+                                      a.data[0], a.data[1], a.data[2]);
+  }
+  static void note_scope_begin(void* obj, const os::HostAction& a, sim::TimePs begin, sim::TimePs) {
+    auto* rank = static_cast<Rank*>(obj);
+    rank->scope_stack.emplace_back(reinterpret_cast<const std::string*>(a.note_arg), begin);
+  }
+  static void note_scope_end(void* obj, const os::HostAction&, sim::TimePs end, sim::TimePs) {
     auto* rank = static_cast<Rank*>(obj);
     if (rank->scope_stack.empty()) throw std::logic_error(fmt::format("rank {}: scope_end without scope_begin", rank->index));
     const auto [name, begin] = rank->scope_stack.back();
     rank->scope_stack.pop_back();
     if (rank->scope_stack.empty()) rank->result.steps.push_back({*name, begin, end});
-    if (rank->engine.tracing) rank->engine.recorder->span(rank->host_track, *name, "scope", begin, end);
+    if (rank->engine.tracer) rank->engine.tracer->host_span(rank->index, *name, "scope", begin, end);
+  }
+
+  // Hardware counters (trace level hw).
+  static void on_units(void* obj, std::uint64_t rank, std::uint32_t in_use) {
+    auto* e = static_cast<Impl*>(obj);
+    e->tracer->units_in_use(static_cast<int>(rank), e->sim.now(), in_use);
+  }
+  static void on_rates(void* obj) {
+    auto* e = static_cast<Impl*>(obj);
+    const sim::FlowNetwork& net = e->hw->network();
+    const sim::TimePs now = e->sim.now();
+    for (auto& w : e->watched) {
+      const double rate = net.used_rate(w.resource);
+      if (rate == w.last) continue;
+      w.last = rate;
+      if (w.rank >= 0) e->tracer->hbm_rate(w.rank, now, rate);
+      else e->tracer->link_rate(w.track, now, rate);
+    }
   }
 
   static void on_host_finished(void*, std::uint64_t) {}
@@ -598,8 +761,15 @@ struct Engine::Impl {
   Dispatcher dispatcher;
   int world_size;
   EngineOptions options;
-  trace::Recorder* recorder = nullptr;
-  bool tracing = false;
+  std::unique_ptr<detail::EngineTrace> tracer;  // when tracing
+  bool trace_memory = false;
+  struct Watched {
+    sim::ResourceId resource;
+    int rank;             // an HBM (>= 0), or a link direction (-1) with its own track
+    trace::TrackId track;
+    double last = 0;
+  };
+  std::vector<Watched> watched;
 
   sim::Simulator sim;
   std::unique_ptr<hw::SimMachine> hw;
@@ -636,10 +806,13 @@ Engine::~Engine() = default;
 EngineResult Engine::run(const std::function<void(RankContext&)>& program) {
   Impl& e = *impl_;
   if (!e.ranks.empty()) throw std::logic_error("Engine::run may be called once");
-  e.recorder = e.options.recorder;
-  e.tracing = e.recorder != nullptr && e.recorder->enabled();
+  if (e.options.recorder != nullptr && e.options.recorder->enabled()) {
+    e.tracer = std::make_unique<detail::EngineTrace>(*e.options.recorder, e.options.trace_level);
+    e.trace_memory = e.tracer->memory();
+  }
   e.hw = std::make_unique<hw::SimMachine>(e.sim, machine_);
   e.executor = std::make_unique<Executor>(*e.hw);
+  if (e.tracer && e.tracer->hardware()) e.executor->set_closed_form(false);
 
   // Host costs come from the host nearest rank 0's device (all ranks of a run share one kind).
   hw::HostSpec host_spec;
@@ -664,15 +837,28 @@ EngineResult Engine::run(const std::function<void(RankContext&)>& program) {
     rank->result.rank = r;
     rank->result.device = d;
     rank->result.device_name = dev.name;
-    if (e.tracing) {
-      e.recorder->add_process(r, fmt::format("rank {} ({})", r, dev.name));
-      rank->host_track = e.recorder->add_thread_track(r, 0, "host");
-      for (std::size_t s = 0; s < e.options.streams_per_rank; ++s) {
-        rank->stream_tracks.push_back(e.recorder->add_thread_track(r, static_cast<std::int32_t>(s + 1),
-                                                                   fmt::format("stream {}", s)));
+    rank->pending_flows.resize(e.options.streams_per_rank);
+    if (e.tracer) {
+      e.tracer->declare_rank(r, dev.name, e.options.streams_per_rank);
+      if (e.tracer->hardware()) {
+        e.hw->compute_units(d).set_observer(&Impl::on_units, &e, static_cast<std::uint64_t>(r));
+        e.watched.push_back({e.hw->hbm(d), r, {}, 0});
       }
     }
     e.ranks.push_back(std::move(rank));
+  }
+  if (e.tracer && e.tracer->hardware()) {
+    const auto& links = machine_.links();
+    const auto& endpoints = machine_.endpoints();
+    for (std::uint32_t l = 0; l < links.size(); ++l) {
+      for (bool forward : {true, false}) {
+        const std::string& from = endpoints[forward ? links[l].a : links[l].b].name;
+        const std::string& to = endpoints[forward ? links[l].b : links[l].a].name;
+        const sim::ResourceId resource = e.hw->link_direction(hw::Hop{l, forward});
+        e.watched.push_back({resource, -1, e.tracer->declare_link(fmt::format("{} {} -> {}", links[l].name, from, to)), 0});
+      }
+    }
+    e.hw->network().set_observer(&Impl::on_rates, &e);
   }
 
   std::vector<std::thread> threads;

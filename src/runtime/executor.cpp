@@ -109,7 +109,8 @@ void Executor::launch(const Kernel& kernel, KernelRun& result, sim::EventFn on_d
   ++running_on_device_[d];
   sim::ServerPool& pool = hw_.compute_units(d);
   const sim::ResourceId hbm = hw_.hbm(d);
-  if (running_on_device_[d] == 1 && hw_.network().flows_on(hbm) == 0 && pool.try_acquire(r.plan.units)) {
+  if (closed_form_ && running_on_device_[d] == 1 && hw_.network().flows_on(hbm) == 0 &&
+      pool.try_acquire(r.plan.units)) {
     // Solo: the phases in closed form, as the flows would run them with nothing else around.
     sim::Simulator& sim = hw_.simulator();
     const double hbm_rate = hw_.network().capacity(hbm);

@@ -108,6 +108,7 @@ void FlowNetwork::recompute() {
   }
   reshare();
   schedule_next_completion();
+  if (observer_) observer_(observer_obj_);
   // Callbacks last: they may start new flows, which marks the network dirty again.
   for (FlowId id : finished_) {
     Flow& f = flows_[id];

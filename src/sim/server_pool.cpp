@@ -20,6 +20,7 @@ bool ServerPool::try_acquire(std::uint32_t count) {
   if (!waiting_.empty() || count > free_) return false;
   account();
   free_ -= count;
+  notify();
   return true;
 }
 
@@ -35,6 +36,7 @@ void ServerPool::release(std::uint32_t count) {
   if (count > size_ - free_) throw std::logic_error("ServerPool '" + name_ + "': released more than in use");
   account();
   free_ += count;
+  notify();
   grant_waiting();
 }
 
@@ -43,6 +45,7 @@ void ServerPool::grant_waiting() {
     const Request r = waiting_.front();
     waiting_.pop_front();
     free_ -= r.count;
+    notify();
     sim_.at(sim_.now(), r.fn, r.obj, r.arg);
   }
 }

@@ -4,6 +4,8 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "run_cli.hpp"
@@ -75,27 +77,72 @@ TEST(SimulateCli, GraphModeAndNativeFrameworkAreFasterThanEagerInADecode) {
   EXPECT_LT(tpot({"--framework", "native"}), eager);
 }
 
-TEST(SimulateCli, WritesAChromeTraceOfOpsAndKernels) {
+TEST(SimulateCli, WritesAChromeTraceOfTheFourLayers) {
   const std::string path = ::testing::TempDir() + "/simulate_trace.json";
   const Result r = run_cli({"simulate", "--model", "gpt3-125m", "--hw", "hw_configs/dgx_a100.json", "--tp", "2",
-                            "--input-tokens", "8", "--output-tokens", "2", "--trace", path});
+                            "--input-tokens", "8", "--output-tokens", "2", "--trace", path, "--trace-level", "hw"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   std::ifstream in(path);
   const auto j = nlohmann::json::parse(in);
-  int kernels = 0, ops = 0, comms = 0, steps = 0;
+  std::map<std::string, int> spans;
+  int steps = 0, layers = 0, flow_starts = 0, flow_ends = 0, allocs = 0;
+  std::set<std::string> counters, processes;
   for (const auto& e : j["traceEvents"]) {
-    if (e.value("ph", "") != "X") continue;
-    const std::string cat = e.value("cat", "");
-    kernels += cat == "kernel";
-    ops += cat == "op";
-    comms += cat == "communication";
-    steps += e.value("name", "") == "prefill" || e.value("name", "") == "decode";
+    const std::string ph = e.value("ph", "");
+    if (ph == "X") {
+      ++spans[e.value("cat", "")];
+      const std::string name = e.value("name", "");
+      steps += name == "prefill" || name == "decode";
+      layers += name.rfind("layer ", 0) == 0;
+      if (e.value("cat", "") == "kernel") {
+        EXPECT_TRUE(e["args"].contains("impl"));
+        EXPECT_TRUE(e["args"].contains("why"));
+        EXPECT_TRUE(e["args"].contains("bound"));
+      }
+      if (e.value("cat", "") == "op" && name == "aten::matmul") {
+        EXPECT_TRUE(e["args"].contains("shape"));
+      }
+    } else if (ph == "s") {
+      ++flow_starts;
+    } else if (ph == "f") {
+      ++flow_ends;
+    } else if (ph == "i") {
+      allocs += e.value("cat", "") == "alloc";
+    } else if (ph == "C") {
+      counters.insert(e.value("name", ""));
+    } else if (ph == "M" && e.value("name", "") == "process_name") {
+      processes.insert(e["args"].value("name", ""));
+    }
   }
-  EXPECT_GT(kernels, 100);
-  EXPECT_GT(ops, 100);
-  EXPECT_GT(comms, 10);
-  EXPECT_EQ(steps, 4);  // 2 ranks x (prefill + 1 decode)
+  EXPECT_GT(spans["op"], 100);       // torch ops on the host
+  EXPECT_GT(spans["kernel"], 100);   // kernels on the streams
+  EXPECT_GT(spans["collective"], 10);
+  EXPECT_EQ(steps, 4);               // 2 ranks x (prefill + 1 decode)
+  EXPECT_EQ(layers, 2 * 2 * 12);     // 2 ranks x 2 steps x 12 layers
+  EXPECT_GT(flow_starts, 100);
+  EXPECT_EQ(flow_starts, flow_ends);
+  EXPECT_GT(allocs, 100);
+  for (const char* c : {"HBM allocated", "HBM reserved", "SMs in use", "HBM bandwidth"}) {
+    EXPECT_TRUE(counters.count(c)) << c;
+  }
+  EXPECT_TRUE(processes.count("rank 0 (gpu[0])"));
+  EXPECT_TRUE(processes.count("interconnect"));
   std::remove(path.c_str());
+}
+
+TEST(SimulateCli, TracingDoesNotChangeTheResult) {
+  const std::vector<std::string> base{"simulate", "--model",        "gpt3-350m", "--hw", "hw_configs/dgx_a100.json",
+                                      "--tp",     "2",              "--pp",      "2",    "--batch",
+                                      "4",        "--input-tokens", "32",        "--output-tokens", "3", "--json"};
+  const Result plain = run_cli(base);
+  for (const char* level : {"op", "kernel"}) {
+    auto args = base;
+    const std::string path = ::testing::TempDir() + "/same.json";
+    args.insert(args.end(), {"--trace", path, "--trace-level", level});
+    const Result traced = run_cli(args);
+    EXPECT_EQ(traced.out, plain.out) << level;
+    std::remove(path.c_str());
+  }
 }
 
 TEST(SimulateCli, BadInputNamesTheFlagAndExitsTwo) {

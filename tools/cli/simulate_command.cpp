@@ -39,6 +39,7 @@ struct SimulateOptions {
   bool graph = false;
   std::string framework = "eager";
   std::string trace;
+  std::string trace_level = "kernel";
   bool json = false;
 };
 
@@ -189,7 +190,10 @@ int run_simulate(const SimulateOptions& o, Context& ctx) {
   trace::Recorder recorder;
   if (!o.trace.empty()) recorder.attach(trace::ChromeJsonWriter::open(o.trace));
   const auto start = std::chrono::steady_clock::now();
-  const models::RunReport report = models::simulate_generation(*machine, policy, spec, &recorder);
+  const runtime::TraceLevel level = o.trace_level == "op"   ? runtime::TraceLevel::op
+                                    : o.trace_level == "hw" ? runtime::TraceLevel::hw
+                                                            : runtime::TraceLevel::kernel;
+  const models::RunReport report = models::simulate_generation(*machine, policy, spec, &recorder, level);
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   recorder.finish();
   if (o.json) {
@@ -227,6 +231,11 @@ void add_simulate_command(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   s->add_flag("--graph", o->graph, "Capture each decode step as a CUDA graph (one launch per step)");
   s->add_option("--trace", o->trace, "Write a Chrome JSON trace of every op and kernel (open in Perfetto)");
+  s->add_option("--trace-level", o->trace_level,
+                "op: torch ops and model scopes; kernel: + kernels, collectives, flows, memory; hw: + SM, HBM and "
+                "link counters")
+      ->check(CLI::IsMember({"op", "kernel", "hw"}))
+      ->capture_default_str();
   s->add_flag("--json", o->json, "Print JSON");
   s->callback([&ctx, o] { ctx.action = [&ctx, o] { return run_simulate(*o, ctx); }; });
 }

@@ -62,7 +62,9 @@ struct RunReport {
 };
 
 // Throws InputError for a spec that validate_run rejects.
+// With a recorder, the run's events at `trace_level` go to it.
 RunReport simulate_generation(const hw::Machine& machine, const runtime::KernelPolicy& policy, const RunSpec& spec,
-                              trace::Recorder* recorder = nullptr);
+                              trace::Recorder* recorder = nullptr,
+                              runtime::TraceLevel trace_level = runtime::TraceLevel::kernel);
 
 }  // namespace syntorch::models

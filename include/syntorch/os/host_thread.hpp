@@ -17,8 +17,9 @@
 
 namespace syntorch::os {
 
+struct HostAction;
 // Told when an action's host time begins and ends (for traces and step timings).
-using NoteFn = void (*)(void* obj, std::uint64_t arg, sim::TimePs begin_ps, sim::TimePs end_ps);
+using NoteFn = void (*)(void* obj, const HostAction& action, sim::TimePs begin_ps, sim::TimePs end_ps);
 
 struct HostAction {
   enum class Kind : std::uint8_t {
@@ -34,6 +35,7 @@ struct HostAction {
   NoteFn note = nullptr;           // optional
   void* note_obj = nullptr;
   std::uint64_t note_arg = 0;
+  std::uint64_t data[3] = {0, 0, 0};  // whatever the note needs (e.g. an allocation's sizes)
 };
 
 // Where a host thread gets its next action. next() may block until the program issues one;

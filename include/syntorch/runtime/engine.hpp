@@ -87,10 +87,16 @@ struct EngineResult {
 // runtime (FasterTransformer, TensorRT-LLM) pays only the launch call per kernel; views are free.
 enum class Framework : std::uint8_t { eager, native };
 
+// How much a trace shows: torch ops and model scopes on the host; plus kernels, collectives,
+// flows and memory; plus hardware counters (SMs, HBM and link bandwidth; every kernel then runs
+// through the flow model, none in closed form).
+enum class TraceLevel : std::uint8_t { op, kernel, hw };
+
 struct EngineOptions {
   Framework framework = Framework::eager;
   std::size_t streams_per_rank = 1;
-  trace::Recorder* recorder = nullptr;  // kernel-level events when set and enabled
+  trace::Recorder* recorder = nullptr;  // events when set and enabled
+  TraceLevel trace_level = TraceLevel::kernel;
 };
 
 class Engine {

@@ -79,6 +79,10 @@ class Executor {
   // solo kernel there leaves the closed form and shares from now on.
   void share_device(std::uint32_t device);
 
+  // Whether kernels alone on their device may run in closed form (on by default). Off, every
+  // kernel goes through SMs and HBM flows, so hardware counters see all of them.
+  void set_closed_form(bool on) { closed_form_ = on; }
+
   // Kernels run solo so far, and solo kernels converted to sharing.
   std::uint64_t solo_kernels() const { return solo_kernels_; }
   std::uint64_t converted_kernels() const { return converted_kernels_; }
@@ -108,6 +112,7 @@ class Executor {
   std::vector<std::uint32_t> free_collectives_;
   std::vector<std::uint32_t> running_on_device_;  // kernels of this executor per device
   std::vector<std::uint32_t> solo_on_device_;     // the solo kernel's slot per device, or none
+  bool closed_form_ = true;
   std::uint64_t solo_kernels_ = 0;
   std::uint64_t converted_kernels_ = 0;
 };

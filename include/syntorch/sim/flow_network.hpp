@@ -57,6 +57,13 @@ class FlowNetwork {
   double bytes_carried(ResourceId r) const { return resources_[r].bytes_carried; }
   std::uint64_t recomputations() const { return recomputations_; }
 
+  // Told after every recomputation of the rates (for traces): used_rate() is current then.
+  using RateObserver = void (*)(void* obj);
+  void set_observer(RateObserver fn, void* obj) {
+    observer_ = fn;
+    observer_obj_ = obj;
+  }
+
  private:
   struct Resource {
     std::string name;
@@ -99,6 +106,8 @@ class FlowNetwork {
   std::uint64_t completion_version_ = 0;     // events carrying an older version are stale
   bool recompute_pending_ = false;
   std::uint64_t recomputations_ = 0;
+  RateObserver observer_ = nullptr;
+  void* observer_obj_ = nullptr;
 };
 
 }  // namespace syntorch::sim

@@ -25,6 +25,14 @@ class ServerPool {
   // Returns servers to the pool and grants waiting requests that now fit.
   void release(std::uint32_t count);
 
+  // Told after every change of the servers in use (for traces); one observer at a time.
+  using UseObserver = void (*)(void* obj, std::uint64_t arg, std::uint32_t in_use);
+  void set_observer(UseObserver fn, void* obj, std::uint64_t arg) {
+    observer_ = fn;
+    observer_obj_ = obj;
+    observer_arg_ = arg;
+  }
+
   const std::string& name() const { return name_; }
   std::uint32_t size() const { return size_; }
   std::uint32_t free() const { return free_; }
@@ -50,6 +58,12 @@ class ServerPool {
   std::uint32_t size_;
   std::uint32_t free_;
   std::deque<Request> waiting_;
+  void notify() {
+    if (observer_) observer_(observer_obj_, observer_arg_, size_ - free_);
+  }
+  UseObserver observer_ = nullptr;
+  void* observer_obj_ = nullptr;
+  std::uint64_t observer_arg_ = 0;
   double busy_server_ps_ = 0;
   TimePs last_account_ps_ = 0;
 };

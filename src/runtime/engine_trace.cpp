@@ -1,0 +1,86 @@
+#include "engine_trace.hpp"
+
+#include <fmt/format.h>
+
+namespace syntorch::runtime::detail {
+
+namespace {
+constexpr std::int32_t kInterconnectPid = 1 << 20;  // after every rank
+constexpr std::int32_t kMemoryTid = 1000;
+}  // namespace
+
+void EngineTrace::declare_rank(int rank, const std::string& device_name, std::size_t streams) {
+  if (ranks_.size() <= static_cast<std::size_t>(rank)) ranks_.resize(static_cast<std::size_t>(rank) + 1);
+  RankTracks& t = ranks_[static_cast<std::size_t>(rank)];
+  recorder_.add_process(rank, fmt::format("rank {} ({})", rank, device_name));
+  t.host = recorder_.add_thread_track(rank, 0, "host: torch ops");
+  if (device_work()) {
+    for (std::size_t s = 0; s < streams; ++s) {
+      t.streams.push_back(recorder_.add_thread_track(rank, static_cast<std::int32_t>(s + 1), fmt::format("stream {}", s)));
+    }
+  }
+  if (memory()) {
+    t.memory = recorder_.add_thread_track(rank, kMemoryTid, "memory: alloc/free");
+    t.allocated = recorder_.add_counter_track(rank, "HBM allocated", "bytes");
+    t.reserved = recorder_.add_counter_track(rank, "HBM reserved", "bytes");
+  }
+  if (hardware()) {
+    t.units = recorder_.add_counter_track(rank, "SMs in use", "units");
+    t.hbm = recorder_.add_counter_track(rank, "HBM bandwidth", "bytes/s");
+  }
+}
+
+trace::TrackId EngineTrace::declare_link(const std::string& name) {
+  if (!interconnect_declared_) {
+    recorder_.add_process(kInterconnectPid, "interconnect");
+    interconnect_declared_ = true;
+  }
+  return recorder_.add_counter_track(kInterconnectPid, name, "bytes/s");
+}
+
+void EngineTrace::host_span(int rank, std::string_view name, std::string_view category, sim::TimePs begin_ps,
+                            sim::TimePs end_ps, std::span<const trace::Arg> args) {
+  recorder_.span(ranks_[static_cast<std::size_t>(rank)].host, name, category, begin_ps, end_ps, args);
+}
+
+void EngineTrace::op_span(int rank, std::string_view name, std::string_view shape, sim::TimePs begin_ps,
+                          sim::TimePs end_ps, std::span<const std::uint64_t> flow_ids,
+                          std::span<const sim::TimePs> flow_ps) {
+  const trace::TrackId host = ranks_[static_cast<std::size_t>(rank)].host;
+  for (std::size_t i = 0; i < flow_ids.size(); ++i) recorder_.flow_begin(flow_ids[i], host, flow_ps[i]);
+  const trace::Arg args[] = {{"shape", shape}};
+  recorder_.span(host, name, "op", begin_ps, end_ps, shape.empty() ? std::span<const trace::Arg>{} : args);
+}
+
+void EngineTrace::device_span(int rank, std::uint32_t stream, std::string_view name, std::string_view category,
+                              sim::TimePs begin_ps, sim::TimePs end_ps, std::uint64_t flow_id,
+                              std::span<const trace::Arg> args, std::uint64_t member_flow_id,
+                              trace::FlowPhase member_phase) {
+  const trace::TrackId track = ranks_[static_cast<std::size_t>(rank)].streams[stream];
+  if (flow_id != 0) recorder_.flow_end(flow_id, track, begin_ps);
+  if (member_flow_id != 0) recorder_.flow(member_phase, member_flow_id, track, begin_ps, "collective", "flow");
+  recorder_.span(track, name, category, begin_ps, end_ps, args);
+}
+
+void EngineTrace::memory_event(int rank, sim::TimePs at_ps, bool allocate, std::string_view what, std::uint64_t bytes,
+                               std::uint64_t allocated_bytes, std::uint64_t reserved_bytes) {
+  const RankTracks& t = ranks_[static_cast<std::size_t>(rank)];
+  const trace::Arg args[] = {{"bytes", bytes}, {"event", allocate ? "alloc" : "free"}};
+  recorder_.instant(t.memory, what, allocate ? "alloc" : "free", at_ps, args);
+  recorder_.counter(t.allocated, at_ps, static_cast<double>(allocated_bytes));
+  recorder_.counter(t.reserved, at_ps, static_cast<double>(reserved_bytes));
+}
+
+void EngineTrace::units_in_use(int rank, sim::TimePs at_ps, std::uint32_t units) {
+  recorder_.counter(ranks_[static_cast<std::size_t>(rank)].units, at_ps, units);
+}
+
+void EngineTrace::hbm_rate(int rank, sim::TimePs at_ps, double bytes_per_s) {
+  recorder_.counter(ranks_[static_cast<std::size_t>(rank)].hbm, at_ps, bytes_per_s);
+}
+
+void EngineTrace::link_rate(trace::TrackId track, sim::TimePs at_ps, double bytes_per_s) {
+  recorder_.counter(track, at_ps, bytes_per_s);
+}
+
+}  // namespace syntorch::runtime::detail

@@ -1,0 +1,67 @@
+#pragma once
+// What the Engine shows in a trace, by level: the torch ops and model scopes on each rank's host
+// track (op); the kernels, collectives, sends and copies on its stream tracks, with flow arrows
+// from each op to its device work and between the members of each collective, plus device
+// memory (allocated/reserved counters, alloc/free instants naming the tensor) (kernel); and
+// hardware activity as counters: SMs in use and HBM bandwidth per device, bandwidth on each link
+// direction (hw). One process per rank; the links are in an "interconnect" process.
+// Flow endpoints are emitted just before the span that encloses them, on the same track.
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "syntorch/runtime/engine.hpp"
+#include "syntorch/trace/recorder.hpp"
+
+namespace syntorch::runtime::detail {
+
+class EngineTrace {
+ public:
+  EngineTrace(trace::Recorder& recorder, TraceLevel level) : recorder_(recorder), level_(level) {}
+
+  bool device_work() const { return level_ != TraceLevel::op; }
+  bool memory() const { return level_ != TraceLevel::op; }
+  bool hardware() const { return level_ == TraceLevel::hw; }
+  std::uint64_t next_flow_id() { return recorder_.next_flow_id(); }
+
+  void declare_rank(int rank, const std::string& device_name, std::size_t streams);
+  // A counter track for one bandwidth resource (a link direction), in the interconnect process.
+  trace::TrackId declare_link(const std::string& name);
+
+  // Host track.
+  void host_span(int rank, std::string_view name, std::string_view category, sim::TimePs begin_ps, sim::TimePs end_ps,
+                 std::span<const trace::Arg> args = {});
+  // An op span with the flows to its device work starting inside it (one per launch, at `at_ps`).
+  void op_span(int rank, std::string_view name, std::string_view shape, sim::TimePs begin_ps, sim::TimePs end_ps,
+               std::span<const std::uint64_t> flow_ids, std::span<const sim::TimePs> flow_ps);
+
+  // Stream tracks: device work, ending the flow from its op (flow_id 0: none).
+  void device_span(int rank, std::uint32_t stream, std::string_view name, std::string_view category,
+                   sim::TimePs begin_ps, sim::TimePs end_ps, std::uint64_t flow_id, std::span<const trace::Arg> args,
+                   std::uint64_t member_flow_id = 0, trace::FlowPhase member_phase = trace::FlowPhase::kBegin);
+
+  // Memory: counters after the change, and an instant naming the tensor.
+  void memory_event(int rank, sim::TimePs at_ps, bool allocate, std::string_view what, std::uint64_t bytes,
+                    std::uint64_t allocated_bytes, std::uint64_t reserved_bytes);
+
+  // Hardware counters.
+  void units_in_use(int rank, sim::TimePs at_ps, std::uint32_t units);
+  void hbm_rate(int rank, sim::TimePs at_ps, double bytes_per_s);
+  void link_rate(trace::TrackId track, sim::TimePs at_ps, double bytes_per_s);
+
+ private:
+  struct RankTracks {
+    trace::TrackId host, memory, allocated, reserved, units, hbm;
+    std::vector<trace::TrackId> streams;
+  };
+  trace::Recorder& recorder_;
+  TraceLevel level_;
+  std::vector<RankTracks> ranks_;
+  bool interconnect_declared_ = false;
+  std::int32_t interconnect_pid_ = 0;
+};
+
+}  // namespace syntorch::runtime::detail
