@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <deque>
 #include <map>
@@ -116,18 +117,65 @@ struct Engine::Impl {
     std::vector<Slot> slots;  // per stream: what it runs now
     std::unique_ptr<os::HostThread> host_thread;
     RankResult result;
-    std::vector<std::pair<const std::string*, sim::TimePs>> scope_stack;
+    struct OpenScope {
+      const std::string* name;
+      sim::TimePs begin_ps;
+      std::uint64_t instance;  // distinguishes two scopes of the same name (two decode steps)
+    };
+    std::vector<OpenScope> scope_stack;
+    std::uint64_t scopes_opened = 0;
     // Tracing: flows from launches to their stream items, and the op being launched.
-    std::vector<std::deque<std::uint64_t>> pending_flows;  // per stream
+    // A launched item not yet started: its flow from the op and the model scopes it was launched
+    // in (outermost first), which become spans on the stream around its device work.
+    static constexpr std::size_t kScopeDepth = 4;
+    struct Pending {
+      std::uint64_t flow_id = 0;
+      std::array<const std::string*, kScopeDepth> scopes{};
+      std::array<std::uint64_t, kScopeDepth> instances{};
+    };
+    struct DeviceScopes {
+      std::array<const std::string*, kScopeDepth> open{};
+      std::array<std::uint64_t, kScopeDepth> instances{};
+      std::array<sim::TimePs, kScopeDepth> begin_ps{};
+      sim::TimePs last_end_ps = 0;
+    };
+    std::vector<std::deque<Pending>> pending_flows;  // per stream
+    std::vector<DeviceScopes> device_scopes;         // per stream
     std::vector<std::uint64_t> op_flows;
     std::vector<sim::TimePs> op_flow_ps;
     sim::TimePs op_begin_ps = 0;
 
-    std::uint64_t take_flow(std::uint32_t stream) {
+    // An item starts on `stream` at `now`: its flow id (0 when untraced); the device scopes
+    // around it change where its scopes differ from the previous item's.
+    std::uint64_t begin_item(std::uint32_t stream, sim::TimePs now) {
       if (stream >= pending_flows.size() || pending_flows[stream].empty()) return 0;
-      const std::uint64_t id = pending_flows[stream].front();
+      const Pending p = pending_flows[stream].front();
       pending_flows[stream].pop_front();
-      return id;
+      DeviceScopes& d = device_scopes[stream];
+      std::size_t same = 0;
+      while (same < kScopeDepth && p.scopes[same] != nullptr && d.open[same] == p.scopes[same] &&
+             d.instances[same] == p.instances[same]) {
+        ++same;
+      }
+      close_scopes(stream, same);
+      for (std::size_t i = same; i < kScopeDepth && p.scopes[i] != nullptr; ++i) {
+        d.open[i] = p.scopes[i];
+        d.instances[i] = p.instances[i];
+        d.begin_ps[i] = now;
+      }
+      return p.flow_id;
+    }
+    void end_item(std::uint32_t stream, sim::TimePs end) {
+      if (stream < device_scopes.size()) device_scopes[stream].last_end_ps = end;
+    }
+    // Ends the device scopes from depth `from` down, at the last item's end.
+    void close_scopes(std::uint32_t stream, std::size_t from) {
+      DeviceScopes& d = device_scopes[stream];
+      for (std::size_t i = kScopeDepth; i-- > from;) {
+        if (d.open[i] == nullptr) continue;
+        engine.tracer->scope_span(index, stream, *d.open[i], d.begin_ps[i], std::max(d.begin_ps[i], d.last_end_ps));
+        d.open[i] = nullptr;
+      }
     }
 
     Rank(Impl& e, int r, std::uint32_t dev, std::uint64_t capacity)
@@ -463,7 +511,7 @@ struct Engine::Impl {
     auto* rank = static_cast<Rank*>(obj);
     Impl& e = rank->engine;
     rank->slots[stream.index()].comm_start_ps = e.sim.now();
-    rank->slots[stream.index()].flow_id = rank->take_flow(stream.index());
+    rank->slots[stream.index()].flow_id = rank->begin_item(stream.index(), e.sim.now());
     const std::uint32_t a = call_a(call);
     const std::uint64_t bytes = call_bytes(call);
     Rendezvous* rv;
@@ -605,6 +653,7 @@ struct Engine::Impl {
         }
       }
       sl.flow_id = 0;
+      m.rank->end_item(m.stream, now);
       m.rank->streams[m.stream]->finish_current();
     }
   }
@@ -628,7 +677,7 @@ struct Engine::Impl {
     const std::uint32_t host_ep = e.machine.hosts()[*host].endpoint;
     const std::uint32_t dev_ep = e.machine.devices()[rank->device].endpoint;
     const auto slot = static_cast<std::uint32_t>(e.copies.size());
-    e.copies.push_back({rank, stream.index(), e.sim.now(), bytes, to_device, rank->take_flow(stream.index())});
+    e.copies.push_back({rank, stream.index(), e.sim.now(), bytes, to_device, rank->begin_item(stream.index(), e.sim.now())});
     hw::TransferOptions options;
     options.touch_hbm = true;
     e.hw->transfer(to_device ? host_ep : dev_ep, to_device ? dev_ep : host_ep, static_cast<double>(bytes),
@@ -645,6 +694,7 @@ struct Engine::Impl {
       e->tracer->device_span(c.rank->index, c.stream, c.to_device ? "memcpy HtoD" : "memcpy DtoH", "memcpy",
                              c.start_ps, now, c.flow_id, args);
     }
+    c.rank->end_item(c.stream, now);
     c.rank->streams[c.stream]->finish_current();
   }
 
@@ -653,7 +703,7 @@ struct Engine::Impl {
     auto* rank = static_cast<Rank*>(obj);
     Rank::Slot& slot = rank->slots[stream.index()];
     slot.kernel = reinterpret_cast<const LoweredKernel*>(arg);
-    slot.flow_id = rank->take_flow(stream.index());
+    slot.flow_id = rank->begin_item(stream.index(), rank->engine.sim.now());
     rank->engine.executor->launch(slot.kernel->kernel, slot.run, &Impl::on_kernel_done, rank, stream.index());
   }
   static void on_kernel_done(void* obj, std::uint64_t stream) {
@@ -685,6 +735,7 @@ struct Engine::Impl {
     }
     slot.kernel = nullptr;
     slot.flow_id = 0;
+    rank->end_item(static_cast<std::uint32_t>(stream), run.end_ps);
     rank->streams[stream]->finish_current();
   }
 
@@ -708,7 +759,13 @@ struct Engine::Impl {
     }
     if (t.device_work()) {
       const std::uint64_t id = t.next_flow_id();
-      rank->pending_flows[a.stream].push_back(id);
+      Rank::Pending p;
+      p.flow_id = id;
+      for (std::size_t i = 0; i < rank->scope_stack.size() && i < Rank::kScopeDepth; ++i) {
+        p.scopes[i] = rank->scope_stack[i].name;
+        p.instances[i] = rank->scope_stack[i].instance;
+      }
+      rank->pending_flows[a.stream].push_back(p);
       rank->op_flows.push_back(id);
       rank->op_flow_ps.push_back(begin);
     }
@@ -723,12 +780,12 @@ struct Engine::Impl {
   }
   static void note_scope_begin(void* obj, const os::HostAction& a, sim::TimePs begin, sim::TimePs) {
     auto* rank = static_cast<Rank*>(obj);
-    rank->scope_stack.emplace_back(reinterpret_cast<const std::string*>(a.note_arg), begin);
+    rank->scope_stack.push_back({reinterpret_cast<const std::string*>(a.note_arg), begin, ++rank->scopes_opened});
   }
   static void note_scope_end(void* obj, const os::HostAction&, sim::TimePs end, sim::TimePs) {
     auto* rank = static_cast<Rank*>(obj);
     if (rank->scope_stack.empty()) throw std::logic_error(fmt::format("rank {}: scope_end without scope_begin", rank->index));
-    const auto [name, begin] = rank->scope_stack.back();
+    const auto [name, begin, instance] = rank->scope_stack.back();
     rank->scope_stack.pop_back();
     if (rank->scope_stack.empty()) rank->result.steps.push_back({*name, begin, end});
     if (rank->engine.tracer) rank->engine.tracer->host_span(rank->index, *name, "scope", begin, end);
@@ -838,6 +895,7 @@ EngineResult Engine::run(const std::function<void(RankContext&)>& program) {
     rank->result.device = d;
     rank->result.device_name = dev.name;
     rank->pending_flows.resize(e.options.streams_per_rank);
+    rank->device_scopes.resize(e.options.streams_per_rank);
     if (e.tracer) {
       e.tracer->declare_rank(r, dev.name, e.options.streams_per_rank);
       if (e.tracer->hardware()) {
@@ -895,6 +953,11 @@ EngineResult Engine::run(const std::function<void(RankContext&)>& program) {
   for (auto& t : threads) t.join();
   for (auto& rank : e.ranks) {
     if (rank->error) std::rethrow_exception(rank->error);
+  }
+  if (e.tracer && e.tracer->device_work()) {
+    for (auto& rank : e.ranks) {
+      for (std::uint32_t s = 0; s < rank->device_scopes.size(); ++s) rank->close_scopes(s, 0);
+    }
   }
 
   EngineResult result;

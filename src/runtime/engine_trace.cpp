@@ -62,6 +62,11 @@ void EngineTrace::device_span(int rank, std::uint32_t stream, std::string_view n
   recorder_.span(track, name, category, begin_ps, end_ps, args);
 }
 
+void EngineTrace::scope_span(int rank, std::uint32_t stream, std::string_view name, sim::TimePs begin_ps,
+                             sim::TimePs end_ps) {
+  recorder_.span(ranks_[static_cast<std::size_t>(rank)].streams[stream], name, "scope", begin_ps, end_ps);
+}
+
 void EngineTrace::memory_event(int rank, sim::TimePs at_ps, bool allocate, std::string_view what, std::uint64_t bytes,
                                std::uint64_t allocated_bytes, std::uint64_t reserved_bytes) {
   const RankTracks& t = ranks_[static_cast<std::size_t>(rank)];

@@ -43,6 +43,9 @@ class EngineTrace {
                    sim::TimePs begin_ps, sim::TimePs end_ps, std::uint64_t flow_id, std::span<const trace::Arg> args,
                    std::uint64_t member_flow_id = 0, trace::FlowPhase member_phase = trace::FlowPhase::kBegin);
 
+  // A model scope (a step, a layer) around the device work launched inside it, on a stream.
+  void scope_span(int rank, std::uint32_t stream, std::string_view name, sim::TimePs begin_ps, sim::TimePs end_ps);
+
   // Memory: counters after the change, and an instant naming the tensor.
   void memory_event(int rank, sim::TimePs at_ps, bool allocate, std::string_view what, std::uint64_t bytes,
                     std::uint64_t allocated_bytes, std::uint64_t reserved_bytes);

@@ -117,8 +117,10 @@ TEST(SimulateCli, WritesAChromeTraceOfTheFourLayers) {
   EXPECT_GT(spans["op"], 100);       // torch ops on the host
   EXPECT_GT(spans["kernel"], 100);   // kernels on the streams
   EXPECT_GT(spans["collective"], 10);
-  EXPECT_EQ(steps, 4);               // 2 ranks x (prefill + 1 decode)
-  EXPECT_EQ(layers, 2 * 2 * 12);     // 2 ranks x 2 steps x 12 layers
+  // On the host track and around the device work on the stream: 2 ranks x (prefill + 1 decode),
+  // and 2 ranks x 2 steps x 12 layers, each twice.
+  EXPECT_EQ(steps, 2 * 4);
+  EXPECT_EQ(layers, 2 * 2 * 2 * 12);
   EXPECT_GT(flow_starts, 100);
   EXPECT_EQ(flow_starts, flow_ends);
   EXPECT_GT(allocs, 100);
