@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   g++ cmake ninja-build pkg-config
   nlohmann-json3-dev libyaml-cpp-dev libboost-graph-dev libfmt-dev libcli11-dev
-  libprotobuf-dev protobuf-compiler
+  libprotobuf-dev protobuf-compiler zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 

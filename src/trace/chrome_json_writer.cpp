@@ -1,7 +1,5 @@
 #include "syntorch/trace/chrome_json_writer.hpp"
 
-#include <cerrno>
-#include <cstring>
 #include <stdexcept>
 
 #include "json_text.hpp"
@@ -16,24 +14,15 @@ using detail::append_uint;
 using detail::append_us_from_ps;
 
 namespace {
-constexpr std::size_t kFileBufferBytes = 1 << 18;
+bool is_gzip_path(const std::filesystem::path& path) { return path.extension() == ".gz"; }
 }  // namespace
 
 ChromeJsonWriter::ChromeJsonWriter(std::ostream& out) : out_(&out) {}
 
-ChromeJsonWriter::ChromeJsonWriter(const std::filesystem::path& path)
-    : file_(std::make_unique<std::ofstream>()),
-      file_buffer_(std::make_unique<char[]>(kFileBufferBytes)),
-      path_(path),
-      out_(file_.get()) {
-  // A larger buffer than the default means fewer write(2) calls; it must be set before open().
-  file_->rdbuf()->pubsetbuf(file_buffer_.get(), kFileBufferBytes);
-  errno = 0;
-  file_->open(path, std::ios::out | std::ios::binary | std::ios::trunc);
-  if (!file_->is_open()) {
-    throw std::runtime_error(fmt::format("cannot open trace file '{}' for writing: {}", path.string(),
-                                         errno != 0 ? std::strerror(errno) : "unknown error"));
-  }
+ChromeJsonWriter::ChromeJsonWriter(const std::filesystem::path& path) {
+  OutputFile::Options options;
+  if (is_gzip_path(path)) options.compression = OutputFile::Compression::kGzip;
+  file_ = std::make_unique<OutputFile>(path, options);
 }
 
 std::unique_ptr<ChromeJsonWriter> ChromeJsonWriter::open(const std::filesystem::path& path) {
@@ -41,6 +30,7 @@ std::unique_ptr<ChromeJsonWriter> ChromeJsonWriter::open(const std::filesystem::
 }
 
 ChromeJsonWriter::~ChromeJsonWriter() {
+  if (file_) return;  // the OutputFile removes its partial file unless finish() committed it
   if (begun_ && !finished_) {
     try {
       finish();
@@ -66,10 +56,21 @@ void ChromeJsonWriter::start_event() {
   append_raw(buf_, events_written_ == 0 ? "\n" : ",\n");
 }
 
+void ChromeJsonWriter::write_buffer() {
+  if (file_) {
+    file_->write(buf_.data(), buf_.size());
+  } else {
+    out_->write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+    if (out_->fail()) [[unlikely]] {
+      throw std::runtime_error("writing the Chrome JSON trace failed: the output stream is in a failed state");
+    }
+  }
+  buf_.clear();
+}
+
 void ChromeJsonWriter::end_event() {
   ++events_written_;
-  out_->write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
-  buf_.clear();
+  write_buffer();
 }
 
 const ChromeJsonWriter::TrackText& ChromeJsonWriter::track_text(TrackId id, const char* what) const {
@@ -244,18 +245,15 @@ void ChromeJsonWriter::finish() {
   if (!begun_) begin();
   finished_ = true;
   append_raw(buf_, "\n],\"displayTimeUnit\":\"ns\"}\n");
+  if (file_) {
+    write_buffer();
+    file_->commit();
+    return;
+  }
   out_->write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
   buf_.clear();
   out_->flush();
-  bool ok = !out_->fail();
-  if (file_) {
-    file_->close();
-    ok = ok && !file_->fail();
-  }
-  if (!ok) {
-    throw std::runtime_error(path_.empty() ? std::string("writing the Chrome JSON trace failed")
-                                           : fmt::format("writing trace file '{}' failed", path_.string()));
-  }
+  if (out_->fail()) throw std::runtime_error("writing the Chrome JSON trace failed: the output stream reported an error");
 }
 
 }  // namespace syntorch::trace

@@ -74,6 +74,37 @@ void append_json_string(fmt::memory_buffer& out, std::string_view text) {
   out.push_back('"');
 }
 
+bool is_valid_utf8(std::string_view text) noexcept {
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const auto* const end = p + text.size();
+  while (p < end) {
+    if (*p < 0x80) {
+      ++p;
+      continue;
+    }
+    const std::size_t n = utf8_sequence_length(p, end);
+    if (n == 0) return false;
+    p += n;
+  }
+  return true;
+}
+
+void assign_valid_utf8(std::string& out, std::string_view text) {
+  out.clear();
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const auto* const end = p + text.size();
+  while (p < end) {
+    const std::size_t n = *p < 0x80 ? 1 : utf8_sequence_length(p, end);
+    if (n == 0) {
+      out.append("\xEF\xBF\xBD");  // U+FFFD
+      ++p;
+    } else {
+      out.append(reinterpret_cast<const char*>(p), n);
+      p += n;
+    }
+  }
+}
+
 void append_us_from_ps(fmt::memory_buffer& out, std::uint64_t ps) {
   constexpr std::uint64_t kPsPerUs = 1'000'000;
   append_uint(out, ps / kPsPerUs);

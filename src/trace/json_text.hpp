@@ -3,6 +3,7 @@
 // times from integer picoseconds, integers and doubles. Private to the trace module's writers.
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -12,6 +13,12 @@ namespace syntorch::trace::detail {
 // Appends `text` as a JSON string literal (quotes included). Quotes, backslashes and control
 // characters are escaped; bytes that are not valid UTF-8 become \ufffd.
 void append_json_string(fmt::memory_buffer& out, std::string_view text);
+
+// True when `text` is valid UTF-8 (no overlong forms, surrogates or code points above U+10FFFF).
+bool is_valid_utf8(std::string_view text) noexcept;
+
+// Replaces `out` with `text`, each byte that is not part of valid UTF-8 replaced by U+FFFD.
+void assign_valid_utf8(std::string& out, std::string_view text);
 
 // Appends ps as microseconds, exactly: "<us>" or "<us>.<up to 6 digits>" with trailing zeros trimmed.
 void append_us_from_ps(fmt::memory_buffer& out, std::uint64_t ps);

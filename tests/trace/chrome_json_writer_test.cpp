@@ -360,15 +360,31 @@ TEST_F(ChromeJsonFile, FileHoldsTheSameBytesAsAStream) {
   EXPECT_TRUE(json::accept(text));
 }
 
-TEST_F(ChromeJsonFile, DestructorClosesAnUnfinishedDocument) {
+TEST_F(ChromeJsonFile, AWriterDestroyedWithoutFinishLeavesNoFile) {
+  const std::filesystem::path partial = path_.string() + ".partial";
   {
     ChromeJsonWriter writer(path_);
     Recorder rec;
     rec.attach(writer);
     SampleTrace sample;
     sample.write(rec);
+    EXPECT_TRUE(std::filesystem::exists(partial));
+    EXPECT_FALSE(std::filesystem::exists(path_));
   }
-  EXPECT_TRUE(json::accept(read(path_)));
+  EXPECT_FALSE(std::filesystem::exists(partial));
+  EXPECT_FALSE(std::filesystem::exists(path_));
+}
+
+TEST(ChromeJsonWriter, AStreamWriterDestroyedWithoutFinishClosesTheDocument) {
+  std::stringstream out;
+  {
+    ChromeJsonWriter writer(out);
+    Recorder rec;
+    rec.attach(writer);
+    SampleTrace sample;
+    sample.write(rec);
+  }
+  EXPECT_TRUE(json::accept(out.str()));
 }
 
 TEST(ChromeJsonWriter, OpeningAnUnwritablePathThrowsNamingIt) {

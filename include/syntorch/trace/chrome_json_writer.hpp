@@ -12,12 +12,15 @@
 // round-trips (locale-independent); NaN and infinities are written as null. Strings are escaped
 // as JSON requires, and invalid UTF-8 bytes are replaced by U+FFFD.
 //
-// Each event is formatted into a reused buffer and written to the ostream at once, so memory
-// stays flat however many events pass, and the same calls give byte-identical output.
+// Each event is formatted into a reused buffer and written out at once, so memory stays flat
+// however many events pass, and the same calls give byte-identical output.
+//
+// Written to a path, the file is an OutputFile: "<path>.partial" until finish() renames it into
+// place; a writer destroyed without finish() (a failed run) or hit by a write error leaves no
+// file. A path ending in ".gz" is gzip-compressed as it streams (zlib level 1).
 
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -25,21 +28,25 @@
 
 #include <fmt/format.h>
 
+#include "syntorch/trace/output_file.hpp"
 #include "syntorch/trace/sink.hpp"
 
 namespace syntorch::trace {
 
 class ChromeJsonWriter final : public Sink {
  public:
-  // Writes to `out`, which must outlive the writer (or at least its finish()).
+  // Writes to `out`, which must outlive the writer (or at least its finish()). A write that
+  // leaves the stream failed throws std::runtime_error at once.
   explicit ChromeJsonWriter(std::ostream& out);
-  // Creates (truncates) the file at `path`; throws std::runtime_error naming it when it cannot.
+  // Writes "<path>.partial" (gzip when the path ends in ".gz"), renamed to `path` by finish();
+  // throws std::runtime_error naming the path and the OS error when it cannot be created.
   explicit ChromeJsonWriter(const std::filesystem::path& path);
   static std::unique_ptr<ChromeJsonWriter> open(const std::filesystem::path& path);
 
   ChromeJsonWriter(const ChromeJsonWriter&) = delete;
   ChromeJsonWriter& operator=(const ChromeJsonWriter&) = delete;
-  // Finishes the document if finish() was not called (errors are swallowed here).
+  // Without finish(): a file writer removes its partial file (the run failed); a stream writer
+  // closes the document (errors are swallowed here).
   ~ChromeJsonWriter() override;
 
   void begin() override;
@@ -49,8 +56,8 @@ class ChromeJsonWriter final : public Sink {
   void on_instant(const InstantEvent& instant) override;
   void on_counter(const CounterEvent& counter) override;
   void on_flow(const FlowEvent& flow) override;
-  // Closes the JSON document and flushes (and closes an owned file); throws std::runtime_error
-  // when the stream reports a write error. Later calls do nothing.
+  // Closes the JSON document and flushes (and commits an owned file); throws std::runtime_error
+  // when the stream or the file reports a write error. Later calls do nothing.
   void finish() override;
 
   // Events written so far, metadata included.
@@ -69,14 +76,13 @@ class ChromeJsonWriter final : public Sink {
   // Starts a slice-track event: head ("{\"ph\":..,\"name\":"), name, category, pid/tid, ts.
   void open_slice_event(std::string_view head, std::string_view name, std::string_view category, const TrackText& t,
                         TimePs ts_ps);
-  void end_event();    // writes the buffer to the stream
+  void end_event();    // writes the buffer out
+  void write_buffer();
   const TrackText& track_text(TrackId id, const char* what) const;
   void append_args(std::span<const Arg> args);
 
-  std::unique_ptr<std::ofstream> file_;
-  std::unique_ptr<char[]> file_buffer_;
-  std::filesystem::path path_;
-  std::ostream* out_;
+  std::unique_ptr<OutputFile> file_;  // null when writing to a caller's stream
+  std::ostream* out_ = nullptr;
   fmt::memory_buffer buf_;
   std::vector<TrackText> tracks_;
   std::uint64_t events_written_ = 0;
