@@ -142,6 +142,61 @@ bool load_document(const std::string& file, std::vector<std::string>& chain, Jso
   return true;
 }
 
+// A group component may take its components from another config file, as a cluster's node
+// reuses a node's config: {"type": "group", "count": 2, "extends": "dgx_h100.json"}. That file's
+// components (its own extends resolved) become the group's, and the component's other keys merge
+// over them. Paths are relative to the file that wrote the extends.
+void expand_nested(Json& components, const std::string& pointer, ParseContext& ctx, int depth) {
+  if (!components.is_object()) return;
+  for (auto it = components.begin(); it != components.end(); ++it) {
+    Json& c = it.value();
+    if (!c.is_object()) continue;
+    const std::string cp = detail::child_pointer(pointer, it.key());
+    auto ext = c.find("extends");
+    const bool extended = ext != c.end();
+    if (extended) {
+      const std::string from = ctx.where(detail::child_pointer(cp, "extends"));
+      if (!ext->is_string()) {
+        ctx.diagnostics.error(from, cp + "/extends",
+                              "expected a config file whose components this group takes, got " + detail::describe_json(*ext));
+        c.erase("extends");
+        continue;
+      }
+      if (depth >= 8) {
+        ctx.diagnostics.error(from, cp + "/extends", "groups extend other configs more than 8 deep (a cycle?)");
+        c.erase("extends");
+        continue;
+      }
+      const std::string sub_file = (fs::path(from).parent_path() / ext->get<std::string>()).lexically_normal().string();
+      if (!fs::exists(sub_file)) {
+        ctx.diagnostics.error(from, cp + "/extends",
+                              fmt::format("extends \"{}\", which does not exist (looked for {})", ext->get<std::string>(), sub_file));
+        c.erase("extends");
+        continue;
+      }
+      ParseContext sub_ctx;
+      Json sub;
+      std::vector<std::string> chain;
+      if (!load_document(sub_file, chain, sub, sub_ctx)) {
+        ctx.diagnostics.append(sub_ctx.diagnostics);
+        c.erase("extends");
+        continue;
+      }
+      // The included file's origins, moved under this group.
+      for (const auto& [ptr, file] : sub_ctx.origin) {
+        if (ptr.rfind("/components", 0) == 0) ctx.origin[cp + ptr] = file;
+      }
+      Json group = {{"type", "group"}, {"components", sub.contains("components") ? sub["components"] : Json::object()}};
+      c.erase("extends");
+      merge(group, c, cp, from, ctx.origin);
+      c = std::move(group);
+    }
+    if (auto inner = c.find("components"); inner != c.end()) {
+      expand_nested(*inner, detail::child_pointer(cp, "components"), ctx, extended ? depth + 1 : depth);
+    }
+  }
+}
+
 void apply_override(Json& doc, const Override& o, ParseContext& ctx) {
   const std::string where = fmt::format("--set {}={}", o.pointer, o.value_text);
   Json value;
@@ -196,6 +251,7 @@ HardwareConfig load_and_parse(const std::string& file, const std::vector<Overrid
   Json doc;
   std::vector<std::string> chain;
   if (!load_document(file, chain, doc, ctx)) return HardwareConfig{};
+  if (auto components = doc.find("components"); components != doc.end()) expand_nested(*components, "/components", ctx, 0);
   for (const auto& o : overrides) apply_override(doc, o, ctx);
   HardwareConfig config = parse_config(doc, ctx);
   config.file = file;

@@ -221,6 +221,11 @@ void generate(GPT& model, const GenerateOptions& o) {
   if (o.batch < 1 || o.input_tokens < 1 || o.output_tokens < 1) {
     throw std::invalid_argument("generate: batch, input tokens and output tokens must be at least 1");
   }
+  if (o.micro_batches > 0 && o.batch % o.micro_batches != 0) {
+    throw std::invalid_argument(fmt::format("generate: {} micro-batches do not split a batch of {} evenly",
+                                            o.micro_batches, o.batch));
+  }
+  // By default one micro-batch per stage, or the most up to that which splits the batch.
   std::int64_t micro = o.micro_batches > 0 ? o.micro_batches : std::min<std::int64_t>(st.pp_size, o.batch);
   while (o.batch % micro != 0) --micro;
   const std::int64_t mb = o.batch / micro;
@@ -246,18 +251,15 @@ void generate(GPT& model, const GenerateOptions& o) {
     torch::RecordScope scope(prefill ? "prefill" : "decode");
     torch::cuda::CUDAGraph graph;
     if (o.graph && !prefill) graph.capture_begin();
-    std::vector<torch::Tensor> sampled(static_cast<std::size_t>(micro));
-    if (st.is_first_stage() && !prefill && st.pp_size > 1) {
-      // Every micro-batch's tokens from the last stage first: the last stage sends them all at
-      // the end of its step, so receiving them interleaved with our sends would deadlock.
-      for (std::int64_t m = 0; m < micro; ++m) {
-        tokens[m] = torch::empty({mb, 1}, torch::kInt64);
-        parallel::recv(tokens[m], st.prev_stage_rank());
-      }
-    }
     for (std::int64_t m = 0; m < micro; ++m) {
       torch::Tensor x;
       if (st.is_first_stage()) {
+        if (!prefill && st.pp_size > 1) {
+          // This micro-batch's tokens from the last stage (a receive that only the work after it
+          // waits for).
+          tokens[m] = torch::empty({mb, 1}, torch::kInt64);
+          parallel::recv(tokens[m], st.prev_stage_rank());
+        }
         x = model->embed(tokens[m], past);
       } else {
         x = torch::empty({mb, s, c.hidden}, torch::get_default_dtype());
@@ -265,23 +267,22 @@ void generate(GPT& model, const GenerateOptions& o) {
       }
       x = model->blocks(x, rows[m], past);
       if (st.is_last_stage()) {
-        sampled[m] = model->next_token(x);
+        torch::Tensor next = model->next_token(x);
+        if (st.pp_size == 1) {
+          tokens[m] = next;
+        } else if (step + 1 < o.output_tokens) {
+          parallel::send(next, st.next_stage_rank());  // to the first stage, for the next step
+        }
       } else {
         parallel::send(x, st.next_stage_rank());
       }
     }
-    if (st.is_last_stage()) {
-      for (std::int64_t m = 0; m < micro; ++m) {
-        if (st.pp_size > 1) {
-          if (step + 1 < o.output_tokens) parallel::send(sampled[m], st.next_stage_rank());  // to the first stage
-        } else {
-          tokens[m] = sampled[m];
-        }
-      }
-    }
     if (o.graph && !prefill) graph.capture_end();
-    torch::cuda::synchronize();  // the step's tokens are on the host
+    // The sampled tokens are on the host (the last stage reads them); the other stages' hosts go
+    // on launching, their streams waiting for what they receive.
+    if (st.is_last_stage()) torch::cuda::synchronize();
   }
+  torch::cuda::synchronize();  // every rank: generation is done
 }
 
 }  // namespace syntorch::models

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "syntorch/base/units.hpp"
 #include "syntorch/parallel/distributed.hpp"
@@ -32,11 +33,45 @@ bool validate_run(const RunSpec& s, const hw::Machine& machine, Diagnostics& d, 
   positive(s.batch, "batch");
   positive(s.input_tokens, "input-tokens");
   positive(s.output_tokens, "output-tokens");
+  if (s.micro_batches < 0) {
+    d.error(where, "micro-batches", fmt::format("expected a positive integer (or 0: one per stage), got {}", s.micro_batches));
+  }
   if (d.size() != before) return false;
+  // Sizes that keep every tensor (the KV cache: batch x sequence x hidden) well inside 64 bits.
+  constexpr std::int64_t kMaxBatch = 1 << 20, kMaxTokens = 1 << 24;
+  if (s.batch > kMaxBatch) d.error(where, "batch", fmt::format("expected at most {}, got {}", kMaxBatch, s.batch));
+  if (s.input_tokens > kMaxTokens) {
+    d.error(where, "input-tokens", fmt::format("expected at most {}, got {}", kMaxTokens, s.input_tokens));
+  }
+  if (s.output_tokens > kMaxTokens) {
+    d.error(where, "output-tokens", fmt::format("expected at most {}, got {}", kMaxTokens, s.output_tokens));
+  }
+  if (d.size() != before) return false;
+  const double kv_elements = static_cast<double>(s.batch) * static_cast<double>(s.input_tokens + s.output_tokens) *
+                             static_cast<double>(std::max(s.model.hidden, s.model.heads * s.model.head_dim));
+  if (kv_elements > 0x1p52) {
+    d.error(where, "batch", fmt::format("batch {} x {} tokens of {} is beyond what the simulator can size (2^52 "
+                                        "elements per tensor)", s.batch, s.input_tokens + s.output_tokens, s.model.name));
+  }
+  if (s.micro_batches > 0 && (s.micro_batches > s.batch || s.batch % s.micro_batches != 0)) {
+    d.error(where, "micro-batches",
+            fmt::format("{} micro-batches do not split a batch of {} evenly", s.micro_batches, s.batch));
+  }
   const std::size_t devices = machine.devices().size();
   if (static_cast<std::size_t>(s.tp) * static_cast<std::size_t>(s.pp) > devices) {
-    d.error(where, "tp", fmt::format("tp {} x pp {} needs {} devices; {} has {}", s.tp, s.pp, s.tp * s.pp,
-                                     machine.config().file, devices));
+    d.error(where, s.tp > 1 || s.pp == 1 ? "tp" : "pp",
+            fmt::format("tp {} x pp {} needs {} devices; {} has {}", s.tp, s.pp, s.tp * s.pp, machine.config().file, devices));
+  } else if (s.tp * s.pp > 1) {
+    for (int r = 0; r < s.tp * s.pp; ++r) {
+      const hw::Device& dev = machine.devices()[static_cast<std::size_t>(r)];
+      if (!dev.collective) {
+        d.error(where, s.tp > 1 ? "tp" : "pp",
+                fmt::format("{} of {} has no collective component (its communication library), which tp {} x pp {} "
+                            "needs",
+                            dev.name, machine.config().file, s.tp, s.pp));
+        break;
+      }
+    }
   }
   if (s.model.heads % s.tp != 0) {
     d.error(where, "tp", fmt::format("{} has {} heads, which do not split over tp {}", s.model.name, s.model.heads, s.tp));
@@ -88,15 +123,20 @@ RunReport simulate_generation(const hw::Machine& machine, const runtime::KernelP
     report.oom = true;
     return report;
   }
-  const double e2e = units::ps_to_seconds(r.end_ps);
-  report.e2e_s = e2e;
-  // The first token is out when every rank has finished the prefill step.
+  // Generation starts when the first rank begins its prefill (building the model, which loads
+  // weights, is not part of it); the first token is out when every rank has finished the prefill.
+  sim::TimePs start = r.end_ps;
   sim::TimePs prefill_end = 0;
   for (const auto& rank : r.ranks) {
-    if (!rank.steps.empty()) prefill_end = std::max(prefill_end, rank.steps.front().end_ps);
+    if (rank.steps.empty()) continue;
+    start = std::min(start, rank.steps.front().begin_ps);
+    prefill_end = std::max(prefill_end, rank.steps.front().end_ps);
   }
-  report.ttft_s = units::ps_to_seconds(prefill_end);
-  report.tpot_s = spec.output_tokens > 1 ? (e2e - report.ttft_s) / static_cast<double>(spec.output_tokens - 1) : 0;
+  const double e2e = units::ps_to_seconds(r.end_ps - start);
+  report.e2e_s = e2e;
+  report.ttft_s = units::ps_to_seconds(prefill_end - start);
+  report.tpot_s = spec.output_tokens > 1 ? (e2e - report.ttft_s) / static_cast<double>(spec.output_tokens - 1)
+                                         : std::numeric_limits<double>::quiet_NaN();
   report.tokens_per_s = static_cast<double>(spec.batch * spec.output_tokens) / e2e;
   double flops = 0;
   double peak = 0;
@@ -107,12 +147,16 @@ RunReport simulate_generation(const hw::Machine& machine, const runtime::KernelP
     b.compute_s += units::ps_to_seconds(rank.compute_bound_ps);
     b.memory_s += units::ps_to_seconds(rank.memory_bound_ps);
     b.communication_s += units::ps_to_seconds(rank.communication_ps);
+    b.waiting_s += units::ps_to_seconds(rank.waiting_ps);
+    b.p2p_s += units::ps_to_seconds(rank.p2p_ps);
   }
   const double n = static_cast<double>(r.ranks.size());
   b.compute_s /= n;
   b.memory_s /= n;
   b.communication_s /= n;
-  b.idle_s = std::max(0.0, e2e - b.compute_s - b.memory_s - b.communication_s);
+  b.waiting_s /= n;
+  b.p2p_s /= n;
+  b.idle_s = std::max(0.0, e2e - b.compute_s - b.memory_s - b.communication_s - b.waiting_s);
   report.model_flops = flops;
   report.mfu = peak > 0 ? flops / (e2e * peak) : 0;
   return report;

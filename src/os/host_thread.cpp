@@ -1,5 +1,6 @@
 #include "syntorch/os/host_thread.hpp"
 
+#include <exception>
 #include <stdexcept>
 
 namespace syntorch::os {
@@ -10,11 +11,21 @@ ActionQueue::ActionQueue(std::size_t batch_size, std::size_t max_batches)
 }
 
 void ActionQueue::push(const HostAction& action) {
+  if (aborted_flag_.load(std::memory_order_relaxed)) {
+    // Nobody listens any more. Unwind the program, unless it is unwinding already (a destructor
+    // pushing its closing action): then the action is simply dropped.
+    if (std::uncaught_exceptions() > 0) return;
+    throw QueueAborted{};
+  }
   filling_.push_back(action);
   if (filling_.size() >= batch_size_) {
     std::unique_lock lock(mutex_);
     changed_.wait(lock, [&] { return full_.size() < max_batches_ || aborted_; });
-    if (aborted_) throw QueueAborted{};
+    if (aborted_) {
+      filling_.clear();
+      if (std::uncaught_exceptions() > 0) return;
+      throw QueueAborted{};
+    }
     publish_locked_batch();
   }
 }
@@ -45,6 +56,7 @@ void ActionQueue::close() {
 void ActionQueue::abort() {
   std::unique_lock lock(mutex_);
   aborted_ = true;
+  aborted_flag_.store(true, std::memory_order_relaxed);
   changed_.notify_all();
 }
 

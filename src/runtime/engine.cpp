@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -102,6 +103,7 @@ struct Engine::Impl {
     std::vector<Live> live;  // by allocator block id
     bool capturing = false;
     std::vector<os::HostAction> captured;
+    std::uint64_t recvs_issued = 0;
     std::exception_ptr error;
     std::optional<OomReport> oom;
 
@@ -140,6 +142,13 @@ struct Engine::Impl {
       sim::TimePs last_end_ps = 0;
     };
     std::vector<std::deque<Pending>> pending_flows;  // per stream
+    // Receives done so far, and the compute-stream wait for one not yet done.
+    std::uint64_t recvs_done = 0;
+    std::uint64_t join_seq = 0;
+    std::uint32_t join_stream = 0;
+    bool join_waiting = false;
+    sim::TimePs join_start_ps = 0;
+    std::uint64_t join_flow = 0;
     std::vector<DeviceScopes> device_scopes;         // per stream
     std::vector<std::uint64_t> op_flows;
     std::vector<sim::TimePs> op_flow_ps;
@@ -342,7 +351,29 @@ struct Engine::Impl {
         throw std::invalid_argument(
             fmt::format("{}: peer rank {} is not another rank of the {}", name, peer, engine.world_size));
       }
-      comm(pack_call(what, static_cast<std::uint32_t>(peer), bytes), name);
+      const std::uint64_t call = pack_call(what, static_cast<std::uint32_t>(peer), bytes);
+      os::HostAction a;
+      a.kind = os::HostAction::Kind::launch;
+      a.host_ps = engine.dispatch_ps + engine.launch_ps;
+      a.ready_delay_ps = engine.latency_ps;
+      if (engine.tracer) note_launches(a, op_record(name, nullptr, nullptr), 0, 1);
+      if (what == kSend) {
+        // On the compute stream, a mark that hands the send to the send stream once the work
+        // launched before it is done; the compute stream goes on without waiting.
+        a.work = {&Impl::start_fork_send, this, call};
+        push(a);
+        return;
+      }
+      // The receive on the receive stream, and on the compute stream a wait for it.
+      a.stream = static_cast<std::uint16_t>(engine.recv_stream);
+      a.work = {&Impl::start_comm, this, call};
+      push(a);
+      os::HostAction join;
+      join.kind = os::HostAction::Kind::launch;
+      join.ready_delay_ps = engine.latency_ps;
+      join.work = {&Impl::start_join_recv, this, recvs_issued++};
+      if (engine.tracer) note_launches(join, op_record("wait for recv", nullptr, nullptr), 0, 1);
+      push(join);
     }
     void send(int peer, std::uint64_t bytes, std::string_view name) override { point_to_point(kSend, peer, bytes, name); }
     void recv(int peer, std::uint64_t bytes, std::string_view name) override { point_to_point(kRecv, peer, bytes, name); }
@@ -393,13 +424,13 @@ struct Engine::Impl {
       a.note = &Impl::note_scope_begin;
       a.note_obj = this;
       a.note_arg = reinterpret_cast<std::uint64_t>(intern(name));
-      queue.push(a);  // scopes mark host time even inside a capture
+      push(a);  // inside a capture, with the captured work: around it when the graph is launched
     }
     void scope_end() override {
       os::HostAction a;
       a.note = &Impl::note_scope_end;
       a.note_obj = this;
-      queue.push(a);
+      push(a);
     }
 
     GroupId new_group(const std::vector<int>& ranks) override { return engine.new_group(ranks); }
@@ -482,13 +513,14 @@ struct Engine::Impl {
     OpKind kind = OpKind::allreduce;
     std::uint64_t bytes = 0;
     std::uint64_t number = 0;  // the call's number in its rendezvous (the p2p tag)
+    sim::TimePs start_ps = 0;  // when the last member arrived
   };
 
   Rendezvous& rendezvous_for_group(std::uint32_t group_id) {
     auto it = group_rendezvous.find(group_id);
     if (it != group_rendezvous.end()) return it->second;
     Rendezvous& r = group_rendezvous[group_id];
-    const Group& g = *groups[group_id];
+    const Group& g = group(GroupId{group_id});  // under the lock: programs may still be adding groups
     r.devices = g.devices;
     r.ranks = g.ranks;
     r.members = fmt::format("{}", fmt::join(g.ranks, ","));
@@ -547,6 +579,7 @@ struct Engine::Impl {
     }
     m.members[position] = Member{rank, stream.index()};
     if (++m.arrived < rv->ranks.size()) return;
+    // Everyone is here: what each member spent until now was waiting for its peers.
     // Everyone is here (meetings complete in order per participant, so this is the front one).
     Meeting done = std::move(m);
     while (!rv->meetings.empty() && rv->meetings.front().arrived == rv->ranks.size()) {
@@ -557,8 +590,8 @@ struct Engine::Impl {
   }
 
   const Fluid& fluid_for(const Rendezvous& rv, OpKind kind, std::uint64_t bytes) {
-    std::vector<std::uint64_t> key{static_cast<std::uint64_t>(kind), bytes};
-    key.insert(key.end(), rv.devices.begin(), rv.devices.end());
+    // Rendezvous live as long as the engine and stand for their participants.
+    const std::tuple<const Rendezvous*, std::uint32_t, std::uint64_t> key{&rv, static_cast<std::uint32_t>(kind), bytes};
     auto it = fluids.find(key);
     if (it != fluids.end()) return it->second;
     OpDesc op;
@@ -588,7 +621,7 @@ struct Engine::Impl {
       f.parts.back().path.push_back(r);
     }
     for (auto& part : f.parts) std::sort(part.path.begin(), part.path.end());
-    return fluids.emplace(std::move(key), std::move(f)).first->second;
+    return fluids.emplace(key, std::move(f)).first->second;
   }
 
   void run_fluid(const Rendezvous& rv, OpKind kind, std::uint64_t bytes, std::vector<Member> members,
@@ -604,6 +637,7 @@ struct Engine::Impl {
     running[slot].kind = kind;
     running[slot].bytes = bytes;
     running[slot].number = number;
+    running[slot].start_ps = sim.now();
     for (std::uint32_t d : f.devices) executor->share_device(d);
     if (f.parts.empty() || f.duration_ps == 0) {
       running[slot].parts_left = 1;
@@ -615,6 +649,48 @@ struct Engine::Impl {
       const double cap = part.bytes / units::ps_to_seconds(f.duration_ps);
       hw->network().start(part.path, part.bytes, &Impl::on_comm_done, this, slot, cap);
     }
+  }
+
+  // A send reached on the compute stream: hand it to the send stream and go on.
+  static void start_fork_send(void* obj, std::uint64_t call, os::Stream& stream) {
+    auto* rank = static_cast<Rank*>(obj);
+    Impl& e = rank->engine;
+    const std::uint32_t send_stream = e.send_stream;
+    Rank::Pending p;
+    if (!rank->pending_flows[stream.index()].empty()) {
+      p = rank->pending_flows[stream.index()].front();
+      rank->pending_flows[stream.index()].pop_front();
+      rank->pending_flows[send_stream].push_back(p);
+    }
+    rank->streams[send_stream]->enqueue(e.sim.now(), {&Impl::start_comm, rank, call});
+    stream.finish_current();
+  }
+  // On the compute stream: go on once receive number `seq` has arrived.
+  static void start_join_recv(void* obj, std::uint64_t seq, os::Stream& stream) {
+    auto* rank = static_cast<Rank*>(obj);
+    const std::uint64_t flow = rank->begin_item(stream.index(), rank->engine.sim.now());
+    if (seq < rank->recvs_done) {
+      rank->end_item(stream.index(), rank->engine.sim.now());
+      stream.finish_current();
+      return;
+    }
+    rank->join_waiting = true;
+    rank->join_seq = seq;
+    rank->join_stream = stream.index();
+    rank->join_start_ps = rank->engine.sim.now();
+    rank->join_flow = flow;
+  }
+  static void recv_done(Rank* rank, sim::TimePs now) {
+    ++rank->recvs_done;
+    if (!rank->join_waiting || rank->join_seq >= rank->recvs_done) return;
+    rank->join_waiting = false;
+    rank->result.waiting_ps += now - rank->join_start_ps;
+    if (rank->engine.tracer && rank->engine.tracer->device_work() && now > rank->join_start_ps) {
+      rank->engine.tracer->device_span(rank->index, rank->join_stream, "wait for recv", "wait", rank->join_start_ps, now,
+                                       rank->join_flow, {});
+    }
+    rank->end_item(rank->join_stream, now);
+    rank->streams[rank->join_stream]->finish_current();
   }
 
   static void on_comm_done(void* obj, std::uint64_t slot) {
@@ -629,7 +705,10 @@ struct Engine::Impl {
     for (std::size_t i = 0; i < members.size(); ++i) {
       const Member& m = members[i];
       Rank::Slot& sl = m.rank->slots[m.stream];
-      m.rank->result.communication_ps += now - sl.comm_start_ps;
+      // Until everyone arrived: waiting for peers; then moving the data.
+      const bool p2p = r.kind == OpKind::sendrecv;
+      m.rank->result.waiting_ps += p2p ? 0 : r.start_ps - sl.comm_start_ps;
+      (p2p ? m.rank->result.p2p_ps : m.rank->result.communication_ps) += now - (p2p ? sl.comm_start_ps : r.start_ps);
       m.rank->result.device_finish_ps = now;
       ++m.rank->result.collectives;
       if (member_flow != 0) {
@@ -655,6 +734,7 @@ struct Engine::Impl {
       sl.flow_id = 0;
       m.rank->end_item(m.stream, now);
       m.rank->streams[m.stream]->finish_current();
+      if (p2p && i == 1) recv_done(m.rank, now);
     }
   }
 
@@ -676,8 +756,15 @@ struct Engine::Impl {
     if (!host) throw std::invalid_argument(fmt::format("{} has no host to copy from", e.machine.devices()[rank->device].name));
     const std::uint32_t host_ep = e.machine.hosts()[*host].endpoint;
     const std::uint32_t dev_ep = e.machine.devices()[rank->device].endpoint;
-    const auto slot = static_cast<std::uint32_t>(e.copies.size());
-    e.copies.push_back({rank, stream.index(), e.sim.now(), bytes, to_device, rank->begin_item(stream.index(), e.sim.now())});
+    std::uint32_t slot;
+    if (!e.free_copies.empty()) {
+      slot = e.free_copies.back();
+      e.free_copies.pop_back();
+    } else {
+      slot = static_cast<std::uint32_t>(e.copies.size());
+      e.copies.emplace_back();
+    }
+    e.copies[slot] = {rank, stream.index(), e.sim.now(), bytes, to_device, rank->begin_item(stream.index(), e.sim.now())};
     hw::TransferOptions options;
     options.touch_hbm = true;
     e.hw->transfer(to_device ? host_ep : dev_ep, to_device ? dev_ep : host_ep, static_cast<double>(bytes),
@@ -686,6 +773,7 @@ struct Engine::Impl {
   static void on_copy_done(void* obj, std::uint64_t slot) {
     auto* e = static_cast<Impl*>(obj);
     const Copy c = e->copies[slot];
+    e->free_copies.push_back(static_cast<std::uint32_t>(slot));
     const sim::TimePs now = e->sim.now();
     c.rank->result.communication_ps += now - c.start_ps;
     c.rank->result.device_finish_ps = now;
@@ -839,9 +927,14 @@ struct Engine::Impl {
   std::map<std::vector<int>, std::uint32_t> group_ids;
   std::unordered_map<std::uint32_t, Rendezvous> group_rendezvous;
   std::unordered_map<std::uint64_t, Rendezvous> pair_rendezvous;
-  std::map<std::vector<std::uint64_t>, Fluid> fluids;
+  std::map<std::tuple<const Rendezvous*, std::uint32_t, std::uint64_t>, Fluid> fluids;
   std::vector<Running> running;
-  std::deque<Copy> copies;
+  // Streams per rank: the compute streams, then one for sends and one for receives.
+  std::size_t streams_total = 0;
+  std::uint32_t send_stream = 0;
+  std::uint32_t recv_stream = 0;
+  std::vector<Copy> copies;  // slots, reused
+  std::vector<std::uint32_t> free_copies;
 };
 
 Engine::Engine(const hw::Machine& machine, KernelPolicy policy, int world_size, EngineOptions options)
@@ -867,6 +960,9 @@ EngineResult Engine::run(const std::function<void(RankContext&)>& program) {
     e.tracer = std::make_unique<detail::EngineTrace>(*e.options.recorder, e.options.trace_level);
     e.trace_memory = e.tracer->memory();
   }
+  e.send_stream = static_cast<std::uint32_t>(e.options.streams_per_rank);
+  e.recv_stream = e.send_stream + 1;
+  e.streams_total = e.options.streams_per_rank + 2;
   e.hw = std::make_unique<hw::SimMachine>(e.sim, machine_);
   e.executor = std::make_unique<Executor>(*e.hw);
   if (e.tracer && e.tracer->hardware()) e.executor->set_closed_form(false);
@@ -884,20 +980,20 @@ EngineResult Engine::run(const std::function<void(RankContext&)>& program) {
     const auto d = static_cast<std::uint32_t>(r);
     const hw::Device& dev = machine_.devices()[d];
     auto rank = std::make_unique<Impl::Rank>(e, r, d, static_cast<std::uint64_t>(dev.memory.size_bytes));
-    for (std::size_t s = 0; s < e.options.streams_per_rank; ++s) {
+    for (std::size_t s = 0; s < e.streams_total; ++s) {
       rank->streams.push_back(std::make_unique<os::Stream>(e.sim, d, static_cast<std::uint32_t>(s)));
       rank->stream_ptrs.push_back(rank->streams.back().get());
     }
-    rank->slots.resize(e.options.streams_per_rank);
+    rank->slots.resize(e.streams_total);
     rank->host_thread = std::make_unique<os::HostThread>(e.sim, rank->queue, rank->stream_ptrs, e.sync_ps,
                                                         &Impl::on_host_finished, &e, static_cast<std::uint64_t>(r));
     rank->result.rank = r;
     rank->result.device = d;
     rank->result.device_name = dev.name;
-    rank->pending_flows.resize(e.options.streams_per_rank);
-    rank->device_scopes.resize(e.options.streams_per_rank);
+    rank->pending_flows.resize(e.streams_total);
+    rank->device_scopes.resize(e.streams_total);
     if (e.tracer) {
-      e.tracer->declare_rank(r, dev.name, e.options.streams_per_rank);
+      e.tracer->declare_rank(r, dev.name, e.options.streams_per_rank);  // p2p streams: declared when used
       if (e.tracer->hardware()) {
         e.hw->compute_units(d).set_observer(&Impl::on_units, &e, static_cast<std::uint64_t>(r));
         e.watched.push_back({e.hw->hbm(d), r, {}, 0});
@@ -949,7 +1045,9 @@ EngineResult Engine::run(const std::function<void(RankContext&)>& program) {
 
   for (auto& rank : e.ranks) rank->host_thread->start();
   e.sim.run();
-
+  // Everything the simulator could run has run. Programs still producing (their peers stopped:
+  // an OOM, an error) would wait for room in their queues forever: unblock them.
+  for (auto& r : e.ranks) r->queue.abort();
   for (auto& t : threads) t.join();
   for (auto& rank : e.ranks) {
     if (rank->error) std::rethrow_exception(rank->error);

@@ -14,6 +14,7 @@ void EngineTrace::declare_rank(int rank, const std::string& device_name, std::si
   RankTracks& t = ranks_[static_cast<std::size_t>(rank)];
   recorder_.add_process(rank, fmt::format("rank {} ({})", rank, device_name));
   t.host = recorder_.add_thread_track(rank, 0, "host: torch ops");
+  t.compute_streams = streams;
   if (device_work()) {
     for (std::size_t s = 0; s < streams; ++s) {
       t.streams.push_back(recorder_.add_thread_track(rank, static_cast<std::int32_t>(s + 1), fmt::format("stream {}", s)));
@@ -28,6 +29,18 @@ void EngineTrace::declare_rank(int rank, const std::string& device_name, std::si
     t.units = recorder_.add_counter_track(rank, "SMs in use", "units");
     t.hbm = recorder_.add_counter_track(rank, "HBM bandwidth", "bytes/s");
   }
+}
+
+trace::TrackId EngineTrace::stream_track(int rank, std::uint32_t stream) {
+  RankTracks& t = ranks_[static_cast<std::size_t>(rank)];
+  while (t.streams.size() <= stream) {
+    // Past the compute streams: the send and receive streams, declared when first used.
+    const std::size_t s = t.streams.size();
+    const std::size_t extra = s - t.compute_streams;
+    const std::string name = extra == 0 ? "stream: sends" : extra == 1 ? "stream: receives" : fmt::format("stream {}", s);
+    t.streams.push_back(recorder_.add_thread_track(rank, static_cast<std::int32_t>(s + 1), name));
+  }
+  return t.streams[stream];
 }
 
 trace::TrackId EngineTrace::declare_link(const std::string& name) {
@@ -56,7 +69,7 @@ void EngineTrace::device_span(int rank, std::uint32_t stream, std::string_view n
                               sim::TimePs begin_ps, sim::TimePs end_ps, std::uint64_t flow_id,
                               std::span<const trace::Arg> args, std::uint64_t member_flow_id,
                               trace::FlowPhase member_phase) {
-  const trace::TrackId track = ranks_[static_cast<std::size_t>(rank)].streams[stream];
+  const trace::TrackId track = stream_track(rank, stream);
   if (flow_id != 0) recorder_.flow_end(flow_id, track, begin_ps);
   if (member_flow_id != 0) recorder_.flow(member_phase, member_flow_id, track, begin_ps, "collective", "flow");
   recorder_.span(track, name, category, begin_ps, end_ps, args);
@@ -64,7 +77,7 @@ void EngineTrace::device_span(int rank, std::uint32_t stream, std::string_view n
 
 void EngineTrace::scope_span(int rank, std::uint32_t stream, std::string_view name, sim::TimePs begin_ps,
                              sim::TimePs end_ps) {
-  recorder_.span(ranks_[static_cast<std::size_t>(rank)].streams[stream], name, "scope", begin_ps, end_ps);
+  recorder_.span(stream_track(rank, stream), name, "scope", begin_ps, end_ps);
 }
 
 void EngineTrace::memory_event(int rank, sim::TimePs at_ps, bool allocate, std::string_view what, std::uint64_t bytes,

@@ -59,7 +59,9 @@ class EngineTrace {
   struct RankTracks {
     trace::TrackId host, memory, allocated, reserved, units, hbm;
     std::vector<trace::TrackId> streams;
+    std::size_t compute_streams = 0;
   };
+  trace::TrackId stream_track(int rank, std::uint32_t stream);
   trace::Recorder& recorder_;
   TraceLevel level_;
   std::vector<RankTracks> ranks_;

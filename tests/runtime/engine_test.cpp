@@ -42,9 +42,11 @@ TEST(Engine, ACollectiveWaitsForTheLastRankToArrive) {
   });
   ASSERT_FALSE(r.oom);
   ASSERT_EQ(r.ranks.size(), 2u);
-  // Rank 0 spends the whole GEMM waiting inside its collective; both finish it together.
-  EXPECT_GT(r.ranks[0].communication_ps, r.ranks[1].compute_bound_ps);
-  EXPECT_LT(r.ranks[1].communication_ps, r.ranks[1].compute_bound_ps / 10);
+  // Rank 0 spends the whole GEMM waiting inside its collective; both finish it together, after
+  // the same time moving data.
+  EXPECT_GT(r.ranks[0].waiting_ps, r.ranks[1].compute_bound_ps * 9 / 10);
+  EXPECT_LT(r.ranks[1].waiting_ps, r.ranks[1].compute_bound_ps / 10);
+  EXPECT_EQ(r.ranks[0].communication_ps, r.ranks[1].communication_ps);
   EXPECT_EQ(r.ranks[0].device_finish_ps, r.ranks[1].device_finish_ps);
   EXPECT_EQ(r.ranks[0].collectives, 1u);
 }
@@ -151,8 +153,10 @@ TEST(Engine, SendAndRecvPairUpAndMoveTheBytes) {
     }
     ctx.synchronize("end");
   });
-  // The receiver waits through the sender's GEMM, then both see the same transfer end.
-  EXPECT_GT(r.ranks[1].communication_ps, r.ranks[0].compute_bound_ps);
+  // The receive waits through the sender's GEMM (the send leaves once the GEMM is done); the
+  // receiver's compute stream waits for the receive; both see the same transfer end.
+  EXPECT_GT(r.ranks[1].p2p_ps, r.ranks[0].compute_bound_ps);
+  EXPECT_GT(r.ranks[1].waiting_ps, r.ranks[0].compute_bound_ps);
   EXPECT_EQ(r.ranks[0].device_finish_ps, r.ranks[1].device_finish_ps);
 }
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <ostream>
 
@@ -106,7 +107,9 @@ nlohmann::ordered_json report_json(const models::RunReport& r, const models::Run
   j["breakdown"] = {{"compute_ms", r.breakdown.compute_s * 1e3},
                     {"memory_ms", r.breakdown.memory_s * 1e3},
                     {"communication_ms", r.breakdown.communication_s * 1e3},
-                    {"launch_idle_ms", r.breakdown.idle_s * 1e3}};
+                    {"waiting_ms", r.breakdown.waiting_s * 1e3},
+                    {"launch_idle_ms", r.breakdown.idle_s * 1e3},
+                    {"p2p_overlapped_ms", r.breakdown.p2p_s * 1e3}};
   std::uint64_t kernels = 0;
   for (const auto& rank : r.engine.ranks) kernels += rank.kernels;
   j["kernels"] = kernels;
@@ -122,7 +125,7 @@ void print_report(std::ostream& out, const models::RunReport& r, const models::R
                      fmt::format("{}{}", spec.framework == runtime::Framework::native ? "native runtime" : "PyTorch eager",
                                  spec.graph ? " + CUDA graphs" : ""));
   out << fmt::format("  time to first token     {}\n", ms(r.ttft_s));
-  out << fmt::format("  time per output token   {}\n", ms(r.tpot_s));
+  out << fmt::format("  time per output token   {}\n", std::isfinite(r.tpot_s) ? ms(r.tpot_s) : "n/a (one output token)");
   out << fmt::format("  end-to-end latency      {}\n", ms(r.e2e_s));
   out << fmt::format("  throughput              {:.1f} tokens/s ({:.1f} per device)\n", r.tokens_per_s,
                      r.tokens_per_s / (spec.tp * spec.pp));
@@ -140,7 +143,12 @@ void print_report(std::ostream& out, const models::RunReport& r, const models::R
   line("compute-bound kernels", b.compute_s);
   line("memory-bound kernels", b.memory_s);
   line("communication", b.communication_s);
+  line("waiting for peers", b.waiting_s);
   line("launch gaps and idle", b.idle_s);
+  if (b.p2p_s > 0) {
+    out << fmt::format("    {:<24} {:>12}  (pipeline sends and receives, on their own streams)\n", "overlapped p2p",
+                       ms(b.p2p_s));
+  }
   if (spec.input_tokens + spec.output_tokens - 1 > spec.model.context) {
     out << fmt::format("  note: {} positions exceed {}'s trained context of {}; they cost the same to simulate\n",
                        spec.input_tokens + spec.output_tokens - 1, spec.model.name, spec.model.context);
@@ -188,7 +196,14 @@ int run_simulate(const SimulateOptions& o, Context& ctx) {
     return kExitBadInput;
   }
   trace::Recorder recorder;
-  if (!o.trace.empty()) recorder.attach(trace::ChromeJsonWriter::open(o.trace));
+  if (!o.trace.empty()) {
+    try {
+      recorder.attach(trace::ChromeJsonWriter::open(o.trace));
+    } catch (const std::exception& e) {
+      ctx.err << fmt::format("--trace: {}\n", e.what());
+      return kExitBadInput;
+    }
+  }
   const auto start = std::chrono::steady_clock::now();
   const runtime::TraceLevel level = o.trace_level == "op"   ? runtime::TraceLevel::op
                                     : o.trace_level == "hw" ? runtime::TraceLevel::hw

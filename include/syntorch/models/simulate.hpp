@@ -43,14 +43,18 @@ bool validate_run(const RunSpec& spec, const hw::Machine& machine, Diagnostics& 
 struct TimeBreakdown {
   double compute_s = 0;        // kernels bound by arithmetic
   double memory_s = 0;         // kernels bound by memory bandwidth
-  double communication_s = 0;  // collectives, sends, copies (including waiting for peers)
-  double idle_s = 0;           // launch gaps and idle: the rest of the run
+  double communication_s = 0;  // collectives moving data, host-device copies
+  double waiting_s = 0;        // waiting for peers: collectives until all arrive, receives not yet in
+  double idle_s = 0;           // launch gaps, host synchronisations, pipeline bubbles: the rest
+  double p2p_s = 0;            // sends and receives on their own streams (overlapping the above)
 };
 
 struct RunReport {
   bool oom = false;
+  // Times count from the start of generation (the prefill's start; building the model is not
+  // part of it).
   double ttft_s = 0;          // prefill done: the first token is on the host
-  double tpot_s = 0;          // mean decode step after that
+  double tpot_s = 0;          // mean decode step after that (NaN with a single output token)
   double e2e_s = 0;
   double tokens_per_s = 0;    // generated tokens (batch x output) per second of the run
   double mfu = 0;             // kernel FLOPs / (run time x devices x peak matrix FLOP/s in the dtype)

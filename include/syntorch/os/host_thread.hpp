@@ -6,6 +6,7 @@
 // The program itself runs elsewhere (it never depends on time: tensors carry no data), so the
 // thread only pulls what it issued, through an ActionSource.
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -61,7 +62,8 @@ class ActionQueue final : public ActionSource {
   void push(const HostAction& action);
   void close();  // the program has ended (flushes the last batch)
   // The consumer gives up (the run ended early): a producer blocked in push(), or pushing later,
-  // gets QueueAborted thrown, so its program unwinds.
+  // gets QueueAborted thrown, so its program unwinds (pushes made while unwinding, from
+  // destructors, are dropped instead).
   void abort();
 
   // Consumer side.
@@ -79,6 +81,7 @@ class ActionQueue final : public ActionSource {
   std::vector<std::vector<HostAction>> spare_;  // guarded: emptied batches for reuse
   bool closed_ = false;                       // guarded
   bool aborted_ = false;                      // guarded
+  std::atomic<bool> aborted_flag_{false};     // the same, read without the lock
   std::vector<HostAction> draining_;          // consumer only
   std::size_t drain_pos_ = 0;
 };

@@ -50,10 +50,14 @@ struct RankResult {
   sim::TimePs device_finish_ps = 0; // the device's last work done
   sim::TimePs host_busy_ps = 0;     // host time in dispatch and launch calls
   sim::TimePs host_blocked_ps = 0;  // host time waiting in synchronisations
-  // Device stream time by what bounded it; communication includes waiting for peers.
+  // Compute-stream time by what bounded it: kernels by arithmetic or memory; collectives moving
+  // data; waiting for peers (a collective until its last member arrives, a receive not yet in).
   sim::TimePs compute_bound_ps = 0;
   sim::TimePs memory_bound_ps = 0;
   sim::TimePs communication_ps = 0;
+  sim::TimePs waiting_ps = 0;
+  // Sends and receives on their own streams (overlapping the compute stream), until they finish.
+  sim::TimePs p2p_ps = 0;
   double flops = 0;
   std::array<double, kOpKinds> flops_by_op{};  // by the op each kernel computes
   double hbm_bytes = 0;
