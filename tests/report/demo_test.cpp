@@ -111,7 +111,7 @@ TEST(Demo, ChartsAreWellFormedAndWrittenOnRequest) {
   const auto charts = demo_charts();
   for (const auto& [file, svg] : charts) EXPECT_EQ(testing::xml_error(svg), "") << file;
   const char* dir = std::getenv("SYNTORCH_REPORT_DEMO_DIR");
-  if (dir == nullptr || *dir == '\0') GTEST_SKIP() << "set SYNTORCH_REPORT_DEMO_DIR to write the example charts";
+  if (dir == nullptr || *dir == '\0') return;  // set SYNTORCH_REPORT_DEMO_DIR to write the example charts
   fs::create_directories(dir);
   std::vector<std::pair<std::string, std::string>> plots;
   for (const auto& [file, svg] : charts) {

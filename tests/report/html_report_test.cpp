@@ -36,8 +36,9 @@ TEST(IndexHtml, PlotsAboveTheTableAndEverythingEscaped) {
   EXPECT_NE(html.find("<td>&lt;fastest&gt;</td>"), std::string::npos);
   EXPECT_NE(html.find("<td class=\"num\">12.5</td>"), std::string::npos);
   EXPECT_NE(html.find("<td class=\"num\">14.25 ms</td>"), std::string::npos);
-  EXPECT_NE(html.find("<th>step (ms)</th>"), std::string::npos);
-  EXPECT_NE(html.find("<tr><td>short row</td><td></td><td></td></tr>"), std::string::npos);
+  EXPECT_NE(html.find("<th class=\"num\">step (ms)</th>"), std::string::npos);  // a column of numbers
+  EXPECT_NE(html.find("<th>note</th>"), std::string::npos);
+  EXPECT_NE(html.find("<tr><td>short row</td><td class=\"num\"></td><td></td></tr>"), std::string::npos);
   EXPECT_LT(html.find("<img"), html.find("<table>"));
   EXPECT_EQ(html.find("<fastest>"), std::string::npos);
 }

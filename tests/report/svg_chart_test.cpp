@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -112,7 +113,8 @@ TEST(LogTicks, PowersOfTenWithMinorTicks) {
   EXPECT_DOUBLE_EQ(t.minor.back(), 900);
   const AxisTicks widened = log_ticks(3, 7, 8);  // inside one decade: widened to 1..10
   EXPECT_EQ(widened.labels, (std::vector<std::string>{"1", "10"}));
-  EXPECT_EQ(log_ticks(0.002, 0.5, 8).labels, (std::vector<std::string>{"1m", "0.01", "0.1", "1"}));
+  EXPECT_EQ(log_ticks(0.002, 0.5, 8).labels, (std::vector<std::string>{"1m", "10m", "100m", "1"}));
+  EXPECT_EQ(log_ticks(0.02, 50, 8).labels, (std::vector<std::string>{"0.01", "0.1", "1", "10", "100"}));
 }
 
 TEST(LogTicks, ManyDecadesSkipSomeAndKeepThemAsMinors) {
@@ -178,6 +180,34 @@ TEST(LineChart, LegendStaysOutsideThePlotArea) {
     EXPECT_TRUE(std::stod((*it)[1]) > right || std::stod((*it)[2]) > bottom);
   }
   EXPECT_EQ(texts, 3);
+}
+
+TEST(LineChart, ManyLongNamesGoBelowInColumnsKeepingTheirEnds) {
+  Chart c;
+  for (int i = 0; i < 10; ++i) {
+    c.series.push_back({"model variant with a rather long descriptive name #" + std::to_string(i), {1, 2, 3},
+                        {1.0 + i, 2.0 + i, 1.5 + i}});
+  }
+  const std::string svg = render_chart_svg(c);
+  EXPECT_EQ(xml_error(svg), "");
+  const std::regex axis(R"re(<g class="axes"[^>]*>\n<line[^\n]*\n<line x1="([0-9.]+)" y1="([0-9.]+)")re");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(svg, m, axis));
+  const double bottom = std::stod(m[2]);
+  const std::size_t legend = svg.find("<g class=\"legend\">");
+  ASSERT_NE(legend, std::string::npos);
+  const std::string rest = svg.substr(legend, svg.find("</g>", legend) - legend);
+  const std::regex text(R"re(<text x="([0-9.]+)" y="([0-9.]+)"[^>]*>([^<]*)</text>)re");
+  std::set<double> columns;
+  int texts = 0;
+  for (auto it = std::sregex_iterator(rest.begin(), rest.end(), text); it != std::sregex_iterator(); ++it) {
+    ++texts;
+    EXPECT_GT(std::stod((*it)[2]), bottom);  // below the plot
+    columns.insert(std::stod((*it)[1]));
+    EXPECT_NE((*it)[3].str().find("#" + std::to_string(texts - 1)), std::string::npos) << (*it)[3];
+  }
+  EXPECT_EQ(texts, 10);
+  EXPECT_GE(columns.size(), 2u);
 }
 
 TEST(LineChart, NamesAreEscaped) {

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 #include "svg_chart.hpp"
 
@@ -30,11 +31,10 @@ constexpr std::string_view kStyle = R"(
   th { background: #f4f6f8; position: sticky; top: 0; border-bottom: 2px solid #c9d1d9; }
   tbody tr:nth-child(even) { background: #fafbfc; }
   tbody tr:hover { background: #eef3f8; }
-  td.num { text-align: right; font-variant-numeric: tabular-nums; }
+  td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 )";
 
-// Whether a cell holds a number (optionally followed by %, x or an SI prefix/unit word), so it is
-// right-aligned.
+// Whether a cell holds a number, optionally followed by a short unit ("12.5", "3 ms", "40%").
 bool numeric_cell(std::string_view s) {
   while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
   while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
@@ -101,11 +101,23 @@ std::string render_html_page(const HtmlPage& page) {
   std::size_t columns = table.header.size();
   for (const auto& row : table.rows) columns = std::max(columns, row.size());
   if (columns > 0) {
+    // A column is right-aligned when at least half of its non-empty cells are numbers.
+    std::vector<bool> numeric(columns, false);
+    for (std::size_t c = 0; c < columns; ++c) {
+      int numbers = 0, filled = 0;
+      for (const auto& row : table.rows) {
+        if (c >= row.size() || row[c].empty()) continue;
+        ++filled;
+        numbers += numeric_cell(row[c]) ? 1 : 0;
+      }
+      numeric[c] = numbers > 0 && 2 * numbers >= filled;
+    }
     out += "<div class=\"table-wrap\">\n<table>\n";
     if (!table.header.empty()) {
       out += "<thead>\n<tr>";
       for (std::size_t c = 0; c < columns; ++c) {
-        out += fmt::format("<th>{}</th>", c < table.header.size() ? escape_xml(table.header[c]) : std::string());
+        out += fmt::format("<th{}>{}</th>", numeric[c] ? " class=\"num\"" : "",
+                           c < table.header.size() ? escape_xml(table.header[c]) : std::string());
       }
       out += "</tr>\n</thead>\n";
     }
@@ -114,7 +126,7 @@ std::string render_html_page(const HtmlPage& page) {
       out += "<tr>";
       for (std::size_t c = 0; c < columns; ++c) {
         const std::string cell = c < row.size() ? row[c] : std::string();
-        out += numeric_cell(cell) ? "<td class=\"num\">" : "<td>";
+        out += numeric[c] ? "<td class=\"num\">" : "<td>";
         out += escape_xml(cell);
         out += "</td>";
       }

@@ -42,7 +42,7 @@ constexpr double kSwatchWidth = 26;
 constexpr std::array<std::string_view, 17> kSiPrefixes{"y", "z", "a", "f", "p", "n", "µ", "m", "",
                                                        "k", "M", "G", "T", "P", "E", "Z", "Y"};
 
-double pow10(int exponent) { return std::pow(10.0, exponent); }
+double power_of_ten(int exponent) { return std::pow(10.0, exponent); }
 
 // floor(log10(a)) for a > 0, robust to a being a power of ten printed from a decimal literal.
 int floor_log10(double a) { return static_cast<int>(std::floor(std::log10(a) + 1e-9)); }
@@ -81,7 +81,7 @@ double round_significant(double v, int significant) {
 std::string linear_tick_label(double v, double step, bool si) {
   if (v == 0.0) return "0";
   const int e3 = si ? si_exponent(std::abs(v)) : 0;
-  const double mantissa = v / pow10(e3);
+  const double mantissa = v / power_of_ten(e3);
   const int decimals = std::clamp(e3 - floor_log10(step), 0, 15);
   std::string s = fmt::format("{:.{}f}", mantissa, decimals);
   trim_zeros(s);
@@ -120,18 +120,31 @@ double text_width(std::string_view s, double font_px) {
   return em * font_px;
 }
 
-// s, cut at a code point boundary and ended with an ellipsis so it is at most max_px wide.
-std::string fit_text(std::string_view s, double font_px, double max_px) {
+// s shortened with an ellipsis, at code point boundaries, so it is at most max_px wide: cut at the
+// end, or in the middle (keeping the end, which often tells similar names apart).
+std::string fit_text(std::string_view s, double font_px, double max_px, bool middle = false) {
   if (text_width(s, font_px) <= max_px) return std::string(s);
-  std::string out(s);
-  const std::string ellipsis = "…";
-  while (!out.empty() && text_width(out, font_px) + text_width(ellipsis, font_px) > max_px) {
-    out.pop_back();
-    while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xC0u) == 0x80u) out.pop_back();
-    if (!out.empty() && static_cast<unsigned char>(out.back()) >= 0xC0u) out.pop_back();  // lead byte
+  std::vector<std::string_view> chars;  // code points
+  for (std::size_t i = 0; i < s.size();) {
+    std::size_t j = i + 1;
+    while (j < s.size() && (static_cast<unsigned char>(s[j]) & 0xC0u) == 0x80u) ++j;
+    chars.push_back(s.substr(i, j - i));
+    i = j;
   }
-  while (!out.empty() && out.back() == ' ') out.pop_back();
-  return out + ellipsis;
+  const std::string ellipsis = "…";
+  for (std::size_t keep = chars.size(); keep-- > 0;) {
+    const std::size_t head = middle ? (keep * 3 + 4) / 5 : keep;
+    std::string out;
+    for (std::size_t i = 0; i < head; ++i) out += chars[i];
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    out += ellipsis;
+    std::string tail;
+    for (std::size_t i = chars.size() - (keep - head); i < chars.size(); ++i) tail += chars[i];
+    while (!tail.empty() && tail.front() == ' ') tail.erase(0, 1);
+    out += tail;
+    if (text_width(out, font_px) <= max_px || keep == 0) return out;
+  }
+  return ellipsis;
 }
 
 // An axis-aligned rectangle in pixels, for keeping labels apart.
@@ -172,6 +185,16 @@ bool segment_hits_box(double x0, double y0, double x1, double y1, const Box& b) 
     if (t0 > t1) return false;
   }
   return true;
+}
+
+// Whether two segments cross (touching ends do not count).
+bool segments_cross(const std::array<double, 4>& a, const std::array<double, 4>& b) {
+  const auto side = [](double ax, double ay, double bx, double by, double cx, double cy) {
+    return (bx - ax) * (cy - ay) - (by - ay) * (cx - ax);
+  };
+  const double d1 = side(a[0], a[1], a[2], a[3], b[0], b[1]), d2 = side(a[0], a[1], a[2], a[3], b[2], b[3]);
+  const double d3 = side(b[0], b[1], b[2], b[3], a[0], a[1]), d4 = side(b[0], b[1], b[2], b[3], a[2], a[3]);
+  return d1 * d2 < 0 && d3 * d4 < 0;
 }
 
 // How one piece of text is set: size, anchor, colour, weight, style, rotation about its anchor.
@@ -300,6 +323,7 @@ struct LegendLayout {
   bool below = false;
   double width = 0;   // the column, when at the right
   double height = 0;  // all rows, when below
+  double used_width = 0;  // how wide the entries reach, when below
   std::vector<std::string> names;
   std::vector<std::pair<double, double>> offsets;
 };
@@ -321,19 +345,39 @@ LegendLayout layout_legend(const std::vector<std::string>& names, double width_p
   }
   legend.below = true;
   const double avail = width_px - 40;
+  constexpr double kGap = 18;
+  // Short entries flow left to right; if that takes more than two rows, use a grid of equal
+  // columns (read top to bottom), narrowing the names when the grid would take too much height.
   double x = 0, y = 0;
   for (const auto& n : names) {
-    std::string name = fit_text(n, kLegendFont, avail - kSwatchWidth - 6);
-    const double w = kSwatchWidth + 6 + text_width(name, kLegendFont) + 18;
-    if (x > 0 && x + w - 18 > avail) {
+    std::string name = fit_text(n, kLegendFont, avail - kSwatchWidth - 6, true);
+    const double w = kSwatchWidth + 6 + text_width(name, kLegendFont) + kGap;
+    if (x > 0 && x + w - kGap > avail) {
       x = 0;
       y += kLegendRow;
     }
     legend.offsets.emplace_back(x, y);
     legend.names.push_back(std::move(name));
+    legend.used_width = std::max(legend.used_width, x + w - kGap);
     x += w;
   }
   legend.height = y + kLegendRow;
+  if (legend.height <= 2 * kLegendRow) return legend;
+  const std::size_t n = names.size();
+  const double item = kSwatchWidth + 6 + std::min(widest, avail - kSwatchWidth - 6);
+  auto columns = static_cast<std::size_t>(std::max(1.0, std::floor((avail + kGap) / (item + kGap))));
+  const auto rows_for = [n](std::size_t c) { return (n + c - 1) / c; };
+  while (columns < 4 && columns < n && static_cast<double>(rows_for(columns)) * kLegendRow > 0.25 * height_px) ++columns;
+  const double column_w = (avail + kGap) / static_cast<double>(columns);
+  const std::size_t rows = rows_for(columns);
+  legend.names.clear();
+  legend.offsets.clear();
+  for (std::size_t i = 0; i < n; ++i) {
+    legend.names.push_back(fit_text(names[i], kLegendFont, column_w - kGap - kSwatchWidth - 6, true));
+    legend.offsets.emplace_back(static_cast<double>(i / rows) * column_w, static_cast<double>(i % rows) * kLegendRow);
+  }
+  legend.height = static_cast<double>(rows) * kLegendRow;
+  legend.used_width = avail;
   return legend;
 }
 
@@ -493,7 +537,7 @@ CategoryLabels layout_categories(const std::vector<std::string>& categories, dou
   out.lines.clear();
   double widest = 0;
   for (const auto& c : categories) {
-    out.lines.push_back({fit_text(c, kCategoryFont, 220)});
+    out.lines.push_back({fit_text(c, kCategoryFont, 220, true)});
     widest = std::max(widest, text_width(out.lines.back()[0], kCategoryFont));
   }
   const double a = kRotation * kPi / 180;
@@ -596,7 +640,10 @@ std::string escape_xml(std::string_view text) {
   return out;
 }
 
-std::string format_si(double value, int significant, std::string_view unit) {
+namespace {
+
+// format_si, optionally with SI prefixes below 1 too ("100m" rather than "0.1").
+std::string format_number(double value, int significant, std::string_view unit, bool si_below_one) {
   std::string body;
   if (std::isnan(value)) {
     body = "NaN";
@@ -606,8 +653,9 @@ std::string format_si(double value, int significant, std::string_view unit) {
     significant = std::clamp(significant, 1, 15);
     const double r = round_significant(value, significant);
     const double a = std::abs(r);
-    const int e3 = (a != 0.0 && (a < 0.01 || a >= 1000)) ? si_exponent(a) : 0;
-    const double mantissa = r / pow10(e3);
+    const bool prefixed = a != 0.0 && (a < (si_below_one ? 1.0 : 0.01) || a >= 1000);
+    const int e3 = prefixed ? si_exponent(a) : 0;
+    const double mantissa = r / power_of_ten(e3);
     const int before = mantissa == 0.0 ? 1 : floor_log10(std::abs(mantissa)) + 1;
     body = fmt::format("{:.{}f}", mantissa, std::clamp(significant - before, 0, 20));
     trim_zeros(body);
@@ -616,6 +664,12 @@ std::string format_si(double value, int significant, std::string_view unit) {
     return body + " " + std::string(si_prefix(e3)) + std::string(unit);
   }
   return unit.empty() ? body : body + " " + std::string(unit);
+}
+
+}  // namespace
+
+std::string format_si(double value, int significant, std::string_view unit) {
+  return format_number(value, significant, unit, false);
 }
 
 AxisTicks linear_ticks(double lo, double hi, int max_ticks) {
@@ -634,7 +688,7 @@ AxisTicks linear_ticks(double lo, double hi, int max_ticks) {
       hi += d;
     }
   }
-  const double base = pow10(floor_log10((hi - lo) / max_ticks));
+  const double base = power_of_ten(floor_log10((hi - lo) / max_ticks));
   constexpr std::array<double, 3> kSteps{1, 2, 5};
   // The smallest step that gives at most max_ticks ticks; a range around zero needs at least three
   // (-step, 0, step), so fall back to the first step that gives three.
@@ -642,7 +696,7 @@ AxisTicks linear_ticks(double lo, double hi, int max_ticks) {
   std::optional<std::tuple<double, double, double>> three;
   bool fits = false;
   for (int i = 0; i < 12 && !fits; ++i) {  // up to 1000 x base, i.e. > 100 x the span
-    step = base * kSteps[static_cast<std::size_t>(i % 3)] * pow10(i / 3);
+    step = base * kSteps[static_cast<std::size_t>(i % 3)] * power_of_ten(i / 3);
     n0 = std::floor(lo / step + 1e-9);
     n1 = std::ceil(hi / step - 1e-9);
     fits = n1 - n0 + 1 <= max_ticks;
@@ -672,8 +726,8 @@ AxisTicks log_ticks(double lo, double hi, int max_ticks, bool snap) {
   if (snap || e1 - e0 < 2) {
     // Whole decades; also when the range holds fewer than two powers of ten, so there is something
     // to label.
-    t.lo = pow10(e0);
-    t.hi = pow10(e1);
+    t.lo = power_of_ten(e0);
+    t.hi = power_of_ten(e1);
   } else {
     t.lo = lo;
     t.hi = hi;
@@ -682,19 +736,18 @@ AxisTicks log_ticks(double lo, double hi, int max_ticks, bool snap) {
   while ((e1 - e0) / every + 1 > max_ticks) ++every;
   const auto within = [&](double v) { return v >= t.lo * (1 - 1e-9) && v <= t.hi * (1 + 1e-9); };
   for (int k = e0; k <= e1; ++k) {
-    const double v = pow10(k);
+    const double v = power_of_ten(k);
     if (!within(v)) continue;
-    if (((k % every) + every) % every == 0) {
-      t.major.push_back(v);
-      t.labels.push_back(format_si(v, 3));
-    } else {
-      t.minor.push_back(v);
-    }
+    (((k % every) + every) % every == 0 ? t.major : t.minor).push_back(v);
   }
+  // Labels: plain from 0.01 to 1000, SI prefixes beyond; when the axis reaches below 0.01, all the
+  // labels below 1 take prefixes ("100m", "10m", "1m") so they read alike.
+  const bool small = !t.major.empty() && t.major.front() < 0.01;
+  for (const double v : t.major) t.labels.push_back(format_number(v, 3, {}, small));
   if (every == 1 && e1 - e0 <= 12) {
     for (int k = e0 - 1; k <= e1; ++k) {
       for (int m = 2; m <= 9; ++m) {
-        const double v = m * pow10(k);
+        const double v = m * power_of_ten(k);
         if (within(v)) t.minor.push_back(v);
       }
     }
@@ -896,10 +949,12 @@ std::string render_chart_svg(const Chart& chart, int width_px, int height_px) {
   draw_axis_lines(svg, frame);
 
   const double x_label_baseline = frame.bottom + x_block + 14;
-  draw_axis_labels(svg, chart.x_label, chart.y_label, frame, x_label_baseline, 10 + kLabelFont);
+  // The y label sits just left of the tick labels (the margin may be wider, for rotated categories).
+  const double y_label_x = std::max(10 + kLabelFont, frame.left - 9 - widest_label(yt) - 6);
+  draw_axis_labels(svg, chart.x_label, chart.y_label, frame, x_label_baseline, y_label_x);
 
   if (!legend.names.empty()) {
-    const double lx = legend.below ? frame.left : frame.right + 18;
+    const double lx = legend.below ? std::max(20.0, std::min(frame.left, W - 20 - legend.used_width)) : frame.right + 18;
     const double ly = legend.below ? frame.bottom + x_block + x_label_h + 6 : frame.top;
     draw_legend(svg, legend, lx, ly, [&](std::size_t i, double x, double cy) {
       if (categorical) {
@@ -947,15 +1002,15 @@ std::string render_roofline_svg(const Roofline& roofline, int width_px, int heig
     xlo = std::min(xlo, ridge / 100);
     xhi = std::max(xhi, ridge * 10);
   }
-  xlo = pow10(floor_log10(xlo));
-  xhi = pow10(static_cast<int>(std::ceil(std::log10(xhi) - 1e-9)));
+  xlo = power_of_ten(floor_log10(xlo));
+  xhi = power_of_ten(static_cast<int>(std::ceil(std::log10(xhi) - 1e-9)));
   double ylo = yr.empty() ? std::numeric_limits<double>::infinity() : yr.lo / 2;
   double yhi = yr.empty() ? 0.0 : yr.hi;
   if (has_roof) {
     ylo = std::min(ylo, xlo * bandwidth);
     yhi = std::max(yhi, peak);
   }
-  ylo = pow10(floor_log10(ylo));
+  ylo = power_of_ten(floor_log10(ylo));
   yhi *= 3;
 
   std::vector<std::string> legend_names;
@@ -996,6 +1051,8 @@ std::string render_roofline_svg(const Roofline& roofline, int width_px, int heig
   draw_title(svg, roofline.title, frame, W);
 
   std::vector<Box> taken;  // label and marker boxes already placed
+  std::vector<std::pair<double, double>> centres;  // of the points, in pixels
+  for (const auto& p : points) centres.emplace_back(sx(p.flops_per_byte), sy(p.flops_per_s));
   // The roof's pixel y at pixel x (for keeping labels off the line).
   const auto roof_y = [&](double px) {
     const double v = std::pow(10.0, std::log10(xt.lo) + (px - frame.left) / frame.width() *
@@ -1050,31 +1107,47 @@ std::string render_roofline_svg(const Roofline& roofline, int width_px, int heig
     const double px = frame.right - 6;
     svg.text(px, ry - 7, peak_text, {.size = 11.5, .anchor = "end", .fill = kInk, .bold = true});
     taken.push_back(label_box(px, ry - 7, peak_w * 1.08, 11.5, "end"));
-    // The bandwidth, along the slope above its middle.
+    // The bandwidth, along the slope just above it: at the middle, or nearer an end when points
+    // crowd the middle.
     const double x0 = sx(slope_start), y0 = sy(slope_start * bandwidth);
     const double len = std::hypot(rx - x0, ry - y0);
     const std::string bw_text = format_si(bandwidth, 3, "B/s");
     const double bw_w = text_width(bw_text, 11.5) * 1.08;
-    if (len > bw_w + 20) {
-      const double angle = std::atan2(ry - y0, rx - x0);
-      const double mx = (x0 + rx) / 2 + 8 * std::sin(angle), my = (y0 + ry) / 2 - 8 * std::cos(angle);
-      svg.text(mx, my, bw_text,
+    const double angle = std::atan2(ry - y0, rx - x0);
+    const double c = std::abs(std::cos(angle)), s = std::abs(std::sin(angle));
+    const double box_w = bw_w * c + 12 * s, box_h = bw_w * s + 12 * c;
+    std::optional<Box> best;
+    double best_cost = std::numeric_limits<double>::infinity(), best_x = 0, best_y = 0;
+    for (const double t : {0.5, 0.38, 0.62, 0.26, 0.74, 0.15, 0.85}) {
+      if (t * len < bw_w / 2 + 6 || (1 - t) * len < bw_w / 2 + 14) continue;  // stay on the slope
+      const double mx = x0 + t * (rx - x0) + 8 * std::sin(angle), my = y0 + t * (ry - y0) - 8 * std::cos(angle);
+      // The rotated text's bounding rectangle, roughly (its middle sits ~4 px above the baseline).
+      const double cx = mx + 4 * std::sin(angle), cy = my - 4 * std::cos(angle);
+      const Box box{cx - box_w / 2, cy - box_h / 2, cx + box_w / 2, cy + box_h / 2};
+      double cost = 0;
+      for (const auto& [px, py] : centres) cost += box.overlap({px - 7, py - 7, px + 7, py + 7});
+      if (cost < best_cost) {
+        best_cost = cost;
+        best = box;
+        best_x = mx;
+        best_y = my;
+      }
+      if (cost == 0) break;
+    }
+    if (best) {
+      svg.text(best_x, best_y, bw_text,
                {.size = 11.5, .anchor = "middle", .fill = kInk, .bold = true, .rotate = angle * 180 / kPi});
-      // Its box, roughly: the rotated text's bounding rectangle.
-      const double c = std::abs(std::cos(angle)), s = std::abs(std::sin(angle));
-      const double bw = bw_w * c + 12 * s, bh = bw_w * s + 12 * c;
-      taken.push_back({mx - bw / 2, my - bh / 2 - 4, mx + bw / 2, my + bh / 2 - 4});
+      taken.push_back(*best);
     }
     svg.close_group();
   }
   draw_axis_lines(svg, frame);
 
   // Points: memory-bound ones blue circles, compute-bound ones vermillion diamonds.
-  std::vector<std::pair<double, double>> centres;
   svg.open_group("points");
-  for (const auto& p : points) {
-    const double cx = sx(p.flops_per_byte), cy = sy(p.flops_per_s);
-    centres.emplace_back(cx, cy);
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const RooflinePoint& p = points[i];
+    const auto [cx, cy] = centres[i];
     const bool memory_bound = has_roof && p.flops_per_byte < ridge;
     std::string tip = fmt::format("{}{}{}, {}", p.label, p.label.empty() ? "" : ": ",
                                   format_si(p.flops_per_byte, 4, "FLOP/byte"), format_si(p.flops_per_s, 4, "FLOP/s"));
@@ -1132,6 +1205,9 @@ std::string render_roofline_svg(const Roofline& roofline, int width_px, int heig
             if (len > 8 && segment_hits_box(sx0, sy0, lx, ly, t)) cost += 50;
           }
           if (has_roof && (sy0 - roof_y(sx0)) * (ly - roof_y(lx)) < 0) cost += 20;  // crosses the roof
+          for (const auto& l : leaders) {
+            if (segments_cross(l, {sx0, sy0, lx, ly})) cost += 30;
+          }
         }
         if (crosses_roof(box)) cost += 80;
         if (!box.inside(plot_box)) cost += 1e6;
@@ -1160,7 +1236,7 @@ std::string render_roofline_svg(const Roofline& roofline, int width_px, int heig
   draw_axis_labels(svg, x_label, y_label, frame, frame.bottom + 8 + kTickFont + 8 + 14, 10 + kLabelFont);
   if (!legend.names.empty()) {
     const double ly = frame.bottom + 8 + kTickFont + 8 + 22 + 6;
-    draw_legend(svg, legend, frame.left, ly, [&](std::size_t i, double x, double cy) {
+    draw_legend(svg, legend, std::max(20.0, std::min(frame.left, W - 20 - legend.used_width)), ly, [&](std::size_t i, double x, double cy) {
       switch (legend_kinds[i]) {
         case 0: svg.line(x, cy, x + kSwatchWidth, cy, kInk, 2.5); break;
         case 1: marker(svg, 0, x + kSwatchWidth / 2, cy, 4.5, kPalette[0], {}); break;
