@@ -7,6 +7,7 @@ packages=(
   g++ cmake ninja-build pkg-config
   nlohmann-json3-dev libyaml-cpp-dev libboost-graph-dev libfmt-dev libcli11-dev
   libprotobuf-dev protobuf-compiler zlib1g-dev
+  libopenmpi-dev openmpi-bin
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 

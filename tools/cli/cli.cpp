@@ -42,6 +42,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   add_kernel_command(app, ctx);
   add_validate_command(app, ctx);
   add_simulate_command(app, ctx);
+  add_sweep_command(app, ctx);
   add_trace_command(app, ctx);
 
   if (const std::string bad = unknown_subcommand(app, args); !bad.empty()) {

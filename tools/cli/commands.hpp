@@ -17,6 +17,7 @@ void add_hw_command(CLI::App& app, Context& ctx);
 void add_kernel_command(CLI::App& app, Context& ctx);
 void add_validate_command(CLI::App& app, Context& ctx);
 void add_simulate_command(CLI::App& app, Context& ctx);
+void add_sweep_command(CLI::App& app, Context& ctx);
 void add_trace_command(CLI::App& app, Context& ctx);
 
 }  // namespace syntorch::cli

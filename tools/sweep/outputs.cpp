@@ -1,0 +1,234 @@
+#include "outputs.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "svg_chart.hpp"
+#include "html_report.hpp"
+#include "syntorch/base/units.hpp"
+#include "syntorch/hw/config_loader.hpp"
+#include "syntorch/hw/machine.hpp"
+
+namespace syntorch::sweep {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out(1, '"');
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+  return out;
+}
+
+std::string number(double v) {
+  if (!std::isfinite(v)) return "";
+  return fmt::format("{:.9g}", v);
+}
+
+void write_file(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) throw std::runtime_error(fmt::format("{}: cannot write the file", path.string()));
+}
+
+const std::vector<std::string>& metric_names(const Study& s) {
+  return s.kind == StudyKind::simulate ? simulate_metrics() : kernel_metrics();
+}
+
+std::string metric_label(const std::string& m) {
+  static const std::map<std::string, std::string> labels{
+      {"ttft_ms", "time to first token (ms)"},       {"tpot_ms", "time per output token (ms)"},
+      {"e2e_ms", "end-to-end latency (ms)"},         {"tokens_per_s", "throughput (tokens/s)"},
+      {"tokens_per_s_per_gpu", "tokens/s per GPU"},  {"peak_memory_bytes", "peak memory per device (bytes)"},
+      {"mfu", "model FLOPs utilisation"},            {"compute_ms", "compute-bound kernel time (ms)"},
+      {"memory_ms", "memory-bound kernel time (ms)"}, {"communication_ms", "communication time (ms)"},
+      {"launch_idle_ms", "launch gaps and idle (ms)"}, {"time_us", "kernel time (us)"},
+      {"tflops", "achieved TFLOP/s"},                {"hbm_gbps", "HBM GB/s"},
+      {"flops", "FLOPs"},                            {"hbm_bytes", "HBM bytes"},
+      {"flops_per_byte", "arithmetic intensity (FLOP/byte)"}};
+  auto it = labels.find(m);
+  return it == labels.end() ? m : it->second;
+}
+
+// A value of an axis as a number when it is one (plain, or a quantity with units).
+std::optional<double> numeric(const std::string& v) {
+  char* end = nullptr;
+  const double d = std::strtod(v.c_str(), &end);
+  if (end != v.c_str() && *end == '\0' && std::isfinite(d)) return d;
+  for (auto parse : {units::parse_bandwidth_bytes_per_s, units::parse_size_bytes, units::parse_frequency_hz,
+                     units::parse_time_s, units::parse_flops_per_s}) {
+    if (auto q = parse(v)) return *q;
+  }
+  return std::nullopt;
+}
+
+// How a value shows in plots: hardware configs by their file name without folder or extension.
+std::string display(const Axis& a, const std::string& v) {
+  return !a.hw_field && a.key == "hw" ? fs::path(v).stem().string() : v;
+}
+
+}  // namespace
+
+OutputFiles write_outputs(const Study& s, const std::vector<Row>& rows, const std::string& dir_text) {
+  const fs::path dir(dir_text);
+  std::error_code ec;
+  fs::create_directories(dir / "plots", ec);
+  if (ec) throw std::runtime_error(fmt::format("{}: cannot create the folder: {}", dir.string(), ec.message()));
+  const auto& metrics = metric_names(s);
+  OutputFiles files;
+
+  // results.csv
+  std::string csv;
+  std::vector<std::string> header;
+  for (const Axis& a : s.axes) header.push_back(a.name);
+  header.insert(header.end(), {"status", "reason"});
+  header.insert(header.end(), metrics.begin(), metrics.end());
+  if (s.kind == StudyKind::kernel) header.push_back("bound");
+  for (std::size_t i = 0; i < header.size(); ++i) {
+    if (i) csv += ',';
+    csv += csv_field(header[i]);
+  }
+  csv += "\n";
+  report::Table table;
+  table.header = header;
+  for (const Row& r : rows) {
+    std::vector<std::string> cells = r.axis_values;
+    cells.push_back(r.status);
+    cells.push_back(r.reason);
+    for (double v : r.metrics) cells.push_back(number(v));
+    if (s.kind == StudyKind::kernel) cells.push_back(r.bound);
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      if (i) csv += ',';
+      csv += csv_field(cells[i]);
+    }
+    csv += "\n";
+    table.rows.push_back(std::move(cells));
+  }
+  files.csv = (dir / "results.csv").string();
+  write_file(files.csv, csv);
+
+  // results.json
+  nlohmann::ordered_json j;
+  j["study"] = s.name;
+  j["description"] = s.description;
+  j["kind"] = s.kind == StudyKind::simulate ? "simulate" : "kernel";
+  auto& axes = j["axes"] = nlohmann::ordered_json::array();
+  for (const Axis& a : s.axes) axes.push_back({{"name", a.name}, {a.hw_field ? "hw" : "param", a.key}, {"values", a.values}});
+  auto& jrows = j["rows"] = nlohmann::ordered_json::array();
+  for (const Row& r : rows) {
+    nlohmann::ordered_json row;
+    for (std::size_t a = 0; a < s.axes.size(); ++a) row[s.axes[a].name] = r.axis_values[a];
+    row["status"] = r.status;
+    row["reason"] = r.reason;
+    for (std::size_t m = 0; m < metrics.size(); ++m) {
+      row[metrics[m]] = std::isfinite(r.metrics[m]) ? nlohmann::ordered_json(r.metrics[m]) : nlohmann::ordered_json(nullptr);
+    }
+    if (s.kind == StudyKind::kernel) row["bound"] = r.bound;
+    jrows.push_back(std::move(row));
+  }
+  files.json = (dir / "results.json").string();
+  write_file(files.json, j.dump(2) + "\n");
+
+  // Plots: each chosen metric over the first axis, one series per combination of the others
+  // (zipped axes: one series over the zipped points).
+  std::vector<std::pair<std::string, std::string>> plots;
+  const Axis& first = s.axes.front();
+  bool numeric_x = !s.zip;
+  std::vector<double> xs;
+  for (const std::string& v : first.values) {
+    const auto n = numeric(v);
+    numeric_x = numeric_x && n.has_value();
+    xs.push_back(n.value_or(0));
+  }
+  std::vector<std::string> categories;
+  for (std::size_t i = 0; i < first.values.size(); ++i) {
+    if (!s.zip) {
+      categories.push_back(display(first, first.values[i]));
+      continue;
+    }
+    std::string label;
+    for (const Axis& a : s.axes) label += fmt::format("{}{}={}", label.empty() ? "" : " ", a.name, display(a, a.values[i]));
+    categories.push_back(label);
+  }
+  for (const std::string& m : s.metrics) {
+    const auto mi = static_cast<std::size_t>(std::find(metrics.begin(), metrics.end(), m) - metrics.begin());
+    report::Chart chart;
+    chart.title = fmt::format("{}: {} by {}", s.name, metric_label(m), s.zip ? "layout" : first.name);
+    chart.x_label = s.zip ? "layout" : first.name;
+    chart.y_label = metric_label(m);
+    if (!numeric_x) chart.x_categories = categories;
+    std::map<std::string, std::size_t> series_of;
+    for (const Row& r : rows) {
+      if (r.status != "ok" || !std::isfinite(r.metrics[mi])) continue;
+      std::string label;
+      for (std::size_t a = 1; !s.zip && a < s.axes.size(); ++a) {
+        label += fmt::format("{}{}={}", a > 1 ? ", " : "", s.axes[a].name, display(s.axes[a], r.axis_values[a]));
+      }
+      if (label.empty()) label = metric_label(m);
+      auto [it, fresh] = series_of.try_emplace(label, chart.series.size());
+      if (fresh) chart.series.push_back({label, {}, {}});
+      const auto xi = static_cast<std::size_t>(std::find(first.values.begin(), first.values.end(), r.axis_values[0]) -
+                                               first.values.begin());
+      chart.series[it->second].x.push_back(numeric_x ? xs[xi] : static_cast<double>(xi));
+      chart.series[it->second].y.push_back(r.metrics[mi]);
+    }
+    const std::string name = fmt::format("plots/{}.svg", m);
+    write_file(dir / name, report::render_chart_svg(chart));
+    files.plots.push_back((dir / name).string());
+    plots.emplace_back(chart.title, name);
+  }
+  if (s.kind == StudyKind::kernel) {
+    // A roofline of the base machine's first device, in the base dtype.
+    try {
+      std::string hw = s.base.count("hw") ? s.base.at("hw") : "";
+      for (const Axis& a : s.axes) {
+        if (!a.hw_field && a.key == "hw") hw = a.values.front();
+      }
+      Diagnostics d;
+      const hw::Machine machine = hw::Machine::load((fs::path(s.file).parent_path() / hw).string(), hw::parse_overrides(s.sets, d));
+      const hw::Device& dev = machine.devices().front();
+      const DType dtype = s.base.count("dtype") ? parse_dtype(s.base.at("dtype")).value_or(DType::fp16) : DType::fp16;
+      report::Roofline roof;
+      roof.title = fmt::format("{}: roofline of {} ({}, {})", s.name, dev.name, machine.name(), dtype_name(dtype));
+      roof.peak_flops_per_s = dev.compute.peak_matrix_ops_per_s(dtype);
+      if (roof.peak_flops_per_s <= 0) roof.peak_flops_per_s = dev.compute.peak_vector_ops_per_s(DType::fp32);
+      roof.peak_bytes_per_s = dev.memory.bandwidth_bytes_per_s;
+      const auto fi = static_cast<std::size_t>(std::find(metrics.begin(), metrics.end(), "flops_per_byte") - metrics.begin());
+      for (const Row& r : rows) {
+        if (r.status != "ok" || !std::isfinite(r.metrics[fi])) continue;
+        std::string label;
+        for (std::size_t a = 0; a < s.axes.size(); ++a) {
+          label += fmt::format("{}{}={}", a ? " " : "", s.axes[a].name, display(s.axes[a], r.axis_values[a]));
+        }
+        roof.points.push_back({label, r.metrics[fi], r.metrics[1] * 1e12});
+      }
+      write_file(dir / "plots/roofline.svg", report::render_roofline_svg(roof));
+      files.plots.push_back((dir / "plots/roofline.svg").string());
+      plots.emplace_back(roof.title, "plots/roofline.svg");
+    } catch (const std::exception&) {
+      // The study validated its machines; nothing to add if the roofline cannot be drawn.
+    }
+  }
+  std::size_t ok = 0;
+  for (const Row& r : rows) ok += r.status == "ok";
+  const std::string description =
+      fmt::format("{}{}{} points: {} ok, {} not ok (see status and reason in the table).", s.description,
+                  s.description.empty() ? "" : " ", rows.size(), ok, rows.size() - ok);
+  files.html = (dir / "index.html").string();
+  write_file(files.html, report::render_index_html(s.name, description, plots, table));
+  return files;
+}
+
+}  // namespace syntorch::sweep

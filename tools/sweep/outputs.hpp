@@ -1,0 +1,23 @@
+#pragma once
+// What a sweep leaves in its output folder: results.csv and results.json (a row per point:
+// every axis value, the status and reason, then every metric), a chart per chosen metric (over
+// the first axis, one series per value of the other axes) or a roofline for kernel studies, as
+// SVG, and index.html showing the plots above the table.
+
+#include <string>
+#include <vector>
+
+#include "runner.hpp"
+#include "study.hpp"
+
+namespace syntorch::sweep {
+
+struct OutputFiles {
+  std::string csv, json, html;
+  std::vector<std::string> plots;
+};
+
+// Writes into `dir` (created if needed); throws std::runtime_error naming a file it cannot write.
+OutputFiles write_outputs(const Study& study, const std::vector<Row>& rows, const std::string& dir);
+
+}  // namespace syntorch::sweep

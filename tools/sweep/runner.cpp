@@ -1,0 +1,259 @@
+#include "runner.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <ostream>
+#include <thread>
+
+#include "syntorch/hw/config_loader.hpp"
+#include "syntorch/hw/machine.hpp"
+#include "syntorch/models/simulate.hpp"
+#include "syntorch/runtime/op_params.hpp"
+#include "syntorch/runtime/predictor.hpp"
+
+namespace syntorch::sweep {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Machines by (file, overrides), shared by every point that uses them (a Machine is immutable).
+class MachineCache {
+ public:
+  std::shared_ptr<const hw::Machine> get(const std::string& file, const std::vector<std::string>& sets) {
+    std::string key = file;
+    for (const auto& s : sets) key += "\n" + s;
+    {
+      std::lock_guard lock(mutex_);
+      if (auto it = machines_.find(key); it != machines_.end()) return it->second;
+    }
+    Diagnostics d;
+    const auto overrides = hw::parse_overrides(sets, d);
+    if (!d.empty()) throw InputError(std::move(d));
+    auto m = std::make_shared<const hw::Machine>(hw::Machine::load(file, overrides));
+    std::lock_guard lock(mutex_);
+    return machines_.emplace(std::move(key), std::move(m)).first->second;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<const hw::Machine>> machines_;
+};
+
+MachineCache& machines() {
+  static MachineCache cache;
+  return cache;
+}
+
+runtime::KernelPolicy policy_of(const std::map<std::string, std::string>& params, const fs::path& dir) {
+  Diagnostics d;
+  runtime::KernelPolicy p;
+  if (auto it = params.find("policy"); it != params.end() && !it->second.empty()) {
+    if (it->second.find('=') == std::string::npos && fs::exists(dir / it->second)) {
+      p = runtime::KernelPolicy::load_file((dir / it->second).string(), d);
+    } else {
+      p = runtime::KernelPolicy::parse(it->second, d, "policy");
+    }
+  }
+  if (!d.empty()) throw InputError(std::move(d));
+  return p;
+}
+
+std::int64_t integer(const std::map<std::string, std::string>& params, const char* key, std::int64_t fallback) {
+  auto it = params.find(key);
+  return it == params.end() ? fallback : std::stoll(it->second);
+}
+
+void simulate(const Study& study, const Point& point, Row& row) {
+  const auto& p = point.params;
+  const fs::path dir = fs::path(study.file).parent_path();
+  const auto machine = machines().get((dir / p.at("hw")).string(), point.sets);
+  models::RunSpec spec;
+  Diagnostics d;
+  spec.model = *models::parse_model(p.at("model"), d, "model");
+  spec.tp = static_cast<int>(integer(p, "tp", 1));
+  spec.pp = static_cast<int>(integer(p, "pp", 1));
+  spec.batch = integer(p, "batch", 1);
+  spec.input_tokens = integer(p, "input_tokens", 128);
+  spec.output_tokens = integer(p, "output_tokens", 16);
+  spec.micro_batches = integer(p, "micro_batches", 0);
+  if (auto it = p.find("dtype"); it != p.end()) spec.dtype = *parse_dtype(it->second);
+  if (auto it = p.find("graph"); it != p.end()) spec.graph = it->second == "true";
+  if (auto it = p.find("framework"); it != p.end() && it->second == "native") spec.framework = runtime::Framework::native;
+  row.metrics.assign(simulate_metrics().size(), kNaN);
+  const std::size_t devices = machine->devices().size();
+  if (static_cast<std::size_t>(spec.tp) * static_cast<std::size_t>(spec.pp) > devices) {
+    row.status = "skipped";
+    row.reason = fmt::format("tp {} x pp {} needs {} devices; the machine has {}", spec.tp, spec.pp, spec.tp * spec.pp, devices);
+    return;
+  }
+  if (!models::validate_run(spec, *machine, d, "point")) {
+    row.status = "error";
+    row.reason = d.items()[0].message;
+    return;
+  }
+  const models::RunReport r = models::simulate_generation(*machine, policy_of(p, dir), spec);
+  std::uint64_t peak = 0;
+  for (auto b : r.peak_memory_bytes) peak = std::max(peak, b);
+  if (r.oom) {
+    const auto& oom = *r.engine.oom;
+    row.status = "oom";
+    row.reason = fmt::format("out of memory on rank {}: {} B requested for {}, {} B already allocated", oom.rank,
+                             oom.requested_bytes, oom.requested_for, oom.memory.allocated_bytes);
+    row.metrics[5] = static_cast<double>(peak);
+    return;
+  }
+  const double gpus = spec.tp * spec.pp;
+  row.status = "ok";
+  row.metrics = {r.ttft_s * 1e3,
+                 r.tpot_s * 1e3,
+                 r.e2e_s * 1e3,
+                 r.tokens_per_s,
+                 r.tokens_per_s / gpus,
+                 static_cast<double>(peak),
+                 r.mfu,
+                 r.breakdown.compute_s * 1e3,
+                 r.breakdown.memory_s * 1e3,
+                 r.breakdown.communication_s * 1e3,
+                 r.breakdown.idle_s * 1e3};
+}
+
+void kernel(const Study& study, const Point& point, Row& row) {
+  const auto& p = point.params;
+  const fs::path dir = fs::path(study.file).parent_path();
+  const auto machine = machines().get((dir / p.at("hw")).string(), point.sets);
+  row.metrics.assign(kernel_metrics().size(), kNaN);
+  runtime::OpDesc op;
+  op.kind = *runtime::parse_op(p.at("op"));
+  std::map<std::string, std::string> shape;
+  for (const auto& [k, v] : p) {
+    if (k != "hw" && k != "op" && k != "policy" && k != "timing") shape[k] = v;
+  }
+  Diagnostics d;
+  // Shape keys of other ops (a study may vary them for another op) are not this op's.
+  std::vector<std::string> ignored;
+  const auto own = runtime::op_param_keys(op.kind);
+  for (const auto& [k, v] : shape) {
+    if (k != "dtype" && std::find(own.begin(), own.end(), k) == own.end()) ignored.push_back(k);
+  }
+  if (!runtime::op_from_params(shape, ignored, op, d, "point")) {
+    row.status = "error";
+    row.reason = d.items()[0].message;
+    return;
+  }
+  runtime::Predictor predictor(*machine, policy_of(p, dir));
+  const runtime::Timing timing =
+      p.count("timing") && p.at("timing") == "host" ? runtime::Timing::host : runtime::Timing::device;
+  const runtime::Prediction r = predictor.predict(op, timing);
+  row.status = "ok";
+  row.bound = r.bound;
+  row.metrics = {r.time_s * 1e6, r.flops / r.time_s / 1e12, r.hbm_bytes / r.time_s / 1e9, r.flops, r.hbm_bytes,
+                 r.hbm_bytes > 0 ? r.flops / r.hbm_bytes : kNaN};
+}
+
+std::string format_duration(double s) {
+  if (!std::isfinite(s) || s < 0) return "--";
+  const auto total = static_cast<long>(s + 0.5);
+  return total >= 3600 ? fmt::format("{}h{:02}m", total / 3600, total / 60 % 60) : fmt::format("{}:{:02}", total / 60, total % 60);
+}
+
+}  // namespace
+
+Row run_point(const Study& study, const Point& point, std::size_t index) {
+  Row row;
+  row.index = index;
+  row.axis_values = point.axis_values;
+  try {
+    if (study.kind == StudyKind::simulate) simulate(study, point, row);
+    else kernel(study, point, row);
+  } catch (const InputError& e) {
+    row.status = "error";
+    row.reason = e.diagnostics().items().empty() ? "invalid input" : e.diagnostics().items()[0].message;
+  } catch (const std::exception& e) {
+    row.status = "error";
+    row.reason = e.what();
+  }
+  if (row.metrics.empty()) {
+    row.metrics.assign((study.kind == StudyKind::simulate ? simulate_metrics() : kernel_metrics()).size(), kNaN);
+  }
+  return row;
+}
+
+std::vector<Row> run_points(const Study& study, const std::vector<Point>& points, const std::vector<std::size_t>& which_in,
+                            const RunOptions& o) {
+  std::vector<std::size_t> which = which_in;
+  if (which.empty()) {
+    for (std::size_t i = 0; i < points.size(); ++i) which.push_back(i);
+  }
+  std::vector<Row> rows(which.size());
+  std::atomic<std::size_t> next{0};
+  std::atomic<std::size_t> done{0};
+  auto worker = [&] {
+    while (!(o.stop && o.stop->load())) {
+      const std::size_t k = next.fetch_add(1);
+      if (k >= which.size()) return;
+      rows[k] = run_point(study, points[which[k]], which[k]);
+      done.fetch_add(1);
+    }
+  };
+  const int jobs = std::max(1, std::min<int>(o.jobs, static_cast<int>(which.size())));
+  std::vector<std::thread> threads;
+  for (int j = 0; j < jobs; ++j) threads.emplace_back(worker);
+
+  const auto start = std::chrono::steady_clock::now();
+  auto report = [&](bool final) {
+    if (!o.progress) return;
+    const std::size_t n = done.load();
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double rate = elapsed > 0 ? static_cast<double>(n) / elapsed : 0;
+    const double eta = rate > 0 ? static_cast<double>(which.size() - n) / rate : -1;
+    if (o.progress_is_terminal) {
+      constexpr int kWidth = 30;
+      const int filled = which.empty() ? kWidth : static_cast<int>(kWidth * n / which.size());
+      *o.progress << fmt::format("\r[{}{}] {}/{} points  {:.1f}/s  ETA {}  ", std::string(filled, '#'),
+                                 std::string(kWidth - filled, '.'), n, which.size(), rate, format_duration(eta));
+      if (final) *o.progress << "\n";
+    } else {
+      *o.progress << fmt::format("sweep: {}/{} points done, {:.1f}/s, {} elapsed, ETA {}\n", n, which.size(), rate,
+                                 format_duration(elapsed), format_duration(eta));
+    }
+    o.progress->flush();
+  };
+  auto last_line = std::chrono::steady_clock::now();
+  std::size_t reported = 0;
+  while (done.load() < which.size()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const auto now = std::chrono::steady_clock::now();
+    if (o.progress_is_terminal) {
+      report(false);
+    } else if (done.load() != reported && now - last_line > std::chrono::seconds(5)) {
+      report(false);
+      reported = done.load();
+      last_line = now;
+    }
+    if (o.stop && o.stop->load()) break;
+  }
+  for (auto& t : threads) t.join();
+  report(true);
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    if (rows[k].status.empty()) {
+      rows[k].index = which[k];
+      rows[k].axis_values = points[which[k]].axis_values;
+      rows[k].status = "not run";
+      rows[k].reason = "interrupted before this point started";
+      rows[k].metrics.assign((study.kind == StudyKind::simulate ? simulate_metrics() : kernel_metrics()).size(), kNaN);
+    }
+  }
+  return rows;
+}
+
+}  // namespace syntorch::sweep

@@ -1,0 +1,400 @@
+#include "study.hpp"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <set>
+
+#include "syntorch/hw/config_loader.hpp"
+#include "syntorch/hw/machine.hpp"
+#include "syntorch/models/gpt.hpp"
+#include "syntorch/runtime/op_params.hpp"
+#include "syntorch/runtime/policy.hpp"
+
+namespace syntorch::sweep {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string>& simulate_parameters() {
+  static const std::vector<std::string> p{"hw",    "model",  "tp",        "pp",     "batch",        "input_tokens",
+                                          "output_tokens", "dtype", "policy", "graph", "framework", "micro_batches"};
+  return p;
+}
+
+const std::vector<std::string>& kernel_parameters() {
+  static const std::vector<std::string> p = [] {
+    std::vector<std::string> out{"hw", "op", "dtype", "policy", "timing"};
+    std::set<std::string> seen(out.begin(), out.end());
+    for (const std::string& op : runtime::op_names()) {
+      for (const std::string& k : runtime::op_param_keys(*runtime::parse_op(op))) {
+        if (seen.insert(k).second) out.push_back(k);
+      }
+    }
+    return out;
+  }();
+  return p;
+}
+
+const std::vector<std::string>& simulate_metrics() {
+  static const std::vector<std::string> m{"ttft_ms",       "tpot_ms",   "e2e_ms",     "tokens_per_s",
+                                          "tokens_per_s_per_gpu", "peak_memory_bytes", "mfu", "compute_ms",
+                                          "memory_ms",     "communication_ms", "launch_idle_ms"};
+  return m;
+}
+
+const std::vector<std::string>& kernel_metrics() {
+  static const std::vector<std::string> m{"time_us", "tflops", "hbm_gbps", "flops", "hbm_bytes", "flops_per_byte"};
+  return m;
+}
+
+namespace {
+
+// Reports problems as "file:line: /path: message".
+class Reporter {
+ public:
+  Reporter(std::string file, Diagnostics& d) : file_(std::move(file)), d_(d) {}
+  void error(const YAML::Node& at, const std::string& path, const std::string& message) {
+    const int line = at.IsDefined() && at.Mark().line >= 0 ? at.Mark().line + 1 : 0;
+    d_.error(line > 0 ? fmt::format("{}:{}", file_, line) : file_, path, message);
+  }
+  void error_at_line(int line, const std::string& path, const std::string& message) {
+    d_.error(line > 0 ? fmt::format("{}:{}", file_, line) : file_, path, message);
+  }
+  Diagnostics& diagnostics() { return d_; }
+
+ private:
+  std::string file_;
+  Diagnostics& d_;
+};
+
+std::string kind_of(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Map: return "a mapping";
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Scalar: return fmt::format("\"{}\"", n.Scalar());
+    case YAML::NodeType::Null: return "nothing";
+    default: return "something undefined";
+  }
+}
+
+void check_keys(Reporter& r, const YAML::Node& map, const std::string& path, const std::vector<std::string>& allowed) {
+  for (const auto& kv : map) {
+    const std::string key = kv.first.Scalar();
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+      r.error(kv.first, path + "/" + key,
+              fmt::format("unknown key \"{}\"{} (valid: {})", key, did_you_mean(key, allowed), join(allowed)));
+    }
+  }
+}
+
+bool scalar(Reporter& r, const YAML::Node& n, const std::string& path, std::string& out) {
+  if (!n.IsScalar()) {
+    r.error(n, path, fmt::format("expected a value, got {}", kind_of(n)));
+    return false;
+  }
+  out = n.Scalar();
+  return true;
+}
+
+// Checks one parameter's value (text); returns the message when it is bad.
+std::string check_parameter(StudyKind kind, const std::string& key, const std::string& value, const fs::path& dir) {
+  auto positive = [&](bool zero_ok) -> std::string {
+    std::uint64_t v = 0;
+    const auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (ec != std::errc{} || p != value.data() + value.size() || (!zero_ok && v == 0) || v > (1u << 30)) {
+      return fmt::format("expected a {} integer, got \"{}\"", zero_ok ? "non-negative" : "positive", value);
+    }
+    return {};
+  };
+  auto boolean = [&]() -> std::string {
+    return value == "true" || value == "false" ? "" : fmt::format("expected true or false, got \"{}\"", value);
+  };
+  if (key == "hw") {
+    const fs::path file = dir / value;
+    if (!fs::exists(file)) return fmt::format("no hardware config \"{}\" (looked for {})", value, file.string());
+    return {};
+  }
+  if (key == "dtype") {
+    return parse_dtype(value) ? "" : fmt::format("unknown dtype \"{}\"{} (valid: {})", value, did_you_mean(value, dtype_names()),
+                                                join(dtype_names()));
+  }
+  if (key == "policy") {
+    Diagnostics d;
+    if (value.find('=') == std::string::npos && fs::exists(dir / value)) {
+      runtime::KernelPolicy::load_file((dir / value).string(), d);
+    } else if (!value.empty()) {
+      runtime::KernelPolicy::parse(value, d, "policy");
+    }
+    return d.empty() ? "" : d.items()[0].message;
+  }
+  if (kind == StudyKind::simulate) {
+    if (key == "model") {
+      Diagnostics d;
+      return models::parse_model(value, d, "model") ? "" : d.items()[0].message;
+    }
+    if (key == "tp" || key == "pp" || key == "batch" || key == "input_tokens" || key == "output_tokens") return positive(false);
+    if (key == "micro_batches") return positive(true);
+    if (key == "graph") return boolean();
+    if (key == "framework") {
+      return value == "eager" || value == "native" ? "" : fmt::format("expected eager or native, got \"{}\"", value);
+    }
+    return {};
+  }
+  if (key == "op") {
+    return runtime::parse_op(value) ? ""
+                                    : fmt::format("unknown op \"{}\"{} (valid: {})", value,
+                                                  did_you_mean(value, runtime::op_names()), join(runtime::op_names()));
+  }
+  if (key == "timing") return value == "host" || value == "device" ? "" : fmt::format("expected host or device, got \"{}\"", value);
+  if (key == "causal") return boolean();
+  return runtime::parse_count(value) ? "" : fmt::format("expected a non-negative integer, got \"{}\"", value);
+}
+
+}  // namespace
+
+Study load_study(const std::string& path) {
+  Diagnostics d;
+  Reporter r(path, d);
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    d.error(path, "", "cannot open the file");
+    throw InputError(std::move(d));
+  } catch (const YAML::ParserException& e) {
+    r.error_at_line(e.mark.line + 1, "", fmt::format("malformed YAML: {}", e.msg));
+    throw InputError(std::move(d));
+  }
+  if (!root.IsMap()) {
+    r.error(root, "", fmt::format("expected a mapping with base and axes, got {}", kind_of(root)));
+    throw InputError(std::move(d));
+  }
+  Study s;
+  s.file = path;
+  const fs::path dir = fs::path(path).parent_path();
+  check_keys(r, root, "", {"name", "description", "kind", "base", "set", "axes", "combine", "metrics"});
+  s.name = fs::path(path).stem().string();
+  if (root["name"]) scalar(r, root["name"], "/name", s.name);
+  if (root["description"]) scalar(r, root["description"], "/description", s.description);
+  if (const YAML::Node k = root["kind"]) {
+    std::string kind;
+    if (scalar(r, k, "/kind", kind)) {
+      if (kind == "kernel") s.kind = StudyKind::kernel;
+      else if (kind != "simulate") r.error(k, "/kind", fmt::format("expected simulate or kernel, got \"{}\"", kind));
+    }
+  }
+  const std::vector<std::string>& params = s.kind == StudyKind::simulate ? simulate_parameters() : kernel_parameters();
+  const std::vector<std::string>& metrics = s.kind == StudyKind::simulate ? simulate_metrics() : kernel_metrics();
+
+  // base
+  const YAML::Node base = root["base"];
+  if (!base) {
+    r.error(root, "/base", "missing: the run every point starts from (hw, model, ...)");
+  } else if (!base.IsMap()) {
+    r.error(base, "/base", fmt::format("expected a mapping of parameters, got {}", kind_of(base)));
+  } else {
+    check_keys(r, base, "/base", params);
+    for (const auto& kv : base) {
+      const std::string key = kv.first.Scalar();
+      if (std::find(params.begin(), params.end(), key) == params.end()) continue;
+      std::string value;
+      if (!scalar(r, kv.second, "/base/" + key, value)) continue;
+      if (const std::string m = check_parameter(s.kind, key, value, dir); !m.empty()) r.error(kv.second, "/base/" + key, m);
+      s.base[key] = value;
+    }
+  }
+  // fixed overrides
+  if (const YAML::Node set = root["set"]) {
+    if (!set.IsMap()) {
+      r.error(set, "/set", fmt::format("expected a mapping of /json/pointer: value, got {}", kind_of(set)));
+    } else {
+      for (const auto& kv : set) {
+        const std::string pointer = kv.first.Scalar();
+        std::string value;
+        if (pointer.empty() || pointer[0] != '/') {
+          r.error(kv.first, "/set", fmt::format("expected a JSON pointer like /components/gpu/count, got \"{}\"", pointer));
+        } else if (scalar(r, kv.second, "/set" + pointer, value)) {
+          s.sets.push_back(pointer + "=" + value);
+        }
+      }
+    }
+  }
+  // axes
+  const YAML::Node axes = root["axes"];
+  std::vector<int> value_lines_first;  // for errors about combined points
+  if (!axes) {
+    r.error(root, "/axes", "missing: a list of axes ({param: batch, values: [1, 8]} or {hw: /json/pointer, values: [...]})");
+  } else if (!axes.IsSequence() || axes.size() == 0) {
+    r.error(axes, "/axes", fmt::format("expected a non-empty list of axes, got {}", kind_of(axes)));
+  } else {
+    std::set<std::string> seen;
+    for (std::size_t i = 0; i < axes.size(); ++i) {
+      const YAML::Node a = axes[i];
+      const std::string where = fmt::format("/axes/{}", i);
+      if (!a.IsMap()) {
+        r.error(a, where, fmt::format("expected {{param: ..., values: [...]}} or {{hw: /json/pointer, values: [...]}}, got {}",
+                                      kind_of(a)));
+        continue;
+      }
+      check_keys(r, a, where, {"name", "param", "hw", "values"});
+      Axis axis;
+      axis.line = a.Mark().line + 1;
+      const bool has_param = static_cast<bool>(a["param"]), has_hw = static_cast<bool>(a["hw"]);
+      if (has_param == has_hw) {
+        r.error(a, where, "give exactly one of param (a run parameter) or hw (a config field's JSON pointer)");
+        continue;
+      }
+      axis.hw_field = has_hw;
+      if (!scalar(r, has_hw ? a["hw"] : a["param"], where + (has_hw ? "/hw" : "/param"), axis.key)) continue;
+      if (axis.hw_field && (axis.key.empty() || axis.key[0] != '/')) {
+        r.error(a["hw"], where + "/hw", fmt::format("expected a JSON pointer like /components/gpu/count, got \"{}\"", axis.key));
+        continue;
+      }
+      if (!axis.hw_field && std::find(params.begin(), params.end(), axis.key) == params.end()) {
+        r.error(a["param"], where + "/param",
+                fmt::format("unknown parameter \"{}\"{} (valid: {})", axis.key, did_you_mean(axis.key, params), join(params)));
+        continue;
+      }
+      axis.name = axis.key;
+      if (a["name"]) scalar(r, a["name"], where + "/name", axis.name);
+      if (!seen.insert(axis.key).second) r.error(a, where, fmt::format("\"{}\" is varied by two axes", axis.key));
+      const YAML::Node values = a["values"];
+      if (!values || !values.IsSequence() || values.size() == 0) {
+        r.error(values ? values : a, where + "/values", "expected a non-empty list of values");
+        continue;
+      }
+      for (std::size_t j = 0; j < values.size(); ++j) {
+        std::string v;
+        const std::string vpath = fmt::format("{}/values/{}", where, j);
+        if (!scalar(r, values[j], vpath, v)) continue;
+        if (!axis.hw_field) {
+          if (const std::string m = check_parameter(s.kind, axis.key, v, dir); !m.empty()) r.error(values[j], vpath, m);
+        }
+        axis.values.push_back(v);
+      }
+      s.axes.push_back(std::move(axis));
+    }
+  }
+  if (const YAML::Node c = root["combine"]) {
+    std::string combine;
+    if (scalar(r, c, "/combine", combine)) {
+      if (combine == "zip") {
+        s.zip = true;
+        for (const Axis& a : s.axes) {
+          if (a.values.size() != s.axes.front().values.size()) {
+            r.error(c, "/combine", fmt::format("zip needs axes of equal length; \"{}\" has {} values, \"{}\" {}",
+                                               s.axes.front().name, s.axes.front().values.size(), a.name, a.values.size()));
+            break;
+          }
+        }
+      } else if (combine != "product") {
+        r.error(c, "/combine", fmt::format("expected product or zip, got \"{}\"", combine));
+      }
+    }
+  }
+  if (const YAML::Node m = root["metrics"]) {
+    if (!m.IsSequence() || m.size() == 0) {
+      r.error(m, "/metrics", "expected a non-empty list of metric names");
+    } else {
+      for (std::size_t i = 0; i < m.size(); ++i) {
+        std::string name;
+        if (!scalar(r, m[i], fmt::format("/metrics/{}", i), name)) continue;
+        if (std::find(metrics.begin(), metrics.end(), name) == metrics.end()) {
+          r.error(m[i], fmt::format("/metrics/{}", i),
+                  fmt::format("unknown metric \"{}\"{} (valid: {})", name, did_you_mean(name, metrics), join(metrics)));
+        } else {
+          s.metrics.push_back(name);
+        }
+      }
+    }
+  } else {
+    s.metrics = s.kind == StudyKind::simulate ? std::vector<std::string>{"tpot_ms", "tokens_per_s", "ttft_ms"}
+                                              : std::vector<std::string>{"time_us", "tflops"};
+  }
+  // Required parameters: in the base or varied by an axis.
+  auto given = [&](const std::string& key) {
+    return s.base.count(key) || std::any_of(s.axes.begin(), s.axes.end(), [&](const Axis& a) { return !a.hw_field && a.key == key; });
+  };
+  for (const char* key : s.kind == StudyKind::simulate ? std::vector<const char*>{"hw", "model"}
+                                                      : std::vector<const char*>{"hw", "op"}) {
+    if (base && base.IsMap() && !given(key)) r.error(base, fmt::format("/base/{}", key), "missing (in base or as an axis)");
+  }
+  // Config fields: every value must load with the base config (and the fixed overrides).
+  if (d.empty()) {
+    std::vector<std::string> hw_files;
+    if (s.base.count("hw")) hw_files.push_back(s.base.at("hw"));
+    for (const Axis& a : s.axes) {
+      if (!a.hw_field && a.key == "hw") hw_files = a.values;
+    }
+    for (const std::string& hw : hw_files) {
+      const std::string file = (dir / hw).string();
+      Diagnostics od;
+      auto overrides = hw::parse_overrides(s.sets, od);
+      try {
+        if (od.empty()) hw::Machine::load(file, overrides);
+      } catch (const InputError& e) {
+        od.append(e.diagnostics());
+      }
+      for (const auto& x : od.items()) r.error(root["set"] ? root["set"] : root, "/set", x.to_string());
+      for (const Axis& a : s.axes) {
+        if (!a.hw_field) continue;
+        for (std::size_t j = 0; j < a.values.size(); ++j) {
+          Diagnostics vd;
+          std::vector<std::string> sets = s.sets;
+          sets.push_back(a.key + "=" + a.values[j]);
+          auto o = hw::parse_overrides(sets, vd);
+          try {
+            if (vd.empty()) hw::Machine::load(file, o);
+          } catch (const InputError& e) {
+            vd.append(e.diagnostics());
+          }
+          if (!vd.empty()) {
+            const YAML::Node v = axes[&a - s.axes.data()]["values"][j];
+            r.error(v, fmt::format("/axes/{}/values/{}", &a - s.axes.data(), j),
+                    fmt::format("with {}: {}", hw, vd.items()[0].message));
+          }
+        }
+      }
+    }
+  }
+  if (!d.empty()) throw InputError(std::move(d));
+  return s;
+}
+
+std::vector<Point> expand(const Study& s) {
+  std::vector<Point> points;
+  auto make = [&](const std::vector<std::size_t>& idx) {
+    Point p;
+    p.params = s.base;
+    p.sets = s.sets;
+    for (std::size_t a = 0; a < s.axes.size(); ++a) {
+      const Axis& axis = s.axes[a];
+      const std::string& v = axis.values[idx[a]];
+      p.axis_values.push_back(v);
+      if (axis.hw_field) p.sets.push_back(axis.key + "=" + v);
+      else p.params[axis.key] = v;
+    }
+    points.push_back(std::move(p));
+  };
+  if (s.axes.empty()) return points;
+  if (s.zip) {
+    for (std::size_t i = 0; i < s.axes.front().values.size(); ++i) make(std::vector<std::size_t>(s.axes.size(), i));
+    return points;
+  }
+  std::vector<std::size_t> idx(s.axes.size(), 0);
+  while (true) {
+    make(idx);
+    std::size_t a = s.axes.size();
+    while (a > 0) {
+      --a;
+      if (++idx[a] < s.axes[a].values.size()) break;
+      idx[a] = 0;
+      if (a == 0) return points;
+    }
+  }
+}
+
+}  // namespace syntorch::sweep
