@@ -16,7 +16,8 @@
 #include "syntorch/base/units.hpp"
 #include "syntorch/hw/machine.hpp"
 #include "syntorch/models/simulate.hpp"
-#include "syntorch/trace/chrome_json_writer.hpp"
+#include "syntorch/trace/console_summary.hpp"
+#include "syntorch/trace/open_trace_writer.hpp"
 #include "syntorch/trace/recorder.hpp"
 
 namespace syntorch::cli {
@@ -41,6 +42,7 @@ struct SimulateOptions {
   std::string framework = "eager";
   std::string trace;
   std::string trace_level = "kernel";
+  std::string trace_format;
   bool json = false;
 };
 
@@ -196,13 +198,19 @@ int run_simulate(const SimulateOptions& o, Context& ctx) {
     return kExitBadInput;
   }
   trace::Recorder recorder;
-  if (!o.trace.empty()) {
+  if (o.trace_format == "console") {
+    recorder.attach(std::make_unique<trace::ConsoleSummary>(ctx.out, 12));
+  } else if (!o.trace.empty()) {
     try {
-      recorder.attach(trace::ChromeJsonWriter::open(o.trace));
+      recorder.attach(trace::open_trace_writer(o.trace, o.trace_format.empty() ? std::nullopt
+                                                                               : std::optional<std::string>(o.trace_format)));
     } catch (const std::exception& e) {
       ctx.err << fmt::format("--trace: {}\n", e.what());
       return kExitBadInput;
     }
+  } else if (!o.trace_format.empty()) {
+    ctx.err << fmt::format("--trace-format: {} needs --trace FILE (only console prints without one)\n", o.trace_format);
+    return kExitBadInput;
   }
   const auto start = std::chrono::steady_clock::now();
   const runtime::TraceLevel level = o.trace_level == "op"   ? runtime::TraceLevel::op
@@ -210,14 +218,23 @@ int run_simulate(const SimulateOptions& o, Context& ctx) {
                                                             : runtime::TraceLevel::kernel;
   const models::RunReport report = models::simulate_generation(*machine, policy, spec, &recorder, level);
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  recorder.finish();
   if (o.json) {
     ctx.out << report_json(report, spec, *machine).dump(2) << "\n";
   } else if (report.oom) {
     print_oom(ctx.out, *report.engine.oom, spec);
   } else {
     print_report(ctx.out, report, spec, *machine, wall_s);
-    if (!o.trace.empty()) ctx.out << fmt::format("  trace written to {} (open it in ui.perfetto.dev)\n", o.trace);
+  }
+  try {
+    recorder.finish();  // the file appears under its name only now, complete
+  } catch (const std::exception& e) {
+    ctx.err << fmt::format("--trace: {}\n", e.what());
+    return kExitBadInput;
+  }
+  if (!o.json && !o.trace.empty() && o.trace_format != "console") {
+    ctx.out << fmt::format("  trace written to {}{}\n", o.trace,
+                           o.trace.ends_with(".et") || o.trace_format == "chakra" ? " (one file per rank)"
+                                                                                 : " (open it in ui.perfetto.dev)");
   }
   return report.oom ? kExitOom : kExitOk;
 }
@@ -245,7 +262,12 @@ void add_simulate_command(CLI::App& app, Context& ctx) {
       ->check(CLI::IsMember({"eager", "native"}))
       ->capture_default_str();
   s->add_flag("--graph", o->graph, "Capture each decode step as a CUDA graph (one launch per step)");
-  s->add_option("--trace", o->trace, "Write a Chrome JSON trace of every op and kernel (open in Perfetto)");
+  s->add_option("--trace", o->trace,
+                "Write a trace: .json/.json.gz (Chrome JSON), .pftrace (Perfetto), .et (Chakra, one file per rank), "
+                ".csv (one row per kernel)");
+  s->add_option("--trace-format", o->trace_format, "chrome, perfetto, chakra, csv (instead of the extension), or "
+                "console (a summary of top ops, kernels and scopes, printed after the report)")
+      ->check(CLI::IsMember({"chrome", "perfetto", "chakra", "csv", "console"}));
   s->add_option("--trace-level", o->trace_level,
                 "op: torch ops and model scopes; kernel: + kernels, collectives, flows, memory; hw: + SM, HBM and "
                 "link counters")
