@@ -50,10 +50,12 @@ struct PerfettoWriter::Impl {
     std::uint64_t name_iid;
     std::uint64_t category_iid;
   };
-  // A held slice (with the slices it encloses) or instant: bytes [offset, next one's offset).
+  // A slice (with the slices it encloses) or an instant whose first-nanosecond packets are held:
+  // its head, bytes [offset, the next entry's offset) of the track's window.
   struct Held {
     TimePs begin_ps;
     TimePs end_ps;
+    std::uint64_t begin_ns;
     std::size_t offset;
     std::uint64_t packets;
   };
@@ -62,7 +64,7 @@ struct PerfettoWriter::Impl {
     bool counter = false;
     std::uint64_t uuid = 0;
     std::vector<PendingFlow> flows;
-    std::string window;  // encoded packets of the held entries, from `head` on
+    std::string window;  // the held heads, from `head` on
     std::size_t head = 0;
     std::vector<Held> held;  // live entries: held[first..]
     std::size_t first = 0;
@@ -222,12 +224,12 @@ struct PerfettoWriter::Impl {
     return category.empty() ? 0 : intern(categories, InternKind::kCategory, category);
   }
 
-  // Holds `packet` (an instant) as a new entry of t's window.
+  // Holds `packet` (an instant) as a new entry of t's window: all of it is its first nanosecond.
   void hold_instant(Track& t, TimePs ts_ps) {
     flush_interned();
     const std::size_t at = t.window.size();
     detail::append_length_delimited(t.window, 1, packet);
-    t.held.push_back({ts_ps, ts_ps, at, 1});
+    t.held.push_back({ts_ps, ts_ps, ns_of(ts_ps), at, 1});
     trim(t);
   }
 
@@ -237,13 +239,17 @@ struct PerfettoWriter::Impl {
     hold_instant(t, f.ts_ps);
   }
 
-  // Writes the oldest held entries out while the window is over budget.
+  std::size_t end_of(const Track& t, std::size_t i) const {
+    return i + 1 < t.held.size() ? t.held[i + 1].offset : t.window.size();
+  }
+
+  // Writes the oldest held heads out while the window is over budget.
   void trim(Track& t) {
     while (t.first < t.held.size() && t.window.size() - t.head > options.reorder_window_bytes) write_oldest(t);
   }
 
   void write_oldest(Track& t) {
-    const std::size_t end = t.first + 1 < t.held.size() ? t.held[t.first + 1].offset : t.window.size();
+    const std::size_t end = end_of(t, t.first);
     const std::size_t begin = t.held[t.first].offset;
     emit_bytes(t.window.data() + begin, end - begin, t.held[t.first].packets);
     t.head = end;
@@ -290,28 +296,47 @@ struct PerfettoWriter::Impl {
     for (const PendingFlow& f : bound) add_flow(te, f);
     flush_interned();
 
-    // The held entries this span encloses are its descendants (spans arrive at their end, so
-    // they are the newest ones): the begin goes before them, the end after.
+    // Perfetto orders packets by timestamp, and those with equal timestamps by file position.
+    // Spans arrive at their end, so the held entries this span encloses are its descendants, the
+    // newest ones: its begin must precede their packets in the same nanosecond (their heads).
+    // Heads in a later nanosecond no later span can tie with (any later ancestor encloses this
+    // span too, so begins no later), so they are written now; heads in this span's first
+    // nanosecond join its own head, after its begin.
+    const std::uint64_t begin_ns = ns_of(span.begin_ps);
+    const std::uint64_t end_ns = ns_of(span.end_ps);
     std::size_t k = t.held.size();
     while (k > t.first && t.held[k - 1].begin_ps >= span.begin_ps && t.held[k - 1].end_ps <= span.end_ps) --k;
-    const std::size_t at = k < t.held.size() ? t.held[k].offset : t.window.size();
-    if (at == t.window.size()) {
-      detail::append_length_delimited(t.window, 1, packet);
-    } else {
-      scratch.clear();
-      detail::append_length_delimited(scratch, 1, packet);
-      t.window.insert(at, scratch);
+    scratch.clear();
+    detail::append_length_delimited(scratch, 1, packet);
+    std::uint64_t count = 1;
+    for (std::size_t i = k; i < t.held.size(); ++i) {
+      const char* head = t.window.data() + t.held[i].offset;
+      const std::size_t size = end_of(t, i) - t.held[i].offset;
+      if (t.held[i].begin_ns == begin_ns) {
+        scratch.append(head, size);
+        count += t.held[i].packets;
+      } else {
+        emit_bytes(head, size, t.held[i].packets);
+      }
     }
     start_packet(0);
-    packet.set_timestamp(ns_of(span.end_ps));
+    packet.set_timestamp(end_ns);
     pp::TrackEvent* end = packet.mutable_track_event();
     end->set_type(pp::TrackEvent::TYPE_SLICE_END);
     end->set_track_uuid(t.uuid);
-    detail::append_length_delimited(t.window, 1, packet);
-    std::uint64_t count = 2;
-    for (std::size_t i = k; i < t.held.size(); ++i) count += t.held[i].packets;
+    if (end_ns == begin_ns) {
+      detail::append_length_delimited(scratch, 1, packet);
+      ++count;
+    } else {
+      buffer.clear();
+      detail::append_length_delimited(buffer, 1, packet);
+      emit_bytes(buffer.data(), buffer.size(), 1);
+    }
+    const std::size_t at = k < t.held.size() ? t.held[k].offset : t.window.size();
     t.held.resize(k);
-    t.held.push_back({span.begin_ps, span.end_ps, at, count});
+    t.window.resize(at);
+    t.window.append(scratch);
+    t.held.push_back({span.begin_ps, span.end_ps, begin_ns, at, count});
     trim(t);
   }
 };

@@ -342,6 +342,58 @@ TEST(PerfettoWriter, DeepTiesAndZeroLengthSpansStillNest) {
   EXPECT_EQ(m.find("t", "zero")->end_ns, 0u);
 }
 
+TEST(PerfettoWriter, AStepScopeOverThousandsOfKernelsNestsWithItsFirstLayerAndKernel) {
+  // The simulator's device scopes: a step begins with its first layer, which begins with its
+  // first kernel (the same picosecond), and each arrives after everything it encloses.
+  std::stringstream out;
+  constexpr int kLayers = 96, kKernels = 40;
+  const std::string why(120, 'w');
+  {
+    PerfettoWriter writer(out);
+    Recorder rec;
+    rec.attach(writer);
+    rec.add_process(0, "p");
+    const TrackId t = rec.add_thread_track(0, 1, "stream 0");
+    TimePs now = 5 * kUs;
+    for (int l = 0; l < kLayers; ++l) {
+      const TimePs layer_begin = now;
+      for (int k = 0; k < kKernels; ++k) {
+        rec.span(t, fmt::format("kernel {}", k), "kernel", now, now + 1500, {{"why", why}, {"flops", 1e9}});
+        now += 1500;
+      }
+      rec.span(t, fmt::format("layer {}", l), "scope", layer_begin, now);
+    }
+    rec.span(t, "decode", "scope", 5 * kUs, now);
+    rec.finish();
+  }
+  EXPECT_GT(out.str().size(), 8 * PerfettoWriter::Options{}.reorder_window_bytes);  // far more than the window
+  const Model m(packets_of(out.str()));
+  EXPECT_TRUE(m.problems.empty());
+  EXPECT_EQ(m.find("stream 0", "decode")->depth, 0u);
+  EXPECT_EQ(m.find("stream 0", "layer 0")->depth, 1u);
+  EXPECT_EQ(m.find("stream 0", "layer 95")->depth, 1u);
+  EXPECT_EQ(m.find("stream 0", "kernel 0")->depth, 2u);
+  EXPECT_EQ(m.find("stream 0", "kernel 0", 95)->depth, 2u);
+  EXPECT_EQ(m.slices.size(), static_cast<std::size_t>(kLayers * kKernels + kLayers + 1));
+}
+
+TEST(PerfettoWriter, TopLevelSlicesAreWrittenAsTheyArriveBeyondTheWindow) {
+  std::stringstream out;
+  PerfettoWriter writer(out);
+  Recorder rec;
+  rec.attach(writer);
+  rec.add_process(0, "p");
+  const TrackId t = rec.add_thread_track(0, 1, "stream 0");
+  for (int i = 0; i < 50'000; ++i) rec.span(t, "k", "kernel", i * kUs, i * kUs + 10, {{"flops", 1e9}});
+  // Ends go out at once, begins once 64 KiB of them are held (about 2,700): nearly all is out.
+  EXPECT_GT(writer.packets_written(), 95'000u);
+  rec.finish();
+  EXPECT_EQ(writer.packets_written(), 100'000u + 3u);  // + descriptors and the interned names
+  const Model m(packets_of(out.str()));
+  EXPECT_TRUE(m.problems.empty());
+  EXPECT_EQ(m.slices.size(), 50'000u);
+}
+
 TEST(PerfettoWriter, ASmallReorderWindowStillWritesEveryEventOnce) {
   PerfettoWriter::Options tiny;
   tiny.reorder_window_bytes = 64;

@@ -17,11 +17,12 @@
 //                 endpoint just before its enclosing span), else of a TYPE_INSTANT at its time.
 // Times are nanoseconds, picoseconds / 1000 rounded down (order is kept; ties stay ties).
 //
-// Order: Perfetto sorts packets by timestamp and breaks ties by file position, while spans
-// arrive at their end, children before parents. So that a parent beginning in the same
-// nanosecond as its first child still opens first, each thread track holds its recent slices
-// (already encoded) in a bounded window, parents placed before the children they enclose; a
-// window that outgrows Options::reorder_window_bytes writes its oldest slices out.
+// Order: Perfetto sorts packets by timestamp and keeps file order among equal timestamps, while
+// spans arrive at their end, children before parents. So that a parent beginning in the same
+// nanosecond as its first child (a scope and its first op) still opens first, each thread track
+// holds back the packets of its pending slices' first nanosecond (their heads, already encoded)
+// until an enclosing span arrives and puts its begin before them; everything else is written at
+// once. A track whose held heads outgrow Options::reorder_window_bytes writes its oldest out.
 //
 // Memory is flat: one reused TracePacket, one output buffer, the per-track windows and the
 // intern tables (distinct strings only).
@@ -42,8 +43,8 @@ class PerfettoWriter final : public Sink {
   static constexpr std::uint32_t kSequenceId = 7;
 
   struct Options {
-    // Encoded bytes of not-yet-written slices a thread track may hold for reordering.
-    std::size_t reorder_window_bytes = std::size_t{256} << 10;
+    // Encoded bytes of held slice heads a thread track may keep for reordering.
+    std::size_t reorder_window_bytes = std::size_t{64} << 10;
   };
 
   // Writes to `out`, which must outlive the writer (or at least its finish()).
