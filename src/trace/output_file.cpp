@@ -145,9 +145,8 @@ void OutputFile::commit() {
     fail("renaming the finished", error);
   }
   state_ = State::kCommitted;
-  capacity_ = 0;
+  capacity_ = 0;  // later writes take the slow path, which reports the misuse
   used_ = 0;
-  buffer_.reset();
   gzip_.reset();
 }
 

@@ -38,7 +38,7 @@ class OutputFile {
   // Appends bytes; throws std::runtime_error (after removing the partial file) when the OS
   // reports an error, and on any call after one.
   void write(const void* data, std::size_t size) {
-    if (size <= capacity_ - used_) [[likely]] {
+    if (size != 0 && size <= capacity_ - used_) [[likely]] {
       std::memcpy(buffer_.get() + used_, data, size);
       used_ += size;
       bytes_in_ += size;
