@@ -115,6 +115,7 @@ struct Engine::Impl {
       KernelRun run;
       sim::TimePs comm_start_ps = 0;
       std::uint64_t flow_id = 0;  // from the launching op, when traced
+      std::uint64_t after_seq = 0;
     };
     std::vector<Slot> slots;  // per stream: what it runs now
     std::unique_ptr<os::HostThread> host_thread;
@@ -132,6 +133,7 @@ struct Engine::Impl {
     static constexpr std::size_t kScopeDepth = 4;
     struct Pending {
       std::uint64_t flow_id = 0;
+      std::uint64_t after_seq = 0;  // the device span it waits for on another stream (traces)
       std::array<const std::string*, kScopeDepth> scopes{};
       std::array<std::uint64_t, kScopeDepth> instances{};
     };
@@ -149,6 +151,9 @@ struct Engine::Impl {
     bool join_waiting = false;
     sim::TimePs join_start_ps = 0;
     std::uint64_t join_flow = 0;
+    // Tracing: the last device span per stream, and the spans of receives not yet joined.
+    std::vector<std::uint64_t> last_seq;
+    std::deque<std::uint64_t> recv_seqs;
     std::vector<DeviceScopes> device_scopes;         // per stream
     std::vector<std::uint64_t> op_flows;
     std::vector<sim::TimePs> op_flow_ps;
@@ -160,6 +165,7 @@ struct Engine::Impl {
       if (stream >= pending_flows.size() || pending_flows[stream].empty()) return 0;
       const Pending p = pending_flows[stream].front();
       pending_flows[stream].pop_front();
+      slots[stream].after_seq = p.after_seq;
       DeviceScopes& d = device_scopes[stream];
       std::size_t same = 0;
       while (same < kScopeDepth && p.scopes[same] != nullptr && d.open[same] == p.scopes[same] &&
@@ -660,6 +666,7 @@ struct Engine::Impl {
     if (!rank->pending_flows[stream.index()].empty()) {
       p = rank->pending_flows[stream.index()].front();
       rank->pending_flows[stream.index()].pop_front();
+      p.after_seq = rank->last_seq[stream.index()];  // the computation the send waited for
       rank->pending_flows[send_stream].push_back(p);
     }
     rank->streams[send_stream]->enqueue(e.sim.now(), {&Impl::start_comm, rank, call});
@@ -670,6 +677,7 @@ struct Engine::Impl {
     auto* rank = static_cast<Rank*>(obj);
     const std::uint64_t flow = rank->begin_item(stream.index(), rank->engine.sim.now());
     if (seq < rank->recvs_done) {
+      trace_join(rank, stream.index(), rank->engine.sim.now(), rank->engine.sim.now(), flow);
       rank->end_item(stream.index(), rank->engine.sim.now());
       stream.finish_current();
       return;
@@ -680,15 +688,24 @@ struct Engine::Impl {
     rank->join_start_ps = rank->engine.sim.now();
     rank->join_flow = flow;
   }
+  // The compute stream's wait for a receive, as a span after the receive's (Chakra needs it).
+  static void trace_join(Rank* rank, std::uint32_t stream, sim::TimePs begin, sim::TimePs end, std::uint64_t flow) {
+    Impl& e = rank->engine;
+    if (!e.tracer || !e.tracer->device_work()) return;
+    std::uint64_t after = 0;
+    if (!rank->recv_seqs.empty()) {
+      after = rank->recv_seqs.front();
+      rank->recv_seqs.pop_front();
+    }
+    rank->last_seq[stream] = e.tracer->device_span(rank->index, stream, "wait for recv", "wait", begin, end, flow, {}, 0,
+                                                   trace::FlowPhase::kBegin, after);
+  }
   static void recv_done(Rank* rank, sim::TimePs now) {
     ++rank->recvs_done;
     if (!rank->join_waiting || rank->join_seq >= rank->recvs_done) return;
     rank->join_waiting = false;
     rank->result.waiting_ps += now - rank->join_start_ps;
-    if (rank->engine.tracer && rank->engine.tracer->device_work() && now > rank->join_start_ps) {
-      rank->engine.tracer->device_span(rank->index, rank->join_stream, "wait for recv", "wait", rank->join_start_ps, now,
-                                       rank->join_flow, {});
-    }
+    trace_join(rank, rank->join_stream, rank->join_start_ps, now, rank->join_flow);
     rank->end_item(rank->join_stream, now);
     rank->streams[rank->join_stream]->finish_current();
   }
@@ -720,15 +737,18 @@ struct Engine::Impl {
                                      {"tag", r.number},
                                      {"comm_bytes", r.bytes},
                                      {"algorithm", r.fluid->algorithm}};
-          e->tracer->device_span(m.rank->index, m.stream, i == 0 ? "send" : "recv", "p2p", sl.comm_start_ps, now,
-                                 sl.flow_id, args, member_flow, phase);
+          const std::uint64_t seq = e->tracer->device_span(m.rank->index, m.stream, i == 0 ? "send" : "recv", "p2p",
+                                                           sl.comm_start_ps, now, sl.flow_id, args, member_flow, phase,
+                                                           sl.after_seq);
+          m.rank->last_seq[m.stream] = seq;
+          if (i == 1) m.rank->recv_seqs.push_back(seq);
         } else {
           const trace::Arg args[] = {{"comm_type", op_name(r.kind)},
                                      {"comm_bytes", r.bytes},
                                      {"group", r.rendezvous->members},
                                      {"algorithm", r.fluid->algorithm}};
-          e->tracer->device_span(m.rank->index, m.stream, op_name(r.kind), "collective", sl.comm_start_ps, now,
-                                 sl.flow_id, args, member_flow, phase);
+          m.rank->last_seq[m.stream] = e->tracer->device_span(m.rank->index, m.stream, op_name(r.kind), "collective",
+                                                              sl.comm_start_ps, now, sl.flow_id, args, member_flow, phase);
         }
       }
       sl.flow_id = 0;
@@ -779,8 +799,9 @@ struct Engine::Impl {
     c.rank->result.device_finish_ps = now;
     if (e->tracer && e->tracer->device_work()) {
       const trace::Arg args[] = {{"bytes", c.bytes}, {"direction", c.to_device ? "host to device" : "device to host"}};
-      e->tracer->device_span(c.rank->index, c.stream, c.to_device ? "memcpy HtoD" : "memcpy DtoH", "memcpy",
-                             c.start_ps, now, c.flow_id, args);
+      c.rank->last_seq[c.stream] = e->tracer->device_span(c.rank->index, c.stream,
+                                                          c.to_device ? "memcpy HtoD" : "memcpy DtoH", "memcpy",
+                                                          c.start_ps, now, c.flow_id, args);
     }
     c.rank->end_item(c.stream, now);
     c.rank->streams[c.stream]->finish_current();
@@ -818,8 +839,8 @@ struct Engine::Impl {
                                  {"hbm_bytes", k.hbm_bytes},
                                  {"bound", compute_bound ? "compute" : "memory"},
                                  {"why", slot.kernel->why}};
-      e.tracer->device_span(rank->index, static_cast<std::uint32_t>(stream), k.name, "kernel", run.start_ps, run.end_ps,
-                            slot.flow_id, args);
+      rank->last_seq[stream] = e.tracer->device_span(rank->index, static_cast<std::uint32_t>(stream), k.name, "kernel",
+                                                     run.start_ps, run.end_ps, slot.flow_id, args);
     }
     slot.kernel = nullptr;
     slot.flow_id = 0;
@@ -991,6 +1012,7 @@ EngineResult Engine::run(const std::function<void(RankContext&)>& program) {
     rank->result.device = d;
     rank->result.device_name = dev.name;
     rank->pending_flows.resize(e.streams_total);
+    rank->last_seq.assign(e.streams_total, 0);
     rank->device_scopes.resize(e.streams_total);
     if (e.tracer) {
       e.tracer->declare_rank(r, dev.name, e.options.streams_per_rank);  // p2p streams: declared when used

@@ -2,11 +2,20 @@
 
 #include <fmt/format.h>
 
+#include <array>
+#include <utility>
+
 namespace syntorch::runtime::detail {
 
 namespace {
 constexpr std::int32_t kInterconnectPid = 1 << 20;  // after every rank
 constexpr std::int32_t kMemoryTid = 1000;
+
+// Room for a span's args on the stack (Arg has no default).
+template <std::size_t N, std::size_t... I>
+std::array<trace::Arg, N> blank_args(std::index_sequence<I...>) {
+  return {((void)I, trace::Arg{std::string_view{}, false})...};
+}
 }  // namespace
 
 void EngineTrace::declare_rank(int rank, const std::string& device_name, std::size_t streams) {
@@ -65,14 +74,25 @@ void EngineTrace::op_span(int rank, std::string_view name, std::string_view shap
   recorder_.span(host, name, "op", begin_ps, end_ps, shape.empty() ? std::span<const trace::Arg>{} : args);
 }
 
-void EngineTrace::device_span(int rank, std::uint32_t stream, std::string_view name, std::string_view category,
-                              sim::TimePs begin_ps, sim::TimePs end_ps, std::uint64_t flow_id,
-                              std::span<const trace::Arg> args, std::uint64_t member_flow_id,
-                              trace::FlowPhase member_phase) {
+std::uint64_t EngineTrace::device_span(int rank, std::uint32_t stream, std::string_view name,
+                                       std::string_view category, sim::TimePs begin_ps, sim::TimePs end_ps,
+                                       std::uint64_t flow_id, std::span<const trace::Arg> args,
+                                       std::uint64_t member_flow_id, trace::FlowPhase member_phase,
+                                       std::uint64_t after_seq) {
   const trace::TrackId track = stream_track(rank, stream);
+  const std::uint64_t seq = ++ranks_[static_cast<std::size_t>(rank)].device_spans;
   if (flow_id != 0) recorder_.flow_end(flow_id, track, begin_ps);
   if (member_flow_id != 0) recorder_.flow(member_phase, member_flow_id, track, begin_ps, "collective", "flow");
-  recorder_.span(track, name, category, begin_ps, end_ps, args);
+  constexpr std::size_t kMaxArgs = 16;
+  std::array<trace::Arg, kMaxArgs> all = blank_args<kMaxArgs>(std::make_index_sequence<kMaxArgs>{});
+  std::size_t n = 0;
+  for (const trace::Arg& a : args) {
+    if (n + 2 < kMaxArgs) all[n++] = a;
+  }
+  all[n++] = {"seq", seq};
+  if (after_seq != 0) all[n++] = {"after", after_seq};
+  recorder_.span(track, name, category, begin_ps, end_ps, std::span<const trace::Arg>(all.data(), n));
+  return seq;
 }
 
 void EngineTrace::scope_span(int rank, std::uint32_t stream, std::string_view name, sim::TimePs begin_ps,
@@ -86,7 +106,10 @@ void EngineTrace::memory_event(int rank, sim::TimePs at_ps, bool allocate, std::
   const trace::Arg args[] = {{"bytes", bytes}, {"event", allocate ? "alloc" : "free"}};
   recorder_.instant(t.memory, what, allocate ? "alloc" : "free", at_ps, args);
   recorder_.counter(t.allocated, at_ps, static_cast<double>(allocated_bytes));
-  recorder_.counter(t.reserved, at_ps, static_cast<double>(reserved_bytes));
+  if (static_cast<double>(reserved_bytes) != t.last_reserved) {  // the cache changes size far less often
+    ranks_[static_cast<std::size_t>(rank)].last_reserved = static_cast<double>(reserved_bytes);
+    recorder_.counter(t.reserved, at_ps, static_cast<double>(reserved_bytes));
+  }
 }
 
 void EngineTrace::units_in_use(int rank, sim::TimePs at_ps, std::uint32_t units) {

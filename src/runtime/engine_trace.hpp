@@ -38,10 +38,15 @@ class EngineTrace {
   void op_span(int rank, std::string_view name, std::string_view shape, sim::TimePs begin_ps, sim::TimePs end_ps,
                std::span<const std::uint64_t> flow_ids, std::span<const sim::TimePs> flow_ps);
 
-  // Stream tracks: device work, ending the flow from its op (flow_id 0: none).
-  void device_span(int rank, std::uint32_t stream, std::string_view name, std::string_view category,
-                   sim::TimePs begin_ps, sim::TimePs end_ps, std::uint64_t flow_id, std::span<const trace::Arg> args,
-                   std::uint64_t member_flow_id = 0, trace::FlowPhase member_phase = trace::FlowPhase::kBegin);
+  // Stream tracks: device work, ending the flow from its op (flow_id 0: none). Every device span
+  // carries "seq", its number among the rank's device spans (from 1); "after" names the seq of
+  // work on another stream it had to wait for (a send waits for the computation before it; the
+  // wait for a receive waits for the receive), which Chakra traces turn into dependencies.
+  // Returns the span's seq.
+  std::uint64_t device_span(int rank, std::uint32_t stream, std::string_view name, std::string_view category,
+                            sim::TimePs begin_ps, sim::TimePs end_ps, std::uint64_t flow_id,
+                            std::span<const trace::Arg> args, std::uint64_t member_flow_id = 0,
+                            trace::FlowPhase member_phase = trace::FlowPhase::kBegin, std::uint64_t after_seq = 0);
 
   // A model scope (a step, a layer) around the device work launched inside it, on a stream.
   void scope_span(int rank, std::uint32_t stream, std::string_view name, sim::TimePs begin_ps, sim::TimePs end_ps);
@@ -60,6 +65,8 @@ class EngineTrace {
     trace::TrackId host, memory, allocated, reserved, units, hbm;
     std::vector<trace::TrackId> streams;
     std::size_t compute_streams = 0;
+    std::uint64_t device_spans = 0;
+    double last_reserved = -1;
   };
   trace::TrackId stream_track(int rank, std::uint32_t stream);
   trace::Recorder& recorder_;
