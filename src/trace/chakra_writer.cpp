@@ -1,5 +1,6 @@
 #include "syntorch/trace/chakra_writer.hpp"
 
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <functional>
@@ -160,7 +161,10 @@ struct ChakraWriter::Impl {
   std::unordered_map<std::string, std::size_t, StringHash, std::equal_to<>> group_of_text;
   std::map<std::vector<std::int64_t>, std::size_t> group_of_ranks;
   std::vector<Group> groups;
-  et::Node node;  // reused for every node
+  // One reused Node per attribute layout, its attributes set up once: a node only overwrites
+  // values, so writing one allocates nothing.
+  enum Layout : std::size_t { kCompute, kCollective, kCollectiveInGroup, kPointToPoint, kLayouts };
+  std::array<et::Node, kLayouts> layouts;
   std::string buffer;
   std::string text;  // sanitised strings
   std::uint64_t nodes = 0;
@@ -204,10 +208,26 @@ struct ChakraWriter::Impl {
     return groups[it->second].name;
   }
 
-  et::AttributeProto& attr(std::string_view name) {
-    et::AttributeProto* a = node.add_attr();
-    a->mutable_name()->assign(name.data(), name.size());
-    return *a;
+  Impl() {
+    const auto add = [](et::Node& n, const char* name) -> et::AttributeProto& {
+      et::AttributeProto* a = n.add_attr();
+      a->set_name(name);
+      return *a;
+    };
+    et::Node& comp = layouts[kCompute];
+    add(comp, "num_ops").set_int64_val(0);
+    add(comp, "tensor_size").set_uint64_val(0);
+    add(comp, "is_cpu_op").set_bool_val(false);
+    for (const Layout l : {kCollective, kCollectiveInGroup}) {
+      add(layouts[l], "comm_type").set_int64_val(0);
+      add(layouts[l], "comm_size").set_int64_val(0);
+    }
+    add(layouts[kCollectiveInGroup], "pg_name").set_string_val("");
+    et::Node& p2p = layouts[kPointToPoint];
+    add(p2p, "comm_src").set_int32_val(0);
+    add(p2p, "comm_dst").set_int32_val(0);
+    add(p2p, "comm_tag").set_int32_val(0);
+    add(p2p, "comm_size").set_int64_val(0);
   }
 
   void on_span(const SpanEvent& span) {
@@ -234,8 +254,15 @@ struct ChakraWriter::Impl {
       return;
     }
 
-    node.Clear();
-    const std::uint64_t id = t.rank->next_id++;
+    Layout layout = type == et::COMP_NODE ? kCompute : kPointToPoint;
+    const ArgValue* group = nullptr;
+    if (type == et::COMM_COLL_NODE) {
+      group = find_arg(span.args, "group");
+      if (group != nullptr && group->type() != ArgValue::Type::kString) group = nullptr;
+      layout = group != nullptr ? kCollectiveInGroup : kCollective;
+    }
+    et::Node& node = layouts[layout];
+    const std::uint64_t id = t.rank->next_id;
     node.set_id(id);
     if (detail::is_valid_utf8(span.name)) {
       node.mutable_name()->assign(span.name.data(), span.name.size());
@@ -243,22 +270,20 @@ struct ChakraWriter::Impl {
       detail::assign_valid_utf8(*node.mutable_name(), span.name);
     }
     node.set_type(type);
+    node.clear_data_deps();
     if (t.has_last) node.add_data_deps(t.last_id);
     node.set_start_time_micros(span.begin_ps / kPsPerUs);
     node.set_duration_micros((span.end_ps - span.begin_ps + kPsPerUs / 2) / kPsPerUs);
 
-    switch (type) {
-      case et::COMP_NODE:
-        if (span.category == "kernel") {
-          attr("num_ops").set_int64_val(int64_of(find_arg(span.args, "flops")));
-          attr("tensor_size").set_uint64_val(uint64_of(find_arg(span.args, "hbm_bytes")));
-        } else {
-          attr("num_ops").set_int64_val(0);
-          attr("tensor_size").set_uint64_val(uint64_of(find_arg(span.args, "bytes")));
-        }
-        attr("is_cpu_op").set_bool_val(false);
+    switch (layout) {
+      case kCompute: {
+        const bool kernel = span.category == "kernel";
+        node.mutable_attr(0)->set_int64_val(kernel ? int64_of(find_arg(span.args, "flops")) : 0);
+        node.mutable_attr(1)->set_uint64_val(uint64_of(find_arg(span.args, kernel ? "hbm_bytes" : "bytes")));
         break;
-      case et::COMM_COLL_NODE: {
+      }
+      case kCollective:
+      case kCollectiveInGroup: {
         const ArgValue* kind = find_arg(span.args, "comm_type");
         const std::optional<et::CollectiveCommType> comm =
             kind != nullptr && kind->type() == ArgValue::Type::kString ? comm_type_of(kind->as_string())
@@ -272,21 +297,21 @@ struct ChakraWriter::Impl {
                               : fmt::format("comm_type \"{}\"",
                                             kind->type() == ArgValue::Type::kString ? kind->as_string() : "?")));
         }
-        attr("comm_type").set_int64_val(*comm);
-        attr("comm_size").set_int64_val(int64_of(find_arg(span.args, "comm_bytes")));
-        if (const ArgValue* g = find_arg(span.args, "group"); g != nullptr && g->type() == ArgValue::Type::kString) {
-          const std::string& name = group_name(g->as_string(), span.name, t.pid);
-          attr("pg_name").mutable_string_val()->assign(name);
+        node.mutable_attr(0)->set_int64_val(*comm);
+        node.mutable_attr(1)->set_int64_val(int64_of(find_arg(span.args, "comm_bytes")));
+        if (group != nullptr) {
+          node.mutable_attr(2)->mutable_string_val()->assign(group_name(group->as_string(), span.name, t.pid));
         }
         break;
       }
       default:  // send / recv
-        attr("comm_src").set_int32_val(int32_of(find_arg(span.args, "src")));
-        attr("comm_dst").set_int32_val(int32_of(find_arg(span.args, "dst")));
-        attr("comm_tag").set_int32_val(int32_of(find_arg(span.args, "tag")));
-        attr("comm_size").set_int64_val(int64_of(find_arg(span.args, "comm_bytes")));
+        node.mutable_attr(0)->set_int32_val(int32_of(find_arg(span.args, "src")));
+        node.mutable_attr(1)->set_int32_val(int32_of(find_arg(span.args, "dst")));
+        node.mutable_attr(2)->set_int32_val(int32_of(find_arg(span.args, "tag")));
+        node.mutable_attr(3)->set_int64_val(int64_of(find_arg(span.args, "comm_bytes")));
         break;
     }
+    ++t.rank->next_id;
     write(*t.rank, node);
     t.has_last = true;
     t.last_id = id;

@@ -29,6 +29,7 @@ class TraceFileError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// One track of a trace file: who it belongs to, how many events it holds and when.
 struct TrackSummary {
   std::string process;  // the process's name, or "pid N" when it has none
   std::string track;    // the thread's or counter's name ("tid N" when it has none)
@@ -37,6 +38,7 @@ struct TrackSummary {
   TimePs last_ps = 0;   // latest event time (slice ends included)
 };
 
+// A whole trace file (or a Chakra workload's rank files): its tracks and the totals.
 struct TraceFileSummary {
   std::string format;                      // "chrome", "perfetto", "chakra" or "csv"
   std::vector<std::filesystem::path> files;  // the files read (several for a Chakra prefix)
