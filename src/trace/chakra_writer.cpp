@@ -43,6 +43,10 @@ const ArgValue* find_arg(std::span<const Arg> args, std::string_view key) {
   return nullptr;
 }
 
+bool is_integer(const ArgValue& v) {
+  return v.type() == ArgValue::Type::kUint64 || v.type() == ArgValue::Type::kInt64;
+}
+
 // The argument as a number (strings that do not parse count as absent).
 std::optional<double> number_of(const ArgValue* v) {
   if (v == nullptr) return std::nullopt;
@@ -140,7 +144,8 @@ std::optional<std::vector<std::int64_t>> parse_ranks(std::string_view text) {
 struct ChakraWriter::Impl {
   struct Rank {
     std::unique_ptr<OutputFile> file;
-    std::uint64_t next_id = 0;
+    bool has_nodes = false;
+    std::uint64_t last_id = 0;  // the newest node's id
   };
   struct Track {
     bool declared = false;
@@ -242,7 +247,7 @@ struct ChakraWriter::Impl {
     if (t.rank == nullptr) return;  // host tracks hold no nodes
 
     et::NodeType type;
-    if (span.category == "kernel" || span.category == "memcpy") {
+    if (span.category == "kernel" || span.category == "memcpy" || span.category == "wait") {
       type = et::COMP_NODE;
     } else if (span.category == "collective") {
       type = et::COMM_COLL_NODE;
@@ -262,7 +267,17 @@ struct ChakraWriter::Impl {
       layout = group != nullptr ? kCollectiveInGroup : kCollective;
     }
     et::Node& node = layouts[layout];
-    const std::uint64_t id = t.rank->next_id;
+    Rank& rank = *t.rank;
+    // Ids: the span's "seq" (the simulator numbers a rank's device spans), else the next number.
+    std::uint64_t id = rank.has_nodes ? rank.last_id + 1 : 0;
+    if (const ArgValue* seq = find_arg(span.args, "seq"); seq != nullptr && is_integer(*seq)) {
+      id = uint64_of(seq);
+      if (rank.has_nodes && id <= rank.last_id) {
+        throw std::invalid_argument(fmt::format(
+            "trace::ChakraWriter: '{}' on rank {} has seq {}, not above the previous node's id {}", span.name,
+            t.pid, id, rank.last_id));
+      }
+    }
     node.set_id(id);
     if (detail::is_valid_utf8(span.name)) {
       node.mutable_name()->assign(span.name.data(), span.name.size());
@@ -272,8 +287,19 @@ struct ChakraWriter::Impl {
     node.set_type(type);
     node.clear_data_deps();
     if (t.has_last) node.add_data_deps(t.last_id);
+    // "after": the seq of work on another stream this one waited for.
+    if (const ArgValue* after = find_arg(span.args, "after"); after != nullptr && is_integer(*after)) {
+      const std::uint64_t dep = uint64_of(after);
+      if (!rank.has_nodes || dep > rank.last_id) {
+        throw std::invalid_argument(fmt::format(
+            "trace::ChakraWriter: '{}' on rank {} comes after seq {}, which is not an earlier node", span.name, t.pid,
+            dep));
+      }
+      if (!(t.has_last && dep == t.last_id)) node.add_data_deps(dep);
+    }
+    const bool wait = span.category == "wait";  // a dependency point: its time is the wait itself
     node.set_start_time_micros(span.begin_ps / kPsPerUs);
-    node.set_duration_micros((span.end_ps - span.begin_ps + kPsPerUs / 2) / kPsPerUs);
+    node.set_duration_micros(wait ? 0 : (span.end_ps - span.begin_ps + kPsPerUs / 2) / kPsPerUs);
 
     switch (layout) {
       case kCompute: {
@@ -311,8 +337,9 @@ struct ChakraWriter::Impl {
         node.mutable_attr(3)->set_int64_val(int64_of(find_arg(span.args, "comm_bytes")));
         break;
     }
-    ++t.rank->next_id;
-    write(*t.rank, node);
+    rank.has_nodes = true;
+    rank.last_id = id;
+    write(rank, node);
     t.has_last = true;
     t.last_id = id;
     ++nodes;

@@ -267,6 +267,60 @@ TEST_F(ChakraFiles, OtherStreamSpansAndHostSpansAreNotNodes) {
   EXPECT_EQ(r.nodes[0].id(), 0u);
 }
 
+TEST_F(ChakraFiles, SeqNamesNodesAndAfterAddsTheDependencyAcrossStreams) {
+  // As the simulator emits them: every device span numbered ("seq", per rank, from 1); a send
+  // after the computation producing its data; the compute stream's wait for a receive.
+  Recorder rec;
+  rec.attach(std::make_unique<ChakraWriter>(dir_ / "run.et"));
+  rec.add_process(0, "rank 0");
+  const TrackId compute = rec.add_thread_track(0, 1, "stream 0");
+  const TrackId sends = rec.add_thread_track(0, 2, "stream: sends");
+  const TrackId receives = rec.add_thread_track(0, 3, "stream: receives");
+  rec.span(compute, "layer 0", "scope", 0, 3 * kUs);  // not a node, no seq
+  rec.span(receives, "recv", "p2p", 0, 2 * kUs, {{"src", 1}, {"dst", 0}, {"seq", std::uint64_t{1}}});
+  rec.span(compute, "wait for recv", "wait", 1 * kUs, 2 * kUs, {{"seq", std::uint64_t{2}}, {"after", std::uint64_t{1}}});
+  rec.span(compute, "gemm", "kernel", 2 * kUs, 3 * kUs, {{"flops", 1e6}, {"seq", std::uint64_t{3}}});
+  rec.span(sends, "send", "p2p", 3 * kUs, 4 * kUs,
+           {{"src", 0}, {"dst", 1}, {"seq", std::uint64_t{4}}, {"after", std::uint64_t{3}}});
+  rec.span(compute, "gemm", "kernel", 3 * kUs, 5 * kUs, {{"flops", 1e6}, {"seq", std::uint64_t{5}}});
+  rec.finish();
+  const RankFile r = read_rank(dir_ / "run.0.et");
+  ASSERT_EQ(r.nodes.size(), 5u);
+  std::vector<std::uint64_t> ids;
+  for (const auto& n : r.nodes) ids.push_back(n.id());
+  EXPECT_EQ(ids, (std::vector<std::uint64_t>{1, 2, 3, 4, 5}));
+  const auto deps = [&](std::size_t i) {
+    return std::vector<std::uint64_t>(r.nodes[i].data_deps().begin(), r.nodes[i].data_deps().end());
+  };
+  EXPECT_EQ(deps(0), std::vector<std::uint64_t>{});      // recv: first on its stream
+  EXPECT_EQ(deps(1), std::vector<std::uint64_t>{1});     // the wait: after the recv
+  EXPECT_EQ(deps(2), std::vector<std::uint64_t>{2});     // gemm: after the wait (its stream)
+  EXPECT_EQ(deps(3), std::vector<std::uint64_t>{3});     // send: after the gemm (across streams)
+  EXPECT_EQ(deps(4), std::vector<std::uint64_t>{3});     // gemm: stream order; "after" absent
+  const et::Node& wait = r.nodes[1];
+  EXPECT_EQ(wait.type(), et::COMP_NODE);
+  EXPECT_EQ(wait.duration_micros(), 0u);
+  EXPECT_EQ(wait.start_time_micros(), 1u);
+  EXPECT_EQ(attr(wait, "num_ops")->int64_val(), 0);
+  EXPECT_EQ(attr(wait, "tensor_size")->uint64_val(), 0u);
+}
+
+TEST_F(ChakraFiles, ASeqThatDoesNotIncreaseOrAnAfterThatIsNotEarlierIsAnError) {
+  Recorder rec;
+  rec.attach(std::make_unique<ChakraWriter>(dir_ / "run.et"));
+  rec.add_process(0, "rank 0");
+  const TrackId s = rec.add_thread_track(0, 1, "stream 0");
+  rec.span(s, "a", "kernel", 0, 1, {{"seq", std::uint64_t{5}}});
+  EXPECT_THROW(rec.span(s, "b", "kernel", 1, 2, {{"seq", std::uint64_t{5}}}), std::invalid_argument);
+  EXPECT_THROW(rec.span(s, "c", "kernel", 1, 2, {{"seq", std::uint64_t{7}}, {"after", std::uint64_t{9}}}),
+               std::invalid_argument);
+  rec.span(s, "d", "kernel", 1, 2);  // no seq: the next number
+  rec.finish();
+  const RankFile r = read_rank(dir_ / "run.0.et");
+  ASSERT_EQ(r.nodes.size(), 2u);
+  EXPECT_EQ(r.nodes[1].id(), 6u);
+}
+
 TEST(ChakraWriter, AnUnwritableDirectoryThrowsAtConstruction) {
   EXPECT_THROW(ChakraWriter("/nonexistent-dir-for-syntorch/run.et"), std::runtime_error);
 }

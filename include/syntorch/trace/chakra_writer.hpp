@@ -16,10 +16,16 @@
 //                 named "0", "1", ... in order of first appearance in the whole trace)
 //   "p2p" named "send" / "recv"  COMM_SEND_NODE / COMM_RECV_NODE: comm_src, comm_dst, comm_tag
 //                 (int32, args "src", "dst", "tag"), comm_size (int64, args "comm_bytes")
+//   "wait"        COMP_NODE with num_ops 0, tensor_size 0 and duration 0: a stream waiting for
+//                 another (for a receive), a point that carries the dependency
 //   Other spans (host ops, scopes, other categories) are not nodes. Missing numeric args count
 //   as 0; a collective without a known comm_type throws std::invalid_argument.
-// Each node depends (data_deps) on the previous node of its stream; ids count from 0 per rank;
-// start_time_micros is the begin rounded down, duration_micros the duration rounded to nearest.
+// Ids: args "seq" (an integer, increasing per rank: the simulator numbers each rank's device
+// spans) when present, else one more than the rank's previous node (from 0). data_deps: the
+// previous node of its stream, and args "after" (the seq of work on another stream of the rank
+// that it waited for, e.g. a send after the computation producing its data), which must name an
+// earlier node (else std::invalid_argument). start_time_micros is the begin rounded down,
+// duration_micros the duration rounded to nearest.
 // A rank's file is created with its first stream track, so every rank with a stream has a file.
 //
 // Files are OutputFiles: written as "<name>.partial" and renamed by finish(); a writer destroyed
