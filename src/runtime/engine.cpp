@@ -833,10 +833,8 @@ struct Engine::Impl {
       const trace::Arg args[] = {{"op", op_name(k.op)},
                                  {"impl", k.impl},
                                  {"tile", k.tile},
-                                 {"tiles", k.tiles},
-                                 {"units", run.units},
-                                 {"flops", k.flops},
-                                 {"hbm_bytes", k.hbm_bytes},
+                                 {"flops", static_cast<std::uint64_t>(std::llround(k.flops))},
+                                 {"hbm_bytes", static_cast<std::uint64_t>(std::llround(k.hbm_bytes))},
                                  {"bound", compute_bound ? "compute" : "memory"},
                                  {"why", slot.kernel->why}};
       rank->last_seq[stream] = e.tracer->device_span(rank->index, static_cast<std::uint32_t>(stream), k.name, "kernel",

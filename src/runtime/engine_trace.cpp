@@ -22,11 +22,12 @@ void EngineTrace::declare_rank(int rank, const std::string& device_name, std::si
   if (ranks_.size() <= static_cast<std::size_t>(rank)) ranks_.resize(static_cast<std::size_t>(rank) + 1);
   RankTracks& t = ranks_[static_cast<std::size_t>(rank)];
   recorder_.add_process(rank, fmt::format("rank {} ({})", rank, device_name));
-  t.host = recorder_.add_thread_track(rank, 0, "host: torch ops");
+  // Thread ids from 1: Perfetto reads tid 0 as the idle task.
+  t.host = recorder_.add_thread_track(rank, 1, "host: torch ops");
   t.compute_streams = streams;
   if (device_work()) {
     for (std::size_t s = 0; s < streams; ++s) {
-      t.streams.push_back(recorder_.add_thread_track(rank, static_cast<std::int32_t>(s + 1), fmt::format("stream {}", s)));
+      t.streams.push_back(recorder_.add_thread_track(rank, static_cast<std::int32_t>(s + 2), fmt::format("stream {}", s)));
     }
   }
   if (memory()) {
@@ -47,7 +48,7 @@ trace::TrackId EngineTrace::stream_track(int rank, std::uint32_t stream) {
     const std::size_t s = t.streams.size();
     const std::size_t extra = s - t.compute_streams;
     const std::string name = extra == 0 ? "stream: sends" : extra == 1 ? "stream: receives" : fmt::format("stream {}", s);
-    t.streams.push_back(recorder_.add_thread_track(rank, static_cast<std::int32_t>(s + 1), name));
+    t.streams.push_back(recorder_.add_thread_track(rank, static_cast<std::int32_t>(s + 2), name));
   }
   return t.streams[stream];
 }
@@ -89,7 +90,6 @@ std::uint64_t EngineTrace::device_span(int rank, std::uint32_t stream, std::stri
   for (const trace::Arg& a : args) {
     if (n + 2 < kMaxArgs) all[n++] = a;
   }
-  all[n++] = {"seq", seq};
   if (after_seq != 0) all[n++] = {"after", after_seq};
   recorder_.span(track, name, category, begin_ps, end_ps, std::span<const trace::Arg>(all.data(), n));
   return seq;
@@ -103,7 +103,7 @@ void EngineTrace::scope_span(int rank, std::uint32_t stream, std::string_view na
 void EngineTrace::memory_event(int rank, sim::TimePs at_ps, bool allocate, std::string_view what, std::uint64_t bytes,
                                std::uint64_t allocated_bytes, std::uint64_t reserved_bytes) {
   const RankTracks& t = ranks_[static_cast<std::size_t>(rank)];
-  const trace::Arg args[] = {{"bytes", bytes}, {"event", allocate ? "alloc" : "free"}};
+  const trace::Arg args[] = {{"bytes", bytes}};  // alloc or free: the category says which
   recorder_.instant(t.memory, what, allocate ? "alloc" : "free", at_ps, args);
   recorder_.counter(t.allocated, at_ps, static_cast<double>(allocated_bytes));
   if (static_cast<double>(reserved_bytes) != t.last_reserved) {  // the cache changes size far less often

@@ -38,11 +38,11 @@ class EngineTrace {
   void op_span(int rank, std::string_view name, std::string_view shape, sim::TimePs begin_ps, sim::TimePs end_ps,
                std::span<const std::uint64_t> flow_ids, std::span<const sim::TimePs> flow_ps);
 
-  // Stream tracks: device work, ending the flow from its op (flow_id 0: none). Every device span
-  // carries "seq", its number among the rank's device spans (from 1); "after" names the seq of
-  // work on another stream it had to wait for (a send waits for the computation before it; the
-  // wait for a receive waits for the receive), which Chakra traces turn into dependencies.
-  // Returns the span's seq.
+  // Stream tracks: device work, ending the flow from its op (flow_id 0: none). Device spans are
+  // numbered per rank from 1 in the order they are emitted (the Chakra writer numbers its nodes
+  // the same way); "after" names the number of work on another stream this one had to wait for
+  // (a send waits for the computation before it; the wait for a receive waits for the receive),
+  // which Chakra traces turn into dependencies. Returns the span's number.
   std::uint64_t device_span(int rank, std::uint32_t stream, std::string_view name, std::string_view category,
                             sim::TimePs begin_ps, sim::TimePs end_ps, std::uint64_t flow_id,
                             std::span<const trace::Arg> args, std::uint64_t member_flow_id = 0,

@@ -268,8 +268,9 @@ struct ChakraWriter::Impl {
     }
     et::Node& node = layouts[layout];
     Rank& rank = *t.rank;
-    // Ids: the span's "seq" (the simulator numbers a rank's device spans), else the next number.
-    std::uint64_t id = rank.has_nodes ? rank.last_id + 1 : 0;
+    // Ids: the span's "seq" when it has one, else the next number from 1, which is how the
+    // simulator numbers a rank's device spans (its "after" args refer to these numbers).
+    std::uint64_t id = rank.has_nodes ? rank.last_id + 1 : 1;
     if (const ArgValue* seq = find_arg(span.args, "seq"); seq != nullptr && is_integer(*seq)) {
       id = uint64_of(seq);
       if (rank.has_nodes && id <= rank.last_id) {

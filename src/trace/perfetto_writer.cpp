@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "json_text.hpp"
 #include "perfetto_trace.pb.h"
 #include "proto_io.hpp"
@@ -37,7 +39,7 @@ struct StringHash {
 };
 using InternTable = std::unordered_map<std::string, std::uint64_t, StringHash, std::equal_to<>>;
 
-enum class InternKind : std::uint8_t { kName, kCategory, kAnnotation };
+enum class InternKind : std::uint8_t { kName, kCategory, kAnnotation, kStringValue };
 
 }  // namespace
 
@@ -78,7 +80,9 @@ struct PerfettoWriter::Impl {
   bool interned_pending = false;
   std::string buffer;   // one directly written packet
   std::string scratch;  // a slice begin inserted before the slices it encloses; sanitised text
-  InternTable names, categories, annotation_names;
+  InternTable names, categories, annotation_names, string_values;
+  static constexpr std::size_t kMaxInternedValueBytes = 1024;
+  static constexpr std::size_t kMaxInternedValues = 1 << 18;
   std::vector<Track> tracks;
   std::vector<PendingFlow> bound;  // the flows bound to the span being written
   std::uint64_t packets = 0;
@@ -159,6 +163,12 @@ struct PerfettoWriter::Impl {
         e->mutable_name()->assign(scratch);
         break;
       }
+      case InternKind::kStringValue: {
+        pp::InternedString* e = data->add_debug_annotation_string_values();
+        e->set_iid(iid);
+        e->mutable_str()->assign(scratch);
+        break;
+      }
     }
     interned_pending = true;
     return iid;
@@ -194,7 +204,18 @@ struct PerfettoWriter::Impl {
         case ArgValue::Type::kUint64: d->set_uint_value(a.value.as_uint64()); break;
         case ArgValue::Type::kDouble: d->set_double_value(a.value.as_double()); break;
         case ArgValue::Type::kBool: d->set_bool_value(a.value.as_bool()); break;
-        case ArgValue::Type::kString: set_string(d->mutable_string_value(), a.value.as_string()); break;
+        case ArgValue::Type::kString: {
+          // Argument strings repeat (a kernel's reasons, its implementation, a shape): interned,
+          // up to a bound on how many distinct ones are kept.
+          const std::string_view v = a.value.as_string();
+          if (v.size() <= kMaxInternedValueBytes &&
+              (string_values.size() < kMaxInternedValues || string_values.count(v) != 0)) {
+            d->set_string_value_iid(intern(string_values, InternKind::kStringValue, v));
+          } else {
+            set_string(d->mutable_string_value(), v);
+          }
+          break;
+        }
       }
     }
   }
@@ -427,7 +448,12 @@ void PerfettoWriter::on_counter(const CounterEvent& counter) {
   pp::TrackEvent* te = p.mutable_track_event();
   te->set_type(pp::TrackEvent::TYPE_COUNTER);
   te->set_track_uuid(t.uuid);
-  te->set_double_counter_value(counter.value);
+  // Whole values (bytes, units in use) as a varint, the rest as a double.
+  if (counter.value == std::floor(counter.value) && std::fabs(counter.value) < 0x1p62) {
+    te->set_counter_value(static_cast<std::int64_t>(counter.value));
+  } else {
+    te->set_double_counter_value(counter.value);
+  }
   m.write_direct(p);
 }
 

@@ -98,14 +98,14 @@ TEST_F(ChakraFiles, EachFileIsMetadataThenOneNodePerDeviceSpanInStreamOrder) {
                                         et::COMM_COLL_NODE};
   for (std::size_t i = 0; i < r0.nodes.size(); ++i) {
     const et::Node& n = r0.nodes[i];
-    EXPECT_EQ(n.id(), i);
+    EXPECT_EQ(n.id(), i + 1);  // numbered from 1, as the simulator numbers device spans
     EXPECT_EQ(n.name(), names[i]);
     EXPECT_EQ(n.type(), types[i]) << n.name();
     if (i == 0) {
       EXPECT_EQ(n.data_deps_size(), 0);
     } else {
       ASSERT_EQ(n.data_deps_size(), 1) << n.name();
-      EXPECT_EQ(n.data_deps(0), i - 1) << n.name();
+      EXPECT_EQ(n.data_deps(0), i) << n.name();
     }
     EXPECT_EQ(n.ctrl_deps_size(), 0);
   }
@@ -116,7 +116,7 @@ TEST_F(ChakraFiles, EachFileIsMetadataThenOneNodePerDeviceSpanInStreamOrder) {
   const RankFile r1 = read_rank(dir_ / "run.1.et");
   ASSERT_EQ(r1.nodes.size(), 4u);
   EXPECT_EQ(r1.nodes[2].type(), et::COMM_RECV_NODE);
-  EXPECT_EQ(r1.nodes[3].data_deps(0), 2u);
+  EXPECT_EQ(r1.nodes[3].data_deps(0), 3u);
 }
 
 TEST_F(ChakraFiles, KernelAndCopyNodesCarryOpsBytesAndAreGpuOps) {
@@ -180,10 +180,10 @@ TEST_F(ChakraFiles, ProtocDecodesTheMetadataAndANode) {
   const std::string meta = protoc_decode("ChakraProtoMsg.GlobalMetadata", "et_def.proto", dir_ / "meta.bin");
   EXPECT_NE(meta.find("version: \"0.0.4\""), std::string::npos) << meta;
   const std::string node = protoc_decode("ChakraProtoMsg.Node", "et_def.proto", dir_ / "node.bin");
-  EXPECT_NE(node.find("id: 1\n"), std::string::npos) << node;
+  EXPECT_NE(node.find("id: 2\n"), std::string::npos) << node;
   EXPECT_NE(node.find("name: \"allreduce\""), std::string::npos) << node;
   EXPECT_NE(node.find("type: COMM_COLL_NODE"), std::string::npos) << node;
-  EXPECT_NE(node.find("data_deps: 0"), std::string::npos) << node;
+  EXPECT_NE(node.find("data_deps: 1"), std::string::npos) << node;
   EXPECT_NE(node.find("start_time_micros: 6"), std::string::npos) << node;
   EXPECT_NE(node.find("duration_micros: 6"), std::string::npos) << node;
   EXPECT_NE(node.find("name: \"comm_type\"\n  int64_val: 0"), std::string::npos) << node;
@@ -264,7 +264,7 @@ TEST_F(ChakraFiles, OtherStreamSpansAndHostSpansAreNotNodes) {
   const RankFile r = read_rank(dir_ / "run.0.et");
   ASSERT_EQ(r.nodes.size(), 1u);
   EXPECT_EQ(r.nodes[0].name(), "k");
-  EXPECT_EQ(r.nodes[0].id(), 0u);
+  EXPECT_EQ(r.nodes[0].id(), 1u);
 }
 
 TEST_F(ChakraFiles, SeqNamesNodesAndAfterAddsTheDependencyAcrossStreams) {

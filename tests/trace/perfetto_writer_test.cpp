@@ -66,7 +66,7 @@ struct Model {
   std::vector<std::string> problems;
 
   explicit Model(const std::vector<pp::TracePacket>& packets) {
-    std::map<std::uint64_t, std::string> names, categories, annotation_names;
+    std::map<std::uint64_t, std::string> names, categories, annotation_names, string_values;
     struct Pending {
       std::uint64_t ts;
       std::size_t order;
@@ -80,6 +80,7 @@ struct Model {
       for (const auto& e : p.interned_data().event_names()) names[e.iid()] = e.name();
       for (const auto& e : p.interned_data().event_categories()) categories[e.iid()] = e.name();
       for (const auto& e : p.interned_data().debug_annotation_names()) annotation_names[e.iid()] = e.name();
+      for (const auto& e : p.interned_data().debug_annotation_string_values()) string_values[e.iid()] = e.str();
       if (p.has_track_descriptor()) {
         const auto& d = p.track_descriptor();
         track_names[d.uuid()] = d.has_thread() ? d.thread().thread_name() : d.name();
@@ -88,7 +89,8 @@ struct Model {
       const auto& te = p.track_event();
       if (!track_names.count(te.track_uuid())) problems.push_back("event before its track descriptor");
       if (te.type() == pp::TrackEvent::TYPE_COUNTER) {
-        counters[te.track_uuid()].push_back(te.double_counter_value());
+        counters[te.track_uuid()].push_back(te.has_counter_value() ? static_cast<double>(te.counter_value())
+                                                                   : te.double_counter_value());
         continue;
       }
       Pending ev{p.timestamp(), i, {}, te.type(), te.track_uuid()};
@@ -101,6 +103,10 @@ struct Model {
       for (const auto& a : te.debug_annotations()) {
         std::string v;
         if (a.has_string_value()) v = a.string_value();
+        if (a.has_string_value_iid()) {
+          if (!string_values.count(a.string_value_iid())) problems.push_back("string value iid used before it is interned");
+          v = string_values[a.string_value_iid()];
+        }
         if (a.has_uint_value()) v = std::to_string(a.uint_value());
         if (a.has_int_value()) v = std::to_string(a.int_value());
         if (a.has_double_value()) v = fmt::format("{}", a.double_value());
@@ -221,9 +227,12 @@ TEST(PerfettoWriter, ProtocDecodesTheFileAsATrace) {
   EXPECT_NE(text.find("event_categories {"), std::string::npos);
   EXPECT_NE(text.find("debug_annotation_names {"), std::string::npos);
   // Values.
-  EXPECT_NE(text.find("double_counter_value: 4096"), std::string::npos);
-  EXPECT_NE(text.find("double_counter_value: 132"), std::string::npos);
-  EXPECT_NE(text.find("string_value: \"[8, 1024] x [1024, 4096]\""), std::string::npos);
+  EXPECT_NE(text.find("counter_value: 4096"), std::string::npos);  // whole values as varints
+  EXPECT_NE(text.find("counter_value: 132"), std::string::npos);
+  // String arguments are interned once and referred to by iid.
+  EXPECT_EQ(count_of(text, "str: \"[8, 1024] x [1024, 4096]\""), 1u);
+  EXPECT_NE(text.find("debug_annotation_string_values {"), std::string::npos);
+  EXPECT_NE(text.find("string_value_iid: "), std::string::npos);
   EXPECT_NE(text.find("double_value: 2500000"), std::string::npos);
   // Flows: two per rank, each id once as a flow id and once as a terminating one.
   EXPECT_EQ(count_of(text, "flow_ids: "), 8u);
@@ -358,7 +367,9 @@ TEST(PerfettoWriter, AStepScopeOverThousandsOfKernelsNestsWithItsFirstLayerAndKe
     for (int l = 0; l < kLayers; ++l) {
       const TimePs layer_begin = now;
       for (int k = 0; k < kKernels; ++k) {
-        rec.span(t, fmt::format("kernel {}", k), "kernel", now, now + 1500, {{"why", why}, {"flops", 1e9}});
+        // Distinct reasons, so interning does not shrink the output below the window.
+        const std::string reason = fmt::format("{} {} {}", why, l, k);
+        rec.span(t, fmt::format("kernel {}", k), "kernel", now, now + 1500, {{"why", reason}, {"flops", 1e9}});
         now += 1500;
       }
       rec.span(t, fmt::format("layer {}", l), "scope", layer_begin, now);
