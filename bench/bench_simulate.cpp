@@ -11,6 +11,7 @@
 #include "syntorch/hw/machine.hpp"
 #include "syntorch/models/simulate.hpp"
 #include "syntorch/trace/chrome_json_writer.hpp"
+#include "syntorch/trace/open_trace_writer.hpp"
 #include "syntorch/trace/recorder.hpp"
 
 namespace {
@@ -72,6 +73,37 @@ void BM_Gpt3_175B_Tp8_ChromeTrace(benchmark::State& state) {
   report(state, r);
 }
 BENCHMARK(BM_Gpt3_175B_Tp8_ChromeTrace)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+
+// The same simulated run written as Chrome JSON and as Perfetto protobuf (target: the .pftrace
+// at most a quarter of the JSON): GPT-3 13B, TP=2 x PP=2 on dgx_a100, batch 8, 512 + 64 tokens.
+void BM_TraceSizeOfTheSameRun(benchmark::State& state) {
+  const hw::Machine m = hw::Machine::load(config("dgx_a100.json"));
+  Diagnostics d;
+  models::RunSpec spec;
+  spec.model = *models::parse_model("gpt3-13b", d, "bench");
+  spec.tp = 2;
+  spec.pp = 2;
+  spec.batch = 8;
+  spec.input_tokens = 512;
+  spec.output_tokens = 64;
+  const auto dir = std::filesystem::temp_directory_path();
+  double sizes[2] = {0, 0};
+  for (auto _ : state) {
+    int i = 0;
+    for (const char* name : {"syntorch_bench_run.json", "syntorch_bench_run.pftrace"}) {
+      trace::Recorder recorder;
+      recorder.attach(trace::open_trace_writer(dir / name));
+      models::simulate_generation(m, {}, spec, &recorder);
+      recorder.finish();
+      sizes[i++] = static_cast<double>(std::filesystem::file_size(dir / name));
+      std::filesystem::remove(dir / name);
+    }
+  }
+  state.counters["json_MiB"] = sizes[0] / (1 << 20);
+  state.counters["pftrace_MiB"] = sizes[1] / (1 << 20);
+  state.counters["pftrace_to_json"] = sizes[1] / sizes[0];
+}
+BENCHMARK(BM_TraceSizeOfTheSameRun)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 
 // A sweep-sized point: GPT-3 13B on one H100, batch 1, 128 + 128 tokens.
 void BM_Gpt3_13B_Tp1(benchmark::State& state) {
