@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -154,3 +156,42 @@ TEST(SweepCli, UnderMpiTwoRanksSplitThePointsAndRankZeroWritesThemAll) {
 #endif
 
 }  // namespace
+
+#if defined(SYNTORCH_BINARY)
+namespace {
+TEST(SweepCli, CtrlCStopsStartingPointsAndKeepsTheFinishedOnes) {
+  if (std::system("command -v timeout > /dev/null 2>&1") != 0) GTEST_SKIP() << "timeout is not installed";
+  const fs::path dir = fresh_dir("sweep_interrupt");
+  fs::create_directories(dir);
+  // Enough points, each a fraction of a second, that the interrupt lands midway.
+  constexpr int kPoints = 50 * 60;
+  std::ofstream(dir / "long.yaml") << "base: {hw: " << fs::absolute("hw_configs/h100_sxm5_80gb.json").string()
+                                   << ", model: gpt3-125m, input_tokens: 32, output_tokens: 8}\naxes:\n"
+                                      "  - {hw: /components/gpu/components/hbm/bandwidth, values: [";
+  {
+    std::ofstream append(dir / "long.yaml", std::ios::app);
+    for (int i = 0; i < 50; ++i) append << (i ? ", " : "") << "\"" << 1000 + 50 * i << " GB/s\"";
+    append << "]}\n  - {param: batch, values: [";
+    for (int i = 0; i < 60; ++i) append << (i ? ", " : "") << 1 + i;
+    append << "]}\n";
+  }
+  const std::string cmd = std::string("timeout --preserve-status -s INT 3 ") + SYNTORCH_BINARY + " sweep " +
+                          (dir / "long.yaml").string() + " --jobs 1 --out " + (dir / "out").string() + " > " +
+                          (dir / "log").string() + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(status)) << read(dir / "log");
+  EXPECT_EQ(WEXITSTATUS(status), 130) << read(dir / "log");
+  const auto j = nlohmann::json::parse(read(dir / "out" / "results.json"));
+  ASSERT_EQ(j["rows"].size(), static_cast<std::size_t>(kPoints));
+  int ok = 0, not_run = 0;
+  for (const auto& row : j["rows"]) {
+    ok += row["status"] == "ok";
+    not_run += row["status"] == "not run";
+  }
+  EXPECT_GT(ok, 0);
+  EXPECT_GT(not_run, 0);
+  EXPECT_EQ(ok + not_run, kPoints);
+  EXPECT_NE(read(dir / "log").find("interrupted"), std::string::npos) << read(dir / "log");
+}
+}  // namespace
+#endif

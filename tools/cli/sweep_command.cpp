@@ -104,13 +104,26 @@ std::vector<sweep::Row> gather(const World& world, std::vector<sweep::Row> rows)
   return rows;
 }
 
+// Installs the Ctrl-C handler for its lifetime (from before the study is read, so an interrupt
+// while validating a large study is an orderly stop too).
+struct InterruptGuard {
+  void (*previous)(int);
+  InterruptGuard() : previous(std::signal(SIGINT, on_interrupt)) { g_stop.store(false); }
+  ~InterruptGuard() { std::signal(SIGINT, previous == SIG_ERR ? SIG_DFL : previous); }
+};
+
 int run_sweep(const SweepOptions& o, Context& ctx) {
+  InterruptGuard interrupt;
   sweep::Study study;
   try {
     study = sweep::load_study(o.study);
   } catch (const InputError& e) {
     ctx.err << e.diagnostics().to_string();
     return kExitBadInput;
+  }
+  if (g_stop.load()) {
+    ctx.err << "sweep: interrupted while reading the study; nothing ran\n";
+    return 130;
   }
   const std::vector<sweep::Point> points = sweep::expand(study);
   World world;
@@ -146,10 +159,7 @@ int run_sweep(const SweepOptions& o, Context& ctx) {
                            study.zip ? "zipped axes" : "every combination of the axes", run.jobs,
                            world.size > 1 ? fmt::format(" on each of {} MPI ranks", world.size) : "");
   }
-  g_stop.store(false);
-  auto previous = std::signal(SIGINT, on_interrupt);
   std::vector<sweep::Row> rows = sweep::run_points(study, points, mine, run);
-  std::signal(SIGINT, previous == SIG_ERR ? SIG_DFL : previous);
   rows = gather(world, std::move(rows));
   int code = g_stop.load() ? 130 : kExitOk;
   if (world.rank == 0) {
