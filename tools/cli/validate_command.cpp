@@ -74,6 +74,20 @@ double unit_to_seconds(const std::string& unit) {
   return 0;
 }
 
+// The row's hardware config (loaded once per file); problems go to `d`.
+void load_machine(const Row& row, const ValidateOptions& o, std::map<std::string, std::unique_ptr<hw::Machine>>& machines,
+                  const std::string& where, Diagnostics& d) {
+  const std::string hw_file = (std::filesystem::path(o.hw_dir) / (row.hw + ".json")).string();
+  if (!machines.count(row.hw)) {
+    try {
+      machines[row.hw] = std::make_unique<hw::Machine>(hw::Machine::load(hw_file));
+    } catch (const InputError& e) {
+      d.append(e.diagnostics());
+    }
+  }
+  if (d.empty() && !machines[row.hw]) d.error(where, "hw", "hardware config failed to load");
+}
+
 // A `generate` row: one simulated generation run; the metric is its end-to-end latency (prefill
 // plus every output token, as measured end to end). Params: model, tp, pp, batch, input, output,
 // dtype, and optionally graph=true|false, micro_batches, framework=eager|native (default native).
@@ -144,15 +158,7 @@ void predict_generate_row(Row& row, const ValidateOptions& o, std::map<std::stri
     }
   }
   if (!have_model && d.empty()) d.error(where, "model", "generate needs model=");
-  const std::string hw_file = (std::filesystem::path(o.hw_dir) / (row.hw + ".json")).string();
-  if (!machines.count(row.hw)) {
-    try {
-      machines[row.hw] = std::make_unique<hw::Machine>(hw::Machine::load(hw_file));
-    } catch (const InputError& e) {
-      d.append(e.diagnostics());
-    }
-  }
-  if (d.empty() && !machines[row.hw]) d.error(where, "hw", "hardware config failed to load");
+  load_machine(row, o, machines, where, d);
   if (d.empty()) models::validate_run(spec, *machines[row.hw], d, where);
   if (!d.empty()) {
     row.status = "error";
@@ -228,15 +234,7 @@ void predict_row(Row& row, const ValidateOptions& o, std::map<std::string, std::
     policy_key = fmt::format("{}={}", row.op, i->second);
     policy = runtime::KernelPolicy::parse(policy_key, d, where);
   }
-  const std::string hw_file = (std::filesystem::path(o.hw_dir) / (row.hw + ".json")).string();
-  if (!machines.count(row.hw)) {
-    try {
-      machines[row.hw] = std::make_unique<hw::Machine>(hw::Machine::load(hw_file));
-    } catch (const InputError& e) {
-      d.append(e.diagnostics());
-    }
-  }
-  if (d.empty() && !machines[row.hw]) d.error(where, "hw", "hardware config failed to load");
+  load_machine(row, o, machines, where, d);
   if (!d.empty()) {
     row.status = "error";
     row.reason = d.items()[0].to_string();
