@@ -74,8 +74,8 @@ TEST(SweepCli, OneJobAndTwoJobsGiveTheSameResults) {
   EXPECT_EQ(read(a / "results.csv"), read(b / "results.csv"));
   const auto j = nlohmann::json::parse(read(a / "results.json"));
   ASSERT_EQ(j["rows"].size(), 3u);  // zipped: (4,1), (2,2), (1,4)
-  EXPECT_EQ(j["rows"][1]["tp"], "2");
-  EXPECT_EQ(j["rows"][1]["pp"], "2");
+  EXPECT_EQ(j["rows"][1]["tp"], 2);  // plain numbers as numbers
+  EXPECT_EQ(j["rows"][1]["pp"], 2);
   EXPECT_EQ(read(a / "plots/tpot_ms.svg"), read(b / "plots/tpot_ms.svg"));
 }
 
@@ -127,6 +127,25 @@ TEST(SweepCli, AnUnknownConfigFieldIsNamedWithItsLine) {
   EXPECT_NE(p.err.find("p.yaml:4:/axes/0/values/0"), std::string::npos) << p.err;
   EXPECT_NE(p.err.find("unknown key \"bandwith\""), std::string::npos) << p.err;
   EXPECT_FALSE(fs::exists(dir / "out"));
+}
+
+TEST(SweepCli, AxisNamesMustNotClashWithOutputColumnsOrEachOther) {
+  const fs::path dir = fresh_dir("sweep_names");
+  fs::create_directories(dir);
+  std::ofstream(dir / "n.yaml") << "base: {hw: " << fs::absolute("hw_configs/dgx_a100.json").string()
+                                << ", model: gpt3-125m}\naxes:\n  - {param: batch, name: status, values: [1]}\n"
+                                   "  - {param: tp, name: x, values: [1]}\n  - {param: pp, name: x, values: [1]}\n";
+  const Result r = run_cli({"sweep", (dir / "n.yaml").string(), "--out", (dir / "out").string()});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find("n.yaml:3:/axes/0/name: \"status\" is an output column"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("n.yaml:5:/axes/2/name: two axes are named \"x\""), std::string::npos) << r.err;
+}
+
+TEST(SweepCli, AnUnwritableOutputFolderIsAnErrorBeforeAnyPointRuns) {
+  const Result r = run_cli({"sweep", "tests/data/studies/zip.yaml", "--out", "/proc/no/such/place"});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find("--out: /proc/no/such/place"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("points done"), std::string::npos) << r.err;
 }
 
 TEST(SweepCli, MissingFilesAndMalformedYamlExitTwo) {

@@ -143,6 +143,18 @@ int run_sweep(const SweepOptions& o, Context& ctx) {
     return kExitBadInput;
   }
 #endif
+  const std::string out_dir = o.out.empty() ? fmt::format("sweeps/{}", study.name) : o.out;
+  if (world.rank == 0) {
+    try {
+      sweep::prepare_output_dir(out_dir);
+    } catch (const std::exception& e) {
+      ctx.err << fmt::format("--out: {}\n", e.what());
+#ifdef SYNTORCH_HAVE_MPI
+      if (world.mpi && world.size > 1) MPI_Abort(MPI_COMM_WORLD, kExitBadInput);
+#endif
+      return kExitBadInput;
+    }
+  }
   std::vector<std::size_t> mine;
   for (std::size_t i = 0; i < points.size(); ++i) {
     if (static_cast<int>(i % static_cast<std::size_t>(world.size)) == world.rank) mine.push_back(i);
@@ -163,7 +175,7 @@ int run_sweep(const SweepOptions& o, Context& ctx) {
   rows = gather(world, std::move(rows));
   int code = g_stop.load() ? 130 : kExitOk;
   if (world.rank == 0) {
-    const std::string dir = o.out.empty() ? fmt::format("sweeps/{}", study.name) : o.out;
+    const std::string& dir = out_dir;
     std::map<std::string, int> by_status;
     for (const auto& r : rows) ++by_status[r.status];
     try {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -31,9 +32,17 @@ std::string csv_field(const std::string& s) {
   return out;
 }
 
+// Whole values as integers, others in the shortest form that reads back exactly.
 std::string number(double v) {
   if (!std::isfinite(v)) return "";
-  return fmt::format("{:.9g}", v);
+  if (v == std::floor(v) && std::fabs(v) < 0x1p53) return fmt::format("{}", static_cast<std::int64_t>(v));
+  return fmt::format("{}", v);
+}
+
+nlohmann::ordered_json json_number(double v) {
+  if (!std::isfinite(v)) return nullptr;
+  if (v == std::floor(v) && std::fabs(v) < 0x1p53) return static_cast<std::int64_t>(v);
+  return v;
 }
 
 void write_file(const fs::path& path, const std::string& text) {
@@ -81,11 +90,24 @@ std::string display(const Axis& a, const std::string& v) {
 
 }  // namespace
 
-OutputFiles write_outputs(const Study& s, const std::vector<Row>& rows, const std::string& dir_text) {
+void prepare_output_dir(const std::string& dir_text) {
   const fs::path dir(dir_text);
   std::error_code ec;
   fs::create_directories(dir / "plots", ec);
   if (ec) throw std::runtime_error(fmt::format("{}: cannot create the folder: {}", dir.string(), ec.message()));
+  const fs::path probe = dir / ".syntorch-write-test";
+  {
+    std::ofstream out(probe);
+    out << "ok";
+    out.close();
+    if (!out) throw std::runtime_error(fmt::format("{}: cannot write in the folder", dir.string()));
+  }
+  fs::remove(probe, ec);
+}
+
+OutputFiles write_outputs(const Study& s, const std::vector<Row>& rows, const std::string& dir_text) {
+  const fs::path dir(dir_text);
+  prepare_output_dir(dir_text);
   const auto& metrics = metric_names(s);
   OutputFiles files;
 
@@ -129,11 +151,18 @@ OutputFiles write_outputs(const Study& s, const std::vector<Row>& rows, const st
   auto& jrows = j["rows"] = nlohmann::ordered_json::array();
   for (const Row& r : rows) {
     nlohmann::ordered_json row;
-    for (std::size_t a = 0; a < s.axes.size(); ++a) row[s.axes[a].name] = r.axis_values[a];
+    for (std::size_t a = 0; a < s.axes.size(); ++a) {
+      // A value that is a plain number is written as one (quantities like "3.35 TB/s" stay text).
+      const std::string& v = r.axis_values[a];
+      char* end = nullptr;
+      const double d = std::strtod(v.c_str(), &end);
+      if (!v.empty() && end != v.c_str() && *end == '\0' && std::isfinite(d)) row[s.axes[a].name] = json_number(d);
+      else row[s.axes[a].name] = v;
+    }
     row["status"] = r.status;
     row["reason"] = r.reason;
     for (std::size_t m = 0; m < metrics.size(); ++m) {
-      row[metrics[m]] = std::isfinite(r.metrics[m]) ? nlohmann::ordered_json(r.metrics[m]) : nlohmann::ordered_json(nullptr);
+      row[metrics[m]] = json_number(r.metrics[m]);
     }
     if (s.kind == StudyKind::kernel) row["bound"] = r.bound;
     jrows.push_back(std::move(row));
@@ -169,6 +198,11 @@ OutputFiles write_outputs(const Study& s, const std::vector<Row>& rows, const st
     chart.x_label = s.zip ? "layout" : first.name;
     chart.y_label = metric_label(m);
     if (!numeric_x) chart.x_categories = categories;
+    // Values spread over decades (batch 1..512, m 1..16384) read better on a log axis.
+    if (numeric_x) {
+      const auto [lo, hi] = std::minmax_element(xs.begin(), xs.end());
+      chart.log_x = *lo > 0 && *hi / *lo >= 100;
+    }
     std::map<std::string, std::size_t> series_of;
     for (const Row& r : rows) {
       if (r.status != "ok" || !std::isfinite(r.metrics[mi])) continue;

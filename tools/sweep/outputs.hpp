@@ -17,6 +17,11 @@ struct OutputFiles {
   std::vector<std::string> plots;
 };
 
+// Creates `dir` (and its plots folder) and checks a file can be written there; throws
+// std::runtime_error naming the folder when not. Run before the points, so a bad --out costs
+// nothing.
+void prepare_output_dir(const std::string& dir);
+
 // Writes into `dir` (created if needed); throws std::runtime_error naming a file it cannot write.
 OutputFiles write_outputs(const Study& study, const std::vector<Row>& rows, const std::string& dir);
 

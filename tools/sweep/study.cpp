@@ -261,6 +261,16 @@ Study load_study(const std::string& path) {
       axis.name = axis.key;
       if (a["name"]) scalar(r, a["name"], where + "/name", axis.name);
       if (!seen.insert(axis.key).second) r.error(a, where, fmt::format("\"{}\" is varied by two axes", axis.key));
+      // The name is a column of the results: it must not repeat another axis's or an output's.
+      const YAML::Node named = a["name"] ? a["name"] : (has_hw ? a["hw"] : a["param"]);
+      if (axis.name.empty()) {
+        r.error(named, where + "/name", "expected a column name, got an empty one");
+      } else if (axis.name == "status" || axis.name == "reason" || axis.name == "bound" ||
+                 std::find(metrics.begin(), metrics.end(), axis.name) != metrics.end()) {
+        r.error(named, where + "/name", fmt::format("\"{}\" is an output column; give the axis another name", axis.name));
+      } else if (!seen.insert("name:" + axis.name).second) {
+        r.error(named, where + "/name", fmt::format("two axes are named \"{}\"; names are the results' columns", axis.name));
+      }
       const YAML::Node values = a["values"];
       if (!values || !values.IsSequence() || values.size() == 0) {
         r.error(values ? values : a, where + "/values", "expected a non-empty list of values");
