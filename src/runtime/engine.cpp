@@ -93,6 +93,7 @@ struct Engine::Impl {
     struct OpRecord {
       const std::string* name = nullptr;
       std::string shape;
+      std::string_view dtype;
     };
     std::map<std::pair<const void*, const void*>, std::unique_ptr<OpRecord>> op_records;
     std::unordered_set<std::string, StringHash, std::equal_to<>> names;  // node-stable: pointers travel in actions
@@ -236,20 +237,20 @@ struct Engine::Impl {
       }
       if (live.size() <= block->id) live.resize(block->id + 1);
       live[block->id] = Live{block->size, intern(what)};
-      if (engine.trace_memory) mark_memory(true, live[block->id]);
+      if (engine.trace_memory) mark_memory(true, live[block->id], block->id);
       return block->id;
     }
 
     void free(std::uint32_t handle) override {
       allocator.free(handle);
       if (handle < live.size()) {
-        if (engine.trace_memory) mark_memory(false, live[handle]);
+        if (engine.trace_memory) mark_memory(false, live[handle], handle);
         live[handle] = Live{};
       }
     }
 
     // A zero-cost host action that shows an allocation or free at its place on the host timeline.
-    void mark_memory(bool allocated, const Live& l) {
+    void mark_memory(bool allocated, const Live& l, std::uint32_t handle) {
       os::HostAction a;
       a.note = &Impl::note_memory;
       a.note_obj = this;
@@ -258,6 +259,7 @@ struct Engine::Impl {
       a.data[0] = l.bytes;
       a.data[1] = allocator.stats().allocated_bytes;
       a.data[2] = allocator.stats().reserved_bytes;
+      a.data[3] = handle;
       queue.push(a);
     }
 
@@ -277,15 +279,30 @@ struct Engine::Impl {
     }
 
     // The record a traced launch's note reads: the op's name and shape.
-    const OpRecord* op_record(std::string_view name, const void* what, const OpDesc* op) {
+    const OpRecord* op_record(std::string_view name, const void* what, const OpDesc* op,
+                              std::string_view description = {}) {
       const std::string* n = intern(name);
       auto& r = op_records[{n, what}];
       if (!r) {
         r = std::make_unique<OpRecord>();
         r->name = n;
-        if (op) r->shape = op->describe();
+        if (op) {
+          r->shape = op->describe();
+          r->dtype = dtype_name(op->dtype);
+        } else {
+          r->shape = std::string(description);
+        }
       }
       return r.get();
+    }
+    // What a communication call moves, for its op span.
+    std::string describe_call(std::uint64_t call) const {
+      const std::uint32_t a = call_a(call);
+      const std::uint64_t bytes = call_bytes(call);
+      if (a == kSend) return fmt::format("{} bytes to rank {}", bytes, call_b(call));
+      if (a == kRecv) return fmt::format("{} bytes from rank {}", bytes, call_b(call));
+      return fmt::format("{} of {} bytes over ranks {}", op_name(static_cast<OpKind>(a)), bytes,
+                         fmt::join(engine.group(GroupId{call_b(call)}).ranks, ","));
     }
 
     void note_launches(os::HostAction& a, const OpRecord* record, std::size_t i, std::size_t n) {
@@ -328,7 +345,9 @@ struct Engine::Impl {
       a.host_ps = engine.dispatch_ps + engine.launch_ps;
       a.ready_delay_ps = engine.latency_ps;
       a.work = {&Impl::start_comm, this, call};
-      if (engine.tracer) note_launches(a, op_record(name, nullptr, nullptr), 0, 1);
+      if (engine.tracer) {
+        note_launches(a, op_record(name, reinterpret_cast<const void*>(call), nullptr, describe_call(call)), 0, 1);
+      }
       push(a);
     }
 
@@ -362,7 +381,9 @@ struct Engine::Impl {
       a.kind = os::HostAction::Kind::launch;
       a.host_ps = engine.dispatch_ps + engine.launch_ps;
       a.ready_delay_ps = engine.latency_ps;
-      if (engine.tracer) note_launches(a, op_record(name, nullptr, nullptr), 0, 1);
+      if (engine.tracer) {
+        note_launches(a, op_record(name, reinterpret_cast<const void*>(call), nullptr, describe_call(call)), 0, 1);
+      }
       if (what == kSend) {
         // On the compute stream, a mark that hands the send to the send stream once the work
         // launched before it is done; the compute stream goes on without waiting.
@@ -391,7 +412,11 @@ struct Engine::Impl {
       a.host_ps = engine.dispatch_ps + engine.launch_ps;
       a.ready_delay_ps = engine.latency_ps;
       a.work = {&Impl::start_copy, this, (to_device ? std::uint64_t{1} << 63 : 0) | bytes};
-      if (engine.tracer) note_launches(a, op_record(name, nullptr, nullptr), 0, 1);
+      if (engine.tracer) {
+        note_launches(a, op_record(name, reinterpret_cast<const void*>(a.work.arg), nullptr,
+                                   fmt::format("{} bytes {}", bytes, to_device ? "host to device" : "device to host")),
+                      0, 1);
+      }
       push(a);
     }
     void copy_host_to_device(std::uint64_t bytes, std::string_view name) override { copy(true, bytes, name); }
@@ -830,15 +855,22 @@ struct Engine::Impl {
     ++rank->result.kernels;
     rank->result.device_finish_ps = run.end_ps;
     if (e.tracer && e.tracer->device_work()) {
-      const trace::Arg args[] = {{"op", op_name(k.op)},
-                                 {"impl", k.impl},
-                                 {"tile", k.tile},
-                                 {"flops", static_cast<std::uint64_t>(std::llround(k.flops))},
-                                 {"hbm_bytes", static_cast<std::uint64_t>(std::llround(k.hbm_bytes))},
-                                 {"bound", compute_bound ? "compute" : "memory"},
-                                 {"why", slot.kernel->why}};
+      // "op" only when the kernel is not simply named after it, "tile" only for tiled kernels.
+      const trace::Arg all[] = {{"impl", k.impl},
+                                {"flops", static_cast<std::uint64_t>(std::llround(k.flops))},
+                                {"hbm_bytes", static_cast<std::uint64_t>(std::llround(k.hbm_bytes))},
+                                {"bound", compute_bound ? "compute" : "memory"},
+                                {"why", slot.kernel->why},
+                                {"op", op_name(k.op)},
+                                {"tile", k.tile}};
+      std::size_t n = 5;
+      if (k.name != op_name(k.op)) ++n;
+      trace::Arg args[7] = {all[0], all[1], all[2], all[3], all[4], all[5], all[6]};
+      if (n == 5 && !k.tile.empty()) args[n++] = all[6];
+      else if (n == 6 && !k.tile.empty()) n = 7;
       rank->last_seq[stream] = e.tracer->device_span(rank->index, static_cast<std::uint32_t>(stream), k.name, "kernel",
-                                                     run.start_ps, run.end_ps, slot.flow_id, args);
+                                                     run.start_ps, run.end_ps, slot.flow_id,
+                                                     std::span<const trace::Arg>(args, n));
     }
     slot.kernel = nullptr;
     slot.flow_id = 0;
@@ -877,13 +909,14 @@ struct Engine::Impl {
       rank->op_flow_ps.push_back(begin);
     }
     if (a.data[0] + 1 == a.data[1]) {
-      t.op_span(rank->index, *record->name, record->shape, rank->op_begin_ps, end, rank->op_flows, rank->op_flow_ps);
+      t.op_span(rank->index, *record->name, record->shape, record->dtype, rank->op_begin_ps, end, rank->op_flows,
+                rank->op_flow_ps);
     }
   }
   static void note_memory(void* obj, const os::HostAction& a, sim::TimePs at, sim::TimePs) {
     auto* rank = static_cast<Rank*>(obj);
     rank->engine.tracer->memory_event(rank->index, at, a.stream == 1, *reinterpret_cast<const std::string*>(a.note_arg),
-                                      a.data[0], a.data[1], a.data[2]);
+                                      a.data[0], a.data[1], a.data[2], a.data[3]);
   }
   static void note_scope_begin(void* obj, const os::HostAction& a, sim::TimePs begin, sim::TimePs) {
     auto* rank = static_cast<Rank*>(obj);

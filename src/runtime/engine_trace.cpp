@@ -66,13 +66,14 @@ void EngineTrace::host_span(int rank, std::string_view name, std::string_view ca
   recorder_.span(ranks_[static_cast<std::size_t>(rank)].host, name, category, begin_ps, end_ps, args);
 }
 
-void EngineTrace::op_span(int rank, std::string_view name, std::string_view shape, sim::TimePs begin_ps,
-                          sim::TimePs end_ps, std::span<const std::uint64_t> flow_ids,
+void EngineTrace::op_span(int rank, std::string_view name, std::string_view shape, std::string_view dtype,
+                          sim::TimePs begin_ps, sim::TimePs end_ps, std::span<const std::uint64_t> flow_ids,
                           std::span<const sim::TimePs> flow_ps) {
   const trace::TrackId host = ranks_[static_cast<std::size_t>(rank)].host;
   for (std::size_t i = 0; i < flow_ids.size(); ++i) recorder_.flow_begin(flow_ids[i], host, flow_ps[i]);
-  const trace::Arg args[] = {{"shape", shape}};
-  recorder_.span(host, name, "op", begin_ps, end_ps, shape.empty() ? std::span<const trace::Arg>{} : args);
+  const trace::Arg args[] = {{"shape", shape}, {"dtype", dtype}};
+  const std::size_t n = shape.empty() ? 0 : dtype.empty() ? 1 : 2;
+  recorder_.span(host, name, "op", begin_ps, end_ps, std::span<const trace::Arg>(args, n));
 }
 
 std::uint64_t EngineTrace::device_span(int rank, std::uint32_t stream, std::string_view name,
@@ -101,9 +102,12 @@ void EngineTrace::scope_span(int rank, std::uint32_t stream, std::string_view na
 }
 
 void EngineTrace::memory_event(int rank, sim::TimePs at_ps, bool allocate, std::string_view what, std::uint64_t bytes,
-                               std::uint64_t allocated_bytes, std::uint64_t reserved_bytes) {
+                               std::uint64_t allocated_bytes, std::uint64_t reserved_bytes, std::uint64_t id) {
   const RankTracks& t = ranks_[static_cast<std::size_t>(rank)];
-  const trace::Arg args[] = {{"bytes", bytes}};  // alloc or free: the category says which
+  // Alloc or free: the category says which. (`id` pairs them in this layer; traces pair an alloc
+  // with its free by tensor name and size, which keeps .pftrace files a quarter of the JSON.)
+  (void)id;
+  const trace::Arg args[] = {{"bytes", bytes}};
   recorder_.instant(t.memory, what, allocate ? "alloc" : "free", at_ps, args);
   recorder_.counter(t.allocated, at_ps, static_cast<double>(allocated_bytes));
   if (static_cast<double>(reserved_bytes) != t.last_reserved) {  // the cache changes size far less often

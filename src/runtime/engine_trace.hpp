@@ -35,8 +35,9 @@ class EngineTrace {
   void host_span(int rank, std::string_view name, std::string_view category, sim::TimePs begin_ps, sim::TimePs end_ps,
                  std::span<const trace::Arg> args = {});
   // An op span with the flows to its device work starting inside it (one per launch, at `at_ps`).
-  void op_span(int rank, std::string_view name, std::string_view shape, sim::TimePs begin_ps, sim::TimePs end_ps,
-               std::span<const std::uint64_t> flow_ids, std::span<const sim::TimePs> flow_ps);
+  // The op's shape (its description) and dtype go in its args when known.
+  void op_span(int rank, std::string_view name, std::string_view shape, std::string_view dtype, sim::TimePs begin_ps,
+               sim::TimePs end_ps, std::span<const std::uint64_t> flow_ids, std::span<const sim::TimePs> flow_ps);
 
   // Stream tracks: device work, ending the flow from its op (flow_id 0: none). Device spans are
   // numbered per rank from 1 in the order they are emitted (the Chakra writer numbers its nodes
@@ -52,8 +53,9 @@ class EngineTrace {
   void scope_span(int rank, std::uint32_t stream, std::string_view name, sim::TimePs begin_ps, sim::TimePs end_ps);
 
   // Memory: counters after the change, and an instant naming the tensor.
+  // `id` pairs an allocation with its free.
   void memory_event(int rank, sim::TimePs at_ps, bool allocate, std::string_view what, std::uint64_t bytes,
-                    std::uint64_t allocated_bytes, std::uint64_t reserved_bytes);
+                    std::uint64_t allocated_bytes, std::uint64_t reserved_bytes, std::uint64_t id);
 
   // Hardware counters.
   void units_in_use(int rank, sim::TimePs at_ps, std::uint32_t units);

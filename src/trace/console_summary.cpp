@@ -20,13 +20,42 @@ std::string share_text(TimePs part_ps, TimePs whole_ps) {
 
 std::string number_text(double v) { return fmt::format("{:.6g}", v); }
 
-// Sorts (name, stats) entries by total time, descending, ties by name.
+// Names in natural order: "layer 2" before "layer 10".
+bool natural_less(std::string_view a, std::string_view b) {
+  std::size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (std::isdigit(static_cast<unsigned char>(a[i])) && std::isdigit(static_cast<unsigned char>(b[j]))) {
+      std::size_t ie = i, je = j;
+      while (ie < a.size() && std::isdigit(static_cast<unsigned char>(a[ie]))) ++ie;
+      while (je < b.size() && std::isdigit(static_cast<unsigned char>(b[je]))) ++je;
+      const std::string_view na = a.substr(i, ie - i), nb = b.substr(j, je - j);
+      if (na.size() != nb.size()) return na.size() < nb.size();
+      if (na != nb) return na < nb;
+      i = ie;
+      j = je;
+      continue;
+    }
+    if (a[i] != b[j]) return a[i] < b[j];
+    ++i;
+    ++j;
+  }
+  return a.size() - i < b.size() - j;
+}
+
+// Sorts (name, stats) entries by total time, descending, ties in natural order of names.
 template <typename Entry>
 void sort_by_total(std::vector<Entry>& entries) {
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
     if (a.second->total_ps != b.second->total_ps) return a.second->total_ps > b.second->total_ps;
-    return a.first < b.first;
+    return natural_less(a.first, b.first);
   });
+}
+
+// Counter values in their unit: sizes in binary units, others as numbers.
+std::string value_text(double v, const std::string& unit) {
+  if (unit == "bytes") return units::format_size(v);
+  if (unit == "bytes/s") return units::format_bandwidth(v);
+  return number_text(v);
 }
 
 }  // namespace
@@ -64,6 +93,7 @@ void ConsoleSummary::on_span(const SpanEvent& span) {
   auto name = cat->second.names.find(span.name);
   if (name == cat->second.names.end()) name = cat->second.names.emplace(std::string(span.name), SpanStats{}).first;
 
+  if (span.track.valid()) cat->second.tracks.insert(span.track.index);
   for (SpanStats* s : {&cat->second.total, &name->second}) {
     ++s->count;
     s->total_ps += dur_ps;
@@ -153,9 +183,13 @@ void ConsoleSummary::print(std::ostream& out) const {
 
   for (const CatEntry& ce : cats) {
     const Category& cat = categories_.find(ce.first)->second;
+    // Shares are of the time the category's tracks span together (a span's share of its tracks'
+    // time), so that spans on many tracks (ranks, streams) do not add up past 100%.
+    const std::size_t track_count = std::max<std::size_t>(1, cat.tracks.size());
+    const TimePs whole_ps = span_ps * static_cast<TimePs>(track_count);
     line("");
-    line("  category \"{}\": {} spans, {} total, {} of the trace span", ce.first, cat.total.count,
-         time_text(cat.total.total_ps), share_text(cat.total.total_ps, span_ps));
+    line("  category \"{}\": {} spans on {} track(s), {} total, {} of their time", ce.first, cat.total.count,
+         track_count, time_text(cat.total.total_ps), share_text(cat.total.total_ps, whole_ps));
 
     std::vector<CatEntry> names;
     names.reserve(cat.names.size());
@@ -169,7 +203,7 @@ void ConsoleSummary::print(std::ostream& out) const {
     for (std::size_t i = 0; i < shown; ++i) {
       const SpanStats& s = *names[i].second;
       line("    {:<{}}  {:>10}  {:>10}  {:>10}  {:>7}", names[i].first, name_width, s.count,
-           time_text(s.total_ps), time_text(s.total_ps / s.count), share_text(s.total_ps, span_ps));
+           time_text(s.total_ps), time_text(s.total_ps / s.count), share_text(s.total_ps, whole_ps));
     }
     if (shown < names.size()) {
       SpanStats rest;
@@ -208,8 +242,9 @@ void ConsoleSummary::print(std::ostream& out) const {
         line("    {:<{}}  {:>10}  {:>12}  {:>12}  {:>12}  {}", labels[i], label_width, 0, "-", "-", "-",
              counters[i]->info.unit);
       } else {
-        line("    {:<{}}  {:>10}  {:>12}  {:>12}  {:>12}  {}", labels[i], label_width, c.samples,
-             number_text(c.min), number_text(c.max), number_text(c.last), counters[i]->info.unit);
+        const std::string& unit = counters[i]->info.unit;
+        line("    {:<{}}  {:>10}  {:>12}  {:>12}  {:>12}  {}", labels[i], label_width, c.samples, value_text(c.min, unit),
+             value_text(c.max, unit), value_text(c.last, unit), unit);
       }
     }
   }

@@ -97,7 +97,11 @@ void CsvWriter::on_span(const SpanEvent& span) {
   append_field(buf_, span.name);
   for (const std::string_view key : {"op", "impl", "tile"}) {
     buf_.push_back(',');
-    if (const ArgValue* v = find_arg(span.args, key)) append_value(buf_, *v);
+    if (const ArgValue* v = find_arg(span.args, key)) {
+      append_value(buf_, *v);
+    } else if (key == "op") {
+      append_field(buf_, span.name);  // a kernel named after its op carries no separate "op"
+    }
   }
   buf_.push_back(',');
   detail::append_us_from_ps(buf_, span.begin_ps);

@@ -92,19 +92,19 @@ TEST(ConsoleSummary, PrintsTimeSpanCountsAndSpansPerCategoryByTotalTime) {
       "  declared   1 processes, 3 tracks\n"
       "  events     6 spans, 1 instants, 3 counter samples, 2 flow events\n"
       "\n"
-      "  category \"op\": 3 spans, 16 us total, 160.0% of the trace span\n"
+      "  category \"op\": 3 spans on 1 track(s), 16 us total, 160.0% of their time\n"
       "    name               count       total        mean    share\n"
       "    aten::linear           1       10 us       10 us   100.0%\n"
       "    aten::matmul           2        6 us        3 us    60.0%\n"
       "\n"
-      "  category \"kernel\": 3 spans, 3.25 us total, 32.5% of the trace span\n"
+      "  category \"kernel\": 3 spans on 1 track(s), 3.25 us total, 32.5% of their time\n"
       "    name          count       total        mean    share\n"
       "    gemm              2        3 us      1.5 us    30.0%\n"
       "    softmax           1      250 ns      250 ns     2.5%\n"
       "\n"
       "  counters\n"
       "    track                      samples           min           max          last  unit\n"
-      "    rank 0 / HBM allocated           3             0          4096          2048  bytes\n";
+      "    rank 0 / HBM allocated           3           0 B         4 KiB         2 KiB  bytes\n";
   EXPECT_EQ(out.str(), want);
 
   std::stringstream again;

@@ -40,12 +40,13 @@ TEST(CsvWriter, MissingArgsAreEmptyAndTimesAreExactMicroseconds) {
   rec.attach(writer);
   rec.add_process(5, "rank 5");
   const TrackId s = rec.add_thread_track(5, 2, "stream 1");
+  // No "op" arg: the kernel is named after its op.
   rec.span(s, "softmax", "kernel", 1'234'567, 1'234'567 + 890, {{"flops", std::uint64_t{42}}});
   rec.span(s, "not a kernel", "memcpy", 0, 1);
   rec.finish();
   EXPECT_EQ(out.str(),
             "rank,track,name,op,impl,tile,start_us,duration_us,flops,hbm_bytes,bound\n"
-            "5,stream 1,softmax,,,,1.234567,0.00089,42,,\n");
+            "5,stream 1,softmax,softmax,,,1.234567,0.00089,42,,\n");
   EXPECT_EQ(writer.rows_written(), 1u);
 }
 
@@ -60,7 +61,7 @@ TEST(CsvWriter, FieldsWithCommasQuotesOrLineBreaksAreQuoted) {
   rec.finish();
   EXPECT_EQ(out.str(),
             "rank,track,name,op,impl,tile,start_us,duration_us,flops,hbm_bytes,bound\n"
-            "0,\"stream, \"\"zero\"\"\",\"gemm<128,64>\",,\"say \"\"hi\"\"\nthere\",plain,0,1,,,\n");
+            "0,\"stream, \"\"zero\"\"\",\"gemm<128,64>\",\"gemm<128,64>\",\"say \"\"hi\"\"\nthere\",plain,0,1,,,\n");
 }
 
 TEST(CsvWriter, AnEmptyTraceIsTheHeaderAlone) {

@@ -36,7 +36,7 @@ struct HostAction {
   NoteFn note = nullptr;           // optional
   void* note_obj = nullptr;
   std::uint64_t note_arg = 0;
-  std::uint64_t data[3] = {0, 0, 0};  // whatever the note needs (e.g. an allocation's sizes)
+  std::uint64_t data[4] = {0, 0, 0, 0};  // whatever the note needs (e.g. an allocation's sizes)
 };
 
 // Where a host thread gets its next action. next() may block until the program issues one;

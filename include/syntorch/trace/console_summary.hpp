@@ -1,8 +1,9 @@
 #pragma once
 // A Sink that aggregates a trace into a readable table, like the seed's
 // trace_manager.dump(format='console'): the trace's time span, event counts per kind, and per
-// span category the top N names by total time (count, total, mean, share of the trace span),
-// plus each counter track's sample count, minimum, maximum and last value.
+// span category the top N names by total time (count, total, mean, and share of the time the
+// category's tracks span together), plus each counter track's sample count, minimum, maximum and
+// last value (sizes and bandwidths in their units).
 // Memory grows with the number of distinct (category, name) pairs and tracks, not with events.
 
 #include <cstddef>
@@ -11,6 +12,7 @@
 #include <limits>
 #include <optional>
 #include <ostream>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -78,6 +80,7 @@ class ConsoleSummary final : public Sink {
   struct Category {
     SpanStats total;
     StringMap<SpanStats> names;
+    std::set<std::uint32_t> tracks;  // the tracks its spans are on
   };
   struct Track {
     bool declared = false;
