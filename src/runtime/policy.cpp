@@ -1,5 +1,7 @@
 #include "syntorch/runtime/policy.hpp"
 
+#include <filesystem>
+
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
@@ -91,6 +93,14 @@ KernelPolicy KernelPolicy::parse(const std::string& text, Diagnostics& d, const 
     add_entry(p, item.substr(0, eq), impl, precision, d, where, "");
   }
   return p;
+}
+
+KernelPolicy KernelPolicy::load(const std::string& text, Diagnostics& d, const std::string& where,
+                                const std::string& base_dir) {
+  if (text.empty()) return {};
+  const std::filesystem::path file = std::filesystem::path(base_dir) / text;
+  if (text.find('=') == std::string::npos && std::filesystem::exists(file)) return load_file(file.string(), d);
+  return parse(text, d, where);
 }
 
 KernelPolicy KernelPolicy::load_file(const std::string& path, Diagnostics& d) {

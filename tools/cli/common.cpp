@@ -4,14 +4,6 @@
 
 namespace syntorch::cli {
 
-runtime::KernelPolicy load_policy(const std::string& text, Diagnostics& d) {
-  if (text.empty()) return {};
-  if (text.find('=') == std::string::npos && std::filesystem::exists(text)) {
-    return runtime::KernelPolicy::load_file(text, d);
-  }
-  return runtime::KernelPolicy::parse(text, d, "--policy");
-}
-
 std::string default_hw_config(const std::string& name) {
   namespace fs = std::filesystem;
   const fs::path here = fs::path("hw_configs") / name;

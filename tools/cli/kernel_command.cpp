@@ -10,7 +10,6 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
-#include "common.hpp"
 #include "syntorch/base/units.hpp"
 #include "syntorch/hw/machine.hpp"
 #include "syntorch/runtime/op_params.hpp"
@@ -43,7 +42,7 @@ const std::vector<std::pair<std::string, std::string>> kShapeFlags{
     {"ranks", "collective ranks"},   {"bytes", "collective bytes per rank (e.g. 64MiB)"}};
 
 runtime::KernelPolicy make_policy(const KernelOptions& o, runtime::OpKind op, Diagnostics& d) {
-  runtime::KernelPolicy p = load_policy(o.policy, d);
+  runtime::KernelPolicy p = runtime::KernelPolicy::load(o.policy, d, "--policy");
   if (!o.algo.empty()) {
     runtime::KernelPolicy algo = runtime::KernelPolicy::parse(fmt::format("{}={}", runtime::op_name(op), o.algo), d, "--algo");
     p.set(op, algo.entry(op));

@@ -178,7 +178,7 @@ int run_simulate(const SimulateOptions& o, Context& ctx) {
   spec.micro_batches = o.micro_batches;
   spec.graph = o.graph;
   spec.framework = o.framework == "native" ? runtime::Framework::native : runtime::Framework::eager;
-  const runtime::KernelPolicy policy = load_policy(o.policy, d);
+  const runtime::KernelPolicy policy = runtime::KernelPolicy::load(o.policy, d, "--policy");
   const auto overrides = hw::parse_overrides(o.sets, d);
   const std::string hw_file = o.hw.empty() ? default_hw_config("dgx_h100.json") : o.hw;
   std::optional<hw::Machine> machine;

@@ -56,14 +56,9 @@ MachineCache& machines() {
 
 runtime::KernelPolicy policy_of(const std::map<std::string, std::string>& params, const fs::path& dir) {
   Diagnostics d;
-  runtime::KernelPolicy p;
-  if (auto it = params.find("policy"); it != params.end() && !it->second.empty()) {
-    if (it->second.find('=') == std::string::npos && fs::exists(dir / it->second)) {
-      p = runtime::KernelPolicy::load_file((dir / it->second).string(), d);
-    } else {
-      p = runtime::KernelPolicy::parse(it->second, d, "policy");
-    }
-  }
+  const auto it = params.find("policy");
+  runtime::KernelPolicy p =
+      runtime::KernelPolicy::load(it == params.end() ? "" : it->second, d, "policy", dir.string());
   if (!d.empty()) throw InputError(std::move(d));
   return p;
 }

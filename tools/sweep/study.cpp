@@ -123,11 +123,7 @@ std::string check_parameter(StudyKind kind, const std::string& key, const std::s
   }
   if (key == "policy") {
     Diagnostics d;
-    if (value.find('=') == std::string::npos && fs::exists(dir / value)) {
-      runtime::KernelPolicy::load_file((dir / value).string(), d);
-    } else if (!value.empty()) {
-      runtime::KernelPolicy::parse(value, d, "policy");
-    }
+    runtime::KernelPolicy::load(value, d, "policy", dir.string());
     return d.empty() ? "" : d.items()[0].message;
   }
   if (kind == StudyKind::simulate) {

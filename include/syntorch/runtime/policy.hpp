@@ -28,6 +28,11 @@ class KernelPolicy {
   static KernelPolicy parse(const std::string& text, Diagnostics& diagnostics, const std::string& where = "--policy");
   // A JSON or YAML file mapping op -> "impl" or {impl: ..., precision: ...}.
   static KernelPolicy load_file(const std::string& path, Diagnostics& diagnostics);
+  // What a --policy flag or a study's policy holds: a JSON/YAML file (relative to `base_dir`) when
+  // one exists by that name and the text has no '=', else "op=impl[:precision],..."; empty text is
+  // the default policy. Problems name `where`.
+  static KernelPolicy load(const std::string& text, Diagnostics& diagnostics, const std::string& where,
+                           const std::string& base_dir = "");
 
   void set(OpKind op, PolicyEntry entry) { entries_[op] = std::move(entry); }
   const PolicyEntry& entry(OpKind op) const;
