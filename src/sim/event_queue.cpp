@@ -22,17 +22,19 @@ bool EventQueue::cancel(EventId id) {
   // Events pop in (when, seq) order, so anything at or before the last popped key has run.
   if (id.when < last_when_ || (id.when == last_when_ && id.seq <= last_seq_)) return false;
   const bool inserted = cancelled_.insert(id.seq).second;
+  if (inserted) ++cancels_pending_;
   if (inserted && cancelled_.size() * 2 > size_ + 64) compact();
   return inserted;
 }
 
 bool EventQueue::find_min(unsigned& level_out, unsigned& slot_out, TimePs& when_out) {
-  auto live = [this](const Event& e) { return cancelled_.empty() || cancelled_.count(e.seq) == 0; };
+  auto live = [this](const Event& e) { return cancels_pending_ == 0 || cancelled_.count(e.seq) == 0; };
   if (head_slot_ != kSlots) {
     std::vector<Event>& head = levels_[0].slots[head_slot_];
     while (head_ < head.size() && !live(head[head_])) {  // dropped; its seq stays as a tombstone
       ++head_;
       --size_;
+      --cancels_pending_;
     }
     if (head_ < head.size()) {
       level_out = 0;
@@ -83,7 +85,7 @@ bool EventQueue::refill(TimePs until) {
   // Fast path, with nothing cancelled: step the head to the next level-0 slot. This moves only
   // the reference's low digit, which no held event's placement depends on, so it is safe even
   // when the event found is not due yet.
-  if (cancelled_.empty() && head_slot_ != kSlots) {
+  if (cancels_pending_ == 0 && head_slot_ != kSlots) {
     Level& l0 = levels_[0];
     std::vector<Event>& slot = l0.slots[head_slot_];
     if (head_ >= slot.size()) {
@@ -123,9 +125,10 @@ bool EventQueue::refill(TimePs until) {
         head_ = 0;
         last_ = (last_ & ~TimePs{0xFF}) | s;
         std::vector<Event>& slot = levels_[0].slots[s];
-        while (!cancelled_.empty() && head_ < slot.size() && cancelled_.count(slot[head_].seq)) {
+        while (cancels_pending_ != 0 && head_ < slot.size() && cancelled_.count(slot[head_].seq)) {
           ++head_;
           --size_;
+          --cancels_pending_;
         }
       }
       return true;
@@ -150,8 +153,9 @@ bool EventQueue::refill(TimePs until) {
     }
     last_ = when;
     for (const Event& e : moving) {
-      if (!cancelled_.empty() && cancelled_.count(e.seq)) {
+      if (cancels_pending_ != 0 && cancelled_.count(e.seq)) {
         --size_;  // dropped; its seq stays as a tombstone
+        --cancels_pending_;
         continue;
       }
       place(e);
@@ -191,6 +195,7 @@ void EventQueue::compact() {
   }
   if (head_slot_ != kSlots && levels_[0].slots[head_slot_].empty()) head_slot_ = kSlots;
   cancelled_.clear();
+  cancels_pending_ = 0;
 }
 
 }  // namespace syntorch::sim

@@ -76,7 +76,7 @@ class EventQueue {
   // events may still be pushed at any time from the last popped one on.
   bool pop_until(TimePs until, Event& out) {
     // Fast path: the head slot has a live event.
-    if (head_slot_ == kSlots || head_ >= levels_[0].slots[head_slot_].size() || !cancelled_.empty()) {
+    if (head_slot_ == kSlots || head_ >= levels_[0].slots[head_slot_].size() || cancels_pending_ != 0) {
       if (!refill(until)) return false;
     }
     const Event& e = levels_[0].slots[head_slot_][head_];
@@ -135,6 +135,10 @@ class EventQueue {
   // Cancelled sequence numbers: of events still held, and of events already dropped (kept so a
   // second cancel is refused); cleared by compaction.
   std::unordered_set<std::uint64_t> cancelled_;
+  // Cancelled events still in the slots. Only these slow pops down: once every cancelled event
+  // has been dropped, pops take the fast path again though the tombstones stay (they keep a
+  // repeated cancel returning false until the next compaction).
+  std::size_t cancels_pending_ = 0;
   std::uint64_t next_seq_ = 1;
   TimePs last_when_ = 0;          // key of the last event popped: events at or before it
   std::uint64_t last_seq_ = 0;    // have already run
