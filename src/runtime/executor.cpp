@@ -17,7 +17,6 @@ struct Executor::Running {
   int phase = 0;
   int pending = 0;          // parts of the current phase still running
   sim::TimePs phase_start_ps = 0;
-  sim::TimePs memory_done_ps = 0;
   bool solo = false;
   sim::EventId solo_event{};
 };
@@ -76,7 +75,19 @@ KernelPhases plan_phases(const Kernel& kernel, const hw::Device& dev) {
 
 namespace {
 constexpr std::uint32_t kNoSlot = 0xffffffffu;
+
+// A phase's arithmetic and memory times with nothing else on the device: what the closed form
+// runs and what a conversion to sharing resumes from.
+struct PhaseTimes {
+  sim::TimePs compute_ps;
+  sim::TimePs memory_ps;
+  double rate_bytes_per_s;
+};
+PhaseTimes alone(const KernelPhases::Phase& p, double hbm_rate) {
+  const double rate = std::min(p.cap_bytes_per_s, hbm_rate);
+  return {units::seconds_to_ps(p.compute_s), p.bytes > 0 ? units::seconds_to_ps(p.bytes / rate) : 0, rate};
 }
+}  // namespace
 
 Executor::Executor(hw::SimMachine& hw)
     : hw_(hw),
@@ -118,12 +129,10 @@ void Executor::launch(const Kernel& kernel, KernelRun& result, sim::EventFn on_d
     result.overhead_ps = units::seconds_to_ps(dev.compute.kernel_overhead_s);
     sim::TimePs t = result.start_ps + result.overhead_ps;
     for (int i = 0; i < r.plan.count; ++i) {
-      const KernelPhases::Phase& p = r.plan.phases[i];
-      const sim::TimePs compute = units::seconds_to_ps(p.compute_s);
-      const sim::TimePs memory = p.bytes > 0 ? units::seconds_to_ps(p.bytes / std::min(p.cap_bytes_per_s, hbm_rate)) : 0;
-      result.compute_ps += compute;
-      result.memory_ps += memory;
-      t += std::max(compute, memory);
+      const PhaseTimes p = alone(r.plan.phases[i], hbm_rate);
+      result.compute_ps += p.compute_ps;
+      result.memory_ps += p.memory_ps;
+      t += std::max(p.compute_ps, p.memory_ps);
     }
     r.solo = true;
     r.solo_event = sim.at(t, &Executor::on_solo_done, this, slot);
@@ -163,9 +172,10 @@ void Executor::share_device(std::uint32_t device) {
   }
   for (int i = 0; i < r.plan.count; ++i) {
     const KernelPhases::Phase& p = r.plan.phases[i];
-    const double rate = std::min(p.cap_bytes_per_s, hbm_rate);
-    const sim::TimePs compute = units::seconds_to_ps(p.compute_s);
-    const sim::TimePs memory = p.bytes > 0 ? units::seconds_to_ps(p.bytes / rate) : 0;
+    const PhaseTimes times = alone(p, hbm_rate);
+    const double rate = times.rate_bytes_per_s;
+    const sim::TimePs compute = times.compute_ps;
+    const sim::TimePs memory = times.memory_ps;
     const sim::TimePs end = t + std::max(compute, memory);
     if (now < end || i + 1 == r.plan.count) {
       // In phase i: the arithmetic ends when it would have; the bytes not yet moved become a flow.
@@ -235,7 +245,6 @@ void Executor::start_phase(std::uint32_t slot) {
   }
   const KernelPhases::Phase& p = r.plan.phases[r.phase];
   r.phase_start_ps = sim.now();
-  r.memory_done_ps = sim.now();
   r.pending = 2;
   sim.after(units::seconds_to_ps(p.compute_s), &Executor::on_phase_compute, this, slot);
   if (p.bytes > 0) {

@@ -202,6 +202,56 @@ TEST(Executor, ConcurrentMemoryBoundKernelsShareHbm) {
   EXPECT_NEAR(static_cast<double>(b.end_ps - b.start_ps) / t_alone, 2.0, 0.05);
 }
 
+// Starts kernel k at 0 and, `second_at_ps` later, the same kernel again on the same device; returns
+// both runs. With `closed_form` the first runs solo until the second arrives.
+std::pair<KernelRun, KernelRun> two_kernels(const hw::Machine& m, const Kernel& k, sim::TimePs second_at_ps,
+                                            bool closed_form, std::uint64_t* converted) {
+  sim::Simulator sim;
+  hw::SimMachine hw(sim, m);
+  Executor ex(hw);
+  ex.set_closed_form(closed_form);
+  KernelRun a, b;
+  struct Later {
+    Executor* ex;
+    const Kernel* k;
+    KernelRun* run;
+    static void go(void* obj, std::uint64_t) {
+      auto* l = static_cast<Later*>(obj);
+      l->ex->launch(*l->k, *l->run, nullptr, nullptr, 0);
+    }
+  } later{&ex, &k, &b};
+  ex.launch(k, a, nullptr, nullptr, 0);
+  sim.at(second_at_ps, &Later::go, &later, 0);
+  sim.run();
+  if (converted) *converted = ex.converted_kernels();
+  return {a, b};
+}
+
+TEST(Executor, ASoloKernelConvertedMidPhaseEndsWhenTheFlowPathWould) {
+  // The closed form is exact: a solo kernel that another kernel joins part way through (in its
+  // overhead, in its first phase, in its last) ends, with its compute and memory times, exactly
+  // when the same kernel run through SMs and HBM flows from the start does.
+  const hw::Machine m = hw::Machine::load(config_path("a100_sxm4_80gb"));
+  Kernel k;
+  k.name = "stream";
+  k.tiles = 300;  // more CTAs than slots: a full-waves phase and a partial last one
+  k.tiles_per_unit = 2;
+  k.tile_compute_s = 2e-6;
+  k.tile_hbm_bytes = 4e6;
+  k.hbm_bytes = 1.2e9;
+  for (sim::TimePs at : {sim::TimePs{1'000'000}, sim::TimePs{200'000'000}, sim::TimePs{600'000'000}}) {
+    std::uint64_t converted = 0;
+    const auto [a, b] = two_kernels(m, k, at, true, &converted);
+    const auto [fa, fb] = two_kernels(m, k, at, false, nullptr);
+    EXPECT_EQ(converted, 1u) << at;
+    EXPECT_NEAR(static_cast<double>(a.end_ps), static_cast<double>(fa.end_ps), 2.0) << at;
+    EXPECT_NEAR(static_cast<double>(b.end_ps), static_cast<double>(fb.end_ps), 2.0) << at;
+    EXPECT_NEAR(static_cast<double>(a.memory_ps), static_cast<double>(fa.memory_ps), 2.0) << at;
+    EXPECT_NEAR(static_cast<double>(a.compute_ps), static_cast<double>(fa.compute_ps), 2.0) << at;
+    EXPECT_GT(b.end_ps, at);
+  }
+}
+
 TEST(Executor, SmallGridsSpreadOverUnitsBeforeStacking) {
   const hw::Machine m = hw::Machine::load(config_path("a100_sxm4_80gb"));
   Predictor p(m, KernelPolicy{});
