@@ -66,7 +66,7 @@ bool ActionQueue::next(HostAction& out) {
     return true;
   }
   std::unique_lock lock(mutex_);
-  if (!draining_.empty() || draining_.capacity() > 0) {
+  if (draining_.capacity() > 0) {  // the drained batch goes back for the producer to refill
     draining_.clear();
     spare_.push_back(std::move(draining_));
     draining_ = {};
@@ -82,14 +82,11 @@ bool ActionQueue::next(HostAction& out) {
 }
 
 HostThread::HostThread(sim::Simulator& sim, ActionSource& source, std::span<Stream* const> streams,
-                       sim::TimePs sync_latency_ps, sim::EventFn on_finished, void* obj, std::uint64_t arg)
+                       sim::TimePs sync_latency_ps)
     : sim_(sim),
       source_(source),
       streams_(streams.begin(), streams.end()),
-      sync_latency_ps_(sync_latency_ps),
-      on_finished_(on_finished),
-      obj_(obj),
-      arg_(arg) {}
+      sync_latency_ps_(sync_latency_ps) {}
 
 void HostThread::start() { sim_.after(0, &HostThread::on_step, this, 0); }
 
@@ -99,7 +96,6 @@ void HostThread::step() {
   if (!source_.next(current_)) {
     finished_ = true;
     finish_ps_ = sim_.now();
-    if (on_finished_) on_finished_(obj_, arg_);
     return;
   }
   const sim::TimePs now = sim_.now();

@@ -278,9 +278,10 @@ struct Engine::Impl {
       return *it->second;
     }
 
-    // The record a traced launch's note reads: the op's name and shape.
-    const OpRecord* op_record(std::string_view name, const void* what, const OpDesc* op,
-                              std::string_view description = {}) {
+    // The record a traced launch's note reads: the op's name and shape. `describe` gives the
+    // shape of an op without an OpDesc; it runs only when the record is made.
+    template <class Describe>
+    const OpRecord* op_record(std::string_view name, const void* what, const OpDesc* op, Describe&& describe) {
       const std::string* n = intern(name);
       auto& r = op_records[{n, what}];
       if (!r) {
@@ -290,10 +291,13 @@ struct Engine::Impl {
           r->shape = op->describe();
           r->dtype = dtype_name(op->dtype);
         } else {
-          r->shape = std::string(description);
+          r->shape = describe();
         }
       }
       return r.get();
+    }
+    const OpRecord* op_record(std::string_view name, const void* what, const OpDesc* op) {
+      return op_record(name, what, op, [] { return std::string(); });
     }
     // What a communication call moves, for its op span.
     std::string describe_call(std::uint64_t call) const {
@@ -346,7 +350,7 @@ struct Engine::Impl {
       a.ready_delay_ps = engine.latency_ps;
       a.work = {&Impl::start_comm, this, call};
       if (engine.tracer) {
-        note_launches(a, op_record(name, reinterpret_cast<const void*>(call), nullptr, describe_call(call)), 0, 1);
+        note_launches(a, op_record(name, reinterpret_cast<const void*>(call), nullptr, [&] { return describe_call(call); }), 0, 1);
       }
       push(a);
     }
@@ -382,7 +386,7 @@ struct Engine::Impl {
       a.host_ps = engine.dispatch_ps + engine.launch_ps;
       a.ready_delay_ps = engine.latency_ps;
       if (engine.tracer) {
-        note_launches(a, op_record(name, reinterpret_cast<const void*>(call), nullptr, describe_call(call)), 0, 1);
+        note_launches(a, op_record(name, reinterpret_cast<const void*>(call), nullptr, [&] { return describe_call(call); }), 0, 1);
       }
       if (what == kSend) {
         // On the compute stream, a mark that hands the send to the send stream once the work
@@ -407,14 +411,19 @@ struct Engine::Impl {
 
     void copy(bool to_device, std::uint64_t bytes, std::string_view name) {
       check_bytes(bytes, name);
+      if (!engine.machine.host_of_device(device)) {
+        throw std::invalid_argument(
+            fmt::format("{}: {} has no host to copy to or from", name, engine.machine.devices()[device].name));
+      }
       os::HostAction a;
       a.kind = os::HostAction::Kind::launch;
       a.host_ps = engine.dispatch_ps + engine.launch_ps;
       a.ready_delay_ps = engine.latency_ps;
       a.work = {&Impl::start_copy, this, (to_device ? std::uint64_t{1} << 63 : 0) | bytes};
       if (engine.tracer) {
-        note_launches(a, op_record(name, reinterpret_cast<const void*>(a.work.arg), nullptr,
-                                   fmt::format("{} bytes {}", bytes, to_device ? "host to device" : "device to host")),
+        note_launches(a, op_record(name, reinterpret_cast<const void*>(a.work.arg), nullptr, [&] {
+                        return fmt::format("{} bytes {}", bytes, to_device ? "host to device" : "device to host");
+                      }),
                       0, 1);
       }
       push(a);
@@ -533,13 +542,14 @@ struct Engine::Impl {
     std::vector<std::uint64_t> calls;    // calls so far per participant
     std::uint64_t first = 0;             // call number of meetings.front()
     std::deque<Meeting> meetings;
+    std::vector<std::vector<Member>> spare;  // member lists of finished meetings, for reuse
   };
   struct Running {
     std::vector<Member> members;
     std::size_t parts_left = 0;
     bool free = true;
     // What it is, for traces.
-    const Rendezvous* rendezvous = nullptr;
+    Rendezvous* rendezvous = nullptr;
     const Fluid* fluid = nullptr;
     OpKind kind = OpKind::allreduce;
     std::uint64_t bytes = 0;
@@ -595,6 +605,10 @@ struct Engine::Impl {
     const std::uint64_t number = rv->calls[position]++;
     while (rv->first + rv->meetings.size() <= number) {
       Meeting m;
+      if (!rv->spare.empty()) {  // no allocation per collective in the steady state
+        m.members = std::move(rv->spare.back());
+        rv->spare.pop_back();
+      }
       m.members.assign(rv->ranks.size(), Member{});
       rv->meetings.push_back(std::move(m));
     }
@@ -610,7 +624,6 @@ struct Engine::Impl {
     }
     m.members[position] = Member{rank, stream.index()};
     if (++m.arrived < rv->ranks.size()) return;
-    // Everyone is here: what each member spent until now was waiting for its peers.
     // Everyone is here (meetings complete in order per participant, so this is the front one).
     Meeting done = std::move(m);
     while (!rv->meetings.empty() && rv->meetings.front().arrived == rv->ranks.size()) {
@@ -655,7 +668,7 @@ struct Engine::Impl {
     return fluids.emplace(key, std::move(f)).first->second;
   }
 
-  void run_fluid(const Rendezvous& rv, OpKind kind, std::uint64_t bytes, std::vector<Member> members,
+  void run_fluid(Rendezvous& rv, OpKind kind, std::uint64_t bytes, std::vector<Member> members,
                  std::uint64_t number) {
     const Fluid& f = fluid_for(rv, kind, bytes);
     std::uint32_t slot = 0;
@@ -741,7 +754,7 @@ struct Engine::Impl {
     if (--r.parts_left > 0) return;
     const sim::TimePs now = e->sim.now();
     std::vector<Member> members = std::move(r.members);
-    r.members.clear();
+    r.members = {};
     r.free = true;
     const std::uint64_t member_flow = e->tracer && e->tracer->device_work() ? e->tracer->next_flow_id() : 0;
     for (std::size_t i = 0; i < members.size(); ++i) {
@@ -781,6 +794,7 @@ struct Engine::Impl {
       m.rank->streams[m.stream]->finish_current();
       if (p2p && i == 1) recv_done(m.rank, now);
     }
+    r.rendezvous->spare.push_back(std::move(members));
   }
 
   // ---- host <-> device copies ----
@@ -797,9 +811,7 @@ struct Engine::Impl {
     Impl& e = rank->engine;
     const bool to_device = (arg >> 63) != 0;
     const std::uint64_t bytes = arg & ~(std::uint64_t{1} << 63);
-    const auto host = e.machine.host_of_device(rank->device);
-    if (!host) throw std::invalid_argument(fmt::format("{} has no host to copy from", e.machine.devices()[rank->device].name));
-    const std::uint32_t host_ep = e.machine.hosts()[*host].endpoint;
+    const std::uint32_t host_ep = e.machine.hosts()[*e.machine.host_of_device(rank->device)].endpoint;  // checked at launch
     const std::uint32_t dev_ep = e.machine.devices()[rank->device].endpoint;
     std::uint32_t slot;
     if (!e.free_copies.empty()) {
@@ -856,18 +868,16 @@ struct Engine::Impl {
     rank->result.device_finish_ps = run.end_ps;
     if (e.tracer && e.tracer->device_work()) {
       // "op" only when the kernel is not simply named after it, "tile" only for tiled kernels.
-      const trace::Arg all[] = {{"impl", k.impl},
-                                {"flops", static_cast<std::uint64_t>(std::llround(k.flops))},
-                                {"hbm_bytes", static_cast<std::uint64_t>(std::llround(k.hbm_bytes))},
-                                {"bound", compute_bound ? "compute" : "memory"},
-                                {"why", slot.kernel->why},
-                                {"op", op_name(k.op)},
-                                {"tile", k.tile}};
+      trace::Arg args[7] = {{"impl", k.impl},
+                            {"flops", static_cast<std::uint64_t>(std::llround(k.flops))},
+                            {"hbm_bytes", static_cast<std::uint64_t>(std::llround(k.hbm_bytes))},
+                            {"bound", compute_bound ? "compute" : "memory"},
+                            {"why", slot.kernel->why},
+                            {"op", op_name(k.op)},
+                            {"tile", k.tile}};
       std::size_t n = 5;
-      if (k.name != op_name(k.op)) ++n;
-      trace::Arg args[7] = {all[0], all[1], all[2], all[3], all[4], all[5], all[6]};
-      if (n == 5 && !k.tile.empty()) args[n++] = all[6];
-      else if (n == 6 && !k.tile.empty()) n = 7;
+      if (k.name != op_name(k.op)) args[n++] = args[5];
+      if (!k.tile.empty()) args[n++] = args[6];
       rank->last_seq[stream] = e.tracer->device_span(rank->index, static_cast<std::uint32_t>(stream), k.name, "kernel",
                                                      run.start_ps, run.end_ps, slot.flow_id,
                                                      std::span<const trace::Arg>(args, n));
@@ -948,8 +958,6 @@ struct Engine::Impl {
       else e->tracer->link_rate(w.track, now, rate);
     }
   }
-
-  static void on_host_finished(void*, std::uint64_t) {}
 
   Impl(const hw::Machine& m, KernelPolicy policy, int world, EngineOptions opts)
       : machine(m), dispatcher(m, std::move(policy)), world_size(world), options(std::move(opts)) {}
@@ -1037,8 +1045,7 @@ EngineResult Engine::run(const std::function<void(RankContext&)>& program) {
       rank->stream_ptrs.push_back(rank->streams.back().get());
     }
     rank->slots.resize(e.streams_total);
-    rank->host_thread = std::make_unique<os::HostThread>(e.sim, rank->queue, rank->stream_ptrs, e.sync_ps,
-                                                        &Impl::on_host_finished, &e, static_cast<std::uint64_t>(r));
+    rank->host_thread = std::make_unique<os::HostThread>(e.sim, rank->queue, rank->stream_ptrs, e.sync_ps);
     rank->result.rank = r;
     rank->result.device = d;
     rank->result.device_name = dev.name;

@@ -57,7 +57,7 @@ TEST(HostThread, KernelStartsAtTheLaterOfEnqueuePlusLatencyAndThePreviousEnd) {
   // Host: 10 per launch; device latency 3; kernels of 5 then 50 then 5.
   VectorSource source({launch(work, 10, 3, 5), launch(work, 10, 3, 50), launch(work, 10, 3, 5)});
   os::Stream* streams[] = {&stream};
-  os::HostThread host(sim, source, streams, 0, nullptr, nullptr, 0);
+  os::HostThread host(sim, source, streams, 0);
   host.start();
   sim.run();
   ASSERT_EQ(work.runs.size(), 3u);
@@ -78,7 +78,7 @@ TEST(HostThread, SynchronizeBlocksTheHostUntilTheDeviceIsIdlePlusSyncLatency) {
   after.host_ps = 7;
   VectorSource source({launch(work, 10, 3, 100), sync, after});
   os::Stream* streams[] = {&stream};
-  os::HostThread host(sim, source, streams, 2, nullptr, nullptr, 0);
+  os::HostThread host(sim, source, streams, 2);
   host.start();
   sim.run();
   // Kernel 13..113; the host notices at 115, then spends 7.
@@ -95,7 +95,7 @@ TEST(HostThread, ZeroHostCostLaunchesReachTheDeviceTogetherAsAGraphDoes) {
   graph_launch.host_ps = 5;
   VectorSource source({graph_launch, launch(work, 0, 3, 4), launch(work, 0, 3, 4), launch(work, 0, 3, 4)});
   os::Stream* streams[] = {&stream};
-  os::HostThread host(sim, source, streams, 0, nullptr, nullptr, 0);
+  os::HostThread host(sim, source, streams, 0);
   host.start();
   sim.run();
   ASSERT_EQ(work.runs.size(), 3u);

@@ -88,10 +88,8 @@ class ActionQueue final : public ActionSource {
 
 class HostThread {
  public:
-  // `streams` are the device's streams, by index. on_finished(obj, arg) runs when the program
-  // has ended and its last action is done.
-  HostThread(sim::Simulator& sim, ActionSource& source, std::span<Stream* const> streams, sim::TimePs sync_latency_ps,
-             sim::EventFn on_finished, void* obj, std::uint64_t arg);
+  // `streams` are the device's streams, by index.
+  HostThread(sim::Simulator& sim, ActionSource& source, std::span<Stream* const> streams, sim::TimePs sync_latency_ps);
   HostThread(const HostThread&) = delete;
   HostThread& operator=(const HostThread&) = delete;
 
@@ -111,9 +109,6 @@ class HostThread {
   ActionSource& source_;
   std::vector<Stream*> streams_;
   sim::TimePs sync_latency_ps_;
-  sim::EventFn on_finished_;
-  void* obj_;
-  std::uint64_t arg_;
   HostAction current_;
   std::size_t streams_waited_ = 0;
   sim::TimePs sync_begin_ps_ = 0;
