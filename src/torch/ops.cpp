@@ -41,15 +41,15 @@ Tensor randn(IntArrayRef sizes, TensorOptions options) { return factory(sizes, o
 Tensor rand(IntArrayRef sizes, TensorOptions options) { return factory(sizes, options, "aten::rand", true); }
 
 namespace {
-TensorOptions options_of(const Tensor& t) {
-  detail::check_defined(t, "empty_like", "self");
+TensorOptions options_of(const Tensor& t, const char* op) {
+  detail::check_defined(t, op, "self");
   return TensorOptions(t.dtype()).device(t.device());
 }
 }  // namespace
 
-Tensor empty_like(const Tensor& t) { return factory(t.sizes(), options_of(t), "aten::empty_like", false); }
-Tensor zeros_like(const Tensor& t) { return factory(t.sizes(), options_of(t), "aten::zeros_like", true); }
-Tensor ones_like(const Tensor& t) { return factory(t.sizes(), options_of(t), "aten::ones_like", true); }
+Tensor empty_like(const Tensor& t) { return factory(t.sizes(), options_of(t, "empty_like"), "aten::empty_like", false); }
+Tensor zeros_like(const Tensor& t) { return factory(t.sizes(), options_of(t, "zeros_like"), "aten::zeros_like", true); }
+Tensor ones_like(const Tensor& t) { return factory(t.sizes(), options_of(t, "ones_like"), "aten::ones_like", true); }
 
 Tensor arange(std::int64_t end, TensorOptions options) { return arange(0, end, options); }
 

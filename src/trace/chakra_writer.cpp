@@ -280,11 +280,7 @@ struct ChakraWriter::Impl {
       }
     }
     node.set_id(id);
-    if (detail::is_valid_utf8(span.name)) {
-      node.mutable_name()->assign(span.name.data(), span.name.size());
-    } else {
-      detail::assign_valid_utf8(*node.mutable_name(), span.name);
-    }
+    detail::assign_valid_utf8(*node.mutable_name(), span.name);
     node.set_type(type);
     node.clear_data_deps();
     if (t.has_last) node.add_data_deps(t.last_id);
@@ -300,7 +296,8 @@ struct ChakraWriter::Impl {
     }
     const bool wait = span.category == "wait";  // a dependency point: its time is the wait itself
     node.set_start_time_micros(span.begin_ps / kPsPerUs);
-    node.set_duration_micros(wait ? 0 : (span.end_ps - span.begin_ps + kPsPerUs / 2) / kPsPerUs);
+    const TimePs dur_ps = span.end_ps >= span.begin_ps ? span.end_ps - span.begin_ps : 0;
+    node.set_duration_micros(wait ? 0 : (dur_ps + kPsPerUs / 2) / kPsPerUs);
 
     switch (layout) {
       case kCompute: {

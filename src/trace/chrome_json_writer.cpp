@@ -101,22 +101,34 @@ void ChromeJsonWriter::append_args(std::span<const Arg> args) {
   buf_.push_back('}');
 }
 
-void ChromeJsonWriter::on_process(const ProcessInfo& process) {
+void ChromeJsonWriter::metadata_event(std::string_view name, std::string_view location, std::string_view key,
+                                      const std::string_view* text, std::int64_t number) {
   start_event();
-  append_raw(buf_, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":");
-  append_int(buf_, process.pid);
-  append_raw(buf_, ",\"tid\":0,\"args\":{\"name\":");
-  append_json_string(buf_, process.name);
+  append_raw(buf_, "{\"ph\":\"M\",\"name\":\"");
+  append_raw(buf_, name);
+  append_raw(buf_, "\",");
+  append_raw(buf_, location);
+  append_raw(buf_, ",\"args\":{\"");
+  append_raw(buf_, key);
+  append_raw(buf_, "\":");
+  if (text != nullptr) {
+    append_json_string(buf_, *text);
+  } else {
+    append_int(buf_, number);
+  }
   append_raw(buf_, "}}");
   end_event();
+}
 
-  start_event();
-  append_raw(buf_, "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":");
-  append_int(buf_, process.pid);
-  append_raw(buf_, ",\"tid\":0,\"args\":{\"sort_index\":");
-  append_int(buf_, process.sort_index);
-  append_raw(buf_, "}}");
-  end_event();
+void ChromeJsonWriter::on_process(const ProcessInfo& process) {
+  fmt::memory_buffer location;
+  append_raw(location, "\"pid\":");
+  append_int(location, process.pid);
+  append_raw(location, ",\"tid\":0");
+  const std::string_view where(location.data(), location.size());
+  const std::string_view name = process.name;
+  metadata_event("process_name", where, "name", &name, 0);
+  metadata_event("process_sort_index", where, "sort_index", nullptr, process.sort_index);
 }
 
 void ChromeJsonWriter::on_track(const TrackInfo& track) {
@@ -144,21 +156,9 @@ void ChromeJsonWriter::on_track(const TrackInfo& track) {
   append_int(tmp, track.tid);
   text.location = fmt::to_string(tmp);
 
-  start_event();
-  append_raw(buf_, "{\"ph\":\"M\",\"name\":\"thread_name\",");
-  append_raw(buf_, text.location);
-  append_raw(buf_, ",\"args\":{\"name\":");
-  append_json_string(buf_, track.name);
-  append_raw(buf_, "}}");
-  end_event();
-
-  start_event();
-  append_raw(buf_, "{\"ph\":\"M\",\"name\":\"thread_sort_index\",");
-  append_raw(buf_, text.location);
-  append_raw(buf_, ",\"args\":{\"sort_index\":");
-  append_int(buf_, track.sort_index);
-  append_raw(buf_, "}}");
-  end_event();
+  const std::string_view name = track.name;
+  metadata_event("thread_name", text.location, "name", &name, 0);
+  metadata_event("thread_sort_index", text.location, "sort_index", nullptr, track.sort_index);
 }
 
 void ChromeJsonWriter::open_slice_event(std::string_view head, std::string_view name, std::string_view category,

@@ -74,35 +74,22 @@ void append_json_string(fmt::memory_buffer& out, std::string_view text) {
   out.push_back('"');
 }
 
-bool is_valid_utf8(std::string_view text) noexcept {
-  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
-  const auto* const end = p + text.size();
-  while (p < end) {
-    if (*p < 0x80) {
-      ++p;
-      continue;
-    }
-    const std::size_t n = utf8_sequence_length(p, end);
-    if (n == 0) return false;
-    p += n;
-  }
-  return true;
-}
-
 void assign_valid_utf8(std::string& out, std::string_view text) {
   out.clear();
   const auto* p = reinterpret_cast<const unsigned char*>(text.data());
   const auto* const end = p + text.size();
+  const auto* run = p;  // start of the valid bytes not yet copied
   while (p < end) {
     const std::size_t n = *p < 0x80 ? 1 : utf8_sequence_length(p, end);
     if (n == 0) {
+      out.append(reinterpret_cast<const char*>(run), static_cast<std::size_t>(p - run));
       out.append("\xEF\xBF\xBD");  // U+FFFD
-      ++p;
+      run = ++p;
     } else {
-      out.append(reinterpret_cast<const char*>(p), n);
       p += n;
     }
   }
+  out.append(reinterpret_cast<const char*>(run), static_cast<std::size_t>(p - run));  // valid text: one copy
 }
 
 void append_us_from_ps(fmt::memory_buffer& out, std::uint64_t ps) {

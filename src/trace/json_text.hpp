@@ -14,9 +14,6 @@ namespace syntorch::trace::detail {
 // characters are escaped; bytes that are not valid UTF-8 become \ufffd.
 void append_json_string(fmt::memory_buffer& out, std::string_view text);
 
-// True when `text` is valid UTF-8 (no overlong forms, surrogates or code points above U+10FFFF).
-bool is_valid_utf8(std::string_view text) noexcept;
-
 // Replaces `out` with `text`, each byte that is not part of valid UTF-8 replaced by U+FFFD.
 void assign_valid_utf8(std::string& out, std::string_view text);
 

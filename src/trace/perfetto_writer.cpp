@@ -88,7 +88,6 @@ struct PerfettoWriter::Impl {
   std::uint64_t packets = 0;
   std::uint64_t bytes = 0;
   bool first_packet = true;
-  bool begun = false;
   bool finished = false;
 
   void emit_bytes(const char* data, std::size_t size, std::uint64_t packet_count) {
@@ -187,13 +186,7 @@ struct PerfettoWriter::Impl {
     return t;
   }
 
-  void set_string(std::string* field, std::string_view text) {
-    if (detail::is_valid_utf8(text)) {
-      field->assign(text.data(), text.size());
-    } else {
-      detail::assign_valid_utf8(*field, text);
-    }
-  }
+  void set_string(std::string* field, std::string_view text) { detail::assign_valid_utf8(*field, text); }
 
   void add_args(pp::TrackEvent& te, std::span<const Arg> args) {
     for (const Arg& a : args) {
@@ -208,9 +201,10 @@ struct PerfettoWriter::Impl {
           // Argument strings repeat (a kernel's reasons, its implementation, a shape): interned,
           // up to a bound on how many distinct ones are kept.
           const std::string_view v = a.value.as_string();
-          if (v.size() <= kMaxInternedValueBytes &&
-              (string_values.size() < kMaxInternedValues || string_values.count(v) != 0)) {
+          if (v.size() <= kMaxInternedValueBytes && string_values.size() < kMaxInternedValues) {
             d->set_string_value_iid(intern(string_values, InternKind::kStringValue, v));
+          } else if (auto known = string_values.find(v); known != string_values.end()) {
+            d->set_string_value_iid(known->second);  // the table is full, but this one is in it
           } else {
             set_string(d->mutable_string_value(), v);
           }
@@ -378,7 +372,6 @@ PerfettoWriter::PerfettoWriter(const std::filesystem::path& path, Options option
 
 PerfettoWriter::~PerfettoWriter() = default;
 
-void PerfettoWriter::begin() { impl_->begun = true; }
 
 void PerfettoWriter::on_process(const ProcessInfo& process) {
   Impl& m = *impl_;

@@ -16,6 +16,7 @@
 #include "et_def.pb.h"
 #include "perfetto_trace.pb.h"
 #include "proto_io.hpp"
+#include "syntorch/trace/open_trace_writer.hpp"
 
 namespace syntorch::trace {
 
@@ -572,11 +573,6 @@ TraceFileSummary read_csv(const fs::path& path) {
   return tally.finish("csv", {path}, 0);
 }
 
-bool ends_with(const fs::path& path, std::string_view suffix) {
-  const std::string name = path.filename().string();
-  return name.size() > suffix.size() && std::string_view(name).ends_with(suffix);
-}
-
 // Microseconds with three decimals (nanoseconds), from picoseconds.
 std::string us_text(TimePs ps) {
   const TimePs ns = (ps + 500) / 1000;
@@ -586,13 +582,17 @@ std::string us_text(TimePs ps) {
 }  // namespace
 
 TraceFileSummary summarize_trace_file(const fs::path& path) {
-  if (ends_with(path, ".json") || ends_with(path, ".json.gz")) return read_chrome(path);
-  if (ends_with(path, ".pftrace")) return read_perfetto(path);
-  if (ends_with(path, ".et")) return read_chakra(path);
-  if (ends_with(path, ".csv")) return read_csv(path);
-  throw TraceFileError(fmt::format(
-      "cannot tell the trace format of '{}' from its name (valid: .json, .json.gz, .pftrace, .et, .csv)",
-      path.string()));
+  // The writers' own table of formats by extension.
+  if (const auto format = trace_format_from_path(path)) {
+    switch (*format) {
+      case TraceFormat::kChrome: return read_chrome(path);
+      case TraceFormat::kPerfetto: return read_perfetto(path);
+      case TraceFormat::kChakra: return read_chakra(path);
+      case TraceFormat::kCsv: return read_csv(path);
+    }
+  }
+  throw TraceFileError(
+      fmt::format("cannot tell the trace format of '{}' from its name (valid: {})", path.string(), valid_trace_formats()));
 }
 
 std::string format_trace_summary(const TraceFileSummary& s) {

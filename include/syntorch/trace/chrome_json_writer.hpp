@@ -73,6 +73,9 @@ class ChromeJsonWriter final : public Sink {
   };
 
   void start_event();  // writes the separator into the buffer
+  // A metadata ("M") event at `location` ("pid":P,"tid":T) with one arg: text, or else number.
+  void metadata_event(std::string_view name, std::string_view location, std::string_view key,
+                      const std::string_view* text, std::int64_t number);
   // Starts a slice-track event: head ("{\"ph\":..,\"name\":"), name, category, pid/tid, ts.
   void open_slice_event(std::string_view head, std::string_view name, std::string_view category, const TrackText& t,
                         TimePs ts_ps);

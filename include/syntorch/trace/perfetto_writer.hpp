@@ -59,7 +59,6 @@ class PerfettoWriter final : public Sink {
   // Without finish(): a file writer removes its partial file; a stream gets nothing more.
   ~PerfettoWriter() override;
 
-  void begin() override;
   void on_process(const ProcessInfo& process) override;
   void on_track(const TrackInfo& track) override;
   void on_span(const SpanEvent& span) override;
