@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <limits>
 
 #include "syntorch/base/units.hpp"
@@ -22,6 +23,53 @@ std::optional<torch::ScalarType> scalar_type(DType t) {
   }
 }
 }  // namespace
+
+bool set_run_parameter(RunSpec& s, const std::string& key, const std::string& value, Diagnostics& d,
+                       const std::string& where) {
+  auto integer = [&](auto& out, bool zero_ok) {
+    std::int64_t v = 0;
+    const auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (ec != std::errc{} || p != value.data() + value.size() || v < (zero_ok ? 0 : 1) || v > (1 << 30)) {
+      d.error(where, key, fmt::format("expected a {} integer, got \"{}\"", zero_ok ? "non-negative" : "positive", value));
+    } else {
+      out = static_cast<std::remove_reference_t<decltype(out)>>(v);
+    }
+  };
+  if (key == "model") {
+    if (auto m = parse_model(value, d, where)) s.model = *m;
+  } else if (key == "tp") {
+    integer(s.tp, false);
+  } else if (key == "pp") {
+    integer(s.pp, false);
+  } else if (key == "batch") {
+    integer(s.batch, false);
+  } else if (key == "input_tokens" || key == "input") {
+    integer(s.input_tokens, false);
+  } else if (key == "output_tokens" || key == "output") {
+    integer(s.output_tokens, false);
+  } else if (key == "micro_batches") {
+    integer(s.micro_batches, true);
+  } else if (key == "dtype") {
+    if (auto t = parse_dtype(value)) {
+      s.dtype = *t;
+    } else {
+      d.error(where, key, fmt::format("unknown dtype \"{}\"{} (valid: {})", value, did_you_mean(value, dtype_names()),
+                                      join(dtype_names())));
+    }
+  } else if (key == "graph") {
+    if (value == "true" || value == "false") s.graph = value == "true";
+    else d.error(where, key, fmt::format("expected true or false, got \"{}\"", value));
+  } else if (key == "framework") {
+    if (value == "eager" || value == "native") {
+      s.framework = value == "native" ? runtime::Framework::native : runtime::Framework::eager;
+    } else {
+      d.error(where, key, fmt::format("expected eager or native, got \"{}\"", value));
+    }
+  } else {
+    return false;
+  }
+  return true;
+}
 
 bool validate_run(const RunSpec& s, const hw::Machine& machine, Diagnostics& d, const std::string& where) {
   const std::size_t before = d.size();

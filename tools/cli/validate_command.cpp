@@ -108,14 +108,6 @@ void predict_generate_row(Row& row, const ValidateOptions& o, std::map<std::stri
   // The shared generate rows are FasterTransformer measurements, a C++ runtime: native unless a
   // row says framework=eager.
   spec.framework = runtime::Framework::native;
-  auto integer = [&](const std::string& key, const std::string& v, auto& out) {
-    const auto n = runtime::parse_count(v);
-    if (!n || *n > (1u << 30)) {
-      d.error(where, key, fmt::format("expected a positive integer, got \"{}\"", v));
-    } else {
-      out = static_cast<std::remove_reference_t<decltype(out)>>(*n);
-    }
-  };
   bool have_model = false;
   for (std::string kv; ss >> kv;) {
     const auto eq = kv.find('=');
@@ -123,38 +115,12 @@ void predict_generate_row(Row& row, const ValidateOptions& o, std::map<std::stri
     const std::string value = eq == std::string::npos ? "" : kv.substr(eq + 1);
     if (eq == std::string::npos) {
       d.error(where, "params", fmt::format("expected key=value, got \"{}\"", kv));
-    } else if (key == "model") {
-      if (auto m = models::parse_model(value, d, where)) {
-        spec.model = *m;
-        have_model = true;
-      }
-    } else if (key == "tp") {
-      integer(key, value, spec.tp);
-    } else if (key == "pp") {
-      integer(key, value, spec.pp);
-    } else if (key == "batch") {
-      integer(key, value, spec.batch);
-    } else if (key == "input") {
-      integer(key, value, spec.input_tokens);
-    } else if (key == "output") {
-      integer(key, value, spec.output_tokens);
-    } else if (key == "micro_batches") {
-      integer(key, value, spec.micro_batches);
-    } else if (key == "dtype") {
-      if (auto t = parse_dtype(value)) spec.dtype = *t;
-      else d.error(where, key, fmt::format("unknown dtype \"{}\"", value));
-    } else if (key == "framework") {
-      if (value == "eager" || value == "native") {
-        spec.framework = value == "native" ? runtime::Framework::native : runtime::Framework::eager;
-      } else {
-        d.error(where, key, fmt::format("expected eager or native, got \"{}\"", value));
-      }
-    } else if (key == "graph") {
-      if (value == "true" || value == "false") spec.graph = value == "true";
-      else d.error(where, key, fmt::format("expected true or false, got \"{}\"", value));
-    } else {
+    } else if (std::find(keys.begin(), keys.end(), key) == keys.end() ||
+               !models::set_run_parameter(spec, key, value, d, where)) {
       d.error(where, key, fmt::format("generate takes no parameter \"{}\"{} (valid: {})", key, did_you_mean(key, keys),
                                       join(keys)));
+    } else {
+      have_model = have_model || key == "model";
     }
   }
   if (!have_model && d.empty()) d.error(where, "model", "generate needs model=");

@@ -63,27 +63,14 @@ runtime::KernelPolicy policy_of(const std::map<std::string, std::string>& params
   return p;
 }
 
-std::int64_t integer(const std::map<std::string, std::string>& params, const char* key, std::int64_t fallback) {
-  auto it = params.find(key);
-  return it == params.end() ? fallback : std::stoll(it->second);
-}
-
 void simulate(const Study& study, const Point& point, Row& row) {
   const auto& p = point.params;
   const fs::path dir = fs::path(study.file).parent_path();
   const auto machine = machines().get((dir / p.at("hw")).string(), point.sets);
   models::RunSpec spec;
   Diagnostics d;
-  spec.model = *models::parse_model(p.at("model"), d, "model");
-  spec.tp = static_cast<int>(integer(p, "tp", 1));
-  spec.pp = static_cast<int>(integer(p, "pp", 1));
-  spec.batch = integer(p, "batch", 1);
-  spec.input_tokens = integer(p, "input_tokens", 128);
-  spec.output_tokens = integer(p, "output_tokens", 16);
-  spec.micro_batches = integer(p, "micro_batches", 0);
-  if (auto it = p.find("dtype"); it != p.end()) spec.dtype = *parse_dtype(it->second);
-  if (auto it = p.find("graph"); it != p.end()) spec.graph = it->second == "true";
-  if (auto it = p.find("framework"); it != p.end() && it->second == "native") spec.framework = runtime::Framework::native;
+  for (const auto& [key, value] : p) models::set_run_parameter(spec, key, value, d, "point");  // hw, policy: not run parameters
+  if (!d.empty()) throw InputError(std::move(d));
   row.metrics.assign(simulate_metrics().size(), kNaN);
   const std::size_t devices = machine->devices().size();
   if (static_cast<std::size_t>(spec.tp) * static_cast<std::size_t>(spec.pp) > devices) {

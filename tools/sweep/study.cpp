@@ -4,13 +4,12 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <charconv>
 #include <filesystem>
 #include <set>
 
 #include "syntorch/hw/config_loader.hpp"
 #include "syntorch/hw/machine.hpp"
-#include "syntorch/models/gpt.hpp"
+#include "syntorch/models/simulate.hpp"
 #include "syntorch/runtime/op_params.hpp"
 #include "syntorch/runtime/policy.hpp"
 
@@ -101,14 +100,6 @@ bool scalar(Reporter& r, const YAML::Node& n, const std::string& path, std::stri
 
 // Checks one parameter's value (text); returns the message when it is bad.
 std::string check_parameter(StudyKind kind, const std::string& key, const std::string& value, const fs::path& dir) {
-  auto positive = [&](bool zero_ok) -> std::string {
-    std::uint64_t v = 0;
-    const auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-    if (ec != std::errc{} || p != value.data() + value.size() || (!zero_ok && v == 0) || v > (1u << 30)) {
-      return fmt::format("expected a {} integer, got \"{}\"", zero_ok ? "non-negative" : "positive", value);
-    }
-    return {};
-  };
   auto boolean = [&]() -> std::string {
     return value == "true" || value == "false" ? "" : fmt::format("expected true or false, got \"{}\"", value);
   };
@@ -127,17 +118,10 @@ std::string check_parameter(StudyKind kind, const std::string& key, const std::s
     return d.empty() ? "" : d.items()[0].message;
   }
   if (kind == StudyKind::simulate) {
-    if (key == "model") {
-      Diagnostics d;
-      return models::parse_model(value, d, "model") ? "" : d.items()[0].message;
-    }
-    if (key == "tp" || key == "pp" || key == "batch" || key == "input_tokens" || key == "output_tokens") return positive(false);
-    if (key == "micro_batches") return positive(true);
-    if (key == "graph") return boolean();
-    if (key == "framework") {
-      return value == "eager" || value == "native" ? "" : fmt::format("expected eager or native, got \"{}\"", value);
-    }
-    return {};
+    Diagnostics d;
+    models::RunSpec scratch;
+    models::set_run_parameter(scratch, key, value, d, "study");
+    return d.empty() ? "" : d.items()[0].message;
   }
   if (key == "op") {
     return runtime::parse_op(value) ? ""

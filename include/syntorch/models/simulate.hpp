@@ -33,6 +33,13 @@ struct RunSpec {
   std::int64_t micro_batches = 0;  // 0: one per pipeline stage
 };
 
+// Sets one run parameter from its text, as study files and measurement rows give them: model,
+// tp, pp, batch, input_tokens (or input), output_tokens (or output), dtype, graph (true|false),
+// framework (eager|native), micro_batches. Returns false for a key that is none of these; a value
+// that is wrong is reported under `where` and the key, and leaves the spec as it was.
+bool set_run_parameter(RunSpec& spec, const std::string& key, const std::string& value, Diagnostics& diagnostics,
+                       const std::string& where);
+
 // Checks a spec against a machine: sizes positive, tp x pp devices available, heads and layers
 // dividing, a dtype models run in. Sequences longer than the model's trained context are allowed
 // (the cost of a position lookup does not depend on the position); reports say so. Problems go under
