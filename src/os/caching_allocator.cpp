@@ -20,7 +20,7 @@ double AllocatorStats::fragmentation() const {
   return reserved_bytes == 0 ? 0.0 : 1.0 - static_cast<double>(allocated_bytes) / static_cast<double>(reserved_bytes);
 }
 
-CachingAllocator::CachingAllocator(std::uint64_t capacity_bytes, std::uint64_t base_address) : base_(base_address) {
+CachingAllocator::CachingAllocator(std::uint64_t capacity_bytes, std::uint64_t base_address) {
   stats_.capacity_bytes = capacity_bytes;
   if (capacity_bytes > 0) device_free_.insert({base_address, capacity_bytes});
 }

@@ -9,13 +9,6 @@ void EventQueue::throw_push_in_past() {
   throw std::logic_error("EventQueue::push: time earlier than the last event popped");
 }
 
-unsigned EventQueue::lowest_slot(const Level& level) {
-  for (unsigned w = 0; w < 4; ++w) {
-    if (level.occupied[w]) return w * 64 + static_cast<unsigned>(__builtin_ctzll(level.occupied[w]));
-  }
-  return kSlots;
-}
-
 bool EventQueue::cancel(EventId id) {
   if (!id.valid() || id.seq >= next_seq_) return false;
   // Anything before the last popped key has run; (when, seq) order is the pop order.

@@ -97,7 +97,6 @@ class CachingAllocator {
   bool device_range(std::uint64_t size, std::uint64_t& address);
   void device_release(std::uint64_t address, std::uint64_t size);
 
-  std::uint64_t base_;
   std::vector<Node> nodes_;
   std::vector<std::uint32_t> free_nodes_;
   FreeIndex small_free_;

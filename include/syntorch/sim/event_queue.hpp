@@ -118,7 +118,6 @@ class EventQueue {
   }
   [[noreturn]] static void throw_push_in_past();
   // The lowest occupied slot of a level, or kSlots when none.
-  static unsigned lowest_slot(const Level& level);
   // The level and slot holding the earliest live event, and its time; false when none. Changes
   // nothing but the head index past cancelled events.
   bool find_min(unsigned& level, unsigned& slot, TimePs& when);
