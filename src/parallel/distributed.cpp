@@ -106,6 +106,27 @@ torch::Tensor all_gather(const torch::Tensor& tensor, const ProcessGroup& group,
   return out;
 }
 
+torch::Tensor reduce_scatter(const torch::Tensor& tensor, const ProcessGroup& group, std::int64_t dim) {
+  if (group.size() < 2) return tensor;
+  const std::int64_t d = dim < 0 ? dim + tensor.dim() : dim;
+  if (d < 0 || d >= tensor.dim()) {
+    throw std::invalid_argument(
+        fmt::format("reduce_scatter: dim {} is out of range for a {}-d tensor", dim, tensor.dim()));
+  }
+  std::vector<std::int64_t> sizes = tensor.sizes();
+  if (sizes[static_cast<std::size_t>(d)] % group.size() != 0) {
+    throw std::invalid_argument(fmt::format("reduce_scatter: size {} of dim {} does not split over {} ranks",
+                                            sizes[static_cast<std::size_t>(d)], d, group.size()));
+  }
+  sizes[static_cast<std::size_t>(d)] /= group.size();
+  torch::Tensor out = torch::empty(sizes, torch::TensorOptions(tensor.dtype()));
+  if (runtime::RankContext* ctx = runtime::current_rank()) {
+    ctx->collective(comm_op(runtime::OpKind::reducescatter, tensor, group.size(), tensor.nbytes()), group.id,
+                    "nccl:reduce_scatter");
+  }
+  return out;
+}
+
 void send(const torch::Tensor& tensor, int dst_rank) {
   if (runtime::RankContext* ctx = runtime::current_rank()) ctx->send(dst_rank, tensor.nbytes(), "nccl:send");
 }

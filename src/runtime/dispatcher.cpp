@@ -4,6 +4,7 @@
 
 #include "collectives/collectives.hpp"
 #include "kernels/kernels.hpp"
+#include "ops/op_type.hpp"
 
 namespace syntorch::runtime {
 
@@ -26,16 +27,7 @@ std::vector<Kernel> Dispatcher::lower(const OpDesc& op, std::uint32_t device) co
   const PolicyEntry& entry = policy_.entry(op.kind);
   const DType dtype = entry.precision.value_or(op.dtype);
   const detail::LowerContext cx{dev, device, entry, dtype};
-  std::vector<Kernel> ks;
-  switch (op.kind) {
-    case OpKind::gemm:
-    case OpKind::bmm: ks = detail::lower_gemm(op, cx); break;
-    case OpKind::attention: ks = detail::lower_attention(op, cx); break;
-    case OpKind::layernorm:
-    case OpKind::rmsnorm:
-    case OpKind::softmax: ks = detail::lower_rowwise(op, cx); break;
-    default: ks = detail::lower_elementwise(op, cx); break;
-  }
+  std::vector<Kernel> ks = op_type(op.kind).lower(op, cx);
   const std::string precision = entry.precision
                                     ? fmt::format("precision {} from the policy (the op is {})", dtype_name(dtype), dtype_name(op.dtype))
                                     : fmt::format("precision {} (the op's own)", dtype_name(dtype));
@@ -96,6 +88,9 @@ CollectivePlan Dispatcher::lower_collective(const OpDesc& op, std::span<const st
       best = t;
       plan = std::move(p);
     }
+  }
+  if (!plan) {
+    fail(op.describe(), fmt::format("no collective algorithm {} is registered for {}", entry.impl, op_name(op.kind)));
   }
   const std::string reason =
       entry.impl == "auto"

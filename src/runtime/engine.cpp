@@ -27,48 +27,29 @@ namespace syntorch::runtime {
 
 namespace {
 
-// The fields of an OpDesc that decide its kernels.
-struct OpKey {
-  std::uint64_t v[14];
-  std::uint8_t kind, dtype, causal;
-  bool operator==(const OpKey& o) const {
-    return kind == o.kind && dtype == o.dtype && causal == o.causal && std::equal(v, v + 14, o.v);
-  }
-};
-OpKey key_of(const OpDesc& op) {
-  return OpKey{{op.batch, op.m, op.n, op.k, op.heads, op.kv_heads, op.seq_q, op.seq_kv, op.head_dim, op.rows, op.cols,
-                op.vocab, op.elements, op.bytes},
-               static_cast<std::uint8_t>(op.kind),
-               static_cast<std::uint8_t>(op.dtype),
-               static_cast<std::uint8_t>(op.causal)};
-}
-struct OpKeyHash {
-  std::size_t operator()(const OpKey& k) const {
-    std::uint64_t h = 0x9e3779b97f4a7c15ULL ^ (k.kind * 131u + k.dtype * 7u + k.causal);
-    for (std::uint64_t x : k.v) {
-      h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-    }
-    return static_cast<std::size_t>(h);
-  }
-};
-
 struct StringHash {
   using is_transparent = void;
   std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
 
-// Packing of a collective or point-to-point call into a work item's argument.
-constexpr int kBytesBits = 40;
-constexpr std::uint64_t kMaxPackedBytes = (std::uint64_t{1} << kBytesBits) - 1;
-std::uint64_t pack_call(std::uint32_t a, std::uint32_t b, std::uint64_t bytes) {
-  return (std::uint64_t{a & 0xfu} << 60) | (std::uint64_t{b & 0xfffffu} << kBytesBits) | bytes;
-}
-std::uint32_t call_a(std::uint64_t x) { return static_cast<std::uint32_t>(x >> 60); }
-std::uint32_t call_b(std::uint64_t x) { return static_cast<std::uint32_t>((x >> kBytesBits) & 0xfffffu); }
-std::uint64_t call_bytes(std::uint64_t x) { return x & kMaxPackedBytes; }
-
-constexpr std::uint32_t kSend = 1;
-constexpr std::uint32_t kRecv = 2;
+// A communication call as a rank issued it: a collective over a group, or one side of a
+// send/recv with a peer. Interned per rank (calls repeat every layer), so a work item carries a
+// pointer to one that never changes.
+struct CommCall {
+  enum class Kind : std::uint8_t { collective, send, recv };
+  Kind kind = Kind::collective;
+  OpKind op = OpKind::allreduce;
+  std::uint32_t target = 0;  // the group (collective) or the peer's global rank (send, recv)
+  std::uint64_t bytes = 0;
+  bool operator==(const CommCall&) const = default;
+};
+struct CommCallHash {
+  std::size_t operator()(const CommCall& c) const {
+    return std::hash<std::uint64_t>{}(c.bytes * 0x9e3779b97f4a7c15ULL ^ (std::uint64_t{c.target} << 16) ^
+                                      (static_cast<std::uint64_t>(c.op) << 8) ^ static_cast<std::uint64_t>(c.kind));
+  }
+};
+constexpr std::uint64_t kMaxCallBytes = (std::uint64_t{1} << 40) - 1;
 
 // A kernel as lowered for a rank, with the dispatcher's reasons joined for traces.
 struct LoweredKernel {
@@ -88,7 +69,8 @@ struct Engine::Impl {
     // Producer side.
     os::CachingAllocator allocator;
     os::ActionQueue queue;
-    std::unordered_map<OpKey, std::unique_ptr<std::vector<LoweredKernel>>, OpKeyHash> lowered;
+    std::unordered_map<OpDesc, std::unique_ptr<std::vector<LoweredKernel>>, OpDescHash> lowered;
+    std::unordered_map<CommCall, std::unique_ptr<const CommCall>, CommCallHash> calls;
     // Ops as traces show them, by (name, kernels).
     struct OpRecord {
       const std::string* name = nullptr;
@@ -264,7 +246,7 @@ struct Engine::Impl {
     }
 
     const std::vector<LoweredKernel>& lower(const OpDesc& op) {
-      auto [it, fresh] = lowered.try_emplace(key_of(op));
+      auto [it, fresh] = lowered.try_emplace(op);
       if (fresh) {
         auto kernels = std::make_unique<std::vector<LoweredKernel>>();
         for (Kernel& k : engine.dispatcher.lower(op, device)) {
@@ -300,13 +282,16 @@ struct Engine::Impl {
       return op_record(name, what, op, [] { return std::string(); });
     }
     // What a communication call moves, for its op span.
-    std::string describe_call(std::uint64_t call) const {
-      const std::uint32_t a = call_a(call);
-      const std::uint64_t bytes = call_bytes(call);
-      if (a == kSend) return fmt::format("{} bytes to rank {}", bytes, call_b(call));
-      if (a == kRecv) return fmt::format("{} bytes from rank {}", bytes, call_b(call));
-      return fmt::format("{} of {} bytes over ranks {}", op_name(static_cast<OpKind>(a)), bytes,
-                         fmt::join(engine.group(GroupId{call_b(call)}).ranks, ","));
+    std::string describe_call(const CommCall& call) const {
+      if (call.kind == CommCall::Kind::send) return fmt::format("{} bytes to rank {}", call.bytes, call.target);
+      if (call.kind == CommCall::Kind::recv) return fmt::format("{} bytes from rank {}", call.bytes, call.target);
+      return fmt::format("{} of {} bytes over ranks {}", op_name(call.op), call.bytes,
+                         fmt::join(engine.group(GroupId{call.target}).ranks, ","));
+    }
+    const CommCall* intern_call(const CommCall& call) {
+      auto& slot = calls[call];
+      if (!slot) slot = std::make_unique<const CommCall>(call);
+      return slot.get();
     }
 
     void note_launches(os::HostAction& a, const OpRecord* record, std::size_t i, std::size_t n) {
@@ -343,20 +328,20 @@ struct Engine::Impl {
       push(a);
     }
 
-    void comm(std::uint64_t call, std::string_view name) {
+    void comm(const CommCall* call, std::string_view name) {
       os::HostAction a;
       a.kind = os::HostAction::Kind::launch;
       a.host_ps = engine.dispatch_ps + engine.launch_ps;
       a.ready_delay_ps = engine.latency_ps;
-      a.work = {&Impl::start_comm, this, call};
+      a.work = {&Impl::start_comm, this, reinterpret_cast<std::uint64_t>(call)};
       if (engine.tracer) {
-        note_launches(a, op_record(name, reinterpret_cast<const void*>(call), nullptr, [&] { return describe_call(call); }), 0, 1);
+        note_launches(a, op_record(name, call, nullptr, [&] { return describe_call(*call); }), 0, 1);
       }
       push(a);
     }
 
     void check_bytes(std::uint64_t bytes, std::string_view name) const {
-      if (bytes == 0 || bytes > kMaxPackedBytes) {
+      if (bytes == 0 || bytes > kMaxCallBytes) {
         throw std::invalid_argument(fmt::format("{}: {} bytes per rank is outside 1 B .. 1 TiB", name, bytes));
       }
     }
@@ -371,33 +356,33 @@ struct Engine::Impl {
         throw std::invalid_argument(fmt::format("{}: rank {} is not in group {}", name, index, g.name));
       }
       if (g.ranks.size() == 1) return;  // a group of one: nothing to do
-      comm(pack_call(static_cast<std::uint32_t>(op.kind), group.value, op.bytes), name);
+      comm(intern_call({CommCall::Kind::collective, op.kind, group.value, op.bytes}), name);
     }
 
-    void point_to_point(std::uint32_t what, int peer, std::uint64_t bytes, std::string_view name) {
+    void point_to_point(CommCall::Kind what, int peer, std::uint64_t bytes, std::string_view name) {
       check_bytes(bytes, name);
       if (peer < 0 || peer >= engine.world_size || peer == index) {
         throw std::invalid_argument(
             fmt::format("{}: peer rank {} is not another rank of the {}", name, peer, engine.world_size));
       }
-      const std::uint64_t call = pack_call(what, static_cast<std::uint32_t>(peer), bytes);
+      const CommCall* call = intern_call({what, OpKind::sendrecv, static_cast<std::uint32_t>(peer), bytes});
       os::HostAction a;
       a.kind = os::HostAction::Kind::launch;
       a.host_ps = engine.dispatch_ps + engine.launch_ps;
       a.ready_delay_ps = engine.latency_ps;
       if (engine.tracer) {
-        note_launches(a, op_record(name, reinterpret_cast<const void*>(call), nullptr, [&] { return describe_call(call); }), 0, 1);
+        note_launches(a, op_record(name, call, nullptr, [&] { return describe_call(*call); }), 0, 1);
       }
-      if (what == kSend) {
+      if (what == CommCall::Kind::send) {
         // On the compute stream, a mark that hands the send to the send stream once the work
         // launched before it is done; the compute stream goes on without waiting.
-        a.work = {&Impl::start_fork_send, this, call};
+        a.work = {&Impl::start_fork_send, this, reinterpret_cast<std::uint64_t>(call)};
         push(a);
         return;
       }
       // The receive on the receive stream, and on the compute stream a wait for it.
       a.stream = static_cast<std::uint16_t>(engine.recv_stream);
-      a.work = {&Impl::start_comm, this, call};
+      a.work = {&Impl::start_comm, this, reinterpret_cast<std::uint64_t>(call)};
       push(a);
       os::HostAction join;
       join.kind = os::HostAction::Kind::launch;
@@ -406,8 +391,8 @@ struct Engine::Impl {
       if (engine.tracer) note_launches(join, op_record("wait for recv", nullptr, nullptr), 0, 1);
       push(join);
     }
-    void send(int peer, std::uint64_t bytes, std::string_view name) override { point_to_point(kSend, peer, bytes, name); }
-    void recv(int peer, std::uint64_t bytes, std::string_view name) override { point_to_point(kRecv, peer, bytes, name); }
+    void send(int peer, std::uint64_t bytes, std::string_view name) override { point_to_point(CommCall::Kind::send, peer, bytes, name); }
+    void recv(int peer, std::uint64_t bytes, std::string_view name) override { point_to_point(CommCall::Kind::recv, peer, bytes, name); }
 
     void copy(bool to_device, std::uint64_t bytes, std::string_view name) {
       check_bytes(bytes, name);
@@ -580,27 +565,24 @@ struct Engine::Impl {
     return r;
   }
 
-  static void start_comm(void* obj, std::uint64_t call, os::Stream& stream) {
+  static void start_comm(void* obj, std::uint64_t call_arg, os::Stream& stream) {
+    const CommCall& call = *reinterpret_cast<const CommCall*>(call_arg);
     auto* rank = static_cast<Rank*>(obj);
     Impl& e = rank->engine;
     rank->slots[stream.index()].comm_start_ps = e.sim.now();
     rank->slots[stream.index()].flow_id = rank->begin_item(stream.index(), e.sim.now());
-    const std::uint32_t a = call_a(call);
-    const std::uint64_t bytes = call_bytes(call);
+    const std::uint64_t bytes = call.bytes;
+    const auto kind = static_cast<std::uint32_t>(call.op);
     Rendezvous* rv;
     std::size_t position;
-    std::uint32_t kind;
-    if (a == kSend || a == kRecv) {
-      const int peer = static_cast<int>(call_b(call));
-      const int src = a == kSend ? rank->index : peer;
-      const int dst = a == kSend ? peer : rank->index;
-      rv = &e.rendezvous_for_pair(src, dst);
-      position = a == kSend ? 0 : 1;
-      kind = static_cast<std::uint32_t>(OpKind::sendrecv);
+    if (call.kind != CommCall::Kind::collective) {
+      const bool send = call.kind == CommCall::Kind::send;
+      const int peer = static_cast<int>(call.target);
+      rv = &e.rendezvous_for_pair(send ? rank->index : peer, send ? peer : rank->index);
+      position = send ? 0 : 1;
     } else {
-      rv = &e.rendezvous_for_group(call_b(call));
+      rv = &e.rendezvous_for_group(call.target);
       position = static_cast<std::size_t>(std::find(rv->ranks.begin(), rv->ranks.end(), rank->index) - rv->ranks.begin());
-      kind = a;
     }
     const std::uint64_t number = rv->calls[position]++;
     while (rv->first + rv->meetings.size() <= number) {

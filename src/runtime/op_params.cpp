@@ -4,25 +4,27 @@
 #include <charconv>
 #include <fmt/format.h>
 
+#include "ops/op_type.hpp"
 #include "syntorch/base/units.hpp"
 
 namespace syntorch::runtime {
 
 std::vector<std::string> op_param_keys(OpKind kind) {
-  switch (kind) {
-    case OpKind::gemm: return {"m", "n", "k"};
-    case OpKind::bmm: return {"batch", "m", "n", "k"};
-    case OpKind::attention: return {"batch", "heads", "kv_heads", "seq_q", "seq_kv", "head_dim", "causal"};
-    case OpKind::layernorm:
-    case OpKind::rmsnorm:
-    case OpKind::softmax: return {"rows", "cols"};
-    case OpKind::embedding: return {"tokens", "hidden", "vocab"};
-    case OpKind::gelu:
-    case OpKind::add:
-    case OpKind::mul:
-    case OpKind::copy: return {"elements"};
-    default: return {"ranks", "bytes"};
+  std::vector<std::string> keys;
+  for (const OpParam& p : op_type(kind).params) keys.emplace_back(p.key);
+  return keys;
+}
+
+std::vector<std::pair<std::string, std::string>> op_param_help() {
+  std::vector<std::pair<std::string, std::string>> all;
+  for (const OpType* t : op_types()) {
+    for (const OpParam& p : t->params) {
+      if (p.flag != nullptr) continue;
+      const bool seen = std::any_of(all.begin(), all.end(), [&](const auto& kv) { return kv.first == p.key; });
+      if (!seen) all.emplace_back(std::string(p.key), std::string(p.help));
+    }
   }
+  return all;
 }
 
 std::optional<std::uint64_t> parse_count(const std::string& text) {
@@ -39,6 +41,7 @@ std::optional<std::uint64_t> parse_count(const std::string& text) {
 bool op_from_params(const std::map<std::string, std::string>& params, const std::vector<std::string>& ignored,
                     OpDesc& op, Diagnostics& d, const std::string& where) {
   const std::size_t before = d.size();
+  const OpType& type = op_type(op.kind);
   const std::vector<std::string> keys = op_param_keys(op.kind);
   std::vector<std::string> valid = keys;
   valid.push_back("dtype");
@@ -62,11 +65,13 @@ bool op_from_params(const std::map<std::string, std::string>& params, const std:
                                       did_you_mean(key, all), join(all)));
       continue;
     }
-    if (key == "causal") {
+    const OpParam& param = *std::find_if(type.params.begin(), type.params.end(),
+                                         [&](const OpParam& p) { return p.key == key; });
+    if (param.flag != nullptr) {
       if (value == "true" || value == "1") {
-        op.causal = true;
+        op.*param.flag = true;
       } else if (value == "false" || value == "0") {
-        op.causal = false;
+        op.*param.flag = false;
       } else {
         d.error(where, key, fmt::format("expected true or false, got \"{}\"", value));
       }
@@ -78,30 +83,13 @@ bool op_from_params(const std::map<std::string, std::string>& params, const std:
                                       key == "bytes" ? " or a size like \"64 MiB\"" : "", value));
       continue;
     }
-    if (key == "m") op.m = *v;
-    else if (key == "n") op.n = *v;
-    else if (key == "k") op.k = *v;
-    else if (key == "batch") op.batch = *v;
-    else if (key == "heads") op.heads = *v;
-    else if (key == "kv_heads") op.kv_heads = *v;
-    else if (key == "seq_q") op.seq_q = *v;
-    else if (key == "seq_kv") op.seq_kv = *v;
-    else if (key == "head_dim") op.head_dim = *v;
-    else if (key == "rows" || key == "tokens") op.rows = *v;
-    else if (key == "cols" || key == "hidden") op.cols = *v;
-    else if (key == "vocab") op.vocab = *v;
-    else if (key == "elements") op.elements = *v;
-    else if (key == "bytes") op.bytes = *v;
-    else if (key == "ranks") {
-      if (*v > 4096) {
-        d.error(where, key, fmt::format("expected at most 4096 ranks, got {}", *v));
-      } else {
-        op.ranks = static_cast<std::uint32_t>(*v);
-      }
+    if (param.max != 0 && *v > param.max) {
+      d.error(where, key, fmt::format("expected at most {} {}, got {}", param.max, key, *v));
+      continue;
     }
+    op.*param.count = *v;
   }
-  // Attention without kv_heads means multi-head attention (kv_heads = heads).
-  if (op.kind == OpKind::attention && op.kv_heads == 0) op.kv_heads = op.heads;
+  if (type.defaults != nullptr) type.defaults(op);
   if (d.size() != before) return false;
   return validate_op(op, d, where);
 }

@@ -10,19 +10,13 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "ops/op_type.hpp"
+
 namespace syntorch::runtime {
 
 std::vector<std::string> KernelPolicy::implementations(OpKind op) {
-  switch (op) {
-    case OpKind::gemm:
-    case OpKind::bmm: return {"auto", "cublasLt", "tiled", "splitk", "gemv"};
-    case OpKind::attention: return {"auto", "flash_v2", "flash_v3", "unfused"};
-    case OpKind::allreduce: return {"auto", "ring", "tree", "in_switch"};
-    case OpKind::allgather:
-    case OpKind::reducescatter: return {"auto", "ring"};
-    case OpKind::sendrecv: return {"auto", "direct"};
-    default: return {"auto", "fused"};
-  }
+  const auto impls = op_type(op).implementations;
+  return {impls.begin(), impls.end()};
 }
 
 const PolicyEntry& KernelPolicy::entry(OpKind op) const {

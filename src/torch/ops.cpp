@@ -153,32 +153,32 @@ Tensor& inplace_scalar(Tensor& self, OpKind kind, const char* op, std::string_vi
 std::vector<std::int64_t> broadcast_shapes(IntArrayRef a, IntArrayRef b) { return broadcast(a, b, "broadcast_shapes"); }
 
 Tensor add(const Tensor& a, const Tensor& b) { return binary(a, b, OpKind::add, "add", "aten::add"); }
-Tensor sub(const Tensor& a, const Tensor& b) { return binary(a, b, OpKind::add, "sub", "aten::sub"); }
+Tensor sub(const Tensor& a, const Tensor& b) { return binary(a, b, OpKind::sub, "sub", "aten::sub"); }
 Tensor mul(const Tensor& a, const Tensor& b) { return binary(a, b, OpKind::mul, "mul", "aten::mul"); }
-Tensor div(const Tensor& a, const Tensor& b) { return binary(a, b, OpKind::mul, "div", "aten::div"); }
+Tensor div(const Tensor& a, const Tensor& b) { return binary(a, b, OpKind::div, "div", "aten::div"); }
 
 Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
 Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
 Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
 Tensor operator+(const Tensor& a, double) { return unary(a, OpKind::add, "add", "aten::add"); }
-Tensor operator-(const Tensor& a, double) { return unary(a, OpKind::add, "sub", "aten::sub"); }
+Tensor operator-(const Tensor& a, double) { return unary(a, OpKind::sub, "sub", "aten::sub"); }
 Tensor operator*(const Tensor& a, double) { return unary(a, OpKind::mul, "mul", "aten::mul"); }
-Tensor operator/(const Tensor& a, double) { return unary(a, OpKind::mul, "div", "aten::div"); }
+Tensor operator/(const Tensor& a, double) { return unary(a, OpKind::div, "div", "aten::div"); }
 Tensor operator+(double, const Tensor& b) { return unary(b, OpKind::add, "add", "aten::add"); }
-Tensor operator-(double, const Tensor& b) { return unary(b, OpKind::add, "rsub", "aten::rsub"); }
+Tensor operator-(double, const Tensor& b) { return unary(b, OpKind::sub, "rsub", "aten::rsub"); }
 Tensor operator*(double, const Tensor& b) { return unary(b, OpKind::mul, "mul", "aten::mul"); }
-Tensor operator/(double, const Tensor& b) { return unary(b, OpKind::mul, "div", "aten::div"); }
-Tensor operator-(const Tensor& a) { return unary(a, OpKind::mul, "neg", "aten::neg"); }
+Tensor operator/(double, const Tensor& b) { return unary(b, OpKind::div, "div", "aten::div"); }
+Tensor operator-(const Tensor& a) { return unary(a, OpKind::neg, "neg", "aten::neg"); }
 
 Tensor& Tensor::add_(const Tensor& other) { return inplace(*this, other, OpKind::add, "add_", "aten::add_"); }
-Tensor& Tensor::sub_(const Tensor& other) { return inplace(*this, other, OpKind::add, "sub_", "aten::sub_"); }
+Tensor& Tensor::sub_(const Tensor& other) { return inplace(*this, other, OpKind::sub, "sub_", "aten::sub_"); }
 Tensor& Tensor::mul_(const Tensor& other) { return inplace(*this, other, OpKind::mul, "mul_", "aten::mul_"); }
-Tensor& Tensor::div_(const Tensor& other) { return inplace(*this, other, OpKind::mul, "div_", "aten::div_"); }
+Tensor& Tensor::div_(const Tensor& other) { return inplace(*this, other, OpKind::div, "div_", "aten::div_"); }
 Tensor& Tensor::add_(double) { return inplace_scalar(*this, OpKind::add, "add_", "aten::add_"); }
-Tensor& Tensor::sub_(double) { return inplace_scalar(*this, OpKind::add, "sub_", "aten::sub_"); }
+Tensor& Tensor::sub_(double) { return inplace_scalar(*this, OpKind::sub, "sub_", "aten::sub_"); }
 Tensor& Tensor::mul_(double) { return inplace_scalar(*this, OpKind::mul, "mul_", "aten::mul_"); }
-Tensor& Tensor::div_(double) { return inplace_scalar(*this, OpKind::mul, "div_", "aten::div_"); }
+Tensor& Tensor::div_(double) { return inplace_scalar(*this, OpKind::div, "div_", "aten::div_"); }
 
 Tensor gelu(const Tensor& x, std::string_view approximate) {
   if (approximate != "none" && approximate != "tanh") {
@@ -186,16 +186,16 @@ Tensor gelu(const Tensor& x, std::string_view approximate) {
   }
   return unary(x, OpKind::gelu, "gelu", "aten::gelu");
 }
-Tensor relu(const Tensor& x) { return unary(x, OpKind::gelu, "relu", "aten::relu"); }
-Tensor silu(const Tensor& x) { return unary(x, OpKind::gelu, "silu", "aten::silu"); }
-Tensor tanh(const Tensor& x) { return unary(x, OpKind::gelu, "tanh", "aten::tanh"); }
-Tensor sigmoid(const Tensor& x) { return unary(x, OpKind::gelu, "sigmoid", "aten::sigmoid"); }
+Tensor relu(const Tensor& x) { return unary(x, OpKind::relu, "relu", "aten::relu"); }
+Tensor silu(const Tensor& x) { return unary(x, OpKind::silu, "silu", "aten::silu"); }
+Tensor tanh(const Tensor& x) { return unary(x, OpKind::tanh, "tanh", "aten::tanh"); }
+Tensor sigmoid(const Tensor& x) { return unary(x, OpKind::sigmoid, "sigmoid", "aten::sigmoid"); }
 
 Tensor dropout(const Tensor& x, double p, bool train) {
   detail::check_defined(x, "dropout", "input");
   if (p < 0 || p > 1) fail("dropout: dropout probability has to be between 0 and 1, but got {}", p);
   if (!train || p == 0) return x;
-  return unary(x, OpKind::mul, "dropout", "aten::dropout");
+  return unary(x, OpKind::dropout, "dropout", "aten::dropout");
 }
 
 // --- Matrix products ---

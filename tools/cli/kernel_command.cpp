@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -31,15 +32,6 @@ struct KernelOptions {
   bool causal = false;
   std::map<std::string, std::string> shape;  // flag name -> value, only those given
 };
-
-// Flags of the shape, by the parameter key they set.
-const std::vector<std::pair<std::string, std::string>> kShapeFlags{
-    {"m", "GEMM rows of A and C"},   {"n", "GEMM columns of B and C"}, {"k", "GEMM inner dimension"},
-    {"batch", "batch size"},         {"heads", "attention query heads"}, {"kv-heads", "attention key/value heads (GQA/MQA)"},
-    {"seq-q", "query length"},       {"seq-kv", "key/value length"},   {"head-dim", "attention head size"},
-    {"rows", "rows (norms, softmax)"}, {"cols", "columns (norms, softmax)"}, {"elements", "elements (gelu, add)"},
-    {"tokens", "embedding tokens"},  {"hidden", "embedding width"},    {"vocab", "embedding table rows"},
-    {"ranks", "collective ranks"},   {"bytes", "collective bytes per rank (e.g. 64MiB)"}};
 
 runtime::KernelPolicy make_policy(const KernelOptions& o, runtime::OpKind op, Diagnostics& d) {
   runtime::KernelPolicy p = runtime::KernelPolicy::load(o.policy, d, "--policy");
@@ -176,8 +168,11 @@ void add_kernel_command(CLI::App& app, Context& ctx) {
   CLI::App* k = app.add_subcommand("kernel", "Predict one kernel or collective by running it on the simulator");
   k->add_option("op", o->op, "Op: " + join(runtime::op_names()))->required();
   k->add_option("--hw", o->hw, "Hardware config JSON file")->required();
-  for (const auto& [flag, help] : kShapeFlags) {
-    k->add_option_function<std::string>("--" + flag, [o, key = flag](const std::string& v) { o->shape[key] = v; }, help);
+  // One flag per op parameter (seq_q as --seq-q), from the op table.
+  for (const auto& [key, help] : runtime::op_param_help()) {
+    std::string flag = key;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    k->add_option_function<std::string>("--" + flag, [o, flag](const std::string& v) { o->shape[flag] = v; }, help);
   }
   k->add_flag("--causal", o->causal, "Causal attention mask");
   k->add_option("--dtype", o->dtype, "Data type: " + join(dtype_names()))->capture_default_str();

@@ -48,6 +48,9 @@ const ParallelState& state();
 void all_reduce(torch::Tensor& tensor, const ProcessGroup& group);
 // Concatenates every member's `tensor` along `dim` (a new tensor).
 torch::Tensor all_gather(const torch::Tensor& tensor, const ProcessGroup& group, std::int64_t dim = -1);
+// Sums every member's `tensor` and leaves each its 1/n share along `dim` (a new tensor), as
+// torch.distributed.reduce_scatter_tensor does; `dim` must divide by the group's size.
+torch::Tensor reduce_scatter(const torch::Tensor& tensor, const ProcessGroup& group, std::int64_t dim = 0);
 // Point-to-point on the device stream, as NCCL send/recv: both sides wait for each other.
 void send(const torch::Tensor& tensor, int dst_rank);
 void recv(torch::Tensor& tensor, int src_rank);

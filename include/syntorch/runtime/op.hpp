@@ -1,8 +1,11 @@
 #pragma once
 // An operation as the runtime sees it: what to compute (kind, shapes, dtype), not how. The
-// Dispatcher lowers it to kernels (or a collective's transfer plan) for one device.
+// Dispatcher lowers it to kernels (or a collective's transfer plan) for one device. Each op kind
+// is defined in its own file under src/runtime/ops/ (name, parameters, checks, accounting,
+// implementations, lowering) and registered in the op table below.
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,18 +16,34 @@
 
 namespace syntorch::runtime {
 
+// The op table, in OpKind order. Adding an op is its file src/runtime/ops/<name>.cpp (which
+// defines `const OpType <name>_op`) and one line here, plus its torch-layer function.
+#define SYNTORCH_OP_TABLE(X)                                                                         \
+  X(gemm) X(bmm) X(attention)                                      /* matrix products */           \
+  X(layernorm) X(rmsnorm) X(softmax)                               /* row-wise */                  \
+  X(gelu) X(silu) X(relu) X(tanh) X(sigmoid) X(neg) X(dropout)     /* elementwise, one input */    \
+  X(add) X(sub) X(mul) X(div)                                      /* elementwise, two inputs */   \
+  X(embedding) X(copy)                                             /* gathers and copies */        \
+  X(allreduce) X(allgather) X(reducescatter) X(sendrecv)           /* communication */
+
 enum class OpKind : std::uint8_t {
-  gemm, bmm, attention, layernorm, rmsnorm, softmax, gelu, add, embedding, mul, copy,
-  allreduce, allgather, reducescatter, sendrecv
+#define SYNTORCH_OP_ENUMERATOR(name) name,
+  SYNTORCH_OP_TABLE(SYNTORCH_OP_ENUMERATOR)
+#undef SYNTORCH_OP_ENUMERATOR
 };
 
-inline constexpr std::size_t kOpKinds = 15;
+inline constexpr std::size_t kOpKinds = 0
+#define SYNTORCH_OP_COUNT(name) +1
+    SYNTORCH_OP_TABLE(SYNTORCH_OP_COUNT)
+#undef SYNTORCH_OP_COUNT
+    ;
+
 std::string_view op_name(OpKind k);
 std::optional<OpKind> parse_op(std::string_view name);
 std::vector<std::string> op_names();
-bool is_collective(OpKind k);
+bool is_collective(OpKind k);  // moves data between devices (collectives and send/recv)
 
-// Shapes of every op kind in one plain struct; each kind reads its own fields.
+// Shapes of every op kind in one plain struct; each kind reads its own fields (its parameters).
 struct OpDesc {
   OpKind kind = OpKind::gemm;
   DType dtype = DType::fp16;
@@ -36,18 +55,33 @@ struct OpDesc {
   // layernorm, rmsnorm, softmax: [rows, cols], normalised along cols. embedding: rows tokens of
   // width cols looked up in a table of `vocab` rows.
   std::uint64_t rows = 0, cols = 0, vocab = 0;
-  // gelu, add, mul (any binary elementwise op), copy (a strided copy, concatenation): element count.
+  // elementwise ops and copy (a strided copy, concatenation): element count.
   std::uint64_t elements = 0;
   // collectives: `bytes` per rank over `ranks` devices.
-  std::uint32_t ranks = 0;
+  std::uint64_t ranks = 0;
   std::uint64_t bytes = 0;
 
+  // Every field takes part, so two descriptions that compare equal are the same op (what the
+  // engine memoises lowered kernels by).
+  bool operator==(const OpDesc&) const = default;
+
   std::string describe() const;  // "gemm m=64 n=12288 k=12288 fp16"
+};
+
+// A hash over an OpDesc's fields, for memo tables (equality decides; the hash only spreads).
+struct OpDescHash {
+  std::size_t operator()(const OpDesc& op) const;
 };
 
 // Checks the shape fields `kind` uses: present and positive, products that fit in 64 bits,
 // heads divisible by kv_heads. Problems are added under `where` (a file row, or "flags").
 bool validate_op(const OpDesc& op, Diagnostics& diagnostics, const std::string& where);
+
+// The op's useful arithmetic (FLOPs as a model counts them, before any implementation's extra
+// work) and the least HBM traffic any implementation needs (inputs read and outputs written
+// once; for communication, the bytes each rank contributes).
+double op_flops(const OpDesc& op);
+double op_min_bytes(const OpDesc& op);
 
 // Element size in bytes (fp4 counts half a byte).
 double element_bytes(DType t);

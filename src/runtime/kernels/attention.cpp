@@ -9,6 +9,7 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "../ops/op_type.hpp"
 #include "kernels.hpp"
 
 namespace syntorch::runtime::detail {
@@ -118,7 +119,7 @@ std::vector<Kernel> lower_attention(const OpDesc& op, const LowerContext& cx) {
     const PolicyEntry automatic{};
     const LowerContext sub{cx.device, cx.device_index, automatic, cx.dtype};
     std::vector<Kernel> ks;
-    for (auto&& part : {lower_gemm(qk, sub), lower_rowwise(sm, sub), lower_gemm(av, sub)}) {
+    for (auto&& part : {lower_gemm(qk, sub), op_type(OpKind::softmax).lower(sm, sub), lower_gemm(av, sub)}) {
       for (auto&& kk : part) ks.push_back(kk);
     }
     ks[0].name = "attention QK^T " + ks[0].tile;

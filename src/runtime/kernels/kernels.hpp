@@ -34,9 +34,24 @@ double estimate_s(const Kernel& k, const hw::Device& d);
 // Throws InputError naming the device when it cannot run `dtype` at all.
 [[noreturn]] void unsupported(const LowerContext& cx, const std::string& what);
 
-std::vector<Kernel> lower_gemm(const OpDesc& op, const LowerContext& cx);
+std::vector<Kernel> lower_gemm(const OpDesc& op, const LowerContext& cx);       // gemm, bmm
 std::vector<Kernel> lower_attention(const OpDesc& op, const LowerContext& cx);
-std::vector<Kernel> lower_rowwise(const OpDesc& op, const LowerContext& cx);      // layernorm, rmsnorm, softmax
-std::vector<Kernel> lower_elementwise(const OpDesc& op, const LowerContext& cx);  // gelu, add, embedding
+
+// A row-wise op's algorithm: fp32 arithmetic per element, and how many times a row too long for
+// one warp's registers is read from global memory.
+struct RowCost {
+  double ops_per_element;
+  int global_passes;
+};
+std::vector<Kernel> lower_rowwise(const OpDesc& op, const LowerContext& cx, RowCost cost);  // norms, softmax
+
+// An elementwise op's cost: fp32 operations per element and the input tensors read per element
+// (one output is written).
+struct ElementwiseCost {
+  double ops_per_element;
+  double inputs;
+};
+std::vector<Kernel> lower_elementwise(const OpDesc& op, const LowerContext& cx, ElementwiseCost cost);
+std::vector<Kernel> lower_embedding(const OpDesc& op, const LowerContext& cx);
 
 }  // namespace syntorch::runtime::detail

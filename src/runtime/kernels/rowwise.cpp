@@ -16,30 +16,16 @@
 namespace syntorch::runtime::detail {
 
 namespace {
-struct RowAlgorithm {
-  double ops_per_element;  // fp32 arithmetic per element
-  int global_passes;       // reads of a long row from global memory
-};
-
 // PyTorch's softmax and norm kernels keep a row of up to 1024 elements in one warp's registers
 // (its persistent kernels) and use block-wide kernels beyond: a library rule, not a hardware one.
 constexpr std::uint64_t kPersistentCols = 1024;
-
-RowAlgorithm algorithm(OpKind k) {
-  switch (k) {
-    case OpKind::layernorm: return {8, 1};  // mean/variance (Welford), normalise, scale, shift
-    case OpKind::rmsnorm: return {5, 1};    // sum of squares, scale, weight
-    default: return {6, 2};                 // softmax: max and sum online, then exp and divide
-  }
-}
 }  // namespace
 
-std::vector<Kernel> lower_rowwise(const OpDesc& op, const LowerContext& cx) {
+std::vector<Kernel> lower_rowwise(const OpDesc& op, const LowerContext& cx, RowCost alg) {
   const hw::Device& d = cx.device;
   const double e = element_bytes(cx.dtype);
   const double rate = unit_vector_ops_per_s(d, DType::fp32);
   if (rate == 0) unsupported(cx, "row-wise kernels need fp32 vector throughput (vector_ops_per_cycle.fp32)");
-  const RowAlgorithm alg = algorithm(op.kind);
   const std::uint64_t rows_per_tile = std::max<std::uint64_t>(1, 1024 / op.cols);
   Kernel k;
   k.device = cx.device_index;
@@ -80,38 +66,45 @@ std::vector<Kernel> lower_rowwise(const OpDesc& op, const LowerContext& cx) {
   return {std::move(k)};
 }
 
-std::vector<Kernel> lower_elementwise(const OpDesc& op, const LowerContext& cx) {
+std::vector<Kernel> lower_embedding(const OpDesc& op, const LowerContext& cx) {
   const hw::Device& d = cx.device;
   const double e = element_bytes(cx.dtype);
   const double rate = unit_vector_ops_per_s(d, DType::fp32);
   if (rate == 0) unsupported(cx, "elementwise kernels need fp32 vector throughput (vector_ops_per_cycle.fp32)");
+  // One CTA gathers one token's row from the table and writes it out.
   Kernel k;
   k.device = cx.device_index;
   k.impl = "fused";
   k.name = std::string(op_name(op.kind));
   k.tiles_per_unit = d.compute.resident_tiles_per_unit;
-  if (op.kind == OpKind::embedding) {
-    // One CTA gathers one token's row from the table and writes it out.
-    k.tiles = op.rows;
-    k.tile_compute_s = static_cast<double>(op.cols) / rate;
-    k.tile_hbm_bytes = 2.0 * static_cast<double>(op.cols) * e;
-    k.hbm_bytes = k.tile_hbm_bytes * static_cast<double>(k.tiles);
-    k.flops = 0;
-    k.why.push_back(fmt::format("gather: {} rows of {} from a {}-row table", op.rows, op.cols, op.vocab));
-  } else {
-    // Vectorised grid-stride kernel: 4096 elements per CTA.
-    constexpr std::uint64_t kPerTile = 4096;
-    // tanh-form GELU in fp32 (14 operations), one add or multiply, or a plain copy.
-    const double ops = op.kind == OpKind::gelu ? 14 : 1;
-    const double operands = (op.kind == OpKind::gelu || op.kind == OpKind::copy) ? 1 : 2;  // inputs read per element
-    k.tiles = (op.elements + kPerTile - 1) / kPerTile;
-    k.tile_compute_s = static_cast<double>(kPerTile) * ops / rate;
-    k.hbm_bytes = static_cast<double>(op.elements) * e * (operands + 1);  // real elements only
-    k.tile_hbm_bytes = k.hbm_bytes / static_cast<double>(k.tiles);
-    k.flops = static_cast<double>(op.elements) * ops;
-    k.why.push_back(fmt::format("{} elements in {} CTAs of {}: read {} and write 1 per element", op.elements, k.tiles,
-                                kPerTile, operands));
-  }
+  k.tiles = op.rows;
+  k.tile_compute_s = static_cast<double>(op.cols) / rate;
+  k.tile_hbm_bytes = 2.0 * static_cast<double>(op.cols) * e;
+  k.hbm_bytes = k.tile_hbm_bytes * static_cast<double>(k.tiles);
+  k.flops = 0;
+  k.why.push_back(fmt::format("gather: {} rows of {} from a {}-row table", op.rows, op.cols, op.vocab));
+  return {std::move(k)};
+}
+
+std::vector<Kernel> lower_elementwise(const OpDesc& op, const LowerContext& cx, ElementwiseCost cost) {
+  const hw::Device& d = cx.device;
+  const double e = element_bytes(cx.dtype);
+  const double rate = unit_vector_ops_per_s(d, DType::fp32);
+  if (rate == 0) unsupported(cx, "elementwise kernels need fp32 vector throughput (vector_ops_per_cycle.fp32)");
+  // Vectorised grid-stride kernel: 4096 elements per CTA.
+  constexpr std::uint64_t kPerTile = 4096;
+  Kernel k;
+  k.device = cx.device_index;
+  k.impl = "fused";
+  k.name = std::string(op_name(op.kind));
+  k.tiles_per_unit = d.compute.resident_tiles_per_unit;
+  k.tiles = (op.elements + kPerTile - 1) / kPerTile;
+  k.tile_compute_s = static_cast<double>(kPerTile) * cost.ops_per_element / rate;
+  k.hbm_bytes = static_cast<double>(op.elements) * e * (cost.inputs + 1);  // real elements only
+  k.tile_hbm_bytes = k.hbm_bytes / static_cast<double>(k.tiles);
+  k.flops = static_cast<double>(op.elements) * cost.ops_per_element;
+  k.why.push_back(fmt::format("{} elements in {} CTAs of {}: read {} and write 1 per element", op.elements, k.tiles,
+                              kPerTile, cost.inputs));
   return {std::move(k)};
 }
 

@@ -1,0 +1,72 @@
+// Pieces the op files share: the element-count, row and communication parameter sets, their
+// checks and descriptions, and the shape checker.
+
+#include <fmt/format.h>
+
+#include "op_type.hpp"
+
+namespace syntorch::runtime {
+
+void OpCheck::need(std::uint64_t value, std::string_view name) {
+  if (value == 0) error(fmt::format("{} needs {} > 0", op_name(op_.kind), name));
+}
+
+void OpCheck::fits(std::initializer_list<std::uint64_t> extents, std::string_view what) {
+  std::uint64_t p = 1;
+  for (std::uint64_t e : extents) {
+    if (e != 0 && p > (std::uint64_t{1} << 62) / e) {
+      error(fmt::format("{}: {} overflows (more than 2^62)", op_name(op_.kind), what));
+      return;
+    }
+    p *= e;
+  }
+}
+
+void OpCheck::error(const std::string& message) { diagnostics_.error(where_, "", message); }
+
+namespace ops {
+
+const OpParam kElementsParam[1] = {{"elements", "elements (elementwise ops, copy)", &OpDesc::elements}};
+
+void check_elements(const OpDesc& op, OpCheck& c) {
+  c.need(op.elements, "elements");
+  c.fits({op.elements, 4}, "elements");
+}
+
+std::string describe_elements(const OpDesc& op) {
+  return fmt::format("{} elements={} {}", op_name(op.kind), op.elements, dtype_name(op.dtype));
+}
+
+double elements_bytes(const OpDesc& op, double tensors) {
+  return static_cast<double>(op.elements) * element_bytes(op.dtype) * tensors;
+}
+
+const OpParam kRowsParams[2] = {{"rows", "rows (norms, softmax)", &OpDesc::rows},
+                                {"cols", "columns (norms, softmax)", &OpDesc::cols}};
+
+void check_rows(const OpDesc& op, OpCheck& c) {
+  c.need(op.rows, "rows");
+  c.need(op.cols, "cols");
+  c.fits({op.rows, op.cols}, "rows*cols");
+}
+
+std::string describe_rows(const OpDesc& op) {
+  return fmt::format("{} rows={} cols={} {}", op_name(op.kind), op.rows, op.cols, dtype_name(op.dtype));
+}
+
+const OpParam kCommParams[2] = {{"ranks", "collective ranks", &OpDesc::ranks, nullptr, 4096},
+                                {"bytes", "collective bytes per rank (e.g. 64MiB)", &OpDesc::bytes}};
+
+void check_comm(const OpDesc& op, OpCheck& c) {
+  if (op.ranks < 2) c.error(fmt::format("{} needs ranks >= 2, got {}", op_name(op.kind), op.ranks));
+  c.need(op.bytes, "bytes");
+  c.fits({op.bytes, 2}, "bytes");
+}
+
+std::string describe_comm(const OpDesc& op) {
+  return fmt::format("{} ranks={} bytes={} {}", op_name(op.kind), op.ranks, op.bytes, dtype_name(op.dtype));
+}
+
+}  // namespace ops
+
+}  // namespace syntorch::runtime

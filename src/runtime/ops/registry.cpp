@@ -1,0 +1,69 @@
+// The op table: every op kind's definition, in OpKind order, and the lookups over it.
+
+#include <array>
+#include <fmt/format.h>
+
+#include "op_type.hpp"
+
+namespace syntorch::runtime {
+
+namespace ops {
+#define SYNTORCH_OP_DECLARE(name) extern const OpType name##_op;
+SYNTORCH_OP_TABLE(SYNTORCH_OP_DECLARE)
+#undef SYNTORCH_OP_DECLARE
+}  // namespace ops
+
+namespace {
+constexpr std::array kTable{
+#define SYNTORCH_OP_ENTRY(name) &ops::name##_op,
+    SYNTORCH_OP_TABLE(SYNTORCH_OP_ENTRY)
+#undef SYNTORCH_OP_ENTRY
+};
+static_assert(kTable.size() == kOpKinds, "every OpKind has its definition in the table");
+}  // namespace
+
+const OpType& op_type(OpKind kind) { return *kTable[static_cast<std::size_t>(kind)]; }
+std::span<const OpType* const> op_types() { return kTable; }
+
+std::string_view op_name(OpKind k) { return op_type(k).name; }
+
+std::optional<OpKind> parse_op(std::string_view name) {
+  for (const OpType* t : kTable) {
+    if (t->name == name) return t->kind;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> op_names() {
+  std::vector<std::string> names;
+  for (const OpType* t : kTable) names.emplace_back(t->name);
+  return names;
+}
+
+bool is_collective(OpKind k) { return op_type(k).op_class == OpClass::communication; }
+
+double element_bytes(DType t) { return dtype_bits(t) / 8.0; }
+
+std::string OpDesc::describe() const { return op_type(kind).describe(*this); }
+
+std::size_t OpDescHash::operator()(const OpDesc& op) const {
+  std::uint64_t h = 0x9e3779b97f4a7c15ULL ^ (static_cast<std::uint64_t>(op.kind) * 131u +
+                                             static_cast<std::uint64_t>(op.dtype) * 7u + (op.causal ? 1u : 0u));
+  for (std::uint64_t x : {op.batch, op.m, op.n, op.k, op.heads, op.kv_heads, op.seq_q, op.seq_kv, op.head_dim, op.rows,
+                          op.cols, op.vocab, op.elements, op.ranks, op.bytes}) {
+    h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  }
+  return static_cast<std::size_t>(h);
+}
+
+bool validate_op(const OpDesc& op, Diagnostics& d, const std::string& where) {
+  const std::size_t before = d.size();
+  OpCheck check(op, d, where);
+  op_type(op.kind).check(op, check);
+  return d.size() == before;
+}
+
+double op_flops(const OpDesc& op) { return op_type(op.kind).flops(op); }
+double op_min_bytes(const OpDesc& op) { return op_type(op.kind).min_bytes(op); }
+
+}  // namespace syntorch::runtime

@@ -1,0 +1,157 @@
+// The op table is the one place an op kind is declared: every kind must also be reachable from
+// the torch or parallel API, take its parameters from rows and flags, name its implementations
+// for policies, and lower (or plan, for communication) on a real device. A kind added to the
+// table and forgotten in any of these fails here.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "../torch/fake_rank.hpp"
+#include "syntorch/hw/machine.hpp"
+#include "syntorch/parallel/distributed.hpp"
+#include "syntorch/runtime/op_params.hpp"
+#include "syntorch/runtime/predictor.hpp"
+#include "syntorch/torch/ops.hpp"
+
+namespace {
+
+using namespace syntorch;
+using runtime::OpKind;
+
+std::string config(const std::string& name) { return std::string(SYNTORCH_SOURCE_DIR) + "/hw_configs/" + name; }
+
+std::vector<OpKind> all_kinds() {
+  std::vector<OpKind> kinds;
+  for (std::size_t i = 0; i < runtime::kOpKinds; ++i) kinds.push_back(static_cast<OpKind>(i));
+  return kinds;
+}
+
+// A FakeRank that also records the kinds of sends and receives.
+class RecordingRank : public torch::testing::FakeRank {
+ public:
+  void send(int, std::uint64_t, std::string_view) override { p2p = true; }
+  void recv(int, std::uint64_t, std::string_view) override { p2p = true; }
+  bool p2p = false;
+};
+
+TEST(OpTable, EveryKindHasOneEntryUnderItsOwnName) {
+  std::set<std::string> names;
+  for (OpKind k : all_kinds()) {
+    const std::string name(runtime::op_name(k));
+    EXPECT_TRUE(names.insert(name).second) << name << " is named twice";
+    ASSERT_TRUE(runtime::parse_op(name).has_value()) << name;
+    EXPECT_EQ(*runtime::parse_op(name), k) << name;
+    const auto impls = runtime::KernelPolicy::implementations(k);
+    ASSERT_FALSE(impls.empty()) << name;
+    EXPECT_EQ(impls.front(), "auto") << name;
+    const auto keys = runtime::op_param_keys(k);
+    EXPECT_FALSE(keys.empty()) << name << " has no parameters";
+    EXPECT_EQ(std::set<std::string>(keys.begin(), keys.end()).size(), keys.size()) << name;
+  }
+  EXPECT_EQ(runtime::op_names().size(), runtime::kOpKinds);
+}
+
+// Parameters that make a small valid op of any kind (each op reads the ones it declares).
+runtime::OpDesc small_op(OpKind k) {
+  static const std::map<std::string, std::string> kValues{
+      {"m", "256"},      {"n", "512"},     {"k", "128"},        {"batch", "2"},   {"heads", "8"},
+      {"kv_heads", "2"}, {"seq_q", "128"}, {"seq_kv", "128"},   {"head_dim", "64"}, {"causal", "true"},
+      {"rows", "64"},    {"cols", "1024"}, {"elements", "4096"}, {"tokens", "64"}, {"hidden", "1024"},
+      {"vocab", "5000"}, {"ranks", "8"},   {"bytes", "1 MiB"}};
+  std::map<std::string, std::string> params;
+  for (const std::string& key : runtime::op_param_keys(k)) {
+    EXPECT_TRUE(kValues.count(key)) << runtime::op_name(k) << " has a parameter this test does not know: " << key;
+    if (kValues.count(key)) params[key] = kValues.at(key);
+  }
+  runtime::OpDesc op;
+  op.kind = k;
+  Diagnostics d;
+  EXPECT_TRUE(runtime::op_from_params(params, {}, op, d, "test")) << d.to_string();
+  return op;
+}
+
+TEST(OpTable, EveryKindLowersOnADeviceAndItsKernelsDoItsFlops) {
+  const hw::Machine m = hw::Machine::load(config("dgx_h100.json"));
+  runtime::Predictor predictor(m, {});
+  for (OpKind k : all_kinds()) {
+    const runtime::OpDesc op = small_op(k);
+    const runtime::Prediction p = predictor.predict(op);
+    EXPECT_GT(p.time_s, 0) << op.describe();
+    EXPECT_GT(runtime::op_min_bytes(op), 0) << op.describe();
+    if (runtime::is_collective(k)) {
+      ASSERT_TRUE(p.plan.has_value()) << op.describe();
+      continue;
+    }
+    ASSERT_FALSE(p.kernels.empty()) << op.describe();
+    double flops = 0;
+    for (const auto& kernel : p.kernels) {
+      flops += kernel.flops;
+      EXPECT_EQ(kernel.op, k) << kernel.name;
+    }
+    EXPECT_DOUBLE_EQ(flops, runtime::op_flops(op)) << op.describe();
+  }
+}
+
+TEST(OpTable, EveryCommunicationImplementationHasAnAlgorithm) {
+  const hw::Machine m = hw::Machine::load(config("dgx_h100.json"));
+  for (OpKind k : all_kinds()) {
+    if (!runtime::is_collective(k)) continue;
+    runtime::OpDesc op = small_op(k);
+    if (k == OpKind::sendrecv) op.ranks = 2;
+    for (const std::string& impl : runtime::KernelPolicy::implementations(k)) {
+      if (impl == "auto") continue;
+      Diagnostics d;
+      runtime::Predictor predictor(m, runtime::KernelPolicy::parse(std::string(runtime::op_name(k)) + "=" + impl, d));
+      ASSERT_TRUE(d.empty()) << d.to_string();
+      const runtime::Prediction p = predictor.predict(op);
+      ASSERT_TRUE(p.plan.has_value());
+      EXPECT_EQ(p.plan->algorithm, impl) << op.describe();
+    }
+  }
+}
+
+TEST(OpTable, EveryKindHasAFunctionInTheTorchOrParallelApi) {
+  RecordingRank rank;
+  runtime::RankGuard guard(&rank);
+  namespace F = torch::nn::functional;
+  auto x = torch::empty({4, 64});
+  auto w = torch::empty({64, 32});
+  (void)torch::matmul(x, w);
+  (void)torch::bmm(torch::empty({4, 3, 64}), torch::empty({4, 64, 8}));
+  auto q = torch::empty({1, 8, 16, 64});
+  (void)torch::scaled_dot_product_attention(q, q, q, {}, 0.0, true);
+  (void)torch::layer_norm(x, {64});
+  (void)torch::rms_norm(x, {64});
+  (void)torch::softmax(x, -1);
+  (void)F::gelu(x);
+  (void)F::silu(x);
+  (void)F::relu(x);
+  (void)torch::tanh(x);
+  (void)torch::sigmoid(x);
+  (void)(-x);
+  (void)torch::dropout(x, 0.1, true);
+  (void)(x + x);
+  (void)(x - x);
+  (void)(x * x);
+  (void)(x / x);
+  (void)torch::embedding(torch::empty({100, 64}), torch::empty({4}, torch::kInt64));
+  (void)x.clone();
+  const parallel::ProcessGroup group{{}, {0, 1}, 0};
+  parallel::all_reduce(x, group);
+  (void)parallel::all_gather(x, group);
+  (void)parallel::reduce_scatter(x, group);
+  parallel::send(x, 1);
+  std::set<OpKind> reached;
+  for (const auto& l : rank.launches) reached.insert(l.op.kind);
+  if (rank.p2p) reached.insert(OpKind::sendrecv);
+  for (OpKind k : all_kinds()) {
+    EXPECT_TRUE(reached.count(k)) << runtime::op_name(k) << " is in the op table but no torch or parallel function "
+                                                             "launches it";
+  }
+}
+
+}  // namespace
