@@ -37,6 +37,23 @@ struct HostAction {
   void* note_obj = nullptr;
   std::uint64_t note_arg = 0;
   std::uint64_t data[4] = {0, 0, 0, 0};  // whatever the note needs (e.g. an allocation's sizes)
+
+  // A note that calls obj->Method(action, begin_ps, end_ps).
+  template <auto Method, class T>
+  void set_note(T* obj) {
+    note = [](void* o, const HostAction& a, sim::TimePs b, sim::TimePs e) { (static_cast<T*>(o)->*Method)(a, b, e); };
+    note_obj = obj;
+  }
+  // A note that calls obj->Method(*payload, action, begin_ps, end_ps); the payload must outlive
+  // the action.
+  template <auto Method, class T, class P>
+  void set_note(T* obj, const P* payload) {
+    note = [](void* o, const HostAction& a, sim::TimePs b, sim::TimePs e) {
+      (static_cast<T*>(o)->*Method)(*reinterpret_cast<const P*>(a.note_arg), a, b, e);
+    };
+    note_obj = obj;
+    note_arg = reinterpret_cast<std::uint64_t>(payload);
+  }
 };
 
 // Where a host thread gets its next action. next() may block until the program issues one;

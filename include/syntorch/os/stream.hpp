@@ -24,6 +24,18 @@ struct WorkItem {
   std::uint64_t arg = 0;
 };
 
+// A work item that calls obj->Method(arg, stream).
+template <auto Method, class T>
+WorkItem work_item(T* obj, std::uint64_t arg = 0) {
+  return {[](void* o, std::uint64_t a, Stream& s) { (static_cast<T*>(o)->*Method)(a, s); }, obj, arg};
+}
+// A work item that calls obj->Method(*payload, stream); the payload must outlive the item.
+template <auto Method, class T, class P>
+WorkItem work_item(T* obj, const P* payload) {
+  return {[](void* o, std::uint64_t a, Stream& s) { (static_cast<T*>(o)->*Method)(*reinterpret_cast<const P*>(a), s); },
+          obj, reinterpret_cast<std::uint64_t>(payload)};
+}
+
 class Stream {
  public:
   Stream(sim::Simulator& sim, std::uint32_t device, std::uint32_t index);

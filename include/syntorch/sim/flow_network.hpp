@@ -59,6 +59,11 @@ class FlowNetwork {
 
   // Told after every recomputation of the rates (for traces): used_rate() is current then.
   using RateObserver = void (*)(void* obj);
+  // The same, calling obj->Method().
+  template <auto Method, class T>
+  void set_observer(T* obj) {
+    set_observer([](void* o) { (static_cast<T*>(o)->*Method)(); }, obj);
+  }
   void set_observer(RateObserver fn, void* obj) {
     observer_ = fn;
     observer_obj_ = obj;

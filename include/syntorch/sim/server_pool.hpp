@@ -27,6 +27,12 @@ class ServerPool {
 
   // Told after every change of the servers in use (for traces); one observer at a time.
   using UseObserver = void (*)(void* obj, std::uint64_t arg, std::uint32_t in_use);
+  // The same, calling obj->Method(arg, in_use).
+  template <auto Method, class T>
+  void set_observer(T* obj, std::uint64_t arg) {
+    set_observer([](void* o, std::uint64_t a, std::uint32_t in_use) { (static_cast<T*>(o)->*Method)(a, in_use); }, obj,
+                 arg);
+  }
   void set_observer(UseObserver fn, void* obj, std::uint64_t arg) {
     observer_ = fn;
     observer_obj_ = obj;

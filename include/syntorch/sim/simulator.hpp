@@ -2,12 +2,15 @@
 // A discrete-event simulator: a clock in integer picoseconds and a queue of pending events run in
 // (time, insertion) order. It holds no global state: several simulators in one process are
 // independent. Handlers are function pointers with an object pointer and a 64-bit argument; the
-// member-function helpers below generate those trampolines at compile time.
+// member-function forms below (and sim::handler<&Class::method>() for other callbacks) generate
+// those trampolines at compile time.
 
 #include <cstdint>
 #include <stdexcept>
+#include <type_traits>
 
 #include "syntorch/sim/event_queue.hpp"
+#include "syntorch/sim/handler.hpp"
 #include "syntorch/sim/time.hpp"
 
 namespace syntorch::sim {
@@ -31,11 +34,12 @@ class Simulator {
   // sim.at<&Pool::grant>(when, this, request_id).
   template <auto Method, class T>
   EventId at(TimePs when, T* obj, std::uint64_t arg = 0) {
-    return at(when, &trampoline<Method, T>, obj, arg);
+    static_assert(std::is_base_of_v<MemberClassOf<Method>, T>);
+    return at(when, handler<Method>(), static_cast<MemberClassOf<Method>*>(obj), arg);
   }
   template <auto Method, class T>
   EventId after(TimePs delay_ps, T* obj, std::uint64_t arg = 0) {
-    return at(now_ + delay_ps, &trampoline<Method, T>, obj, arg);
+    return at<Method>(now_ + delay_ps, obj, arg);
   }
 
   bool cancel(EventId id) { return queue_.cancel(id); }
@@ -55,15 +59,6 @@ class Simulator {
   TimePs next_event_time() { return queue_.next_time(); }
 
  private:
-  template <auto Method, class T>
-  static void trampoline(void* obj, std::uint64_t arg) {
-    if constexpr (requires(T* t, std::uint64_t a) { (t->*Method)(a); }) {
-      (static_cast<T*>(obj)->*Method)(arg);
-    } else {
-      (static_cast<T*>(obj)->*Method)();
-    }
-  }
-
   EventQueue queue_;
   TimePs now_ = 0;
   std::uint64_t events_executed_ = 0;

@@ -1,4 +1,4 @@
-#include "engine_trace.hpp"
+#include "trace.hpp"
 
 #include <fmt/format.h>
 

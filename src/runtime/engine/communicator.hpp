@@ -1,0 +1,106 @@
+#pragma once
+// Process groups and communication between ranks. A collective (or a send/recv pair) starts when
+// its last member reaches it on a stream (a rendezvous: calls are matched by their number in
+// the group, and members that disagree on the op or size are an error). It then runs in fluid
+// form: the first time a (group, op, size) occurs, its chunk-level plan is simulated alone on a
+// scratch copy of the machine, which gives its duration and the bytes it puts on each link, HBM
+// stack and library engine; every occurrence runs as flows over those resources, capped so that
+// alone they end exactly when the plan does, sharing max-min fairly with whatever else runs.
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "core.hpp"
+#include "syntorch/runtime/rank_context.hpp"
+
+namespace syntorch::runtime::detail {
+
+class Rank;
+struct CommCall;
+
+struct Group {
+  std::vector<int> ranks;
+  std::vector<std::uint32_t> devices;
+  std::string name;
+};
+
+class Communicator {
+ public:
+  explicit Communicator(EngineCore& core) : core_(core) {}
+
+  // Program threads: register a group (the same ranks give the same id), look one up.
+  GroupId new_group(const std::vector<int>& ranks);
+  const Group& group(GroupId id);
+
+  // The simulator: `rank` reached `call` on `stream`.
+  void arrive(Rank& rank, const CommCall& call, std::uint32_t stream);
+
+ private:
+  // A collective in fluid form: groups of resources that carry (about) the same bytes, each group
+  // one flow of those bytes, capped so that alone it ends exactly when the chunk-level plan does.
+  struct Fluid {
+    struct Part {
+      double bytes = 0;
+      std::vector<sim::ResourceId> path;
+    };
+    sim::TimePs duration_ps = 0;
+    std::vector<Part> parts;
+    std::vector<std::uint32_t> devices;
+    std::string algorithm;
+  };
+  struct Member {
+    Rank* rank = nullptr;
+    std::uint32_t stream = 0;
+  };
+  struct Meeting {
+    std::uint32_t arrived = 0;
+    std::uint64_t bytes = 0;
+    OpKind kind = OpKind::allreduce;
+    std::vector<Member> members;  // by position in the group (or sender, receiver)
+  };
+  struct Rendezvous {
+    std::vector<std::uint32_t> devices;  // participants, in rank order
+    std::vector<int> ranks;
+    std::string members;                 // "0,1,2,3"
+    std::vector<std::uint64_t> calls;    // calls so far per participant
+    std::uint64_t first = 0;             // call number of meetings.front()
+    std::deque<Meeting> meetings;
+    std::vector<std::vector<Member>> spare;  // member lists of finished meetings, for reuse
+  };
+  struct Running {
+    std::vector<Member> members;
+    std::size_t parts_left = 0;
+    bool free = true;
+    // What it is, for traces.
+    Rendezvous* rendezvous = nullptr;
+    const Fluid* fluid = nullptr;
+    OpKind kind = OpKind::allreduce;
+    std::uint64_t bytes = 0;
+    std::uint64_t number = 0;  // the call's number in its rendezvous (the p2p tag)
+    sim::TimePs start_ps = 0;  // when the last member arrived
+  };
+
+  Rendezvous& rendezvous_for_group(std::uint32_t group_id);
+  Rendezvous& rendezvous_for_pair(int src, int dst);
+  const Fluid& fluid_for(const Rendezvous& rv, OpKind kind, std::uint64_t bytes);
+  void run(Rendezvous& rv, OpKind kind, std::uint64_t bytes, std::vector<Member> members, std::uint64_t number);
+  void on_done(std::uint64_t slot);
+
+  EngineCore& core_;
+  std::mutex groups_mutex_;
+  std::vector<std::unique_ptr<Group>> groups_;
+  std::map<std::vector<int>, std::uint32_t> group_ids_;
+  std::unordered_map<std::uint32_t, Rendezvous> group_rendezvous_;
+  std::unordered_map<std::uint64_t, Rendezvous> pair_rendezvous_;
+  std::map<std::tuple<const Rendezvous*, std::uint32_t, std::uint64_t>, Fluid> fluids_;
+  std::vector<Running> running_;
+};
+
+}  // namespace syntorch::runtime::detail

@@ -1,0 +1,59 @@
+#pragma once
+// What every part of one Engine run shares: the machine bound to the simulator, the executor
+// that runs kernels on it, the dispatcher that lowers ops, the host's costs, the layout of each
+// rank's streams, and the trace. The parts (ranks, the communicator, copies) hold a reference.
+
+#include <cstdint>
+#include <memory>
+
+#include "syntorch/hw/sim_machine.hpp"
+#include "syntorch/runtime/dispatcher.hpp"
+#include "syntorch/runtime/engine.hpp"
+#include "syntorch/runtime/executor.hpp"
+#include "syntorch/sim/simulator.hpp"
+#include "trace.hpp"
+
+namespace syntorch::runtime::detail {
+
+class Communicator;
+class Copies;
+
+// Host time per call, from the host nearest rank 0's device (all ranks of a run share one kind).
+struct HostCosts {
+  sim::TimePs dispatch_ps = 0;  // a framework op (eager only)
+  sim::TimePs launch_ps = 0;    // a launch call
+  sim::TimePs latency_ps = 0;   // from a launch call's end until the device may start the work
+  sim::TimePs graph_ps = 0;     // one graph launch
+  sim::TimePs sync_ps = 0;      // the host noticing the device is done
+};
+
+// Each rank's streams: `compute` compute streams (0 is the default), then one for sends and one
+// for receives.
+struct StreamLayout {
+  std::uint32_t compute = 1;
+  std::uint32_t send = 1;
+  std::uint32_t recv = 2;
+  std::uint32_t total = 3;
+};
+
+struct EngineCore {
+  EngineCore(const hw::Machine& m, KernelPolicy policy, int world, EngineOptions opts);
+  ~EngineCore();
+
+  const hw::Machine& machine;
+  Dispatcher dispatcher;
+  int world_size;
+  EngineOptions options;
+  sim::Simulator sim;
+  std::unique_ptr<hw::SimMachine> hw;
+  std::unique_ptr<Executor> executor;
+  std::unique_ptr<EngineTrace> tracer;  // when tracing
+  bool trace_memory = false;
+  bool trace_device = false;  // device work on stream tracks (trace level kernel or hw)
+  HostCosts costs;
+  StreamLayout streams;
+  std::unique_ptr<Communicator> comm;
+  std::unique_ptr<Copies> copies;
+};
+
+}  // namespace syntorch::runtime::detail

@@ -1,0 +1,158 @@
+// The Engine: builds a run's shared core and its ranks, runs every rank's program on its own
+// thread while the simulator plays what they issue, and gathers the results.
+
+#include "syntorch/runtime/engine.hpp"
+
+#include <fmt/format.h>
+
+#include <thread>
+
+#include "communicator.hpp"
+#include "copies.hpp"
+#include "core.hpp"
+#include "counters.hpp"
+#include "rank.hpp"
+#include "syntorch/base/units.hpp"
+#include "syntorch/trace/recorder.hpp"
+
+namespace syntorch::runtime {
+
+namespace detail {
+
+EngineCore::EngineCore(const hw::Machine& m, KernelPolicy policy, int world, EngineOptions opts)
+    : machine(m), dispatcher(m, std::move(policy)), world_size(world), options(std::move(opts)) {}
+EngineCore::~EngineCore() = default;
+
+}  // namespace detail
+
+struct Engine::Impl {
+  Impl(const hw::Machine& m, KernelPolicy policy, int world, EngineOptions opts)
+      : core(m, std::move(policy), world, std::move(opts)), counters(core) {}
+  detail::EngineCore core;
+  detail::HardwareCounters counters;
+  std::vector<std::unique_ptr<detail::Rank>> ranks;
+};
+
+Engine::Engine(const hw::Machine& machine, KernelPolicy policy, int world_size, EngineOptions options)
+    : machine_(machine), impl_(std::make_unique<Impl>(machine, std::move(policy), world_size, std::move(options))) {
+  if (world_size < 1) throw std::invalid_argument("a run needs at least one rank");
+  if (static_cast<std::size_t>(world_size) > machine.devices().size()) {
+    Diagnostics d;
+    d.error(machine.name(), "",
+            fmt::format("{} ranks need {} devices; the machine has {}", world_size, world_size, machine.devices().size()));
+    throw InputError(std::move(d));
+  }
+  if (options.streams_per_rank < 1 || options.streams_per_rank > 64) {
+    throw std::invalid_argument("streams_per_rank must be 1..64");
+  }
+}
+
+Engine::~Engine() = default;
+
+EngineResult Engine::run(const std::function<void(RankContext&)>& program) {
+  Impl& e = *impl_;
+  detail::EngineCore& core = e.core;
+  if (!e.ranks.empty()) throw std::logic_error("Engine::run may be called once");
+  if (core.options.recorder != nullptr && core.options.recorder->enabled()) {
+    core.tracer = std::make_unique<detail::EngineTrace>(*core.options.recorder, core.options.trace_level);
+    core.trace_memory = core.tracer->memory();
+    core.trace_device = core.tracer->device_work();
+  }
+  const auto compute_streams = static_cast<std::uint32_t>(core.options.streams_per_rank);
+  core.streams = {compute_streams, compute_streams, compute_streams + 1, compute_streams + 2};
+  core.hw = std::make_unique<hw::SimMachine>(core.sim, machine_);
+  core.executor = std::make_unique<Executor>(*core.hw);
+  if (core.tracer && core.tracer->hardware()) core.executor->set_closed_form(false);
+  core.comm = std::make_unique<detail::Communicator>(core);
+  core.copies = std::make_unique<detail::Copies>(core);
+
+  // Host costs come from the host nearest rank 0's device (all ranks of a run share one kind).
+  hw::HostSpec host_spec;
+  if (auto h = machine_.host_of_device(0)) host_spec = machine_.hosts()[*h].spec;
+  detail::HostCosts& costs = core.costs;
+  costs.dispatch_ps = core.options.framework == Framework::eager ? units::seconds_to_ps(host_spec.op_dispatch_s) : 0;
+  costs.launch_ps = units::seconds_to_ps(host_spec.kernel_launch_s);
+  costs.latency_ps = units::seconds_to_ps(host_spec.launch_latency_s);
+  costs.graph_ps = units::seconds_to_ps(host_spec.graph_launch_s);
+  costs.sync_ps = units::seconds_to_ps(host_spec.sync_latency_s);
+
+  for (int r = 0; r < core.world_size; ++r) {
+    const auto d = static_cast<std::uint32_t>(r);
+    const hw::Device& dev = machine_.devices()[d];
+    auto rank = std::make_unique<detail::Rank>(core, r, d, static_cast<std::uint64_t>(dev.memory.size_bytes));
+    rank->bind();
+    if (core.tracer) {
+      core.tracer->declare_rank(r, dev.name, core.options.streams_per_rank);  // p2p streams: declared when used
+      if (core.tracer->hardware()) e.counters.watch_device(r, d);
+    }
+    e.ranks.push_back(std::move(rank));
+  }
+  if (core.tracer && core.tracer->hardware()) e.counters.watch_links();
+
+  std::vector<std::thread> threads;
+  threads.reserve(e.ranks.size());
+  for (auto& rank_ptr : e.ranks) {
+    detail::Rank* rank = rank_ptr.get();
+    threads.emplace_back([rank, &program] {
+      RankGuard guard(rank);
+      try {
+        program(*rank);
+      } catch (const os::QueueAborted&) {
+      } catch (const OutOfMemory&) {
+        // the rank holds the report
+      } catch (...) {
+        rank->error() = std::current_exception();
+      }
+      rank->queue().close();
+    });
+  }
+  struct Joiner {
+    Impl& e;
+    std::vector<std::thread>& threads;
+    ~Joiner() {
+      for (auto& r : e.ranks) r->queue().abort();
+      for (auto& t : threads) {
+        if (t.joinable()) t.join();
+      }
+    }
+  } joiner{e, threads};
+
+  for (auto& rank : e.ranks) rank->host_thread().start();
+  core.sim.run();
+  // Everything the simulator could run has run. Programs still producing (their peers stopped:
+  // an OOM, an error) would wait for room in their queues forever: unblock them.
+  for (auto& r : e.ranks) r->queue().abort();
+  for (auto& t : threads) t.join();
+  for (auto& rank : e.ranks) {
+    if (rank->error()) std::rethrow_exception(rank->error());
+  }
+  if (core.trace_device) {
+    for (auto& rank : e.ranks) rank->close_all_scopes();
+  }
+
+  EngineResult result;
+  for (auto& rank : e.ranks) {
+    if (rank->oom() && !result.oom) result.oom = rank->oom();
+  }
+  for (auto& rank : e.ranks) {
+    RankResult r = std::move(rank->result());
+    r.host_finish_ps = rank->host_thread().finish_ps();
+    r.host_busy_ps = rank->host_thread().busy_ps();
+    r.host_blocked_ps = rank->host_thread().blocked_ps();
+    r.memory = rank->allocator().stats();
+    if (!result.oom && !rank->host_thread().finished()) {
+      throw std::logic_error(fmt::format("rank {}'s program stalled: a collective or send/recv that its peers never "
+                                         "joined",
+                                         rank->index()));
+    }
+    result.end_ps = std::max(result.end_ps, r.host_finish_ps);
+    result.ranks.push_back(std::move(r));
+  }
+  result.end_ps = std::max(result.end_ps, core.sim.now());
+  result.events = core.sim.events_executed();
+  result.solo_kernels = core.executor->solo_kernels();
+  result.converted_kernels = core.executor->converted_kernels();
+  return result;
+}
+
+}  // namespace syntorch::runtime

@@ -1,0 +1,286 @@
+// A rank's producer side: what its program asks for, as host actions on its queue.
+
+#include "rank.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "communicator.hpp"
+
+namespace syntorch::runtime::detail {
+
+Rank::Rank(EngineCore& core, int index, std::uint32_t device, std::uint64_t capacity_bytes)
+    : core_(core), index_(index), device_(device), allocator_(capacity_bytes) {}
+
+void Rank::bind() {
+  const std::uint32_t n = core_.streams.total;
+  for (std::uint32_t s = 0; s < n; ++s) streams_.push_back(std::make_unique<os::Stream>(core_.sim, device_, s));
+  std::vector<os::Stream*> ptrs;
+  for (auto& s : streams_) ptrs.push_back(s.get());
+  slots_.resize(n);
+  host_thread_ = std::make_unique<os::HostThread>(core_.sim, queue_, ptrs, core_.costs.sync_ps);
+  result_.rank = index_;
+  result_.device = device_;
+  result_.device_name = core_.machine.devices()[device_].name;
+  pending_flows_.resize(n);
+  last_seq_.assign(n, 0);
+  device_scopes_.resize(n);
+}
+
+const std::string* Rank::intern(std::string_view name) {
+  auto it = names_.find(name);
+  if (it == names_.end()) it = names_.emplace(name).first;
+  return &*it;
+}
+
+const CommCall* Rank::intern_call(const CommCall& call) {
+  auto& slot = calls_[call];
+  if (!slot) slot = std::make_unique<const CommCall>(call);
+  return slot.get();
+}
+
+void Rank::push(const os::HostAction& a) {
+  if (!graph_.record(a)) queue_.push(a);
+}
+
+// ---- memory ----
+
+std::uint32_t Rank::allocate(std::uint64_t bytes, os::MemoryUse use, std::string_view what) {
+  auto block = allocator_.allocate(bytes, use);
+  if (!block) {
+    OomReport report;
+    report.rank = index_;
+    report.device_name = core_.machine.devices()[device_].name;
+    report.requested_bytes = bytes;
+    report.requested_for = std::string(what);
+    report.memory = allocator_.stats();
+    std::map<std::string, std::uint64_t> by_name;
+    for (const Live& l : live_) {
+      if (l.name) by_name[*l.name] += l.bytes;
+    }
+    report.largest.assign(by_name.begin(), by_name.end());
+    std::stable_sort(report.largest.begin(), report.largest.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
+    if (report.largest.size() > 8) report.largest.resize(8);
+    oom_ = std::move(report);
+    throw OutOfMemory(index_, bytes, std::string(what));
+  }
+  if (live_.size() <= block->id) live_.resize(block->id + 1);
+  live_[block->id] = Live{block->size, intern(what)};
+  if (core_.trace_memory) mark_memory(true, live_[block->id], block->id);
+  return block->id;
+}
+
+void Rank::free(std::uint32_t handle) {
+  allocator_.free(handle);
+  if (handle < live_.size()) {
+    if (core_.trace_memory) mark_memory(false, live_[handle], handle);
+    live_[handle] = Live{};
+  }
+}
+
+// A zero-cost host action that shows an allocation or free at its place on the host timeline.
+// It bypasses graph capture: memory is allocated when the program runs, captured or not.
+void Rank::mark_memory(bool allocated, const Live& l, std::uint32_t handle) {
+  os::HostAction a;
+  a.set_note<&Rank::note_memory>(this, l.name);
+  a.stream = allocated ? 1 : 0;
+  a.data[0] = l.bytes;
+  a.data[1] = allocator_.stats().allocated_bytes;
+  a.data[2] = allocator_.stats().reserved_bytes;
+  a.data[3] = handle;
+  queue_.push(a);
+}
+
+// ---- ops and kernels ----
+
+const std::vector<LoweredKernel>& Rank::lower(const OpDesc& op) {
+  auto [it, fresh] = lowered_.try_emplace(op);
+  if (fresh) {
+    auto kernels = std::make_unique<std::vector<LoweredKernel>>();
+    for (Kernel& k : core_.dispatcher.lower(op, device_)) {
+      LoweredKernel lk;
+      if (core_.tracer) lk.why = join(k.why, "; ");
+      lk.kernel = std::move(k);
+      kernels->push_back(std::move(lk));
+    }
+    it->second = std::move(kernels);
+  }
+  return *it->second;
+}
+
+// The record a traced launch's note reads: the op's name and shape. `describe` gives the shape
+// of an op without an OpDesc; it runs only when the record is made.
+template <class Describe>
+const OpRecord* Rank::op_record(std::string_view name, const void* what, const OpDesc* op, Describe&& describe) {
+  const std::string* n = intern(name);
+  auto& r = op_records_[{n, what}];
+  if (!r) {
+    r = std::make_unique<OpRecord>();
+    r->name = n;
+    if (op) {
+      r->shape = op->describe();
+      r->dtype = dtype_name(op->dtype);
+    } else {
+      r->shape = describe();
+    }
+  }
+  return r.get();
+}
+
+// What a communication call moves, for its op span.
+std::string Rank::describe_call(const CommCall& call) const {
+  if (call.kind == CommCall::Kind::send) return fmt::format("{} bytes to rank {}", call.bytes, call.target);
+  if (call.kind == CommCall::Kind::recv) return fmt::format("{} bytes from rank {}", call.bytes, call.target);
+  if (call.kind == CommCall::Kind::to_device) return fmt::format("{} bytes host to device", call.bytes);
+  if (call.kind == CommCall::Kind::to_host) return fmt::format("{} bytes device to host", call.bytes);
+  return fmt::format("{} of {} bytes over ranks {}", op_name(call.op), call.bytes,
+                     fmt::join(core_.comm->group(GroupId{call.target}).ranks, ","));
+}
+
+void Rank::note_launches(os::HostAction& a, const OpRecord* record, std::size_t i, std::size_t n) {
+  a.set_note<&Rank::note_launch>(this, record);
+  a.data[0] = i;
+  a.data[1] = n;
+}
+
+os::HostAction Rank::launch_action() const {
+  os::HostAction a;
+  a.kind = os::HostAction::Kind::launch;
+  a.host_ps = core_.costs.dispatch_ps + core_.costs.launch_ps;
+  a.ready_delay_ps = core_.costs.latency_ps;
+  return a;
+}
+
+void Rank::launch(const OpDesc& op, std::string_view name) {
+  const std::vector<LoweredKernel>& kernels = lower(op);
+  const OpRecord* record = core_.tracer ? op_record(name, &kernels, &op, [] { return std::string(); }) : nullptr;
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    os::HostAction a = launch_action();
+    a.host_ps = core_.costs.launch_ps + (i == 0 ? core_.costs.dispatch_ps : 0);
+    a.work = os::work_item<&Rank::start_kernel>(this, &kernels[i]);
+    if (record) note_launches(a, record, i, kernels.size());
+    push(a);
+  }
+}
+
+void Rank::host_op(std::string_view name) {
+  if (core_.costs.dispatch_ps == 0 && !core_.tracer) return;  // nothing to spend, nothing to show
+  os::HostAction a;
+  a.host_ps = core_.costs.dispatch_ps;
+  if (core_.tracer) a.set_note<&Rank::note_span>(this, intern(name));
+  push(a);
+}
+
+// ---- communication and copies ----
+
+void Rank::check_bytes(std::uint64_t bytes, std::string_view name) const {
+  if (bytes == 0 || bytes > kMaxCallBytes) {
+    throw std::invalid_argument(fmt::format("{}: {} bytes per rank is outside 1 B .. 1 TiB", name, bytes));
+  }
+}
+
+void Rank::comm(const CommCall* call, std::string_view name) {
+  os::HostAction a = launch_action();
+  a.work = os::work_item<&Rank::start_comm>(this, call);
+  if (core_.tracer) note_launches(a, op_record(name, call, nullptr, [&] { return describe_call(*call); }), 0, 1);
+  push(a);
+}
+
+void Rank::collective(const OpDesc& op, GroupId group, std::string_view name) {
+  if (!is_collective(op.kind) || op.kind == OpKind::sendrecv) {
+    throw std::invalid_argument(fmt::format("{}: not a collective op", name));
+  }
+  check_bytes(op.bytes, name);
+  const Group& g = core_.comm->group(group);
+  if (std::find(g.ranks.begin(), g.ranks.end(), index_) == g.ranks.end()) {
+    throw std::invalid_argument(fmt::format("{}: rank {} is not in group {}", name, index_, g.name));
+  }
+  if (g.ranks.size() == 1) return;  // a group of one: nothing to do
+  comm(intern_call({CommCall::Kind::collective, op.kind, group.value, op.bytes}), name);
+}
+
+void Rank::point_to_point(CommCall::Kind what, int peer, std::uint64_t bytes, std::string_view name) {
+  check_bytes(bytes, name);
+  if (peer < 0 || peer >= core_.world_size || peer == index_) {
+    throw std::invalid_argument(
+        fmt::format("{}: peer rank {} is not another rank of the {}", name, peer, core_.world_size));
+  }
+  const CommCall* call = intern_call({what, OpKind::sendrecv, static_cast<std::uint32_t>(peer), bytes});
+  os::HostAction a = launch_action();
+  if (core_.tracer) note_launches(a, op_record(name, call, nullptr, [&] { return describe_call(*call); }), 0, 1);
+  if (what == CommCall::Kind::send) {
+    // On the compute stream, a mark that hands the send to the send stream once the work
+    // launched before it is done; the compute stream goes on without waiting.
+    a.work = os::work_item<&Rank::start_fork_send>(this, call);
+    push(a);
+    return;
+  }
+  // The receive on the receive stream, and on the compute stream a wait for it.
+  a.stream = static_cast<std::uint16_t>(core_.streams.recv);
+  a.work = os::work_item<&Rank::start_comm>(this, call);
+  push(a);
+  os::HostAction join;
+  join.kind = os::HostAction::Kind::launch;
+  join.ready_delay_ps = core_.costs.latency_ps;
+  join.work = os::work_item<&Rank::start_join_recv>(this, recvs_issued_++);
+  if (core_.tracer) note_launches(join, op_record("wait for recv", nullptr, nullptr, [] { return std::string(); }), 0, 1);
+  push(join);
+}
+
+void Rank::send(int peer, std::uint64_t bytes, std::string_view name) {
+  point_to_point(CommCall::Kind::send, peer, bytes, name);
+}
+void Rank::recv(int peer, std::uint64_t bytes, std::string_view name) {
+  point_to_point(CommCall::Kind::recv, peer, bytes, name);
+}
+
+void Rank::copy(bool to_device, std::uint64_t bytes, std::string_view name) {
+  check_bytes(bytes, name);
+  if (!core_.machine.host_of_device(device_)) {
+    throw std::invalid_argument(
+        fmt::format("{}: {} has no host to copy to or from", name, core_.machine.devices()[device_].name));
+  }
+  const CommCall* call =
+      intern_call({to_device ? CommCall::Kind::to_device : CommCall::Kind::to_host, OpKind::copy, 0, bytes});
+  os::HostAction a = launch_action();
+  a.work = os::work_item<&Rank::start_copy>(this, call);
+  if (core_.tracer) note_launches(a, op_record(name, call, nullptr, [&] { return describe_call(*call); }), 0, 1);
+  push(a);
+}
+
+GroupId Rank::new_group(const std::vector<int>& ranks) { return core_.comm->new_group(ranks); }
+
+// ---- synchronisation, graphs, scopes ----
+
+void Rank::synchronize(std::string_view reason) {
+  if (graph_.capturing()) throw std::logic_error(fmt::format("{}: cannot synchronise while capturing a graph", reason));
+  os::HostAction a;
+  a.kind = os::HostAction::Kind::sync;
+  a.set_note<&Rank::note_span>(this, intern(reason));
+  push(a);
+}
+
+void Rank::graph_begin() { graph_.begin(); }
+
+void Rank::graph_end() {
+  os::HostAction launch;
+  launch.host_ps = core_.costs.graph_ps;
+  launch.set_note<&Rank::note_span>(this, intern("cudaGraphLaunch"));
+  graph_.end(launch, [&](const os::HostAction& a) { queue_.push(a); });
+}
+
+void Rank::scope_begin(std::string_view name) {
+  os::HostAction a;
+  a.set_note<&Rank::note_scope_begin>(this, intern(name));
+  push(a);  // inside a capture, with the captured work: around it when the graph is launched
+}
+
+void Rank::scope_end() {
+  os::HostAction a;
+  a.set_note<&Rank::note_scope_end>(this);
+  push(a);
+}
+
+}  // namespace syntorch::runtime::detail

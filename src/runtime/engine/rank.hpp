@@ -1,0 +1,228 @@
+#pragma once
+// One rank of a run: the RankContext its program calls (on the program's own thread: memory,
+// launches, communication, synchronisation, graphs, scopes), turned into host actions through a
+// bounded queue; and, on the simulator's side, its host thread, device streams and what each
+// stream runs now, with the accounting of where its time went. Kernels are lowered once per
+// distinct op (the memo is keyed by the whole OpDesc) and shared by every launch of that op.
+// Members are marked by the side that owns them: the producer (program thread) or the
+// consumer (simulator); pointers handed from one to the other point at nodes that never move.
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "core.hpp"
+#include "syntorch/os/caching_allocator.hpp"
+#include "syntorch/os/graph_capture.hpp"
+#include "syntorch/os/host_thread.hpp"
+#include "syntorch/os/stream.hpp"
+#include "syntorch/runtime/rank_context.hpp"
+
+namespace syntorch::runtime::detail {
+
+// A kernel as lowered for a rank, with the dispatcher's reasons joined for traces.
+struct LoweredKernel {
+  Kernel kernel;
+  std::string why;
+};
+
+// A call that moves data, as a rank issued it: a collective over a group, one side of a
+// send/recv with a peer, or a copy between the device and its host. Interned per rank (calls
+// repeat every layer), so a work item carries a reference to one that never changes.
+struct CommCall {
+  enum class Kind : std::uint8_t { collective, send, recv, to_device, to_host };
+  Kind kind = Kind::collective;
+  OpKind op = OpKind::allreduce;
+  std::uint32_t target = 0;  // the group (collective) or the peer's global rank (send, recv)
+  std::uint64_t bytes = 0;
+  bool operator==(const CommCall&) const = default;
+};
+struct CommCallHash {
+  std::size_t operator()(const CommCall& c) const {
+    return std::hash<std::uint64_t>{}(c.bytes * 0x9e3779b97f4a7c15ULL ^ (std::uint64_t{c.target} << 16) ^
+                                      (static_cast<std::uint64_t>(c.op) << 8) ^ static_cast<std::uint64_t>(c.kind));
+  }
+};
+inline constexpr std::uint64_t kMaxCallBytes = (std::uint64_t{1} << 40) - 1;
+
+// An op as traces show it: its framework name, shape and dtype.
+struct OpRecord {
+  const std::string* name = nullptr;
+  std::string shape;
+  std::string_view dtype;
+};
+
+class Rank final : public RankContext {
+ public:
+  Rank(EngineCore& core, int index, std::uint32_t device, std::uint64_t capacity_bytes);
+
+  // ---- RankContext (the program's thread) ----
+  int rank() const override { return index_; }
+  int world_size() const override { return core_.world_size; }
+  std::uint32_t allocate(std::uint64_t bytes, os::MemoryUse use, std::string_view what) override;
+  void free(std::uint32_t handle) override;
+  void launch(const OpDesc& op, std::string_view name) override;
+  void host_op(std::string_view name) override;
+  void collective(const OpDesc& op, GroupId group, std::string_view name) override;
+  void send(int peer, std::uint64_t bytes, std::string_view name) override;
+  void recv(int peer, std::uint64_t bytes, std::string_view name) override;
+  void copy_host_to_device(std::uint64_t bytes, std::string_view name) override { copy(true, bytes, name); }
+  void copy_device_to_host(std::uint64_t bytes, std::string_view name) override { copy(false, bytes, name); }
+  void synchronize(std::string_view reason) override;
+  void graph_begin() override;
+  void graph_end() override;
+  void scope_begin(std::string_view name) override;
+  void scope_end() override;
+  GroupId new_group(const std::vector<int>& ranks) override;
+
+  // ---- the simulator's side ----
+  // Builds the streams and host thread (before the program starts).
+  void bind();
+  int index() const { return index_; }
+  std::uint32_t device() const { return device_; }
+  os::ActionQueue& queue() { return queue_; }
+  os::HostThread& host_thread() { return *host_thread_; }
+  os::Stream& stream(std::uint32_t s) { return *streams_[s]; }
+  const os::CachingAllocator& allocator() const { return allocator_; }
+  RankResult& result() { return result_; }
+  std::exception_ptr& error() { return error_; }
+  const std::optional<OomReport>& oom() const { return oom_; }
+
+  // Stream items (work_item targets).
+  void start_kernel(const LoweredKernel& kernel, os::Stream& stream);
+  void on_kernel_done(std::uint64_t stream);
+  void start_comm(const CommCall& call, os::Stream& stream);
+  void start_fork_send(const CommCall& call, os::Stream& stream);
+  void start_join_recv(std::uint64_t receive, os::Stream& stream);
+  void start_copy(const CommCall& call, os::Stream& stream);
+
+  // When a communication or copy started on a stream, and the flow from its op (traces).
+  struct Slot {
+    const LoweredKernel* kernel = nullptr;
+    KernelRun run;
+    sim::TimePs comm_start_ps = 0;
+    std::uint64_t flow_id = 0;  // from the launching op, when traced
+    std::uint64_t after_seq = 0;
+  };
+  Slot& slot(std::uint32_t stream) { return slots_[stream]; }
+
+  // Receives: one has arrived; the compute stream's wait for one.
+  void receive_done(sim::TimePs now);
+
+  // Traces (notes.cpp). An item starts on `stream` at `now`: its flow id (0 when untraced); the
+  // device scopes around it change where its scopes differ from the previous item's.
+  std::uint64_t begin_item(std::uint32_t stream, sim::TimePs now);
+  void end_item(std::uint32_t stream, sim::TimePs end);
+  // Ends the device scopes from depth `from` down, at the last item's end.
+  void close_scopes(std::uint32_t stream, std::size_t from);
+  void close_all_scopes();
+  // The last device span on each stream, and the spans of receives not yet joined.
+  std::vector<std::uint64_t>& last_seq() { return last_seq_; }
+  std::deque<std::uint64_t>& recv_seqs() { return recv_seqs_; }
+  // A send moves to the send stream: its pending flow goes with it, after the computation it
+  // waited for on `from`.
+  void hand_over_flow(std::uint32_t from, std::uint32_t to);
+
+ private:
+  // Host-action notes (notes.cpp).
+  void note_span(const std::string& name, const os::HostAction& a, sim::TimePs begin, sim::TimePs end);
+  void note_launch(const OpRecord& record, const os::HostAction& a, sim::TimePs begin, sim::TimePs end);
+  void note_memory(const std::string& name, const os::HostAction& a, sim::TimePs at, sim::TimePs);
+  void note_scope_begin(const std::string& name, const os::HostAction& a, sim::TimePs begin, sim::TimePs);
+  void note_scope_end(const os::HostAction& a, sim::TimePs end, sim::TimePs);
+  void trace_join(std::uint32_t stream, sim::TimePs begin, sim::TimePs end, std::uint64_t flow);
+
+  // Producer helpers (rank.cpp).
+  struct Live {
+    std::uint64_t bytes = 0;
+    const std::string* name = nullptr;
+  };
+  const std::string* intern(std::string_view name);
+  const CommCall* intern_call(const CommCall& call);
+  void push(const os::HostAction& a);
+  void mark_memory(bool allocated, const Live& l, std::uint32_t handle);
+  const std::vector<LoweredKernel>& lower(const OpDesc& op);
+  template <class Describe>
+  const OpRecord* op_record(std::string_view name, const void* what, const OpDesc* op, Describe&& describe);
+  std::string describe_call(const CommCall& call) const;
+  void note_launches(os::HostAction& a, const OpRecord* record, std::size_t i, std::size_t n);
+  os::HostAction launch_action() const;  // a launch call's host cost and readiness
+  void comm(const CommCall* call, std::string_view name);
+  void point_to_point(CommCall::Kind what, int peer, std::uint64_t bytes, std::string_view name);
+  void copy(bool to_device, std::uint64_t bytes, std::string_view name);
+  void check_bytes(std::uint64_t bytes, std::string_view name) const;
+
+  EngineCore& core_;
+  int index_;
+  std::uint32_t device_;
+
+  // ---- producer side ----
+  os::CachingAllocator allocator_;
+  os::ActionQueue queue_;
+  std::unordered_map<OpDesc, std::unique_ptr<std::vector<LoweredKernel>>, OpDescHash> lowered_;
+  std::unordered_map<CommCall, std::unique_ptr<const CommCall>, CommCallHash> calls_;
+  std::map<std::pair<const void*, const void*>, std::unique_ptr<OpRecord>> op_records_;  // by (name, what)
+  struct StringHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_set<std::string, StringHash, std::equal_to<>> names_;  // node-stable: pointers travel in actions
+  std::vector<Live> live_;  // by allocator block id
+  os::GraphCapture graph_;
+  std::uint64_t recvs_issued_ = 0;
+  std::exception_ptr error_;
+  std::optional<OomReport> oom_;
+
+  // ---- consumer side ----
+  std::vector<std::unique_ptr<os::Stream>> streams_;
+  std::vector<Slot> slots_;  // per stream: what it runs now
+  std::unique_ptr<os::HostThread> host_thread_;
+  RankResult result_;
+  struct OpenScope {
+    const std::string* name;
+    sim::TimePs begin_ps;
+    std::uint64_t instance;  // distinguishes two scopes of the same name (two decode steps)
+  };
+  std::vector<OpenScope> scope_stack_;
+  std::uint64_t scopes_opened_ = 0;
+  // A launched item not yet started: its flow from the op and the model scopes it was launched
+  // in (outermost first), which become spans on the stream around its device work.
+  static constexpr std::size_t kScopeDepth = 4;
+  struct Pending {
+    std::uint64_t flow_id = 0;
+    std::uint64_t after_seq = 0;  // the device span it waits for on another stream (traces)
+    std::array<const std::string*, kScopeDepth> scopes{};
+    std::array<std::uint64_t, kScopeDepth> instances{};
+  };
+  struct DeviceScopes {
+    std::array<const std::string*, kScopeDepth> open{};
+    std::array<std::uint64_t, kScopeDepth> instances{};
+    std::array<sim::TimePs, kScopeDepth> begin_ps{};
+    sim::TimePs last_end_ps = 0;
+  };
+  std::vector<std::deque<Pending>> pending_flows_;  // per stream
+  std::vector<DeviceScopes> device_scopes_;         // per stream
+  // Receives done so far, and the compute-stream wait for one not yet done.
+  std::uint64_t recvs_done_ = 0;
+  std::uint64_t join_seq_ = 0;
+  std::uint32_t join_stream_ = 0;
+  bool join_waiting_ = false;
+  sim::TimePs join_start_ps_ = 0;
+  std::uint64_t join_flow_ = 0;
+  std::vector<std::uint64_t> last_seq_;
+  std::deque<std::uint64_t> recv_seqs_;
+  std::vector<std::uint64_t> op_flows_;
+  std::vector<sim::TimePs> op_flow_ps_;
+  sim::TimePs op_begin_ps_ = 0;
+};
+
+}  // namespace syntorch::runtime::detail
