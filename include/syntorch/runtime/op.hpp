@@ -70,7 +70,15 @@ struct OpDesc {
 
 // A hash over an OpDesc's fields, for memo tables (equality decides; the hash only spreads).
 struct OpDescHash {
-  std::size_t operator()(const OpDesc& op) const;
+  std::size_t operator()(const OpDesc& op) const {
+    std::uint64_t h = 0x9e3779b97f4a7c15ULL ^ (static_cast<std::uint64_t>(op.kind) * 131u +
+                                               static_cast<std::uint64_t>(op.dtype) * 7u + (op.causal ? 1u : 0u));
+    for (std::uint64_t x : {op.batch, op.m, op.n, op.k, op.heads, op.kv_heads, op.seq_q, op.seq_kv, op.head_dim,
+                            op.rows, op.cols, op.vocab, op.elements, op.ranks, op.bytes}) {
+      h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    }
+    return static_cast<std::size_t>(h);
+  }
 };
 
 // Checks the shape fields `kind` uses: present and positive, products that fit in 64 bits,

@@ -44,8 +44,10 @@ struct EngineCore {
   Dispatcher dispatcher;
   int world_size;
   EngineOptions options;
-  sim::Simulator sim;
-  std::unique_ptr<hw::SimMachine> hw;
+  // On cache lines of its own: the simulator thread writes its clock and counters on every
+  // event, while the programs' threads read the fields below on every call.
+  alignas(64) sim::Simulator sim;
+  alignas(64) std::unique_ptr<hw::SimMachine> hw;
   std::unique_ptr<Executor> executor;
   std::unique_ptr<EngineTrace> tracer;  // when tracing
   bool trace_memory = false;

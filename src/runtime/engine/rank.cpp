@@ -40,10 +40,6 @@ const CommCall* Rank::intern_call(const CommCall& call) {
   return slot.get();
 }
 
-void Rank::push(const os::HostAction& a) {
-  if (!graph_.record(a)) queue_.push(a);
-}
-
 // ---- memory ----
 
 std::uint32_t Rank::allocate(std::uint64_t bytes, os::MemoryUse use, std::string_view what) {

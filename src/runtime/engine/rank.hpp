@@ -148,7 +148,9 @@ class Rank final : public RankContext {
   };
   const std::string* intern(std::string_view name);
   const CommCall* intern_call(const CommCall& call);
-  void push(const os::HostAction& a);
+  void push(const os::HostAction& a) {
+    if (!graph_.record(a)) queue_.push(a);
+  }
   void mark_memory(bool allocated, const Live& l, std::uint32_t handle);
   const std::vector<LoweredKernel>& lower(const OpDesc& op);
   template <class Describe>

@@ -46,16 +46,6 @@ double element_bytes(DType t) { return dtype_bits(t) / 8.0; }
 
 std::string OpDesc::describe() const { return op_type(kind).describe(*this); }
 
-std::size_t OpDescHash::operator()(const OpDesc& op) const {
-  std::uint64_t h = 0x9e3779b97f4a7c15ULL ^ (static_cast<std::uint64_t>(op.kind) * 131u +
-                                             static_cast<std::uint64_t>(op.dtype) * 7u + (op.causal ? 1u : 0u));
-  for (std::uint64_t x : {op.batch, op.m, op.n, op.k, op.heads, op.kv_heads, op.seq_q, op.seq_kv, op.head_dim, op.rows,
-                          op.cols, op.vocab, op.elements, op.ranks, op.bytes}) {
-    h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  }
-  return static_cast<std::size_t>(h);
-}
-
 bool validate_op(const OpDesc& op, Diagnostics& d, const std::string& where) {
   const std::size_t before = d.size();
   OpCheck check(op, d, where);
