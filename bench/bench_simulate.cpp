@@ -9,7 +9,8 @@
 #include <filesystem>
 
 #include "syntorch/hw/machine.hpp"
-#include "syntorch/models/simulate.hpp"
+#include "syntorch/models/registry.hpp"
+#include "syntorch/session/simulate.hpp"
 #include "syntorch/trace/chrome_json_writer.hpp"
 #include "syntorch/trace/open_trace_writer.hpp"
 #include "syntorch/trace/recorder.hpp"
@@ -22,10 +23,10 @@ std::string config(const char* name) {
   return (std::filesystem::path(SYNTORCH_SOURCE_DIR) / "hw_configs" / name).string();
 }
 
-models::RunSpec gpt3_175b() {
+session::RunSpec gpt3_175b() {
   Diagnostics d;
-  models::RunSpec spec;
-  spec.model = *models::parse_model("gpt3-175b", d, "bench");
+  session::RunSpec spec;
+  spec.model = models::parse_model("gpt3-175b", d, "bench");
   spec.tp = 8;
   spec.batch = 8;
   spec.input_tokens = 2048;
@@ -33,7 +34,7 @@ models::RunSpec gpt3_175b() {
   return spec;
 }
 
-void report(benchmark::State& state, const models::RunReport& r) {
+void report(benchmark::State& state, const session::RunReport& r) {
   std::uint64_t kernels = 0;
   for (const auto& rank : r.engine.ranks) kernels += rank.kernels;
   state.counters["kernels"] = static_cast<double>(kernels);
@@ -46,10 +47,10 @@ void report(benchmark::State& state, const models::RunReport& r) {
 
 void BM_Gpt3_175B_Tp8_NoTrace(benchmark::State& state) {
   const hw::Machine m = hw::Machine::load(config("dgx_h100.json"));
-  const models::RunSpec spec = gpt3_175b();
-  models::RunReport r;
+  const session::RunSpec spec = gpt3_175b();
+  session::RunReport r;
   for (auto _ : state) {
-    r = models::simulate_generation(m, {}, spec);
+    r = session::simulate_generation(m, {}, spec);
     benchmark::DoNotOptimize(r.e2e_s);
   }
   report(state, r);
@@ -58,13 +59,13 @@ BENCHMARK(BM_Gpt3_175B_Tp8_NoTrace)->Unit(benchmark::kMillisecond)->UseRealTime(
 
 void BM_Gpt3_175B_Tp8_ChromeTrace(benchmark::State& state) {
   const hw::Machine m = hw::Machine::load(config("dgx_h100.json"));
-  const models::RunSpec spec = gpt3_175b();
+  const session::RunSpec spec = gpt3_175b();
   const auto path = std::filesystem::temp_directory_path() / "syntorch_bench_trace.json";
-  models::RunReport r;
+  session::RunReport r;
   for (auto _ : state) {
     trace::Recorder recorder;
     recorder.attach(trace::ChromeJsonWriter::open(path));
-    r = models::simulate_generation(m, {}, spec, &recorder);
+    r = session::simulate_generation(m, {}, spec, &recorder);
     recorder.finish();
     benchmark::DoNotOptimize(r.e2e_s);
   }
@@ -79,8 +80,8 @@ BENCHMARK(BM_Gpt3_175B_Tp8_ChromeTrace)->Unit(benchmark::kMillisecond)->UseRealT
 void BM_TraceSizeOfTheSameRun(benchmark::State& state) {
   const hw::Machine m = hw::Machine::load(config("dgx_a100.json"));
   Diagnostics d;
-  models::RunSpec spec;
-  spec.model = *models::parse_model("gpt3-13b", d, "bench");
+  session::RunSpec spec;
+  spec.model = models::parse_model("gpt3-13b", d, "bench");
   spec.tp = 2;
   spec.pp = 2;
   spec.batch = 8;
@@ -93,7 +94,7 @@ void BM_TraceSizeOfTheSameRun(benchmark::State& state) {
     for (const char* name : {"syntorch_bench_run.json", "syntorch_bench_run.pftrace"}) {
       trace::Recorder recorder;
       recorder.attach(trace::open_trace_writer(dir / name));
-      models::simulate_generation(m, {}, spec, &recorder);
+      session::simulate_generation(m, {}, spec, &recorder);
       recorder.finish();
       sizes[i++] = static_cast<double>(std::filesystem::file_size(dir / name));
       std::filesystem::remove(dir / name);
@@ -109,13 +110,13 @@ BENCHMARK(BM_TraceSizeOfTheSameRun)->Unit(benchmark::kMillisecond)->UseRealTime(
 void BM_Gpt3_13B_Tp1(benchmark::State& state) {
   const hw::Machine m = hw::Machine::load(config("h100_sxm5_80gb.json"));
   Diagnostics d;
-  models::RunSpec spec;
-  spec.model = *models::parse_model("gpt3-13b", d, "bench");
+  session::RunSpec spec;
+  spec.model = models::parse_model("gpt3-13b", d, "bench");
   spec.input_tokens = 128;
   spec.output_tokens = 128;
-  models::RunReport r;
+  session::RunReport r;
   for (auto _ : state) {
-    r = models::simulate_generation(m, {}, spec);
+    r = session::simulate_generation(m, {}, spec);
     benchmark::DoNotOptimize(r.e2e_s);
   }
   report(state, r);

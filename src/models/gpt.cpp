@@ -51,18 +51,12 @@ const std::vector<GPTConfig>& gpt3_family() {
   return family;
 }
 
-std::optional<GPTConfig> parse_model(const std::string& spec, Diagnostics& d, const std::string& where) {
-  std::vector<std::string> names;
+std::optional<GPTConfig> parse_gpt_config(const std::string& spec, Diagnostics& d, const std::string& where) {
   for (const GPTConfig& c : gpt3_family()) {
     if (c.name == spec) return c;
-    names.push_back(c.name);
   }
   const std::string prefix = "gpt:";
-  if (spec.rfind(prefix, 0) != 0) {
-    names.push_back("gpt:layers=L,hidden=H,heads=N,vocab=V");
-    d.error(where, "", fmt::format("unknown model \"{}\"{} (valid: {})", spec, did_you_mean(spec, names), join(names)));
-    return std::nullopt;
-  }
+  if (spec.rfind(prefix, 0) != 0) return std::nullopt;
   const std::vector<std::string> keys{"layers", "hidden", "heads", "vocab", "head_dim", "ffn", "context"};
   std::map<std::string, std::int64_t> values;
   const std::size_t before = d.size();
@@ -115,6 +109,47 @@ std::optional<GPTConfig> parse_model(const std::string& spec, Diagnostics& d, co
   }
   return c;
 }
+
+void GPTModel::check(const RunLayout& l, Diagnostics& d, const std::string& where) const {
+  const GPTConfig& c = config_;
+  const double kv_elements = static_cast<double>(l.batch) * static_cast<double>(l.tokens) *
+                             static_cast<double>(std::max(c.hidden, c.heads * c.head_dim));
+  if (kv_elements > 0x1p52) {
+    d.error(where, "batch", fmt::format("batch {} x {} tokens of {} is beyond what the simulator can size (2^52 "
+                                        "elements per tensor)", l.batch, l.tokens, c.name));
+  }
+  if (c.heads % l.tp != 0) {
+    d.error(where, "tp", fmt::format("{} has {} heads, which do not split over tp {}", c.name, c.heads, l.tp));
+  }
+  if (c.ffn % l.tp != 0) {
+    d.error(where, "tp", fmt::format("{}'s MLP width {} does not split over tp {}", c.name, c.ffn, l.tp));
+  }
+  if (c.layers % l.pp != 0) {
+    d.error(where, "pp", fmt::format("{} has {} layers, which do not split evenly over pp {}", c.name, c.layers, l.pp));
+  }
+}
+
+void GPTModel::generate(const GenerateOptions& options) const {
+  GPT model(config_);
+  model->eval();
+  models::generate(model, options);
+}
+
+const ModelEntry kGptModels{
+    .family = "gpt",
+    .custom_form = "gpt:layers=L,hidden=H,heads=N,vocab=V",
+    .zoo =
+        [] {
+          std::vector<std::string> names;
+          for (const GPTConfig& c : gpt3_family()) names.push_back(c.name);
+          return names;
+        },
+    .parse = [](const std::string& spec, Diagnostics& d, const std::string& where) -> std::shared_ptr<const Model> {
+      auto config = parse_gpt_config(spec, d, where);
+      if (!config) return nullptr;
+      return std::make_shared<GPTModel>(std::move(*config));
+    },
+};
 
 GPTBlockImpl::GPTBlockImpl(const GPTConfig& c, int tp, int rank) : torch::nn::Module("GPTBlock") {
   if (c.heads % tp != 0) {

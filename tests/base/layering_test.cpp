@@ -1,6 +1,7 @@
 // The layer rule of the design: base <- sim <- hw <- os <- runtime <- torch <- parallel <- models
-// <- tools, with trace a leaf that depends only on base. A module may include only itself and the
-// modules below it.
+// <- session <- tools and bench, with trace a leaf that depends only on base. A module may include
+// only itself and the modules below it; models see only the torch and parallel API (and base);
+// the front ends (tools/, bench/) sit on top, and no library module reaches into them.
 
 #include <gtest/gtest.h>
 
@@ -16,18 +17,27 @@ namespace {
 namespace fs = std::filesystem;
 
 TEST(Layering, ModulesIncludeOnlyModulesBelowThem) {
-  const std::vector<std::string> order{"base", "sim", "hw", "os", "runtime", "torch", "parallel", "models"};
+  const std::vector<std::string> order{"base",     "sim",    "hw",      "os",    "runtime",
+                                       "torch",    "parallel", "models", "session", "tools"};
   std::map<std::string, std::set<std::string>> allowed;
   for (std::size_t i = 0; i < order.size(); ++i) {
     for (std::size_t j = 0; j <= i; ++j) allowed[order[i]].insert(order[j]);
     allowed[order[i]].insert("trace");  // every layer may emit into the trace recorder
   }
   allowed["trace"] = {"trace", "base"};
+  allowed["models"] = {"base", "torch", "parallel", "models"};  // the public API a user's model sees
+  allowed["bench"] = allowed["tools"];
   const std::regex include_re(R"(#include\s+[<"]syntorch/([a-z_]+)/)");
+  const std::regex tools_re(R"(#include\s+"[./]*(tools|bench)/)");
   const fs::path root(SYNTORCH_SOURCE_DIR);
   int files = 0;
+  std::set<std::string> seen_modules;
   for (const auto& [module, ok] : allowed) {
-    for (const fs::path& dir : {root / "include" / "syntorch" / module, root / "src" / module}) {
+    const bool front_end = module == "tools" || module == "bench";
+    const std::vector<fs::path> dirs = front_end ? std::vector<fs::path>{root / module}
+                                                 : std::vector<fs::path>{root / "include" / "syntorch" / module,
+                                                                         root / "src" / module};
+    for (const fs::path& dir : dirs) {
       if (!fs::exists(dir)) continue;
       for (const auto& entry : fs::recursive_directory_iterator(dir)) {
         if (!entry.is_regular_file()) continue;
@@ -35,9 +45,14 @@ TEST(Layering, ModulesIncludeOnlyModulesBelowThem) {
         std::ifstream in(entry.path());
         std::string line;
         int number = 0;
+        if (entry.path().extension() != ".cpp" && entry.path().extension() != ".hpp") continue;
+        seen_modules.insert(module);
         while (std::getline(in, line)) {
           ++number;
           std::smatch m;
+          if (!front_end && std::regex_search(line, m, tools_re)) {
+            ADD_FAILURE() << entry.path().string() << ":" << number << ": module " << module << " includes a front end";
+          }
           if (std::regex_search(line, m, include_re) && !ok.count(m[1].str())) {
             ADD_FAILURE() << entry.path().string() << ":" << number << ": module " << module << " includes "
                           << m[1].str() << ", a module above it";
@@ -47,6 +62,8 @@ TEST(Layering, ModulesIncludeOnlyModulesBelowThem) {
     }
   }
   EXPECT_GT(files, 20);
+  for (const std::string& module : order) EXPECT_TRUE(seen_modules.count(module)) << module << " was not checked";
+  EXPECT_TRUE(seen_modules.count("bench"));
 }
 
 }  // namespace

@@ -15,7 +15,8 @@
 #include "common.hpp"
 #include "syntorch/base/units.hpp"
 #include "syntorch/hw/machine.hpp"
-#include "syntorch/models/simulate.hpp"
+#include "syntorch/models/registry.hpp"
+#include "syntorch/session/simulate.hpp"
 #include "syntorch/trace/console_summary.hpp"
 #include "syntorch/trace/open_trace_writer.hpp"
 #include "syntorch/trace/recorder.hpp"
@@ -49,7 +50,7 @@ struct SimulateOptions {
 std::string size(std::uint64_t bytes) { return units::format_size(static_cast<double>(bytes)); }
 std::string ms(double s) { return fmt::format("{:.3f} ms", s * 1e3); }
 
-void print_oom(std::ostream& out, const runtime::OomReport& oom, const models::RunSpec& spec) {
+void print_oom(std::ostream& out, const runtime::OomReport& oom, const session::RunSpec& spec) {
   const os::AllocatorStats& m = oom.memory;
   out << fmt::format("OUT OF MEMORY on rank {} ({}): {} requested for {}; the device has {}\n", oom.rank,
                      oom.device_name, size(oom.requested_bytes), oom.requested_for, size(m.capacity_bytes));
@@ -64,7 +65,7 @@ void print_oom(std::ostream& out, const runtime::OomReport& oom, const models::R
   for (const auto& [name, bytes] : oom.largest) out << fmt::format("    {:<40} {}\n", name, size(bytes));
   out << fmt::format("  {} weights alone are {} in {}; more tensor or pipeline parallel ranks (now tp {} x pp {}), a "
                      "smaller batch or shorter sequences, or devices with more memory would fit it\n",
-                     spec.model.name, size(static_cast<std::uint64_t>(spec.model.parameters() * dtype_bits(spec.dtype) / 8)),
+                     spec.model->name(), size(static_cast<std::uint64_t>(spec.model->parameters() * dtype_bits(spec.dtype) / 8)),
                      dtype_name(spec.dtype), spec.tp, spec.pp);
 }
 
@@ -86,10 +87,10 @@ nlohmann::ordered_json oom_json(const runtime::OomReport& oom) {
   return j;
 }
 
-nlohmann::ordered_json report_json(const models::RunReport& r, const models::RunSpec& spec, const hw::Machine& m) {
+nlohmann::ordered_json report_json(const session::RunReport& r, const session::RunSpec& spec, const hw::Machine& m) {
   nlohmann::ordered_json j;
   j["status"] = r.oom ? "oom" : "ok";
-  j["model"] = spec.model.name;
+  j["model"] = spec.model->name();
   j["hw"] = m.config().file;
   j["tp"] = spec.tp;
   j["pp"] = spec.pp;
@@ -119,10 +120,10 @@ nlohmann::ordered_json report_json(const models::RunReport& r, const models::Run
   return j;
 }
 
-void print_report(std::ostream& out, const models::RunReport& r, const models::RunSpec& spec, const hw::Machine& m,
+void print_report(std::ostream& out, const session::RunReport& r, const session::RunSpec& spec, const hw::Machine& m,
                   double wall_s) {
   out << fmt::format("{} on {}: {} devices (tp {} x pp {}), batch {}, {} input + {} output tokens, {}, {}\n",
-                     spec.model.name, m.name(), spec.tp * spec.pp, spec.tp, spec.pp, spec.batch,
+                     spec.model->name(), m.name(), spec.tp * spec.pp, spec.tp, spec.pp, spec.batch,
                      spec.input_tokens, spec.output_tokens, dtype_name(spec.dtype),
                      fmt::format("{}{}", spec.framework == runtime::Framework::native ? "native runtime" : "PyTorch eager",
                                  spec.graph ? " + CUDA graphs" : ""));
@@ -137,7 +138,7 @@ void print_report(std::ostream& out, const models::RunReport& r, const models::R
   out << fmt::format("  peak memory per device  {}{} allocated, {}{} reserved, of {}\n", size(*lo),
                      *lo == *hi ? "" : " .. " + size(*hi), size(*rlo), *rlo == *rhi ? "" : " .. " + size(*rhi),
                      size(static_cast<std::uint64_t>(m.devices()[0].memory.size_bytes)));
-  const models::TimeBreakdown& b = r.breakdown;
+  const session::TimeBreakdown& b = r.breakdown;
   auto line = [&](const char* what, double s) {
     out << fmt::format("    {:<24} {:>12}  {:5.1f}%\n", what, ms(s), r.e2e_s > 0 ? s / r.e2e_s * 100 : 0);
   };
@@ -151,9 +152,9 @@ void print_report(std::ostream& out, const models::RunReport& r, const models::R
     out << fmt::format("    {:<24} {:>12}  (pipeline sends and receives, on their own streams)\n", "overlapped p2p",
                        ms(b.p2p_s));
   }
-  if (spec.input_tokens + spec.output_tokens - 1 > spec.model.context) {
+  if (spec.input_tokens + spec.output_tokens - 1 > spec.model->context()) {
     out << fmt::format("  note: {} positions exceed {}'s trained context of {}; they cost the same to simulate\n",
-                       spec.input_tokens + spec.output_tokens - 1, spec.model.name, spec.model.context);
+                       spec.input_tokens + spec.output_tokens - 1, spec.model->name(), spec.model->context());
   }
   std::uint64_t kernels = 0;
   for (const auto& rank : r.engine.ranks) kernels += rank.kernels;
@@ -162,8 +163,8 @@ void print_report(std::ostream& out, const models::RunReport& r, const models::R
 
 int run_simulate(const SimulateOptions& o, Context& ctx) {
   Diagnostics d;
-  models::RunSpec spec;
-  if (auto model = models::parse_model(o.model, d, "--model")) spec.model = *model;
+  session::RunSpec spec;
+  spec.model = models::parse_model(o.model, d, "--model");
   if (auto t = parse_dtype(o.dtype)) {
     spec.dtype = *t;
   } else {
@@ -189,7 +190,7 @@ int run_simulate(const SimulateOptions& o, Context& ctx) {
   }
   if (d.empty()) {
     Diagnostics flags;
-    if (!models::validate_run(spec, *machine, flags, "flags")) {
+    if (!session::validate_run(spec, *machine, flags, "flags")) {
       for (const auto& x : flags.items()) d.error(x.path.empty() ? "flags" : "--" + x.path, "", x.message);
     }
   }
@@ -216,7 +217,7 @@ int run_simulate(const SimulateOptions& o, Context& ctx) {
   const runtime::TraceLevel level = o.trace_level == "op"   ? runtime::TraceLevel::op
                                     : o.trace_level == "hw" ? runtime::TraceLevel::hw
                                                             : runtime::TraceLevel::kernel;
-  const models::RunReport report = models::simulate_generation(*machine, policy, spec, &recorder, level);
+  const session::RunReport report = session::simulate_generation(*machine, policy, spec, &recorder, level);
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (o.json) {
     ctx.out << report_json(report, spec, *machine).dump(2) << "\n";

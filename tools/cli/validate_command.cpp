@@ -18,7 +18,7 @@
 #include "commands.hpp"
 #include "syntorch/hw/machine.hpp"
 #include "syntorch/runtime/op_params.hpp"
-#include "syntorch/models/simulate.hpp"
+#include "syntorch/session/simulate.hpp"
 #include "syntorch/runtime/predictor.hpp"
 
 namespace syntorch::cli {
@@ -101,7 +101,7 @@ void predict_generate_row(Row& row, const ValidateOptions& o, std::map<std::stri
     return;
   }
   Diagnostics d;
-  models::RunSpec spec;
+  session::RunSpec spec;
   std::stringstream ss(row.params);
   const std::vector<std::string> keys{"model",  "tp",    "pp",    "batch",         "input",
                                       "output", "dtype", "graph", "micro_batches", "framework"};
@@ -116,7 +116,7 @@ void predict_generate_row(Row& row, const ValidateOptions& o, std::map<std::stri
     if (eq == std::string::npos) {
       d.error(where, "params", fmt::format("expected key=value, got \"{}\"", kv));
     } else if (std::find(keys.begin(), keys.end(), key) == keys.end() ||
-               !models::set_run_parameter(spec, key, value, d, where)) {
+               !session::set_run_parameter(spec, key, value, d, where)) {
       d.error(where, key, fmt::format("generate takes no parameter \"{}\"{} (valid: {})", key, did_you_mean(key, keys),
                                       join(keys)));
     } else {
@@ -125,14 +125,14 @@ void predict_generate_row(Row& row, const ValidateOptions& o, std::map<std::stri
   }
   if (!have_model && d.empty()) d.error(where, "model", "generate needs model=");
   load_machine(row, o, machines, where, d);
-  if (d.empty()) models::validate_run(spec, *machines[row.hw], d, where);
+  if (d.empty()) session::validate_run(spec, *machines[row.hw], d, where);
   if (!d.empty()) {
     row.status = "error";
     row.reason = d.items()[0].to_string();
     return;
   }
   try {
-    const models::RunReport r = models::simulate_generation(*machines[row.hw], {}, spec);
+    const session::RunReport r = session::simulate_generation(*machines[row.hw], {}, spec);
     if (r.oom) {
       row.status = "error";
       row.reason = fmt::format("simulated out of memory on rank {}", r.engine.oom->rank);

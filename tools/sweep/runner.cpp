@@ -14,7 +14,7 @@
 
 #include "syntorch/hw/config_loader.hpp"
 #include "syntorch/hw/machine.hpp"
-#include "syntorch/models/simulate.hpp"
+#include "syntorch/session/simulate.hpp"
 #include "syntorch/runtime/op_params.hpp"
 #include "syntorch/runtime/predictor.hpp"
 
@@ -67,9 +67,9 @@ void simulate(const Study& study, const Point& point, Row& row) {
   const auto& p = point.params;
   const fs::path dir = fs::path(study.file).parent_path();
   const auto machine = machines().get((dir / p.at("hw")).string(), point.sets);
-  models::RunSpec spec;
+  session::RunSpec spec;
   Diagnostics d;
-  for (const auto& [key, value] : p) models::set_run_parameter(spec, key, value, d, "point");  // hw, policy: not run parameters
+  for (const auto& [key, value] : p) session::set_run_parameter(spec, key, value, d, "point");  // hw, policy: not run parameters
   if (!d.empty()) throw InputError(std::move(d));
   row.metrics.assign(simulate_metrics().size(), kNaN);
   const std::size_t devices = machine->devices().size();
@@ -78,12 +78,12 @@ void simulate(const Study& study, const Point& point, Row& row) {
     row.reason = fmt::format("tp {} x pp {} needs {} devices; the machine has {}", spec.tp, spec.pp, spec.tp * spec.pp, devices);
     return;
   }
-  if (!models::validate_run(spec, *machine, d, "point")) {
+  if (!session::validate_run(spec, *machine, d, "point")) {
     row.status = "error";
     row.reason = d.items()[0].message;
     return;
   }
-  const models::RunReport r = models::simulate_generation(*machine, policy_of(p, dir), spec);
+  const session::RunReport r = session::simulate_generation(*machine, policy_of(p, dir), spec);
   std::uint64_t peak = 0;
   for (auto b : r.peak_memory_bytes) peak = std::max(peak, b);
   if (r.oom) {

@@ -9,7 +9,7 @@
 
 #include "syntorch/hw/config_loader.hpp"
 #include "syntorch/hw/machine.hpp"
-#include "syntorch/models/simulate.hpp"
+#include "syntorch/session/simulate.hpp"
 #include "syntorch/runtime/op_params.hpp"
 #include "syntorch/runtime/policy.hpp"
 
@@ -119,8 +119,8 @@ std::string check_parameter(StudyKind kind, const std::string& key, const std::s
   }
   if (kind == StudyKind::simulate) {
     Diagnostics d;
-    models::RunSpec scratch;
-    models::set_run_parameter(scratch, key, value, d, "study");
+    session::RunSpec scratch;
+    session::set_run_parameter(scratch, key, value, d, "study");
     return d.empty() ? "" : d.items()[0].message;
   }
   if (key == "op") {

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "syntorch/base/diagnostics.hpp"
+#include "syntorch/models/model.hpp"
+#include "syntorch/models/registry.hpp"
 #include "syntorch/parallel/layers.hpp"
 #include "syntorch/torch/modules.hpp"
 
@@ -35,8 +37,25 @@ struct GPTConfig {
 const std::vector<GPTConfig>& gpt3_family();
 
 // "gpt3-13b", or a custom shape "gpt:layers=44,hidden=6144,heads=48,vocab=51200" (optional keys:
-// head_dim, ffn, context). Problems are added under `where` (a flag, a file row); nullopt then.
-std::optional<GPTConfig> parse_model(const std::string& spec, Diagnostics& diagnostics, const std::string& where);
+// head_dim, ffn, context). nullopt for a spec that is neither (nothing added); for a "gpt:" spec
+// that is wrong, problems are added under `where` (a flag, a file row) and nullopt returned.
+std::optional<GPTConfig> parse_gpt_config(const std::string& spec, Diagnostics& diagnostics, const std::string& where);
+
+// The GPT family as a zoo model (registered in src/models/registry.cpp).
+class GPTModel final : public Model {
+ public:
+  explicit GPTModel(GPTConfig config) : config_(std::move(config)) {}
+  const GPTConfig& config() const { return config_; }
+  const std::string& name() const override { return config_.name; }
+  double parameters() const override { return config_.parameters(); }
+  std::int64_t context() const override { return config_.context; }
+  void check(const RunLayout& layout, Diagnostics& diagnostics, const std::string& where) const override;
+  void generate(const GenerateOptions& options) const override;
+
+ private:
+  GPTConfig config_;
+};
+extern const ModelEntry kGptModels;
 
 // A KV cache for one block: keys and values for every sequence position of the batch, on this
 // rank's heads.
@@ -92,14 +111,6 @@ class GPTImpl : public torch::nn::Module {
   parallel::ColumnParallelLinear head_{nullptr};
 };
 TORCH_MODULE(GPT);
-
-struct GenerateOptions {
-  std::int64_t batch = 1;
-  std::int64_t input_tokens = 128;
-  std::int64_t output_tokens = 16;  // the first comes from the prefill
-  std::int64_t micro_batches = 0;   // pipeline micro-batches; 0 = one per stage
-  bool graph = false;               // capture each decode step as one graph launch
-};
 
 // Autoregressive generation on this rank, as the Megatron/FasterTransformer generation loop does:
 // a prefill over the prompt (scope "prefill"), then one decode step per further token (scopes

@@ -1,4 +1,4 @@
-#include "syntorch/models/simulate.hpp"
+#include "syntorch/session/simulate.hpp"
 
 #include <fmt/format.h>
 
@@ -7,10 +7,11 @@
 #include <limits>
 
 #include "syntorch/base/units.hpp"
+#include "syntorch/models/registry.hpp"
 #include "syntorch/parallel/distributed.hpp"
 #include "syntorch/torch/types.hpp"
 
-namespace syntorch::models {
+namespace syntorch::session {
 
 namespace {
 std::optional<torch::ScalarType> scalar_type(DType t) {
@@ -36,7 +37,7 @@ bool set_run_parameter(RunSpec& s, const std::string& key, const std::string& va
     }
   };
   if (key == "model") {
-    if (auto m = parse_model(value, d, where)) s.model = *m;
+    if (auto m = models::parse_model(value, d, where)) s.model = std::move(m);
   } else if (key == "tp") {
     integer(s.tp, false);
   } else if (key == "pp") {
@@ -73,6 +74,10 @@ bool set_run_parameter(RunSpec& s, const std::string& key, const std::string& va
 
 bool validate_run(const RunSpec& s, const hw::Machine& machine, Diagnostics& d, const std::string& where) {
   const std::size_t before = d.size();
+  if (!s.model) {
+    d.error(where, "model", "no model given (e.g. gpt3-13b)");
+    return false;
+  }
   auto positive = [&](std::int64_t v, const char* name) {
     if (v < 1) d.error(where, name, fmt::format("expected a positive integer, got {}", v));
   };
@@ -95,12 +100,6 @@ bool validate_run(const RunSpec& s, const hw::Machine& machine, Diagnostics& d, 
     d.error(where, "output-tokens", fmt::format("expected at most {}, got {}", kMaxTokens, s.output_tokens));
   }
   if (d.size() != before) return false;
-  const double kv_elements = static_cast<double>(s.batch) * static_cast<double>(s.input_tokens + s.output_tokens) *
-                             static_cast<double>(std::max(s.model.hidden, s.model.heads * s.model.head_dim));
-  if (kv_elements > 0x1p52) {
-    d.error(where, "batch", fmt::format("batch {} x {} tokens of {} is beyond what the simulator can size (2^52 "
-                                        "elements per tensor)", s.batch, s.input_tokens + s.output_tokens, s.model.name));
-  }
   if (s.micro_batches > 0 && (s.micro_batches > s.batch || s.batch % s.micro_batches != 0)) {
     d.error(where, "micro-batches",
             fmt::format("{} micro-batches do not split a batch of {} evenly", s.micro_batches, s.batch));
@@ -121,16 +120,7 @@ bool validate_run(const RunSpec& s, const hw::Machine& machine, Diagnostics& d, 
       }
     }
   }
-  if (s.model.heads % s.tp != 0) {
-    d.error(where, "tp", fmt::format("{} has {} heads, which do not split over tp {}", s.model.name, s.model.heads, s.tp));
-  }
-  if (s.model.ffn % s.tp != 0) {
-    d.error(where, "tp", fmt::format("{}'s MLP width {} does not split over tp {}", s.model.name, s.model.ffn, s.tp));
-  }
-  if (s.model.layers % s.pp != 0) {
-    d.error(where, "pp", fmt::format("{} has {} layers, which do not split evenly over pp {}", s.model.name,
-                                     s.model.layers, s.pp));
-  }
+  s.model->check({s.tp, s.pp, s.batch, s.input_tokens + s.output_tokens}, d, where);
   if (!scalar_type(s.dtype)) {
     d.error(where, "dtype", fmt::format("{} is not a dtype models run in (valid: fp32, fp16, bf16, fp8)", dtype_name(s.dtype)));
   }
@@ -147,7 +137,7 @@ RunReport simulate_generation(const hw::Machine& machine, const runtime::KernelP
   options.framework = spec.framework;
   runtime::Engine engine(machine, policy, spec.tp * spec.pp, options);
   const torch::ScalarType dtype = *scalar_type(spec.dtype);
-  GenerateOptions generation;
+  models::GenerateOptions generation;
   generation.batch = spec.batch;
   generation.input_tokens = spec.input_tokens;
   generation.output_tokens = spec.output_tokens;
@@ -158,9 +148,7 @@ RunReport simulate_generation(const hw::Machine& machine, const runtime::KernelP
   report.engine = engine.run([&](runtime::RankContext&) {
     torch::DefaultDtypeGuard dtype_guard(dtype);
     parallel::initialize_model_parallel(spec.tp, spec.pp);
-    GPT model(spec.model);
-    model->eval();
-    generate(model, generation);
+    spec.model->generate(generation);
   });
   const runtime::EngineResult& r = report.engine;
   for (const auto& rank : r.ranks) {
@@ -210,4 +198,4 @@ RunReport simulate_generation(const hw::Machine& machine, const runtime::KernelP
   return report;
 }
 
-}  // namespace syntorch::models
+}  // namespace syntorch::session

@@ -5,23 +5,25 @@
 #include <filesystem>
 
 #include "syntorch/hw/machine.hpp"
-#include "syntorch/models/simulate.hpp"
+#include "syntorch/models/gpt.hpp"
+#include "syntorch/models/registry.hpp"
+#include "syntorch/session/simulate.hpp"
 
 namespace {
 
 using namespace syntorch;
-using models::RunSpec;
+using session::RunSpec;
 
 std::string config(const std::string& name) { return std::string(SYNTORCH_SOURCE_DIR) + "/hw_configs/" + name; }
 
-models::GPTConfig model(const std::string& spec) {
+std::shared_ptr<const models::Model> model(const std::string& spec) {
   Diagnostics d;
   auto m = models::parse_model(spec, d, "test");
   EXPECT_TRUE(m) << d.to_string();
-  return *m;
+  return m;
 }
 
-double matrix_flops(const models::RunReport& r) {
+double matrix_flops(const session::RunReport& r) {
   double f = 0;
   for (const auto& rank : r.engine.ranks) {
     for (auto op : {runtime::OpKind::gemm, runtime::OpKind::bmm, runtime::OpKind::attention}) {
@@ -38,9 +40,9 @@ TEST(Generation, TensorParallelOneAndEightDoTheSameMatrixFlops) {
   spec.batch = 2;
   spec.input_tokens = 64;
   spec.output_tokens = 4;
-  const auto one = models::simulate_generation(m, {}, spec);
+  const auto one = session::simulate_generation(m, {}, spec);
   spec.tp = 8;
-  const auto eight = models::simulate_generation(m, {}, spec);
+  const auto eight = session::simulate_generation(m, {}, spec);
   ASSERT_FALSE(one.oom);
   ASSERT_FALSE(eight.oom);
   EXPECT_GT(matrix_flops(one), 0);
@@ -54,13 +56,15 @@ TEST(Generation, KvCacheIsTwoLayersBatchSeqHiddenBytesOverTp) {
   const hw::Machine m = hw::Machine::load(config("dgx_h100.json"));
   for (int tp : {1, 2, 8}) {
     RunSpec spec;
-    spec.model = model("gpt3-1.3b");  // 24 layers, d_model 2048 = 16 heads x 128: keys are d_model wide
-    spec.model.heads = 16;
+    Diagnostics d;
+    models::GPTConfig c = *models::parse_gpt_config("gpt3-1.3b", d, "test");
+    c.heads = 16;  // 24 layers, d_model 2048 = 16 heads x 128: keys are d_model wide
+    spec.model = std::make_shared<models::GPTModel>(c);
     spec.tp = tp;
     spec.batch = 4;
     spec.input_tokens = 100;
     spec.output_tokens = 29;
-    const auto r = models::simulate_generation(m, {}, spec);
+    const auto r = session::simulate_generation(m, {}, spec);
     ASSERT_FALSE(r.oom);
     const std::uint64_t seq = 100 + 29 - 1;
     const std::uint64_t expected = 2ull * 24 * 4 * seq * 2048 * 2 / static_cast<std::uint64_t>(tp);
@@ -83,7 +87,7 @@ TEST(Generation, BatchOneDecodeIsMemoryBoundOnEveryBundledDevice) {
     spec.output_tokens = 16;
     spec.dtype = DType::bf16;  // the one every bundled device runs
     spec.framework = runtime::Framework::native;
-    const auto r = models::simulate_generation(m, {}, spec);
+    const auto r = session::simulate_generation(m, {}, spec);
     ASSERT_FALSE(r.oom) << entry.path();
     const auto& rank = r.engine.ranks[0];
     EXPECT_GT(rank.memory_bound_ps, 2 * rank.compute_bound_ps) << entry.path();
@@ -96,7 +100,7 @@ TEST(Generation, ATinyHbmGivesAnOomResultNamingTheLargestConsumers) {
   const hw::Machine m = hw::Machine::load(config("a100_sxm4_80gb.json"), {{"/components/gpu/components/hbm/size", "1 GB"}});
   RunSpec spec;
   spec.model = model("gpt3-1.3b");
-  const auto r = models::simulate_generation(m, {}, spec);
+  const auto r = session::simulate_generation(m, {}, spec);
   ASSERT_TRUE(r.oom);
   ASSERT_TRUE(r.engine.oom);
   const auto& oom = *r.engine.oom;
@@ -118,7 +122,7 @@ TEST(Generation, TwoPipelineStagesShowTheBubbleInPerStageBusyTime) {
     spec.output_tokens = 1;  // the prefill alone: where the pipeline fills and drains
     spec.micro_batches = micro_batches;
     spec.framework = runtime::Framework::native;
-    const auto r = models::simulate_generation(m, {}, spec);
+    const auto r = session::simulate_generation(m, {}, spec);
     EXPECT_FALSE(r.oom);
     std::vector<double> busy;
     for (const auto& rank : r.engine.ranks) {
@@ -147,7 +151,7 @@ TEST(Generation, PipelineStagesPassActivationsAndTokensThroughEveryStep) {
     spec.input_tokens = 32;
     spec.output_tokens = 5;
     spec.graph = graph;
-    const auto r = models::simulate_generation(m, {}, spec);
+    const auto r = session::simulate_generation(m, {}, spec);
     ASSERT_FALSE(r.oom);
     for (const auto& rank : r.engine.ranks) {
       EXPECT_EQ(rank.steps.size(), 5u) << rank.rank;
@@ -165,9 +169,9 @@ TEST(Generation, GraphModeRemovesPerKernelLaunchCostInALaunchBoundDecode) {
   spec.batch = 1;
   spec.input_tokens = 8;
   spec.output_tokens = 32;
-  const auto eager = models::simulate_generation(m, {}, spec);
+  const auto eager = session::simulate_generation(m, {}, spec);
   spec.graph = true;
-  const auto graph = models::simulate_generation(m, {}, spec);
+  const auto graph = session::simulate_generation(m, {}, spec);
   // Eager: the host is the bottleneck (the device idles between kernels).
   EXPECT_GT(eager.breakdown.idle_s, eager.breakdown.memory_s + eager.breakdown.compute_s);
   EXPECT_LT(graph.tpot_s, 0.5 * eager.tpot_s);
@@ -184,7 +188,7 @@ TEST(Generation, ReportsAreConsistent) {
   spec.batch = 4;
   spec.input_tokens = 256;
   spec.output_tokens = 8;
-  const auto r = models::simulate_generation(m, {}, spec);
+  const auto r = session::simulate_generation(m, {}, spec);
   ASSERT_FALSE(r.oom);
   EXPECT_GT(r.ttft_s, 0);
   EXPECT_NEAR(r.e2e_s, r.ttft_s + 7 * r.tpot_s, 1e-12);
@@ -193,7 +197,7 @@ TEST(Generation, ReportsAreConsistent) {
   EXPECT_LT(r.mfu, 1);
   ASSERT_EQ(r.peak_memory_bytes.size(), 2u);
   // Weights alone: 2.7B parameters in fp16 over 2 ranks.
-  EXPECT_GT(r.peak_memory_bytes[0], static_cast<std::uint64_t>(spec.model.parameters() * 2 / 2 * 0.95));
+  EXPECT_GT(r.peak_memory_bytes[0], static_cast<std::uint64_t>(spec.model->parameters() * 2 / 2 * 0.95));
   const auto& b = r.breakdown;
   EXPECT_NEAR(b.compute_s + b.memory_s + b.communication_s + b.waiting_s + b.idle_s, r.e2e_s, r.e2e_s * 1e-9);
   EXPECT_EQ(r.engine.ranks[0].steps.size(), 8u);
@@ -204,43 +208,11 @@ TEST(Generation, InvalidLayoutsAreInputErrors) {
   RunSpec spec;
   spec.model = model("gpt3-125m");
   spec.tp = 16;
-  EXPECT_THROW(models::simulate_generation(m, {}, spec), InputError);
+  EXPECT_THROW(session::simulate_generation(m, {}, spec), InputError);
   spec.tp = 8;  // 12 heads do not split over 8
   Diagnostics d;
-  EXPECT_FALSE(models::validate_run(spec, m, d, "flags"));
+  EXPECT_FALSE(session::validate_run(spec, m, d, "flags"));
   EXPECT_NE(d.to_string().find("12 heads"), std::string::npos) << d.to_string();
-}
-
-TEST(ModelZoo, Gpt3FamilyMatchesThePaper) {
-  const auto& family = models::gpt3_family();
-  ASSERT_EQ(family.size(), 8u);
-  const auto& big = family.back();
-  EXPECT_EQ(big.name, "gpt3-175b");
-  EXPECT_EQ(big.layers, 96);
-  EXPECT_EQ(big.hidden, 12288);
-  EXPECT_EQ(big.heads, 96);
-  EXPECT_EQ(big.head_dim, 128);
-  EXPECT_NEAR(big.parameters() / 1e9, 175, 1.5);
-  EXPECT_NEAR(family[0].parameters() / 1e6, 125, 2);
-  EXPECT_NEAR(family[5].parameters() / 1e9, 6.7, 0.1);
-}
-
-TEST(ModelZoo, CustomShapesParseAndBadOnesNameTheProblem) {
-  Diagnostics d;
-  auto m = models::parse_model("gpt:layers=44,hidden=6144,heads=48,vocab=51200", d, "--model");
-  ASSERT_TRUE(m);
-  EXPECT_EQ(m->head_dim, 128);
-  EXPECT_EQ(m->ffn, 4 * 6144);
-  for (const auto& [spec, message] : std::vector<std::pair<std::string, std::string>>{
-           {"gpt3-17b", "did you mean \"gpt3-13b\""},
-           {"gpt:layers=2,hidden=64,heads=4", "missing vocab="},
-           {"gpt:layers=2,hidden=64,heads=4,vocab=10,depth=3", "unknown key \"depth\""},
-           {"gpt:layers=x,hidden=64,heads=4,vocab=10", "layers expects a positive integer, got \"x\""},
-           {"gpt:layers=2,hidden=65,heads=4,vocab=10", "must be a multiple of heads"}}) {
-    Diagnostics bad;
-    EXPECT_FALSE(models::parse_model(spec, bad, "--model")) << spec;
-    EXPECT_NE(bad.to_string().find(message), std::string::npos) << bad.to_string();
-  }
 }
 
 }  // namespace

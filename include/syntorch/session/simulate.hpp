@@ -1,16 +1,18 @@
 #pragma once
-// One generation run of a GPT on a simulated machine, as `syntorch simulate` runs it: every rank
-// builds its share of the model and generates; the report says what a user measures end to end
-// (time to first token, time per output token, tokens/s, memory, MFU) and where the time went.
+// One generation run of a zoo model on a simulated machine, as `syntorch simulate` runs it: every
+// rank builds its share of the model and generates; the report says what a user measures end to
+// end (time to first token, time per output token, tokens/s, memory, MFU) and where the time
+// went. Front ends (the CLI, sweeps, validation, the Python package) call this.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "syntorch/base/dtype.hpp"
 #include "syntorch/hw/machine.hpp"
-#include "syntorch/models/gpt.hpp"
+#include "syntorch/models/model.hpp"
 #include "syntorch/runtime/engine.hpp"
 #include "syntorch/runtime/policy.hpp"
 
@@ -18,10 +20,10 @@ namespace syntorch::trace {
 class Recorder;
 }
 
-namespace syntorch::models {
+namespace syntorch::session {
 
 struct RunSpec {
-  GPTConfig model;
+  std::shared_ptr<const models::Model> model;  // from models::parse_model
   int tp = 1;
   int pp = 1;
   std::int64_t batch = 1;
@@ -40,8 +42,8 @@ struct RunSpec {
 bool set_run_parameter(RunSpec& spec, const std::string& key, const std::string& value, Diagnostics& diagnostics,
                        const std::string& where);
 
-// Checks a spec against a machine: sizes positive, tp x pp devices available, heads and layers
-// dividing, a dtype models run in. Sequences longer than the model's trained context are allowed
+// Checks a spec against a machine: a model given, sizes positive, tp x pp devices available, the
+// model's own checks (heads and layers dividing), a dtype models run in. Sequences longer than the model's trained context are allowed
 // (the cost of a position lookup does not depend on the position); reports say so. Problems go under
 // `where` ("flags", a file row).
 bool validate_run(const RunSpec& spec, const hw::Machine& machine, Diagnostics& diagnostics, const std::string& where);
@@ -78,4 +80,4 @@ RunReport simulate_generation(const hw::Machine& machine, const runtime::KernelP
                               trace::Recorder* recorder = nullptr,
                               runtime::TraceLevel trace_level = runtime::TraceLevel::kernel);
 
-}  // namespace syntorch::models
+}  // namespace syntorch::session
