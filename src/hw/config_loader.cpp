@@ -1,5 +1,7 @@
 #include "syntorch/hw/config_loader.hpp"
 
+#include "syntorch/base/key_value.hpp"
+
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
@@ -235,12 +237,12 @@ void apply_override(Json& doc, const Override& o, ParseContext& ctx) {
 std::vector<Override> parse_overrides(const std::vector<std::string>& args, Diagnostics& diagnostics) {
   std::vector<Override> out;
   for (const auto& a : args) {
-    const auto eq = a.find('=');
-    if (eq == std::string::npos || a.empty() || a[0] != '/') {
+    const auto kv = split_key_value(a);
+    if (!kv || kv->key[0] != '/') {
       diagnostics.error("--set " + a, "", "expected /json/pointer=value, e.g. --set /components/gpu/count=4");
       continue;
     }
-    out.push_back(Override{a.substr(0, eq), a.substr(eq + 1)});
+    out.push_back(Override{kv->key, kv->value});
   }
   return out;
 }

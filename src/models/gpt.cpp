@@ -7,6 +7,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "syntorch/base/key_value.hpp"
 #include "syntorch/torch/cuda.hpp"
 #include "syntorch/torch/ops.hpp"
 #include "syntorch/torch/utils.hpp"
@@ -60,31 +61,22 @@ std::optional<GPTConfig> parse_gpt_config(const std::string& spec, Diagnostics& 
   const std::vector<std::string> keys{"layers", "hidden", "heads", "vocab", "head_dim", "ffn", "context"};
   std::map<std::string, std::int64_t> values;
   const std::size_t before = d.size();
-  std::string_view rest(spec);
-  rest.remove_prefix(prefix.size());
-  while (!rest.empty()) {
-    const std::size_t comma = rest.find(',');
-    const std::string_view item = rest.substr(0, comma);
-    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
-    const std::size_t eq = item.find('=');
-    const std::string key(item.substr(0, eq));
-    if (eq == std::string_view::npos) {
-      d.error(where, "", fmt::format("model \"{}\": expected key=value, got \"{}\"", spec, item));
+  KeyValueFormat format;
+  format.context = fmt::format("model \"{}\": ", spec);
+  for (const KeyValue& kv : parse_key_values(std::string_view(spec).substr(prefix.size()), format, d, where)) {
+    if (std::find(keys.begin(), keys.end(), kv.key) == keys.end()) {
+      d.error(where, "", fmt::format("model \"{}\": unknown key \"{}\"{} (valid: {})", spec, kv.key,
+                                     did_you_mean(kv.key, keys), join(keys)));
       continue;
     }
-    if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
-      d.error(where, "", fmt::format("model \"{}\": unknown key \"{}\"{} (valid: {})", spec, key, did_you_mean(key, keys),
-                                     join(keys)));
-      continue;
-    }
-    const std::string_view text = item.substr(eq + 1);
+    const std::string& text = kv.value;
     std::int64_t v = 0;
     auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
     if (ec != std::errc{} || p != text.data() + text.size() || v <= 0 || v > (std::int64_t{1} << 40)) {
-      d.error(where, "", fmt::format("model \"{}\": {} expects a positive integer, got \"{}\"", spec, key, text));
+      d.error(where, "", fmt::format("model \"{}\": {} expects a positive integer, got \"{}\"", spec, kv.key, text));
       continue;
     }
-    values[key] = v;
+    values[kv.key] = v;
   }
   for (const char* required : {"layers", "hidden", "heads", "vocab"}) {
     if (!values.count(required)) d.error(where, "", fmt::format("model \"{}\": missing {}=", spec, required));

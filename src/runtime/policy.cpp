@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "ops/op_type.hpp"
+#include "syntorch/base/key_value.hpp"
 
 namespace syntorch::runtime {
 
@@ -70,21 +71,16 @@ void add_entry(KernelPolicy& p, const std::string& op_text, const std::string& i
 
 KernelPolicy KernelPolicy::parse(const std::string& text, Diagnostics& d, const std::string& where) {
   KernelPolicy p;
-  std::stringstream ss(text);
-  for (std::string item; std::getline(ss, item, ',');) {
-    if (item.empty()) continue;
-    const auto eq = item.find('=');
-    if (eq == std::string::npos) {
-      d.error(where, "", fmt::format("expected op=implementation, e.g. gemm=cublasLt, got \"{}\"", item));
-      continue;
-    }
-    std::string impl = item.substr(eq + 1);
+  KeyValueFormat format;
+  format.expected = "op=implementation, e.g. gemm=cublasLt";
+  for (const KeyValue& kv : parse_key_values(text, format, d, where)) {
+    std::string impl = kv.value;
     std::optional<std::string> precision;
     if (const auto colon = impl.find(':'); colon != std::string::npos) {
       precision = impl.substr(colon + 1);
       impl = impl.substr(0, colon);
     }
-    add_entry(p, item.substr(0, eq), impl, precision, d, where, "");
+    add_entry(p, kv.key, impl, precision, d, where, "");
   }
   return p;
 }

@@ -447,5 +447,11 @@ TEST(Policy, ParsesCliFilesAndRejectsUnknownNames) {
   EXPECT_NE(c.to_string().find("a precision does not apply"), std::string::npos) << c.to_string();
 }
 
+TEST(KernelPolicy, AnOpGivenTwiceIsAnError) {
+  Diagnostics d;
+  KernelPolicy::parse("gemm=tiled,attention=flash_v2,gemm=gemv", d);
+  EXPECT_EQ(d.to_string(), "--policy: gemm given twice\n");
+}
+
 }  // namespace
 }  // namespace syntorch::runtime

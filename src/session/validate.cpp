@@ -1,0 +1,300 @@
+#include "syntorch/session/validate.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "syntorch/base/key_value.hpp"
+#include "syntorch/hw/machine.hpp"
+#include "syntorch/runtime/op_params.hpp"
+#include "syntorch/runtime/predictor.hpp"
+#include "syntorch/session/simulate.hpp"
+
+namespace syntorch::session {
+
+namespace {
+
+// Splits one CSV line (RFC 4180 quoting).
+std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> out(1);
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        out.back() += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        out.back() += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      out.emplace_back();
+    } else if (c != '\r') {
+      out.back() += c;
+    }
+  }
+  return out;
+}
+
+double unit_to_seconds(const std::string& unit) {
+  if (unit == "us") return 1e-6;
+  if (unit == "ms") return 1e-3;
+  if (unit == "s") return 1;
+  if (unit == "ns") return 1e-9;
+  return 0;
+}
+
+void mark(ValidationRow& row, const char* status, std::string reason) {
+  row.status = status;
+  row.reason = std::move(reason);
+}
+
+// A row that could not run: the first problem is its reason.
+void fail(ValidationRow& row, const Diagnostics& d) { mark(row, "error", d.items().empty() ? "" : d.items()[0].to_string()); }
+
+// Runs `predict` (which returns seconds) and records the prediction, or the error it throws.
+template <class Predict>
+void record(ValidationRow& row, double unit_s, Predict&& predict) {
+  try {
+    row.predicted = predict() / unit_s;
+    row.error_pct = (row.predicted - row.measured) / row.measured * 100;
+    row.status = "ok";
+  } catch (const InputError& e) {
+    fail(row, e.diagnostics());
+  } catch (const std::exception& e) {
+    mark(row, "error", e.what());
+  }
+}
+
+// What a file's rows share: their configs (each loaded once) and predictors (one per config and
+// policy).
+class Validator {
+ public:
+  explicit Validator(const ValidateOptions& o) : o_(o) {}
+
+  void predict(ValidationRow& row) {
+    const std::string where = fmt::format("{} row {}", o_.file, row.id);
+    if (row.op == "generate") {
+      predict_generate(row, where);
+    } else {
+      predict_op(row, where);
+    }
+  }
+
+ private:
+  // The row's hardware config; problems go to `d`.
+  const hw::Machine* machine(const ValidationRow& row, const std::string& where, Diagnostics& d) {
+    const std::string hw_file = (std::filesystem::path(o_.hw_dir) / (row.hw + ".json")).string();
+    if (!machines_.count(row.hw)) {
+      try {
+        machines_[row.hw] = std::make_unique<hw::Machine>(hw::Machine::load(hw_file));
+      } catch (const InputError& e) {
+        d.append(e.diagnostics());
+      }
+    }
+    if (d.empty() && !machines_[row.hw]) d.error(where, "hw", "hardware config failed to load");
+    return machines_[row.hw].get();
+  }
+
+  static std::vector<KeyValue> params(const ValidationRow& row, const std::string& where, Diagnostics& d) {
+    KeyValueFormat format;
+    format.separator = ' ';
+    format.path = "params";
+    format.keys_are_paths = true;
+    return parse_key_values(row.params, format, d, where);
+  }
+
+  // A `generate` row: one simulated generation run; the metric is its end-to-end latency
+  // (prefill plus every output token). Params: model, tp, pp, batch, input, output, dtype, and
+  // optionally graph=true|false, micro_batches, framework=eager|native (default native).
+  void predict_generate(ValidationRow& row, const std::string& where) {
+    const double scale = unit_to_seconds(row.unit);
+    if (row.metric != "e2e_latency" || scale == 0) {
+      mark(row, "unsupported",
+           fmt::format("metric {} in {} is not predicted for generate (e2e_latency in ns/us/ms/s is)", row.metric,
+                       row.unit));
+      return;
+    }
+    Diagnostics d;
+    RunSpec spec;
+    const std::vector<std::string> keys{"model",  "tp",    "pp",    "batch",         "input",
+                                        "output", "dtype", "graph", "micro_batches", "framework"};
+    // The shared generate rows are FasterTransformer measurements, a C++ runtime: native unless a
+    // row says framework=eager.
+    spec.framework = runtime::Framework::native;
+    bool have_model = false;
+    for (const KeyValue& kv : params(row, where, d)) {
+      if (std::find(keys.begin(), keys.end(), kv.key) == keys.end() ||
+          !set_run_parameter(spec, kv.key, kv.value, d, where)) {
+        d.error(where, kv.key, fmt::format("generate takes no parameter \"{}\"{} (valid: {})", kv.key,
+                                           did_you_mean(kv.key, keys), join(keys)));
+      } else {
+        have_model = have_model || kv.key == "model";
+      }
+    }
+    if (!have_model && d.empty()) d.error(where, "model", "generate needs model=");
+    const hw::Machine* m = machine(row, where, d);
+    if (d.empty()) validate_run(spec, *m, d, where);
+    if (!d.empty()) {
+      fail(row, d);
+      return;
+    }
+    record(row, scale, [&] {
+      const RunReport r = simulate_generation(*m, {}, spec);
+      if (r.oom) throw std::runtime_error(fmt::format("simulated out of memory on rank {}", r.engine.oom->rank));
+      return r.e2e_s;
+    });
+  }
+
+  // A kernel or collective row: its latency by the Predictor. Params: the op's shape, dtype, and
+  // optionally timing=host|device and impl= (the policy's implementation for the op).
+  void predict_op(ValidationRow& row, const std::string& where) {
+    const auto kind = runtime::parse_op(row.op);
+    if (!kind) {
+      mark(row, "unsupported", fmt::format("unknown op \"{}\"", row.op));
+      return;
+    }
+    const double scale = unit_to_seconds(row.unit);
+    if (row.metric != "latency" || scale == 0) {
+      mark(row, "unsupported",
+           fmt::format("metric {} in {} is not predicted (latency in ns/us/ms/s is)", row.metric, row.unit));
+      return;
+    }
+    Diagnostics d;
+    std::map<std::string, std::string> values;
+    for (KeyValue& kv : params(row, where, d)) values.emplace(std::move(kv.key), std::move(kv.value));
+    runtime::OpDesc op;
+    op.kind = *kind;
+    runtime::op_from_params(values, {"timing", "impl"}, op, d, where);
+    runtime::Timing timing = runtime::Timing::device;
+    if (auto t = values.find("timing"); t != values.end()) {
+      if (t->second == "host") {
+        timing = runtime::Timing::host;
+      } else if (t->second != "device") {
+        d.error(where, "timing", fmt::format("expected host or device, got \"{}\"", t->second));
+      }
+    }
+    runtime::KernelPolicy policy;
+    std::string policy_key;
+    if (auto i = values.find("impl"); i != values.end()) {
+      policy_key = fmt::format("{}={}", row.op, i->second);
+      policy = runtime::KernelPolicy::parse(policy_key, d, where);
+    }
+    const hw::Machine* m = machine(row, where, d);
+    if (!d.empty()) {
+      fail(row, d);
+      return;
+    }
+    auto& predictor = predictors_[row.hw + "|" + policy_key];
+    if (!predictor) predictor = std::make_unique<runtime::Predictor>(*m, policy);
+    record(row, scale, [&] { return predictor->predict(op, timing).time_s; });
+  }
+
+  const ValidateOptions& o_;
+  std::map<std::string, std::unique_ptr<hw::Machine>> machines_;
+  std::map<std::string, std::unique_ptr<runtime::Predictor>> predictors_;
+};
+
+double percentile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  if (v.empty()) return 0;
+  // Nearest rank.
+  const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size())));
+  return v[std::clamp<std::size_t>(rank, 1, v.size()) - 1];
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  if (v.empty()) return 0;
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+ErrorSummary summarise(const std::vector<double>& e) {
+  return {e.size(), median(e), percentile(e, 0.9), *std::max_element(e.begin(), e.end())};
+}
+
+}  // namespace
+
+bool ValidationReport::any_error() const {
+  return std::any_of(rows.begin(), rows.end(), [](const ValidationRow& r) { return r.status == "error"; });
+}
+
+std::size_t ValidationReport::unsupported() const {
+  return static_cast<std::size_t>(
+      std::count_if(rows.begin(), rows.end(), [](const ValidationRow& r) { return r.status == "unsupported"; }));
+}
+
+std::string validation_family(const std::string& op) {
+  if (op == "gemm" || op == "bmm") return "gemm";
+  if (op == "allreduce" || op == "allgather" || op == "reducescatter" || op == "sendrecv") return "collectives";
+  if (op == "attention") return "attention";
+  if (op == "generate") return "generate";
+  return "layernorm/softmax/gelu";
+}
+
+ValidationReport validate_measurements(const ValidateOptions& o) {
+  Diagnostics bad;
+  std::ifstream in(o.file);
+  if (!in) {
+    bad.error(o.file, "", "cannot open the file");
+    throw InputError(std::move(bad));
+  }
+  std::string line;
+  std::getline(in, line);
+  const auto header = split_csv(line);
+  const std::vector<std::string> expected{"id", "op", "hw", "params", "metric", "value", "unit", "source"};
+  if (header.size() < 7 || !std::equal(expected.begin(), expected.begin() + 7, header.begin())) {
+    bad.error(o.file + ":1", "", fmt::format("expected the header {}, got \"{}\"", join(expected, ","), line));
+    throw InputError(std::move(bad));
+  }
+  ValidationReport report;
+  for (int number = 2; std::getline(in, line); ++number) {
+    if (line.empty() || line == "\r") continue;
+    const auto f = split_csv(line);
+    if (f.size() < 7) {
+      bad.error(fmt::format("{}:{}", o.file, number), "", fmt::format("expected at least 7 fields, got {}", f.size()));
+      continue;
+    }
+    ValidationRow r;
+    r.id = f[0];
+    r.op = f[1];
+    r.hw = f[2];
+    r.params = f[3];
+    r.metric = f[4];
+    r.unit = f[6];
+    try {
+      std::size_t used = 0;
+      r.measured = std::stod(f[5], &used);
+      if (used != f[5].size() || !(r.measured > 0) || !std::isfinite(r.measured)) throw std::invalid_argument("value");
+    } catch (const std::exception&) {
+      bad.error(fmt::format("{}:{}", o.file, number), "value",
+                fmt::format("expected a positive finite number, got \"{}\"", f[5]));
+      continue;
+    }
+    report.rows.push_back(std::move(r));
+  }
+  if (!bad.empty()) throw InputError(std::move(bad));
+
+  Validator validator(o);
+  for (ValidationRow& r : report.rows) validator.predict(r);
+  std::map<std::string, std::vector<double>> errors, family_errors;
+  for (const ValidationRow& r : report.rows) {
+    if (r.status != "ok") continue;
+    errors[r.op].push_back(std::fabs(r.error_pct));
+    family_errors[validation_family(r.op)].push_back(std::fabs(r.error_pct));
+  }
+  for (const auto& [name, e] : errors) report.by_op[name] = summarise(e);
+  for (const auto& [name, e] : family_errors) report.by_family[name] = summarise(e);
+  return report;
+}
+
+}  // namespace syntorch::session

@@ -1,0 +1,69 @@
+// Validation as a library call: every row predicted or kept with its reason, malformed files
+// rejected whole with file and line.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <cmath>
+#include <fstream>
+
+#include "syntorch/base/diagnostics.hpp"
+#include "syntorch/session/validate.hpp"
+
+namespace {
+
+using namespace syntorch;
+
+std::string source(const std::string& rel) { return std::string(SYNTORCH_SOURCE_DIR) + "/" + rel; }
+
+std::string write(const std::string& name, const std::string& text) {
+  const auto path = std::filesystem::temp_directory_path() / name;
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+const char* kHeader = "id,op,hw,params,metric,value,unit,source\n";
+
+TEST(Validate, EveryRowIsPredictedOrKeptWithItsReason) {
+  const std::string file = write("syntorch_validate_rows.csv",
+                                 std::string(kHeader) +
+                                     "A,gemm,a100_sxm4_80gb,m=4096 n=4096 k=4096 dtype=fp16,latency,1.2,ms,x\n"
+                                     "B,gemm,a100_sxm4_80gb,m=4096 m=8 n=4096 k=4096,latency,1.2,ms,x\n"
+                                     "C,conv2d,a100_sxm4_80gb,n=1,latency,1,ms,x\n"
+                                     "D,gemm,a100_sxm4_80gb,m=64 n=64 k=64,throughput,1,TFLOP/s,x\n");
+  session::ValidateOptions o;
+  o.file = file;
+  o.hw_dir = source("hw_configs");
+  const session::ValidationReport r = session::validate_measurements(o);
+  ASSERT_EQ(r.rows.size(), 4u);
+  EXPECT_EQ(r.rows[0].status, "ok");
+  EXPECT_GT(r.rows[0].predicted, 0);
+  EXPECT_NEAR(r.rows[0].error_pct, (r.rows[0].predicted - 1.2) / 1.2 * 100, 1e-9);
+  EXPECT_EQ(r.rows[1].status, "error");
+  EXPECT_NE(r.rows[1].reason.find("m: given twice"), std::string::npos) << r.rows[1].reason;
+  EXPECT_EQ(r.rows[2].status, "unsupported");
+  EXPECT_EQ(r.rows[3].status, "unsupported");
+  EXPECT_TRUE(r.any_error());
+  EXPECT_EQ(r.unsupported(), 2u);
+  ASSERT_EQ(r.by_op.count("gemm"), 1u);
+  EXPECT_EQ(r.by_op.at("gemm").count, 1u);
+  EXPECT_EQ(r.by_family.at("gemm").max_abs_pct, std::fabs(r.rows[0].error_pct));
+}
+
+TEST(Validate, AMalformedFileIsRejectedWholeNamingEachLine) {
+  const std::string file = write("syntorch_validate_bad.csv", std::string(kHeader) + "A,gemm,x\nB,gemm,a100,m=1,latency,-3,ms,x\n");
+  session::ValidateOptions o;
+  o.file = file;
+  try {
+    session::validate_measurements(o);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    const std::string text = e.diagnostics().to_string();
+    EXPECT_NE(text.find(file + ":2: expected at least 7 fields, got 3"), std::string::npos) << text;
+    EXPECT_NE(text.find(file + ":3:value: expected a positive finite number, got \"-3\""), std::string::npos) << text;
+  }
+  o.file = source("no/such.csv");
+  EXPECT_THROW(session::validate_measurements(o), InputError);
+}
+
+}  // namespace
