@@ -7,8 +7,8 @@
 #include <fstream>
 #include <thread>
 
-#include "runner.hpp"
-#include "study.hpp"
+#include "syntorch/session/sweep.hpp"
+#include "syntorch/session/study.hpp"
 
 namespace {
 
@@ -27,13 +27,13 @@ std::string write_study() {
 }
 
 void BM_Sweep1000PointsGpt3_13B(benchmark::State& state) {
-  const sweep::Study study = sweep::load_study(write_study());
-  const auto points = sweep::expand(study);
-  sweep::RunOptions options;
+  const session::Study study = session::load_study(write_study());
+  const auto points = session::expand(study);
+  session::SweepOptions options;
   options.jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::size_t ok = 0;
   for (auto _ : state) {
-    const auto rows = sweep::run_points(study, points, {}, options);
+    const auto rows = session::run_points(study, points, {}, options);
     ok = 0;
     for (const auto& r : rows) ok += r.status == "ok";
   }

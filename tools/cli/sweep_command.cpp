@@ -21,8 +21,8 @@
 #include "cli.hpp"
 #include "commands.hpp"
 #include "outputs.hpp"
-#include "runner.hpp"
-#include "study.hpp"
+#include "syntorch/session/sweep.hpp"
+#include "syntorch/session/study.hpp"
 
 namespace syntorch::cli {
 
@@ -51,7 +51,7 @@ bool launched_by_mpi() {
   return false;
 }
 
-nlohmann::json row_json(const sweep::Row& r) {
+nlohmann::json row_json(const session::SweepRow& r) {
   nlohmann::json j;
   j["index"] = r.index;
   j["axis_values"] = r.axis_values;
@@ -63,8 +63,8 @@ nlohmann::json row_json(const sweep::Row& r) {
   return j;
 }
 
-sweep::Row row_from_json(const nlohmann::json& j) {
-  sweep::Row r;
+session::SweepRow row_from_json(const nlohmann::json& j) {
+  session::SweepRow r;
   r.index = j["index"].get<std::size_t>();
   r.axis_values = j["axis_values"].get<std::vector<std::string>>();
   r.status = j["status"].get<std::string>();
@@ -75,7 +75,7 @@ sweep::Row row_from_json(const nlohmann::json& j) {
 }
 
 // Rank 0 receives every rank's rows (serialised as JSON) and returns them all, in point order.
-std::vector<sweep::Row> gather(const World& world, std::vector<sweep::Row> rows) {
+std::vector<session::SweepRow> gather(const World& world, std::vector<session::SweepRow> rows) {
 #ifdef SYNTORCH_HAVE_MPI
   if (world.mpi && world.size > 1) {
     nlohmann::json mine = nlohmann::json::array();
@@ -114,9 +114,9 @@ struct InterruptGuard {
 
 int run_sweep(const SweepOptions& o, Context& ctx) {
   InterruptGuard interrupt;
-  sweep::Study study;
+  session::Study study;
   try {
-    study = sweep::load_study(o.study);
+    study = session::load_study(o.study);
   } catch (const InputError& e) {
     ctx.err << e.diagnostics().to_string();
     return kExitBadInput;
@@ -125,7 +125,7 @@ int run_sweep(const SweepOptions& o, Context& ctx) {
     ctx.err << "sweep: interrupted while reading the study; nothing ran\n";
     return 130;
   }
-  const std::vector<sweep::Point> points = sweep::expand(study);
+  const std::vector<session::Point> points = session::expand(study);
   World world;
 #ifdef SYNTORCH_HAVE_MPI
   int initialised = 0;
@@ -159,7 +159,7 @@ int run_sweep(const SweepOptions& o, Context& ctx) {
   for (std::size_t i = 0; i < points.size(); ++i) {
     if (static_cast<int>(i % static_cast<std::size_t>(world.size)) == world.rank) mine.push_back(i);
   }
-  sweep::RunOptions run;
+  session::SweepOptions run;
   run.jobs = o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   run.stop = &g_stop;
   if (world.rank == 0) {
@@ -171,7 +171,7 @@ int run_sweep(const SweepOptions& o, Context& ctx) {
                            study.zip ? "zipped axes" : "every combination of the axes", run.jobs,
                            world.size > 1 ? fmt::format(" on each of {} MPI ranks", world.size) : "");
   }
-  std::vector<sweep::Row> rows = sweep::run_points(study, points, mine, run);
+  std::vector<session::SweepRow> rows = session::run_points(study, points, mine, run);
   rows = gather(world, std::move(rows));
   int code = g_stop.load() ? 130 : kExitOk;
   if (world.rank == 0) {

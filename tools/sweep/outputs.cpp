@@ -52,8 +52,8 @@ void write_file(const fs::path& path, const std::string& text) {
   if (!out) throw std::runtime_error(fmt::format("{}: cannot write the file", path.string()));
 }
 
-const std::vector<std::string>& metric_names(const Study& s) {
-  return s.kind == StudyKind::simulate ? simulate_metrics() : kernel_metrics();
+const std::vector<std::string>& metric_names(const session::Study& s) {
+  return s.kind == session::StudyKind::simulate ? session::simulate_metrics() : session::kernel_metrics();
 }
 
 std::string metric_label(const std::string& m) {
@@ -84,7 +84,7 @@ std::optional<double> numeric(const std::string& v) {
 }
 
 // How a value shows in plots: hardware configs by their file name without folder or extension.
-std::string display(const Axis& a, const std::string& v) {
+std::string display(const session::Axis& a, const std::string& v) {
   return !a.hw_field && a.key == "hw" ? fs::path(v).stem().string() : v;
 }
 
@@ -105,7 +105,7 @@ void prepare_output_dir(const std::string& dir_text) {
   fs::remove(probe, ec);
 }
 
-OutputFiles write_outputs(const Study& s, const std::vector<Row>& rows, const std::string& dir_text) {
+OutputFiles write_outputs(const session::Study& s, const std::vector<session::SweepRow>& rows, const std::string& dir_text) {
   const fs::path dir(dir_text);
   prepare_output_dir(dir_text);
   const auto& metrics = metric_names(s);
@@ -114,10 +114,10 @@ OutputFiles write_outputs(const Study& s, const std::vector<Row>& rows, const st
   // results.csv
   std::string csv;
   std::vector<std::string> header;
-  for (const Axis& a : s.axes) header.push_back(a.name);
+  for (const session::Axis& a : s.axes) header.push_back(a.name);
   header.insert(header.end(), {"status", "reason"});
   header.insert(header.end(), metrics.begin(), metrics.end());
-  if (s.kind == StudyKind::kernel) header.push_back("bound");
+  if (s.kind == session::StudyKind::kernel) header.push_back("bound");
   for (std::size_t i = 0; i < header.size(); ++i) {
     if (i) csv += ',';
     csv += csv_field(header[i]);
@@ -125,12 +125,12 @@ OutputFiles write_outputs(const Study& s, const std::vector<Row>& rows, const st
   csv += "\n";
   report::Table table;
   table.header = header;
-  for (const Row& r : rows) {
+  for (const session::SweepRow& r : rows) {
     std::vector<std::string> cells = r.axis_values;
     cells.push_back(r.status);
     cells.push_back(r.reason);
     for (double v : r.metrics) cells.push_back(number(v));
-    if (s.kind == StudyKind::kernel) cells.push_back(r.bound);
+    if (s.kind == session::StudyKind::kernel) cells.push_back(r.bound);
     for (std::size_t i = 0; i < cells.size(); ++i) {
       if (i) csv += ',';
       csv += csv_field(cells[i]);
@@ -145,11 +145,11 @@ OutputFiles write_outputs(const Study& s, const std::vector<Row>& rows, const st
   nlohmann::ordered_json j;
   j["study"] = s.name;
   j["description"] = s.description;
-  j["kind"] = s.kind == StudyKind::simulate ? "simulate" : "kernel";
+  j["kind"] = s.kind == session::StudyKind::simulate ? "simulate" : "kernel";
   auto& axes = j["axes"] = nlohmann::ordered_json::array();
-  for (const Axis& a : s.axes) axes.push_back({{"name", a.name}, {a.hw_field ? "hw" : "param", a.key}, {"values", a.values}});
+  for (const session::Axis& a : s.axes) axes.push_back({{"name", a.name}, {a.hw_field ? "hw" : "param", a.key}, {"values", a.values}});
   auto& jrows = j["rows"] = nlohmann::ordered_json::array();
-  for (const Row& r : rows) {
+  for (const session::SweepRow& r : rows) {
     nlohmann::ordered_json row;
     for (std::size_t a = 0; a < s.axes.size(); ++a) {
       // A value that is a plain number is written as one (quantities like "3.35 TB/s" stay text).
@@ -164,7 +164,7 @@ OutputFiles write_outputs(const Study& s, const std::vector<Row>& rows, const st
     for (std::size_t m = 0; m < metrics.size(); ++m) {
       row[metrics[m]] = json_number(r.metrics[m]);
     }
-    if (s.kind == StudyKind::kernel) row["bound"] = r.bound;
+    if (s.kind == session::StudyKind::kernel) row["bound"] = r.bound;
     jrows.push_back(std::move(row));
   }
   files.json = (dir / "results.json").string();
@@ -173,7 +173,7 @@ OutputFiles write_outputs(const Study& s, const std::vector<Row>& rows, const st
   // Plots: each chosen metric over the first axis, one series per combination of the others
   // (zipped axes: one series over the zipped points).
   std::vector<std::pair<std::string, std::string>> plots;
-  const Axis& first = s.axes.front();
+  const session::Axis& first = s.axes.front();
   bool numeric_x = !s.zip;
   std::vector<double> xs;
   for (const std::string& v : first.values) {
@@ -188,7 +188,7 @@ OutputFiles write_outputs(const Study& s, const std::vector<Row>& rows, const st
       continue;
     }
     std::string label;
-    for (const Axis& a : s.axes) label += fmt::format("{}{}={}", label.empty() ? "" : " ", a.name, display(a, a.values[i]));
+    for (const session::Axis& a : s.axes) label += fmt::format("{}{}={}", label.empty() ? "" : " ", a.name, display(a, a.values[i]));
     categories.push_back(label);
   }
   for (const std::string& m : s.metrics) {
@@ -204,7 +204,7 @@ OutputFiles write_outputs(const Study& s, const std::vector<Row>& rows, const st
       chart.log_x = *lo > 0 && *hi / *lo >= 100;
     }
     std::map<std::string, std::size_t> series_of;
-    for (const Row& r : rows) {
+    for (const session::SweepRow& r : rows) {
       if (r.status != "ok" || !std::isfinite(r.metrics[mi])) continue;
       std::string label;
       for (std::size_t a = 1; !s.zip && a < s.axes.size(); ++a) {
@@ -223,11 +223,11 @@ OutputFiles write_outputs(const Study& s, const std::vector<Row>& rows, const st
     files.plots.push_back((dir / name).string());
     plots.emplace_back(chart.title, name);
   }
-  if (s.kind == StudyKind::kernel) {
+  if (s.kind == session::StudyKind::kernel) {
     // A roofline of the base machine's first device, in the base dtype.
     try {
       std::string hw = s.base.count("hw") ? s.base.at("hw") : "";
-      for (const Axis& a : s.axes) {
+      for (const session::Axis& a : s.axes) {
         if (!a.hw_field && a.key == "hw") hw = a.values.front();
       }
       Diagnostics d;
@@ -240,7 +240,7 @@ OutputFiles write_outputs(const Study& s, const std::vector<Row>& rows, const st
       if (roof.peak_flops_per_s <= 0) roof.peak_flops_per_s = dev.compute.peak_vector_ops_per_s(DType::fp32);
       roof.peak_bytes_per_s = dev.memory.bandwidth_bytes_per_s;
       const auto fi = static_cast<std::size_t>(std::find(metrics.begin(), metrics.end(), "flops_per_byte") - metrics.begin());
-      for (const Row& r : rows) {
+      for (const session::SweepRow& r : rows) {
         if (r.status != "ok" || !std::isfinite(r.metrics[fi])) continue;
         std::string label;
         for (std::size_t a = 0; a < s.axes.size(); ++a) {
@@ -256,7 +256,7 @@ OutputFiles write_outputs(const Study& s, const std::vector<Row>& rows, const st
     }
   }
   std::size_t ok = 0;
-  for (const Row& r : rows) ok += r.status == "ok";
+  for (const session::SweepRow& r : rows) ok += r.status == "ok";
   const std::string description =
       fmt::format("{}{}{} points: {} ok, {} not ok (see status and reason in the table).", s.description,
                   s.description.empty() ? "" : " ", rows.size(), ok, rows.size() - ok);

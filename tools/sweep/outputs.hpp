@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "runner.hpp"
-#include "study.hpp"
+#include "syntorch/session/sweep.hpp"
+#include "syntorch/session/study.hpp"
 
 namespace syntorch::sweep {
 
@@ -23,6 +23,6 @@ struct OutputFiles {
 void prepare_output_dir(const std::string& dir);
 
 // Writes into `dir` (created if needed); throws std::runtime_error naming a file it cannot write.
-OutputFiles write_outputs(const Study& study, const std::vector<Row>& rows, const std::string& dir);
+OutputFiles write_outputs(const session::Study& study, const std::vector<session::SweepRow>& rows, const std::string& dir);
 
 }  // namespace syntorch::sweep

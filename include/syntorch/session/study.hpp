@@ -21,7 +21,7 @@
 
 #include "syntorch/base/diagnostics.hpp"
 
-namespace syntorch::sweep {
+namespace syntorch::session {
 
 enum class StudyKind { simulate, kernel };
 
@@ -65,4 +65,4 @@ Study load_study(const std::string& path);
 
 std::vector<Point> expand(const Study& study);
 
-}  // namespace syntorch::sweep
+}  // namespace syntorch::session

@@ -1,4 +1,4 @@
-#include "runner.hpp"
+#include "syntorch/session/sweep.hpp"
 
 #include <fmt/format.h>
 
@@ -18,7 +18,7 @@
 #include "syntorch/runtime/op_params.hpp"
 #include "syntorch/runtime/predictor.hpp"
 
-namespace syntorch::sweep {
+namespace syntorch::session {
 
 namespace fs = std::filesystem;
 
@@ -63,7 +63,7 @@ runtime::KernelPolicy policy_of(const std::map<std::string, std::string>& params
   return p;
 }
 
-void simulate(const Study& study, const Point& point, Row& row) {
+void simulate(const Study& study, const Point& point, SweepRow& row) {
   const auto& p = point.params;
   const fs::path dir = fs::path(study.file).parent_path();
   const auto machine = machines().get((dir / p.at("hw")).string(), point.sets);
@@ -109,7 +109,7 @@ void simulate(const Study& study, const Point& point, Row& row) {
                  r.breakdown.idle_s * 1e3};
 }
 
-void kernel(const Study& study, const Point& point, Row& row) {
+void kernel(const Study& study, const Point& point, SweepRow& row) {
   const auto& p = point.params;
   const fs::path dir = fs::path(study.file).parent_path();
   const auto machine = machines().get((dir / p.at("hw")).string(), point.sets);
@@ -150,8 +150,8 @@ std::string format_duration(double s) {
 
 }  // namespace
 
-Row run_point(const Study& study, const Point& point, std::size_t index) {
-  Row row;
+SweepRow run_point(const Study& study, const Point& point, std::size_t index) {
+  SweepRow row;
   row.index = index;
   row.axis_values = point.axis_values;
   try {
@@ -170,13 +170,13 @@ Row run_point(const Study& study, const Point& point, std::size_t index) {
   return row;
 }
 
-std::vector<Row> run_points(const Study& study, const std::vector<Point>& points, const std::vector<std::size_t>& which_in,
-                            const RunOptions& o) {
+std::vector<SweepRow> run_points(const Study& study, const std::vector<Point>& points, const std::vector<std::size_t>& which_in,
+                            const SweepOptions& o) {
   std::vector<std::size_t> which = which_in;
   if (which.empty()) {
     for (std::size_t i = 0; i < points.size(); ++i) which.push_back(i);
   }
-  std::vector<Row> rows(which.size());
+  std::vector<SweepRow> rows(which.size());
   std::atomic<std::size_t> next{0};
   std::atomic<std::size_t> done{0};
   auto worker = [&] {
@@ -238,4 +238,4 @@ std::vector<Row> run_points(const Study& study, const std::vector<Point>& points
   return rows;
 }
 
-}  // namespace syntorch::sweep
+}  // namespace syntorch::session

@@ -1,4 +1,4 @@
-#include "study.hpp"
+#include "syntorch/session/study.hpp"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -13,7 +13,7 @@
 #include "syntorch/runtime/op_params.hpp"
 #include "syntorch/runtime/policy.hpp"
 
-namespace syntorch::sweep {
+namespace syntorch::session {
 
 namespace fs = std::filesystem;
 
@@ -387,4 +387,4 @@ std::vector<Point> expand(const Study& s) {
   }
 }
 
-}  // namespace syntorch::sweep
+}  // namespace syntorch::session

@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "study.hpp"
+#include "syntorch/session/study.hpp"
 
-namespace syntorch::sweep {
+namespace syntorch::session {
 
 // One point's outcome.
-struct Row {
+struct SweepRow {
   std::size_t index = 0;                 // the point's position in the study
   std::vector<std::string> axis_values;
   std::string status;                    // ok, oom, skipped, error, not run
@@ -25,7 +25,7 @@ struct Row {
   std::string bound;                     // kernel studies: compute, memory, ...
 };
 
-struct RunOptions {
+struct SweepOptions {
   int jobs = 1;
   std::ostream* progress = nullptr;  // where progress goes (nullptr: silent)
   bool progress_is_terminal = false; // a bar redrawn in place, else a line now and then
@@ -34,10 +34,10 @@ struct RunOptions {
 
 // Runs the points whose indices are in `which` (all when empty); rows come back in index order,
 // with "not run" rows for points skipped by a stop request.
-std::vector<Row> run_points(const Study& study, const std::vector<Point>& points, const std::vector<std::size_t>& which,
-                            const RunOptions& options);
+std::vector<SweepRow> run_points(const Study& study, const std::vector<Point>& points, const std::vector<std::size_t>& which,
+                            const SweepOptions& options);
 
 // One point (thread-safe).
-Row run_point(const Study& study, const Point& point, std::size_t index);
+SweepRow run_point(const Study& study, const Point& point, std::size_t index);
 
-}  // namespace syntorch::sweep
+}  // namespace syntorch::session
