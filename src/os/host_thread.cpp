@@ -122,7 +122,20 @@ void HostThread::step() {
       for (Stream* s : streams_) s->notify_when_idle(&HostThread::on_stream_idle, this, 0);
       return;
     }
+    case HostAction::Kind::wait: {
+      if (current_.stream >= streams_.size()) throw std::logic_error("HostThread: wait on an unknown stream");
+      sync_begin_ps_ = now;
+      waiting_ = true;
+      current_.work.start(current_.work.obj, current_.work.arg, *streams_[current_.stream]);
+      return;
+    }
   }
+}
+
+void HostThread::release() {
+  if (!waiting_) throw std::logic_error("HostThread::release without a wait");
+  waiting_ = false;
+  sim_.after(sync_latency_ps_, &HostThread::on_sync_done, this, 0);
 }
 
 void HostThread::on_stream_idle(void* obj, std::uint64_t) {

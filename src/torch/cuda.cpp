@@ -16,6 +16,54 @@ void synchronize() {
 
 bool is_available() { return runtime::current_rank() != nullptr; }
 
+Stream::Stream() {
+  if (runtime::RankContext* ctx = runtime::current_rank()) id_ = ctx->new_stream();
+}
+
+Stream Stream::default_stream() { return cuda::default_stream(); }
+
+void Stream::wait_event(const Event& event) const {
+  if (runtime::RankContext* ctx = runtime::current_rank()) ctx->wait_event(id_, event.id());
+}
+
+void Stream::wait_stream(const Stream& other) const { wait_event(other.record_event()); }
+
+Event Stream::record_event() const {
+  Event e;
+  e.record(*this);
+  return e;
+}
+
+void Stream::synchronize() const {
+  if (runtime::RankContext* ctx = runtime::current_rank()) ctx->synchronize_stream(id_);
+}
+
+Stream current_stream() {
+  runtime::RankContext* ctx = runtime::current_rank();
+  return Stream(ctx ? ctx->current_stream() : 0);
+}
+
+Stream default_stream() { return Stream(0); }
+
+void set_current_stream(const Stream& stream) {
+  if (runtime::RankContext* ctx = runtime::current_rank()) ctx->set_stream(stream.id());
+}
+
+StreamGuard::StreamGuard(const Stream& stream) : previous_(current_stream()) { set_current_stream(stream); }
+StreamGuard::~StreamGuard() { set_current_stream(previous_); }
+
+void Event::record() { record(current_stream()); }
+
+void Event::record(const Stream& stream) {
+  if (runtime::RankContext* ctx = runtime::current_rank()) id_ = ctx->record_event(stream.id());
+}
+
+void Event::wait(const Stream& stream) const { stream.wait_event(*this); }
+
+void Event::synchronize() const {
+  if (runtime::RankContext* ctx = runtime::current_rank()) ctx->synchronize_event(id_);
+}
+
 CUDAGraph::~CUDAGraph() {
   if (capturing_) {
     if (runtime::RankContext* ctx = runtime::current_rank()) ctx->graph_end();

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,24 @@ class FakeRank : public runtime::RankContext {
   void scope_begin(std::string_view name) override { events.push_back("begin " + std::string(name)); }
   void scope_end() override { events.emplace_back("end"); }
   runtime::GroupId new_group(const std::vector<int>&) override { return {}; }
+  std::uint32_t new_stream() override {
+    events.push_back("new_stream " + std::to_string(streams));
+    return streams++;
+  }
+  void set_stream(std::uint32_t s) override {
+    if (s >= streams) throw std::invalid_argument("unknown stream");
+    stream = s;
+  }
+  std::uint32_t current_stream() const override { return stream; }
+  std::uint64_t record_event(std::uint32_t s) override {
+    events.push_back("record " + std::to_string(s) + " " + std::to_string(recorded + 1));
+    return ++recorded;
+  }
+  void wait_event(std::uint32_t s, std::uint64_t e) override {
+    events.push_back("wait " + std::to_string(s) + " " + std::to_string(e));
+  }
+  void synchronize_event(std::uint64_t e) override { syncs.push_back("event " + std::to_string(e)); }
+  void synchronize_stream(std::uint32_t s) override { syncs.push_back("stream " + std::to_string(s)); }
 
   std::uint64_t bytes_for(os::MemoryUse use) const { return by_use[static_cast<std::size_t>(use)]; }
   // The kinds of the launched ops, in order.
@@ -100,6 +119,9 @@ class FakeRank : public runtime::RankContext {
   std::vector<std::pair<std::uint64_t, std::string>> d2h;
   std::vector<std::string> syncs;
   std::vector<std::string> events;
+  std::uint32_t streams = 1;
+  std::uint32_t stream = 0;
+  std::uint64_t recorded = 0;
 
  private:
   std::uint64_t capacity_;

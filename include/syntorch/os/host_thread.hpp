@@ -27,6 +27,7 @@ struct HostAction {
     host,    // host time only (a view, a scope mark, an allocation)
     launch,  // host time, then `work` goes to stream `stream`
     sync,    // wait until the device's streams are idle
+    wait,    // block until released: `work` is called (on stream `stream`) to arrange release()
   };
   Kind kind = Kind::host;
   std::uint16_t stream = 0;
@@ -105,12 +106,16 @@ class ActionQueue final : public ActionSource {
 
 class HostThread {
  public:
-  // `streams` are the device's streams, by index.
+  // `streams` are the device's streams, by index; add_stream appends one (before any action uses
+  // it).
   HostThread(sim::Simulator& sim, ActionSource& source, std::span<Stream* const> streams, sim::TimePs sync_latency_ps);
   HostThread(const HostThread&) = delete;
   HostThread& operator=(const HostThread&) = delete;
 
   void start();  // begins at now()
+  // Ends a wait action (now or later; then the host pays its sync latency and goes on).
+  void release();
+  void add_stream(Stream* stream) { streams_.push_back(stream); }
   bool finished() const { return finished_; }
   sim::TimePs finish_ps() const { return finish_ps_; }
   sim::TimePs busy_ps() const { return busy_ps_; }       // host time spent on actions
@@ -128,6 +133,7 @@ class HostThread {
   sim::TimePs sync_latency_ps_;
   HostAction current_;
   std::size_t streams_waited_ = 0;
+  bool waiting_ = false;
   sim::TimePs sync_begin_ps_ = 0;
   bool finished_ = false;
   sim::TimePs finish_ps_ = 0;

@@ -49,6 +49,22 @@ class RankContext {
   virtual std::uint32_t allocate(std::uint64_t bytes, os::MemoryUse use, std::string_view what) = 0;
   virtual void free(std::uint32_t handle) = 0;
 
+  // Streams, as CUDA's: launches, collectives, sends, receives and copies go to the current
+  // stream (0, the default stream, until set_stream). Work on different streams may overlap and
+  // then shares the device's SMs and HBM and the links.
+  // new_stream: a new stream of this rank's device (as torch.cuda.Stream()); its id.
+  virtual std::uint32_t new_stream() = 0;
+  virtual void set_stream(std::uint32_t stream) = 0;  // throws std::invalid_argument for an unknown stream
+  virtual std::uint32_t current_stream() const = 0;
+  // Events, as CUDA's: record_event marks the point reached on `stream`; the returned id (from 1)
+  // completes when the work enqueued there before it is done. wait_event makes the work enqueued
+  // on `stream` after it wait for `event` (0: no event, nothing to wait for).
+  virtual std::uint64_t record_event(std::uint32_t stream) = 0;
+  virtual void wait_event(std::uint32_t stream, std::uint64_t event) = 0;
+  // Host blocks until `event` completes (cudaEventSynchronize), or `stream` is idle.
+  virtual void synchronize_event(std::uint64_t event) = 0;
+  virtual void synchronize_stream(std::uint32_t stream) = 0;
+
   // Launches a non-collective op from the host: the framework's dispatch cost, then its kernels
   // on the current stream. `name` is the framework op ("aten::matmul").
   virtual void launch(const OpDesc& op, std::string_view name) = 0;

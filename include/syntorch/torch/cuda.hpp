@@ -1,7 +1,72 @@
 #pragma once
-// torch::cuda: device synchronisation and CUDA Graph capture on the current rank's device.
+// torch::cuda: device synchronisation, streams and events, and CUDA Graph capture on the current
+// rank's device.
+
+#include <cstdint>
 
 namespace syntorch::torch::cuda {
+
+class Event;
+
+// A device stream, as c10::cuda::CUDAStream: ops launched while it is current run on it in order;
+// work on different streams may overlap and then shares the device's SMs, HBM and links.
+// Outside a simulation every stream is stream 0 and nothing is launched.
+class Stream {
+ public:
+  // A new stream of the current rank's device (torch.cuda.Stream(), getStreamFromPool).
+  Stream();
+  static Stream default_stream();
+  std::uint32_t id() const { return id_; }
+  bool operator==(const Stream& other) const { return id_ == other.id_; }
+
+  // Later work on this stream waits until `event` completes (cudaStreamWaitEvent).
+  void wait_event(const Event& event) const;
+  // Later work on this stream waits for the work enqueued on `other` so far.
+  void wait_stream(const Stream& other) const;
+  // An event recorded on this stream now.
+  Event record_event() const;
+  // Blocks the host until this stream's work is done (cudaStreamSynchronize).
+  void synchronize() const;
+
+ private:
+  explicit Stream(std::uint32_t id) : id_(id) {}
+  friend Stream current_stream();
+  friend Stream default_stream();
+  std::uint32_t id_ = 0;
+};
+
+// The stream ops are launched on now (the default stream until set).
+Stream current_stream();
+Stream default_stream();
+void set_current_stream(const Stream& stream);
+
+// Makes `stream` current for its lifetime, then restores the previous one
+// (c10::cuda::CUDAStreamGuard; torch.cuda.stream(s) in Python).
+class StreamGuard {
+ public:
+  explicit StreamGuard(const Stream& stream);
+  ~StreamGuard();
+  StreamGuard(const StreamGuard&) = delete;
+  StreamGuard& operator=(const StreamGuard&) = delete;
+
+ private:
+  Stream previous_;
+};
+
+// A CUDA event (at::cuda::CUDAEvent): record() marks the point a stream has reached; it
+// completes when the work enqueued there before it is done. Recording again moves the mark.
+class Event {
+ public:
+  void record();                       // on the current stream
+  void record(const Stream& stream);
+  void wait(const Stream& stream) const;  // stream.wait_event(*this)
+  void synchronize() const;               // blocks the host until it completes
+  bool recorded() const { return id_ != 0; }
+  std::uint64_t id() const { return id_; }
+
+ private:
+  std::uint64_t id_ = 0;  // the latest record (0: never recorded)
+};
 
 // Blocks the host until the device has finished all the work launched so far
 // (RankContext::synchronize("cuda::synchronize")). Nothing outside a simulation.

@@ -68,7 +68,8 @@ void Rank::trace_join(std::uint32_t stream, sim::TimePs begin, sim::TimePs end, 
 // A host-only action (a view, a synchronisation, a graph launch).
 void Rank::note_span(const std::string& name, const os::HostAction& a, sim::TimePs begin, sim::TimePs end) {
   if (!core_.tracer) return;
-  const std::string_view category = a.kind == os::HostAction::Kind::sync ? "sync" : "op";
+  const bool sync = a.kind == os::HostAction::Kind::sync || a.kind == os::HostAction::Kind::wait;
+  const std::string_view category = sync ? "sync" : "op";
   core_.tracer->host_span(index_, name, category, begin, end);
 }
 

@@ -23,6 +23,7 @@ void Rank::bind() {
   result_.rank = index_;
   result_.device = device_;
   result_.device_name = core_.machine.devices()[device_].name;
+  next_stream_ = n;
   pending_flows_.resize(n);
   last_seq_.assign(n, 0);
   device_scopes_.resize(n);
@@ -144,6 +145,7 @@ void Rank::note_launches(os::HostAction& a, const OpRecord* record, std::size_t 
 os::HostAction Rank::launch_action() const {
   os::HostAction a;
   a.kind = os::HostAction::Kind::launch;
+  a.stream = static_cast<std::uint16_t>(current_stream_);
   a.host_ps = core_.costs.dispatch_ps + core_.costs.launch_ps;
   a.ready_delay_ps = core_.costs.latency_ps;
   return a;
@@ -219,6 +221,7 @@ void Rank::point_to_point(CommCall::Kind what, int peer, std::uint64_t bytes, st
   push(a);
   os::HostAction join;
   join.kind = os::HostAction::Kind::launch;
+  join.stream = static_cast<std::uint16_t>(current_stream_);
   join.ready_delay_ps = core_.costs.latency_ps;
   join.work = os::work_item<&Rank::start_join_recv>(this, recvs_issued_++);
   if (core_.tracer) note_launches(join, op_record("wait for recv", nullptr, nullptr, [] { return std::string(); }), 0, 1);

@@ -83,6 +83,13 @@ class Rank final : public RankContext {
   void scope_begin(std::string_view name) override;
   void scope_end() override;
   GroupId new_group(const std::vector<int>& ranks) override;
+  std::uint32_t new_stream() override;
+  void set_stream(std::uint32_t stream) override;
+  std::uint32_t current_stream() const override { return current_stream_; }
+  std::uint64_t record_event(std::uint32_t stream) override;
+  void wait_event(std::uint32_t stream, std::uint64_t event) override;
+  void synchronize_event(std::uint64_t event) override;
+  void synchronize_stream(std::uint32_t stream) override;
 
   // ---- the simulator's side ----
   // Builds the streams and host thread (before the program starts).
@@ -104,6 +111,11 @@ class Rank final : public RankContext {
   void start_fork_send(const CommCall& call, os::Stream& stream);
   void start_join_recv(std::uint64_t receive, os::Stream& stream);
   void start_copy(const CommCall& call, os::Stream& stream);
+  void start_event_record(std::uint64_t event, os::Stream& stream);
+  void start_event_wait(std::uint64_t event, os::Stream& stream);
+  // Host waits (HostAction::Kind::wait targets).
+  void block_on_event(std::uint64_t event, os::Stream& stream);
+  void block_on_stream(std::uint64_t unused, os::Stream& stream);
 
   // When a communication or copy started on a stream, and the flow from its op (traces).
   struct Slot {
@@ -139,6 +151,8 @@ class Rank final : public RankContext {
   void note_memory(const std::string& name, const os::HostAction& a, sim::TimePs at, sim::TimePs);
   void note_scope_begin(const std::string& name, const os::HostAction& a, sim::TimePs begin, sim::TimePs);
   void note_scope_end(const os::HostAction& a, sim::TimePs end, sim::TimePs);
+  void note_new_stream(const os::HostAction& a, sim::TimePs, sim::TimePs);
+  void on_host_stream_idle();
   void trace_join(std::uint32_t stream, sim::TimePs begin, sim::TimePs end, std::uint64_t flow);
 
   // Producer helpers (rank.cpp).
@@ -162,6 +176,9 @@ class Rank final : public RankContext {
   void point_to_point(CommCall::Kind what, int peer, std::uint64_t bytes, std::string_view name);
   void copy(bool to_device, std::uint64_t bytes, std::string_view name);
   void check_bytes(std::uint64_t bytes, std::string_view name) const;
+  void check_stream(std::uint32_t stream, std::string_view what) const;
+  // A CUDA API call on the host (an event record or wait): its host cost, shown as `name`.
+  os::HostAction api_call(std::string_view name);
 
   EngineCore& core_;
   int index_;
@@ -181,6 +198,9 @@ class Rank final : public RankContext {
   std::vector<Live> live_;  // by allocator block id
   os::GraphCapture graph_;
   std::uint64_t recvs_issued_ = 0;
+  std::uint32_t current_stream_ = 0;
+  std::uint32_t next_stream_ = 0;   // the id the next new stream gets
+  std::uint64_t events_recorded_ = 0;
   std::exception_ptr error_;
   std::optional<OomReport> oom_;
 
@@ -222,6 +242,11 @@ class Rank final : public RankContext {
   std::uint64_t join_flow_ = 0;
   std::vector<std::uint64_t> last_seq_;
   std::deque<std::uint64_t> recv_seqs_;
+  // Events: which have completed (by id), the streams waiting for each, and the one the host
+  // waits for (0: none).
+  std::vector<char> event_done_;
+  std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> event_waiters_;
+  std::uint64_t host_event_ = 0;
   std::vector<std::uint64_t> op_flows_;
   std::vector<sim::TimePs> op_flow_ps_;
   sim::TimePs op_begin_ps_ = 0;
