@@ -150,9 +150,13 @@ struct ChakraWriter::Impl {
   struct Track {
     bool declared = false;
     Rank* rank = nullptr;  // set for device streams only
-    std::int32_t pid = 0;
+    int rank_id = 0;  // the rank (pid - 1)
     bool has_last = false;
     std::uint64_t last_id = 0;
+    // Durations are whole microseconds; the track's running sums keep the rounding from
+    // accumulating, so its nodes' durations add up to its exact busy time, rounded once.
+    TimePs busy_ps = 0;
+    std::uint64_t busy_us = 0;
   };
   struct Group {
     std::string name;
@@ -187,7 +191,7 @@ struct ChakraWriter::Impl {
       OutputFile::Options options;
       options.buffer_bytes = kRankFileBufferBytes;
       try {
-        it->second.file = std::make_unique<OutputFile>(ChakraWriter::rank_path(path, pid), options);
+        it->second.file = std::make_unique<OutputFile>(ChakraWriter::rank_path(path, rank_of_pid(pid)), options);
       } catch (...) {
         ranks.erase(it);
         throw;
@@ -208,7 +212,8 @@ struct ChakraWriter::Impl {
           span_name, pid, members));
     }
     auto [it, inserted] = group_of_ranks.try_emplace(*ranks_list, groups.size());
-    if (inserted) groups.push_back({std::to_string(groups.size()), std::move(*ranks_list)});
+    // Named from 1: ASTRA-sim reserves group 0 for all ranks.
+    if (inserted) groups.push_back({std::to_string(groups.size() + 1), std::move(*ranks_list)});
     group_of_text.emplace(std::string(members), it->second);
     return groups[it->second].name;
   }
@@ -276,7 +281,7 @@ struct ChakraWriter::Impl {
       if (rank.has_nodes && id <= rank.last_id) {
         throw std::invalid_argument(fmt::format(
             "trace::ChakraWriter: '{}' on rank {} has seq {}, not above the previous node's id {}", span.name,
-            t.pid, id, rank.last_id));
+            t.rank_id, id, rank.last_id));
       }
     }
     node.set_id(id);
@@ -289,7 +294,7 @@ struct ChakraWriter::Impl {
       const std::uint64_t dep = uint64_of(after);
       if (!rank.has_nodes || dep > rank.last_id) {
         throw std::invalid_argument(fmt::format(
-            "trace::ChakraWriter: '{}' on rank {} comes after seq {}, which is not an earlier node", span.name, t.pid,
+            "trace::ChakraWriter: '{}' on rank {} comes after seq {}, which is not an earlier node", span.name, t.rank_id,
             dep));
       }
       if (!(t.has_last && dep == t.last_id)) node.add_data_deps(dep);
@@ -297,7 +302,14 @@ struct ChakraWriter::Impl {
     const bool wait = span.category == "wait";  // a dependency point: its time is the wait itself
     node.set_start_time_micros(span.begin_ps / kPsPerUs);
     const TimePs dur_ps = span.end_ps >= span.begin_ps ? span.end_ps - span.begin_ps : 0;
-    node.set_duration_micros(wait ? 0 : (dur_ps + kPsPerUs / 2) / kPsPerUs);
+    std::uint64_t dur_us = 0;
+    if (!wait) {
+      t.busy_ps += dur_ps;
+      const std::uint64_t total_us = (t.busy_ps + kPsPerUs / 2) / kPsPerUs;
+      dur_us = total_us - t.busy_us;
+      t.busy_us = total_us;
+    }
+    node.set_duration_micros(dur_us);
 
     switch (layout) {
       case kCompute: {
@@ -316,7 +328,7 @@ struct ChakraWriter::Impl {
           throw std::invalid_argument(fmt::format(
               "trace::ChakraWriter: collective '{}' on rank {} has {} (expected args \"comm_type\": allreduce, "
               "allgather, reducescatter, reduce, gather, scatter, broadcast, alltoall or barrier)",
-              span.name, t.pid,
+              span.name, t.rank_id,
               kind == nullptr ? std::string("no comm_type")
                               : fmt::format("comm_type \"{}\"",
                                             kind->type() == ArgValue::Type::kString ? kind->as_string() : "?")));
@@ -324,7 +336,7 @@ struct ChakraWriter::Impl {
         node.mutable_attr(0)->set_int64_val(*comm);
         node.mutable_attr(1)->set_int64_val(int64_of(find_arg(span.args, "comm_bytes")));
         if (group != nullptr) {
-          node.mutable_attr(2)->mutable_string_val()->assign(group_name(group->as_string(), span.name, t.pid));
+          node.mutable_attr(2)->mutable_string_val()->assign(group_name(group->as_string(), span.name, t.rank_id));
         }
         break;
       }
@@ -384,7 +396,7 @@ void ChakraWriter::on_track(const TrackInfo& track) {
   if (track.id.index >= m.tracks.size()) m.tracks.resize(track.id.index + 1);
   Impl::Track& t = m.tracks[track.id.index];
   t.declared = true;
-  t.pid = track.pid;
+  t.rank_id = rank_of_pid(track.pid);
   if (track.kind == TrackKind::kThread && std::string_view(track.name).starts_with("stream")) {
     t.rank = &m.open_rank(track.pid);
   }

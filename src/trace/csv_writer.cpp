@@ -77,7 +77,7 @@ void CsvWriter::on_track(const TrackInfo& track) {
   TrackText& t = tracks_[track.id.index];
   t.declared = true;
   fmt::memory_buffer tmp;
-  detail::append_int(tmp, track.pid);
+  detail::append_int(tmp, rank_of_pid(track.pid));
   tmp.push_back(',');
   append_field(tmp, track.name);
   tmp.push_back(',');

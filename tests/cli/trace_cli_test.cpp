@@ -39,10 +39,11 @@ class TraceCli : public ::testing::Test {
     const std::string path = (dir_ / name).string();
     tr::Recorder rec;
     rec.attach(tr::open_trace_writer(path));
-    rec.add_process(0, "rank 0 (H100)");
-    const tr::TrackId host = rec.add_thread_track(0, 0, "host: torch ops");
-    const tr::TrackId stream = rec.add_thread_track(0, 1, "stream 0");
-    const tr::TrackId hbm = rec.add_counter_track(0, "HBM allocated", "bytes");
+    const std::int32_t pid = tr::pid_of_rank(0);
+    rec.add_process(pid, "rank 0 (H100)");
+    const tr::TrackId host = rec.add_thread_track(pid, 0, "host: torch ops");
+    const tr::TrackId stream = rec.add_thread_track(pid, 1, "stream 0");
+    const tr::TrackId hbm = rec.add_counter_track(pid, "HBM allocated", "bytes");
     rec.counter(hbm, 0, 1024);
     rec.flow_begin(1, host, 1 * kUs);
     rec.span(host, "aten::mm", "op", 1 * kUs, 2 * kUs);

@@ -145,14 +145,14 @@ TEST_F(ChakraFiles, CollectivesCarryTypeSizeAndGroupNamedInOrderOfFirstAppearanc
   EXPECT_EQ(attr(ar, "comm_size")->value_case(), et::AttributeProto::kInt64Val);
   EXPECT_EQ(attr(ar, "comm_size")->int64_val(), 1 << 20);
   EXPECT_EQ(attr(ar, "pg_name")->value_case(), et::AttributeProto::kStringVal);
-  EXPECT_EQ(attr(ar, "pg_name")->string_val(), "0");
+  EXPECT_EQ(attr(ar, "pg_name")->string_val(), "1");  // from 1: ASTRA-sim reserves 0 for all ranks
   const et::Node& ag = r0.nodes[4];
   EXPECT_EQ(attr(ag, "comm_type")->int64_val(), et::ALL_GATHER);
-  EXPECT_EQ(attr(ag, "pg_name")->string_val(), "1");
-  EXPECT_EQ(attr(r1.nodes[1], "pg_name")->string_val(), "0");  // the same group on every rank
+  EXPECT_EQ(attr(ag, "pg_name")->string_val(), "2");
+  EXPECT_EQ(attr(r1.nodes[1], "pg_name")->string_val(), "1");  // the same group on every rank
 
   const nlohmann::json groups = nlohmann::json::parse(read_file(dir_ / "run.comm_groups.json"));
-  EXPECT_EQ(groups, nlohmann::json::parse(R"({"0": [0, 1], "1": [0]})"));
+  EXPECT_EQ(groups, nlohmann::json::parse(R"({"1": [0, 1], "2": [0]})"));
 }
 
 TEST_F(ChakraFiles, SendAndRecvCarrySourceDestinationTagAndSize) {
@@ -188,7 +188,7 @@ TEST_F(ChakraFiles, ProtocDecodesTheMetadataAndANode) {
   EXPECT_NE(node.find("duration_micros: 6"), std::string::npos) << node;
   EXPECT_NE(node.find("name: \"comm_type\"\n  int64_val: 0"), std::string::npos) << node;
   EXPECT_NE(node.find("name: \"comm_size\"\n  int64_val: 1048576"), std::string::npos) << node;
-  EXPECT_NE(node.find("name: \"pg_name\"\n  string_val: \"0\""), std::string::npos) << node;
+  EXPECT_NE(node.find("name: \"pg_name\"\n  string_val: \"1\""), std::string::npos) << node;
 }
 
 TEST_F(ChakraFiles, FilesAppearOnlyAtFinishAndNotAtAllWithoutIt) {
@@ -205,8 +205,8 @@ TEST_F(ChakraFiles, FilesAppearOnlyAtFinishAndNotAtAllWithoutIt) {
 TEST_F(ChakraFiles, RankFilesAreStreamedAsSpansArrive) {
   Recorder rec;
   rec.attach(std::make_unique<ChakraWriter>(dir_ / "run.et"));
-  rec.add_process(0, "rank 0");
-  const TrackId s = rec.add_thread_track(0, 1, "stream 0");
+  rec.add_process(trace::pid_of_rank(0), "rank 0");
+  const TrackId s = rec.add_thread_track(trace::pid_of_rank(0), 1, "stream 0");
   const std::string long_name(1000, 'k');
   for (int i = 0; i < 2000; ++i) rec.span(s, long_name, "kernel", i * kUs, i * kUs + 1);
   // 2 MB of nodes passed through a 64 KiB buffer: most are on disk already.
@@ -218,8 +218,8 @@ TEST_F(ChakraFiles, RankFilesAreStreamedAsSpansArrive) {
 TEST_F(ChakraFiles, ACollectiveWithoutAKnownTypeIsAnError) {
   Recorder rec;
   rec.attach(std::make_unique<ChakraWriter>(dir_ / "run.et"));
-  rec.add_process(0, "rank 0");
-  const TrackId s = rec.add_thread_track(0, 1, "stream 0");
+  rec.add_process(trace::pid_of_rank(0), "rank 0");
+  const TrackId s = rec.add_thread_track(trace::pid_of_rank(0), 1, "stream 0");
   try {
     rec.span(s, "mystery", "collective", 0, 1, {{"comm_type", "allmystery"}});
     FAIL() << "expected an exception";
@@ -233,8 +233,8 @@ TEST_F(ChakraFiles, ACollectiveWithoutAKnownTypeIsAnError) {
 TEST_F(ChakraFiles, EveryCollectiveNameMapsToChakrasEnum) {
   Recorder rec;
   rec.attach(std::make_unique<ChakraWriter>(dir_ / "run.et"));
-  rec.add_process(0, "rank 0");
-  const TrackId s = rec.add_thread_track(0, 1, "stream 0");
+  rec.add_process(trace::pid_of_rank(0), "rank 0");
+  const TrackId s = rec.add_thread_track(trace::pid_of_rank(0), 1, "stream 0");
   const std::map<std::string, et::CollectiveCommType> expected{
       {"allreduce", et::ALL_REDUCE}, {"allgather", et::ALL_GATHER}, {"reducescatter", et::REDUCE_SCATTER},
       {"broadcast", et::BROADCAST},  {"alltoall", et::ALL_TO_ALL},  {"barrier", et::BARRIER}};
@@ -253,9 +253,9 @@ TEST_F(ChakraFiles, EveryCollectiveNameMapsToChakrasEnum) {
 TEST_F(ChakraFiles, OtherStreamSpansAndHostSpansAreNotNodes) {
   Recorder rec;
   rec.attach(std::make_unique<ChakraWriter>(dir_ / "run.et"));
-  rec.add_process(0, "rank 0");
-  const TrackId host = rec.add_thread_track(0, 0, "host: torch ops");
-  const TrackId s = rec.add_thread_track(0, 1, "stream 0");
+  rec.add_process(trace::pid_of_rank(0), "rank 0");
+  const TrackId host = rec.add_thread_track(trace::pid_of_rank(0), 0, "host: torch ops");
+  const TrackId s = rec.add_thread_track(trace::pid_of_rank(0), 1, "stream 0");
   rec.span(host, "gemm on the host track", "kernel", 0, 1);
   rec.span(s, "wait", "sync", 0, 1);
   rec.span(s, "put", "p2p", 0, 1);
@@ -272,10 +272,10 @@ TEST_F(ChakraFiles, SeqNamesNodesAndAfterAddsTheDependencyAcrossStreams) {
   // after the computation producing its data; the compute stream's wait for a receive.
   Recorder rec;
   rec.attach(std::make_unique<ChakraWriter>(dir_ / "run.et"));
-  rec.add_process(0, "rank 0");
-  const TrackId compute = rec.add_thread_track(0, 1, "stream 0");
-  const TrackId sends = rec.add_thread_track(0, 2, "stream: sends");
-  const TrackId receives = rec.add_thread_track(0, 3, "stream: receives");
+  rec.add_process(trace::pid_of_rank(0), "rank 0");
+  const TrackId compute = rec.add_thread_track(trace::pid_of_rank(0), 1, "stream 0");
+  const TrackId sends = rec.add_thread_track(trace::pid_of_rank(0), 2, "stream: sends");
+  const TrackId receives = rec.add_thread_track(trace::pid_of_rank(0), 3, "stream: receives");
   rec.span(compute, "layer 0", "scope", 0, 3 * kUs);  // not a node, no seq
   rec.span(receives, "recv", "p2p", 0, 2 * kUs, {{"src", 1}, {"dst", 0}, {"seq", std::uint64_t{1}}});
   rec.span(compute, "wait for recv", "wait", 1 * kUs, 2 * kUs, {{"seq", std::uint64_t{2}}, {"after", std::uint64_t{1}}});
@@ -308,8 +308,8 @@ TEST_F(ChakraFiles, SeqNamesNodesAndAfterAddsTheDependencyAcrossStreams) {
 TEST_F(ChakraFiles, ASeqThatDoesNotIncreaseOrAnAfterThatIsNotEarlierIsAnError) {
   Recorder rec;
   rec.attach(std::make_unique<ChakraWriter>(dir_ / "run.et"));
-  rec.add_process(0, "rank 0");
-  const TrackId s = rec.add_thread_track(0, 1, "stream 0");
+  rec.add_process(trace::pid_of_rank(0), "rank 0");
+  const TrackId s = rec.add_thread_track(trace::pid_of_rank(0), 1, "stream 0");
   rec.span(s, "a", "kernel", 0, 1, {{"seq", std::uint64_t{5}}});
   EXPECT_THROW(rec.span(s, "b", "kernel", 1, 2, {{"seq", std::uint64_t{5}}}), std::invalid_argument);
   EXPECT_THROW(rec.span(s, "c", "kernel", 1, 2, {{"seq", std::uint64_t{7}}, {"after", std::uint64_t{9}}}),

@@ -38,8 +38,8 @@ TEST(CsvWriter, MissingArgsAreEmptyAndTimesAreExactMicroseconds) {
   CsvWriter writer(out);
   Recorder rec;
   rec.attach(writer);
-  rec.add_process(5, "rank 5");
-  const TrackId s = rec.add_thread_track(5, 2, "stream 1");
+  rec.add_process(trace::pid_of_rank(5), "rank 5");
+  const TrackId s = rec.add_thread_track(trace::pid_of_rank(5), 2, "stream 1");
   // No "op" arg: the kernel is named after its op.
   rec.span(s, "softmax", "kernel", 1'234'567, 1'234'567 + 890, {{"flops", std::uint64_t{42}}});
   rec.span(s, "not a kernel", "memcpy", 0, 1);
@@ -55,8 +55,8 @@ TEST(CsvWriter, FieldsWithCommasQuotesOrLineBreaksAreQuoted) {
   CsvWriter writer(out);
   Recorder rec;
   rec.attach(writer);
-  rec.add_process(0, "rank 0");
-  const TrackId s = rec.add_thread_track(0, 1, "stream, \"zero\"");
+  rec.add_process(trace::pid_of_rank(0), "rank 0");
+  const TrackId s = rec.add_thread_track(trace::pid_of_rank(0), 1, "stream, \"zero\"");
   rec.span(s, "gemm<128,64>", "kernel", 0, kUs, {{"impl", "say \"hi\"\nthere"}, {"tile", "plain"}});
   rec.finish();
   EXPECT_EQ(out.str(),

@@ -121,12 +121,13 @@ struct SimLikeTrace {
   void declare(Recorder& rec) {
     for (int r = 0; r < 2; ++r) {
       Rank& t = ranks[r];
-      rec.add_process(r, fmt::format("rank {} (H100)", r));
-      t.host = rec.add_thread_track(r, 0, "host: torch ops");
-      t.stream = rec.add_thread_track(r, 1, "stream 0");
-      t.memory = rec.add_thread_track(r, 1000, "memory: alloc/free");
-      t.allocated = rec.add_counter_track(r, "HBM allocated", "bytes");
-      t.units = rec.add_counter_track(r, "SMs in use", "units");
+      const std::int32_t pid = pid_of_rank(r);
+      rec.add_process(pid, fmt::format("rank {} (H100)", r));
+      t.host = rec.add_thread_track(pid, 0, "host: torch ops");
+      t.stream = rec.add_thread_track(pid, 1, "stream 0");
+      t.memory = rec.add_thread_track(pid, 1000, "memory: alloc/free");
+      t.allocated = rec.add_counter_track(pid, "HBM allocated", "bytes");
+      t.units = rec.add_counter_track(pid, "SMs in use", "units");
     }
     rec.add_process(1 << 20, "interconnect");
     interconnect_link = rec.add_counter_track(1 << 20, "nvlink 0->1", "bytes/s");

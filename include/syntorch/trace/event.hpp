@@ -97,6 +97,11 @@ enum class TrackKind : std::uint8_t {
 };
 
 // A process: one rank or device. Sinks order processes by sort_index (smaller first).
+// A rank's process id: pid = rank + 1, since trace viewers read pid 0 as the idle task
+// ("swapper") and fold it away. Writers that speak of ranks (Chakra files, CSV rows) map back.
+constexpr std::int32_t pid_of_rank(int rank) { return rank + 1; }
+constexpr int rank_of_pid(std::int32_t pid) { return pid - 1; }
+
 struct ProcessInfo {
   std::int32_t pid = 0;
   std::string name;

@@ -21,23 +21,23 @@ std::array<trace::Arg, N> blank_args(std::index_sequence<I...>) {
 void EngineTrace::declare_rank(int rank, const std::string& device_name, std::size_t streams) {
   if (ranks_.size() <= static_cast<std::size_t>(rank)) ranks_.resize(static_cast<std::size_t>(rank) + 1);
   RankTracks& t = ranks_[static_cast<std::size_t>(rank)];
-  recorder_.add_process(rank, fmt::format("rank {} ({})", rank, device_name));
+  recorder_.add_process(trace::pid_of_rank(rank), fmt::format("rank {} ({})", rank, device_name));
   // Thread ids from 1: Perfetto reads tid 0 as the idle task.
-  t.host = recorder_.add_thread_track(rank, 1, "host: torch ops");
+  t.host = recorder_.add_thread_track(trace::pid_of_rank(rank), 1, "host: torch ops");
   t.compute_streams = streams;
   if (device_work()) {
     for (std::size_t s = 0; s < streams; ++s) {
-      t.streams.push_back(recorder_.add_thread_track(rank, static_cast<std::int32_t>(s + 2), fmt::format("stream {}", s)));
+      t.streams.push_back(recorder_.add_thread_track(trace::pid_of_rank(rank), static_cast<std::int32_t>(s + 2), fmt::format("stream {}", s)));
     }
   }
   if (memory()) {
-    t.memory = recorder_.add_thread_track(rank, kMemoryTid, "memory: alloc/free");
-    t.allocated = recorder_.add_counter_track(rank, "HBM allocated", "bytes");
-    t.reserved = recorder_.add_counter_track(rank, "HBM reserved", "bytes");
+    t.memory = recorder_.add_thread_track(trace::pid_of_rank(rank), kMemoryTid, "memory: alloc/free");
+    t.allocated = recorder_.add_counter_track(trace::pid_of_rank(rank), "HBM allocated", "bytes");
+    t.reserved = recorder_.add_counter_track(trace::pid_of_rank(rank), "HBM reserved", "bytes");
   }
   if (hardware()) {
-    t.units = recorder_.add_counter_track(rank, "SMs in use", "units");
-    t.hbm = recorder_.add_counter_track(rank, "HBM bandwidth", "bytes/s");
+    t.units = recorder_.add_counter_track(trace::pid_of_rank(rank), "SMs in use", "units");
+    t.hbm = recorder_.add_counter_track(trace::pid_of_rank(rank), "HBM bandwidth", "bytes/s");
   }
 }
 
@@ -48,7 +48,7 @@ trace::TrackId EngineTrace::stream_track(int rank, std::uint32_t stream) {
     const std::size_t s = t.streams.size();
     const std::size_t extra = s - t.compute_streams;
     const std::string name = extra == 0 ? "stream: sends" : extra == 1 ? "stream: receives" : fmt::format("stream {}", s);
-    t.streams.push_back(recorder_.add_thread_track(rank, static_cast<std::int32_t>(s + 2), name));
+    t.streams.push_back(recorder_.add_thread_track(trace::pid_of_rank(rank), static_cast<std::int32_t>(s + 2), name));
   }
   return t.streams[stream];
 }
