@@ -6,6 +6,13 @@
 
 namespace syntorch::trace {
 
+namespace {
+// Chrome JSON times are written in whole nanoseconds: trace_processor rounds "ts" and "dur" to
+// nanoseconds one by one, so picosecond fractions in both made back-to-back slices overlap by
+// 1 ns. A slice ends at its end time's nanosecond, whatever its begin's fraction.
+constexpr TimePs whole_ns(TimePs ps) { return ps / 1000 * 1000; }
+}  // namespace
+
 using detail::append_int;
 using detail::append_json_double;
 using detail::append_json_string;
@@ -171,7 +178,7 @@ void ChromeJsonWriter::open_slice_event(std::string_view head, std::string_view 
   buf_.push_back(',');
   append_raw(buf_, t.location);
   append_raw(buf_, ",\"ts\":");
-  append_us_from_ps(buf_, ts_ps);
+  append_us_from_ps(buf_, whole_ns(ts_ps));
 }
 
 void ChromeJsonWriter::on_span(const SpanEvent& span) {
@@ -181,7 +188,7 @@ void ChromeJsonWriter::on_span(const SpanEvent& span) {
   }
   open_slice_event("{\"ph\":\"X\",\"name\":", span.name, span.category, t, span.begin_ps);
   append_raw(buf_, ",\"dur\":");
-  append_us_from_ps(buf_, span.end_ps >= span.begin_ps ? span.end_ps - span.begin_ps : 0);
+  append_us_from_ps(buf_, span.end_ps >= span.begin_ps ? whole_ns(span.end_ps) - whole_ns(span.begin_ps) : 0);
   append_args(span.args);
   buf_.push_back('}');
   end_event();
@@ -207,7 +214,7 @@ void ChromeJsonWriter::on_counter(const CounterEvent& counter) {
   append_raw(buf_, "{\"ph\":\"C\",");
   append_raw(buf_, t.location);
   append_raw(buf_, ",\"ts\":");
-  append_us_from_ps(buf_, counter.ts_ps);
+  append_us_from_ps(buf_, whole_ns(counter.ts_ps));
   append_raw(buf_, ",\"args\":{");
   append_raw(buf_, t.series);
   buf_.push_back(':');
@@ -235,7 +242,7 @@ void ChromeJsonWriter::on_flow(const FlowEvent& flow) {
   buf_.push_back(',');
   append_raw(buf_, t.location);
   append_raw(buf_, ",\"ts\":");
-  append_us_from_ps(buf_, flow.ts_ps);
+  append_us_from_ps(buf_, whole_ns(flow.ts_ps));
   buf_.push_back('}');
   end_event();
 }

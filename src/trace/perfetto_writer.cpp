@@ -214,13 +214,11 @@ struct PerfettoWriter::Impl {
     }
   }
 
-  static void add_flow(pp::TrackEvent& te, const PendingFlow& f) {
-    if (f.phase == FlowPhase::kEnd) {
-      te.add_terminating_flow_ids(f.flow_id);
-    } else {
-      te.add_flow_ids(f.flow_id);
-    }
-  }
+  // Every endpoint goes in flow_ids: trace_processor links the slices that carry an id in the
+  // order it reads them, so endpoints tied in one nanosecond, whose packets it may read end
+  // first, still make their arrow (terminating_flow_ids on an end read before its begin drop
+  // the flow). Ids are never reused, so nothing follows an end.
+  static void add_flow(pp::TrackEvent& te, const PendingFlow& f) { te.add_flow_ids(f.flow_id); }
 
   // Fills `packet` with a track event of `type` at ts_ps on track t, named and categorised.
   pp::TrackEvent& start_track_event(const Track& t, pp::TrackEvent::Type type, TimePs ts_ps, std::uint64_t name_iid,

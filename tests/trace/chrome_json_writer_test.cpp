@@ -90,35 +90,56 @@ TEST(ChromeJsonWriter, OutputIsATraceEventObjectWithNanosecondDisplayUnit) {
   EXPECT_EQ(doc.at("traceEvents").size(), 4u + 8u + 1u + 2u + 2u + 5u);
 }
 
-TEST(ChromeJsonWriter, NestedSpansParseBackWithExactTimes) {
+TEST(ChromeJsonWriter, NestedSpansParseBackInWholeNanoseconds) {
   const std::string text = sample_text();
   const json doc = json::parse(text);
   const json parent = find_event(doc, "X", "aten::linear", 0);
   const json child = find_event(doc, "X", "aten::matmul", 0);
-  EXPECT_EQ(ps_of(child.at("ts")), 1'234'567);
-  EXPECT_EQ(ps_of(child.at("dur")), 4'000'000 - 1'234'567);
+  // Begin and end are each taken down to their nanosecond (1'234'567 ps -> 1'234 ns).
+  EXPECT_EQ(ps_of(child.at("ts")), 1'234'000);
+  EXPECT_EQ(ps_of(child.at("dur")), 4'000'000 - 1'234'000);
   EXPECT_EQ(ps_of(parent.at("ts")), 1'000'000);
-  EXPECT_EQ(ps_of(parent.at("dur")), 4'234'567);
+  EXPECT_EQ(ps_of(parent.at("dur")), 4'234'000);
   // The child lies within the parent on the same pid/tid.
   EXPECT_EQ(child.at("tid"), parent.at("tid"));
   EXPECT_GE(ps_of(child.at("ts")), ps_of(parent.at("ts")));
   EXPECT_LE(ps_of(child.at("ts")) + ps_of(child.at("dur")), ps_of(parent.at("ts")) + ps_of(parent.at("dur")));
-  // The text itself holds the exact decimal microseconds.
-  EXPECT_NE(text.find("\"ts\":1.234567,\"dur\":2.765433"), std::string::npos);
-  EXPECT_NE(text.find("\"ts\":1,\"dur\":4.234567"), std::string::npos);
-  EXPECT_NE(text.find("\"ts\":0,\"dur\":3.000001"), std::string::npos);
+  // The text itself holds exact decimal microseconds of whole nanoseconds.
+  EXPECT_NE(text.find("\"ts\":1.234,\"dur\":2.766"), std::string::npos);
+  EXPECT_NE(text.find("\"ts\":1,\"dur\":4.234"), std::string::npos);
+  const std::size_t whole = text.find("\"ts\":0,\"dur\":3");
+  ASSERT_NE(whole, std::string::npos);
+  EXPECT_NE(text[whole + 14], '.');  // 3'000'001 ps ends in its nanosecond 3'000
 }
 
-TEST(ChromeJsonWriter, TimesAreExactDecimalMicrosecondsWithTrailingZerosTrimmed) {
+TEST(ChromeJsonWriter, BackToBackSpansWithPicosecondFractionsDoNotOverlap) {
+  std::stringstream out;
+  Recorder rec;
+  ChromeJsonWriter writer(out);
+  rec.attach(writer);
+  rec.add_process(1, "p");
+  const TrackId t = rec.add_thread_track(1, 1, "stream 0");
+  rec.span(t, "a", "kernel", 1'500, 2'700);
+  rec.span(t, "b", "kernel", 2'700, 3'900);
+  rec.finish();
+  const json doc = json::parse(out.str());
+  const json a = find_event(doc, "X", "a", 1);
+  const json b = find_event(doc, "X", "b", 1);
+  // Nanoseconds 1..2 and 2..3: a ends exactly where b begins, as trace_processor reads them.
+  EXPECT_EQ(ps_of(a.at("ts")) + ps_of(a.at("dur")), ps_of(b.at("ts")));
+  EXPECT_EQ(ps_of(b.at("ts")), 2'000);
+}
+
+TEST(ChromeJsonWriter, TimesAreWholeNanosecondsInExactDecimalMicrosecondsWithTrailingZerosTrimmed) {
   const std::vector<std::pair<TimePs, std::string>> cases{
       {0, "0"},
-      {1, "0.000001"},
-      {999'999, "0.999999"},
+      {1, "0"},
+      {999'999, "0.999"},
       {1'000'000, "1"},
       {1'500'000, "1.5"},
       {1'234'000, "1.234"},
-      {12'345'678'901'234'567, "12345678901.234567"},  // beyond a double's 15-16 significant digits
-      {std::numeric_limits<TimePs>::max(), "18446744073709.551615"},
+      {12'345'678'901'234'567, "12345678901.234"},  // beyond a double's 15-16 significant digits
+      {std::numeric_limits<TimePs>::max(), "18446744073709.551"},
   };
   for (const auto& [ps, want] : cases) {
     std::stringstream out;

@@ -234,9 +234,10 @@ TEST(PerfettoWriter, ProtocDecodesTheFileAsATrace) {
   EXPECT_NE(text.find("debug_annotation_string_values {"), std::string::npos);
   EXPECT_NE(text.find("string_value_iid: "), std::string::npos);
   EXPECT_NE(text.find("double_value: 2500000"), std::string::npos);
-  // Flows: two per rank, each id once as a flow id and once as a terminating one.
+  // Flows: two per rank, each id on both its slices as a flow id (none terminating: the reader
+  // links slices carrying an id in the order it reads them).
   EXPECT_EQ(count_of(text, "flow_ids: "), 8u);
-  EXPECT_EQ(count_of(text, "terminating_flow_ids: "), 4u);
+  EXPECT_EQ(count_of(text, "terminating_flow_ids: "), 0u);
 }
 
 TEST(PerfettoWriter, SlicesNestAsTheSpansDidEvenWhenParentAndChildBeginInTheSameNanosecond) {
@@ -281,9 +282,9 @@ TEST(PerfettoWriter, FlowEndpointsBindToTheSpansThatEncloseThem) {
     ASSERT_TRUE(linear && gemm && all_reduce && collective);
     ASSERT_EQ(linear->flow_ids.size(), 1u);
     EXPECT_TRUE(linear->terminating_flow_ids.empty());
-    EXPECT_EQ(gemm->terminating_flow_ids, linear->flow_ids);
+    EXPECT_EQ(gemm->flow_ids, linear->flow_ids);
     ASSERT_EQ(all_reduce->flow_ids.size(), 1u);
-    EXPECT_EQ(collective->terminating_flow_ids, all_reduce->flow_ids);
+    EXPECT_EQ(collective->flow_ids, all_reduce->flow_ids);
     EXPECT_NE(linear->flow_ids, all_reduce->flow_ids);
   }
 }
@@ -315,7 +316,7 @@ TEST(PerfettoWriter, AFlowEndpointNoSpanEnclosesBecomesAnInstantCarryingIt) {
   EXPECT_EQ(step->begin_ns, 300u);
   EXPECT_EQ(step->flow_ids, std::vector<std::uint64_t>{41});
   EXPECT_EQ(end->begin_ns, 400u);
-  EXPECT_EQ(end->terminating_flow_ids, std::vector<std::uint64_t>{41});
+  EXPECT_EQ(end->flow_ids, std::vector<std::uint64_t>{41});
   EXPECT_TRUE(m.find("ops", "late op")->flow_ids.empty());
 }
 

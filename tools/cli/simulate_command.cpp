@@ -202,6 +202,12 @@ int run_simulate(const SimulateOptions& o, Context& ctx) {
   if (o.trace_format == "console") {
     recorder.attach(std::make_unique<trace::ConsoleSummary>(ctx.out, 12));
   } else if (!o.trace.empty()) {
+    const bool chakra = o.trace_format == "chakra" ||
+                        (o.trace_format.empty() && trace::trace_format_from_path(o.trace) == trace::TraceFormat::kChakra);
+    if (chakra && o.trace_level == "op") {
+      ctx.err << "--trace-level: op holds no device work, which is all a Chakra trace (.et) has; use kernel or hw\n";
+      return kExitBadInput;
+    }
     try {
       recorder.attach(trace::open_trace_writer(o.trace, o.trace_format.empty() ? std::nullopt
                                                                                : std::optional<std::string>(o.trace_format)));

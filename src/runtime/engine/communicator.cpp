@@ -185,8 +185,7 @@ void Communicator::on_done(std::uint64_t slot) {
   std::vector<Member> members = std::move(r.members);
   r.members = {};
   r.free = true;
-  EngineTrace* tracer = core_.trace_device ? core_.tracer.get() : nullptr;
-  const std::uint64_t member_flow = tracer ? tracer->next_flow_id() : 0;
+  if (core_.trace_device) trace_done(r, members, now);
   const bool p2p = r.kind == OpKind::sendrecv;
   for (std::size_t i = 0; i < members.size(); ++i) {
     const Member& m = members[i];
@@ -198,35 +197,53 @@ void Communicator::on_done(std::uint64_t slot) {
     (p2p ? result.p2p_ps : result.communication_ps) += now - (p2p ? sl.comm_start_ps : r.start_ps);
     result.device_finish_ps = now;
     ++result.collectives;
-    if (member_flow != 0) {
-      const auto phase = i == 0 ? trace::FlowPhase::kBegin
-                                : (i + 1 == members.size() ? trace::FlowPhase::kEnd : trace::FlowPhase::kStep);
-      if (p2p) {
-        const trace::Arg args[] = {{"src", r.rendezvous->ranks[0]},
-                                   {"dst", r.rendezvous->ranks[1]},
-                                   {"tag", r.number},
-                                   {"comm_bytes", r.bytes},
-                                   {"algorithm", r.fluid->algorithm}};
-        const std::uint64_t seq = tracer->device_span(rank.index(), m.stream, i == 0 ? "send" : "recv", "p2p",
-                                                      sl.comm_start_ps, now, sl.flow_id, args, member_flow, phase,
-                                                      sl.after_seq);
-        rank.last_seq()[m.stream] = seq;
-        if (i == 1) rank.recv_seqs().push_back(seq);
-      } else {
-        const trace::Arg args[] = {{"comm_type", op_name(r.kind)},
-                                   {"comm_bytes", r.bytes},
-                                   {"group", r.rendezvous->members},
-                                   {"algorithm", r.fluid->algorithm}};
-        rank.last_seq()[m.stream] = tracer->device_span(rank.index(), m.stream, op_name(r.kind), "collective",
-                                                        sl.comm_start_ps, now, sl.flow_id, args, member_flow, phase);
-      }
-    }
     sl.flow_id = 0;
     rank.end_item(m.stream, now);
     rank.stream(m.stream).finish_current();
     if (p2p && i == 1) rank.receive_done(now);
   }
   r.rendezvous->spare.push_back(std::move(members));
+}
+
+// Each member's span, and a flow through the members in the order they joined (their spans'
+// begins; ties by position), so that every flow starts on a slice that begins no later than
+// the ones it goes on to: trace viewers drop a flow whose end comes before its start.
+void Communicator::trace_done(const Running& r, const std::vector<Member>& members, sim::TimePs now) {
+  EngineTrace& tracer = *core_.tracer;
+  const std::uint64_t member_flow = tracer.next_flow_id();
+  const bool p2p = r.kind == OpKind::sendrecv;
+  order_.resize(members.size());
+  for (std::size_t i = 0; i < members.size(); ++i) order_[i] = i;
+  std::stable_sort(order_.begin(), order_.end(), [&](std::size_t a, std::size_t b) {
+    return members[a].rank->slot(members[a].stream).comm_start_ps < members[b].rank->slot(members[b].stream).comm_start_ps;
+  });
+  for (std::size_t k = 0; k < order_.size(); ++k) {
+    const std::size_t i = order_[k];
+    const Member& m = members[i];
+    Rank& rank = *m.rank;
+    const Rank::Slot& sl = rank.slot(m.stream);
+    const auto phase = k == 0 ? trace::FlowPhase::kBegin
+                              : (k + 1 == order_.size() ? trace::FlowPhase::kEnd : trace::FlowPhase::kStep);
+    if (p2p) {
+      const trace::Arg args[] = {{"src", r.rendezvous->ranks[0]},
+                                 {"dst", r.rendezvous->ranks[1]},
+                                 {"tag", r.number},
+                                 {"comm_bytes", r.bytes},
+                                 {"algorithm", r.fluid->algorithm}};
+      const std::uint64_t seq = tracer.device_span(rank.index(), m.stream, i == 0 ? "send" : "recv", "p2p",
+                                                   sl.comm_start_ps, now, sl.flow_id, args, member_flow, phase,
+                                                   sl.after_seq);
+      rank.last_seq()[m.stream] = seq;
+      if (i == 1) rank.recv_seqs().push_back(seq);
+    } else {
+      const trace::Arg args[] = {{"comm_type", op_name(r.kind)},
+                                 {"comm_bytes", r.bytes},
+                                 {"group", r.rendezvous->members},
+                                 {"algorithm", r.fluid->algorithm}};
+      rank.last_seq()[m.stream] = tracer.device_span(rank.index(), m.stream, op_name(r.kind), "collective",
+                                                     sl.comm_start_ps, now, sl.flow_id, args, member_flow, phase);
+    }
+  }
 }
 
 // ---- a rank's communication stream items ----

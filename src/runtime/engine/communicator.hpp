@@ -92,6 +92,7 @@ class Communicator {
   const Fluid& fluid_for(const Rendezvous& rv, OpKind kind, std::uint64_t bytes);
   void run(Rendezvous& rv, OpKind kind, std::uint64_t bytes, std::vector<Member> members, std::uint64_t number);
   void on_done(std::uint64_t slot);
+  void trace_done(const Running& r, const std::vector<Member>& members, sim::TimePs now);
 
   EngineCore& core_;
   std::mutex groups_mutex_;
@@ -101,6 +102,7 @@ class Communicator {
   std::unordered_map<std::uint64_t, Rendezvous> pair_rendezvous_;
   std::map<std::tuple<const Rendezvous*, std::uint32_t, std::uint64_t>, Fluid> fluids_;
   std::vector<Running> running_;
+  std::vector<std::size_t> order_;  // members by arrival, for traces (reused)
 };
 
 }  // namespace syntorch::runtime::detail
