@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 
 #include "run_cli.hpp"
 #include "syntorch/base/version.hpp"
@@ -17,11 +19,22 @@ TEST(Cli, VersionPrintsTheProjectVersion) {
 }
 
 TEST(Cli, EverySubcommandHasHelp) {
-  for (const auto& args : std::vector<std::vector<std::string>>{
-           {"--help"}, {"hw", "--help"}, {"hw", "show", "--help"}, {"hw", "validate", "--help"}}) {
+  const auto paths = subcommand_paths();  // the CLI's own list: a new subcommand is covered too
+  for (const char* expected : {"hw", "kernel", "validate", "simulate", "sweep", "trace"}) {
+    EXPECT_NE(std::find(paths.begin(), paths.end(), std::vector<std::string>{expected}), paths.end()) << expected;
+  }
+  EXPECT_NE(std::find(paths.begin(), paths.end(), std::vector<std::string>{"hw", "show"}), paths.end());
+  std::vector<std::vector<std::string>> all = paths;
+  all.push_back({});
+  for (std::vector<std::string> args : all) {
+    std::string name = "syntorch";
+    for (const auto& w : args) name += " " + w;
+    args.push_back("--help");
     const Result r = run_cli(args);
-    EXPECT_EQ(r.code, kExitOk);
-    EXPECT_NE(r.out.find("Usage"), std::string::npos);
+    EXPECT_EQ(r.code, kExitOk) << name;
+    EXPECT_EQ(r.err, "") << name;
+    // CLI11's usage line names the command: "Usage: syntorch hw show [OPTIONS] ...".
+    EXPECT_NE(r.out.find("Usage: " + name), std::string::npos) << name << ":\n" << r.out;
   }
 }
 

@@ -309,18 +309,6 @@ TEST(Predictor, HostTimingAddsDispatchLaunchAndSync) {
   EXPECT_EQ(host.bound, "launch");
 }
 
-TEST(Predictor, IsDeterministic) {
-  const hw::Machine m = hw::Machine::load(config_path("dgx_h100"));
-  OpDesc op;
-  op.kind = OpKind::allreduce;
-  op.ranks = 8;
-  op.bytes = 123456789;
-  Predictor a(m, KernelPolicy{});
-  Predictor b(m, KernelPolicy{});
-  EXPECT_EQ(a.predict(op).time_s, b.predict(op).time_s);
-  EXPECT_EQ(a.predict(gemm(3000, 5000, 7000)).time_s, b.predict(gemm(3000, 5000, 7000)).time_s);
-}
-
 TEST(Predictor, HostTimingPacesSeveralKernelsByTheirLaunches) {
   // Three tiny unfused-attention kernels: each starts when launched (plus the latency) or when
   // the previous one ends, whichever is later.

@@ -142,10 +142,21 @@ TEST(OutputFile, AWriteErrorMidStreamThrowsAtOnce) {
 }
 
 TEST(OutputFile, DevNullIsWrittenInPlace) {
-  OutputFile f("/dev/null");
-  f.write("discarded");
-  f.commit();
-  EXPECT_TRUE(std::filesystem::exists("/dev/null"));
+  // A special file is written through its own name: no "/dev/null.partial" is made beside it
+  // (nor could be, as a user without write access to /dev), and committing renames nothing.
+  const auto before = std::filesystem::status("/dev/null").type();
+  ASSERT_EQ(before, std::filesystem::file_type::character);
+  {
+    OutputFile f("/dev/null");
+    EXPECT_FALSE(std::filesystem::exists("/dev/null.partial"));
+    f.write(std::string(100'000, 'x'));  // past the buffer: real writes reach the device
+    EXPECT_NO_THROW(f.commit());
+  }
+  EXPECT_FALSE(std::filesystem::exists("/dev/null.partial"));
+  EXPECT_EQ(std::filesystem::status("/dev/null").type(), std::filesystem::file_type::character);
+  // Destroyed without commit, a special file is left alone too (nothing to remove).
+  { OutputFile g("/dev/null"); g.write("discarded"); }
+  EXPECT_EQ(std::filesystem::status("/dev/null").type(), std::filesystem::file_type::character);
 }
 
 TEST(OutputFile, GzipOutputDecompressesToTheBytesWritten) {

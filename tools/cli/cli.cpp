@@ -1,6 +1,7 @@
 #include "cli.hpp"
 
 #include <ostream>
+#include <sstream>
 
 #include "commands.hpp"
 #include "syntorch/base/diagnostics.hpp"
@@ -31,19 +32,44 @@ std::string unknown_subcommand(CLI::App& app, const std::vector<std::string>& ar
   }
   return {};
 }
-}  // namespace
 
-int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  CLI::App app{"syntorch: a hardware simulator and synthetic trace generator for LLM workloads", "syntorch"};
+// The command line: every subcommand, one table line each.
+void build_app(CLI::App& app, Context& ctx) {
   app.set_version_flag("--version", std::string("syntorch ") + kVersion);
   app.require_subcommand(1);
-  Context ctx{out, err, {}};
   add_hw_command(app, ctx);
   add_kernel_command(app, ctx);
   add_validate_command(app, ctx);
   add_simulate_command(app, ctx);
   add_sweep_command(app, ctx);
   add_trace_command(app, ctx);
+}
+
+void collect_paths(CLI::App& app, std::vector<std::string>& prefix, std::vector<std::vector<std::string>>& out) {
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    prefix.push_back(sub->get_name());
+    out.push_back(prefix);
+    collect_paths(*sub, prefix, out);
+    prefix.pop_back();
+  }
+}
+}  // namespace
+
+std::vector<std::vector<std::string>> subcommand_paths() {
+  std::ostringstream sink;
+  CLI::App app{"syntorch", "syntorch"};
+  Context ctx{sink, sink, {}};
+  build_app(app, ctx);
+  std::vector<std::vector<std::string>> out;
+  std::vector<std::string> prefix;
+  collect_paths(app, prefix, out);
+  return out;
+}
+
+int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CLI::App app{"syntorch: a hardware simulator and synthetic trace generator for LLM workloads", "syntorch"};
+  Context ctx{out, err, {}};
+  build_app(app, ctx);
 
   if (const std::string bad = unknown_subcommand(app, args); !bad.empty()) {
     err << bad << "\nRun with --help for more information.\n";

@@ -14,4 +14,7 @@ inline constexpr int kExitBadInput = 2;
 
 int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
+// Every subcommand as the words that name it ({"hw"}, {"hw", "show"}, {"kernel"}, ...).
+std::vector<std::vector<std::string>> subcommand_paths();
+
 }  // namespace syntorch::cli

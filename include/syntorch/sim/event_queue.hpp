@@ -117,7 +117,6 @@ class EventQueue {
     if (level == 0 && slot < head_slot_ && head_slot_ != kSlots && head_ == 0) head_slot_ = slot;
   }
   [[noreturn]] static void throw_push_in_past();
-  // The lowest occupied slot of a level, or kSlots when none.
   // The level and slot holding the earliest live event, and its time; false when none. Changes
   // nothing but the head index past cancelled events.
   bool find_min(unsigned& level, unsigned& slot, TimePs& when);
@@ -130,7 +129,9 @@ class EventQueue {
   unsigned head_slot_ = kSlots;         // the level-0 slot being popped, kSlots when none
   std::size_t head_ = 0;                // next event to pop in that slot
   std::size_t size_ = 0;                // events held, cancelled ones included
-  TimePs last_ = 0;  // the radix reference: high digits of every held event's time are >= its
+  // The radix reference: every held event's time is at or after it, and an event's level is the
+  // highest 8-bit digit in which its time differs from it.
+  TimePs last_ = 0;
   // Cancelled sequence numbers: of events still held, and of events already dropped (kept so a
   // second cancel is refused); cleared by compaction.
   std::unordered_set<std::uint64_t> cancelled_;
