@@ -1,5 +1,6 @@
 #include "syntorch/hw/config_loader.hpp"
 
+#include "syntorch/base/input_file.hpp"
 #include "syntorch/base/key_value.hpp"
 
 #include <filesystem>
@@ -79,21 +80,14 @@ bool load_document(const std::string& file, std::vector<std::string>& chain, Jso
       return false;
     }
   }
-  if (fs::is_directory(file)) {
-    ctx.diagnostics.error(file, "", "is a folder, not a JSON file");
-    return false;
-  }
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
-    ctx.diagnostics.error(file, "", "cannot open the file (no such file, or not readable)");
-    return false;
-  }
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
+  const std::optional<std::string> read = read_input_file(file, "a JSON hardware config", ctx.diagnostics);
+  if (!read) return false;
+  const std::string& text = *read;
   Json doc;
   try {
-    doc = Json::parse(text);
+    auto checked = detail::parse_json_checked(text, file, ctx.diagnostics);
+    if (!checked) return false;
+    doc = std::move(*checked);
   } catch (const Json::exception& e) {  // parse errors, and numbers out of range such as 1e999
     std::string what = e.what();
     // nlohmann's text repeats the position: keep what follows "parse error at ...: ".
@@ -125,6 +119,11 @@ bool load_document(const std::string& file, std::vector<std::string>& chain, Jso
     if (!fs::exists(base_file)) {
       ctx.diagnostics.error(file, "/extends", fmt::format("extends \"{}\", which does not exist (looked for {})",
                                                           ext->get<std::string>(), base_file));
+      chain.pop_back();
+      return false;
+    }
+    if (const std::string problem = input_file_problem(base_file, "a JSON hardware config"); !problem.empty()) {
+      ctx.diagnostics.error(file, "/extends", fmt::format("extends \"{}\", which {}", ext->get<std::string>(), problem));
       chain.pop_back();
       return false;
     }

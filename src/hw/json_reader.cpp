@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <fmt/format.h>
 
 #include "syntorch/base/units.hpp"
@@ -191,6 +192,70 @@ void ObjectReader::finish() {
                fmt::format("unknown key \"{}\" in {}{} (valid keys: {})", key, what_, did_you_mean(key, known_),
                            join(known_)));
   }
+}
+
+namespace {
+// Where the parser is, frame by frame: an object's keys so far and the current one, or an
+// array's index.
+struct Frame {
+  bool object = false;
+  std::set<std::string> keys;
+  std::string key;
+  std::size_t index = 0;
+};
+struct TooDeep {};
+}  // namespace
+
+std::optional<Json> parse_json_checked(const std::string& text, const std::string& where, Diagnostics& d) {
+  std::vector<Frame> frames;
+  const std::size_t before = d.size();
+  auto pointer_to = [&](std::string_view last) {
+    std::string p;
+    for (const Frame& f : frames) {
+      if (&f == &frames.back()) break;
+      p = f.object ? child_pointer(p, f.key) : child_pointer(p, f.index);
+    }
+    return child_pointer(p, last);
+  };
+  auto element_done = [&] {
+    if (!frames.empty() && !frames.back().object) ++frames.back().index;
+  };
+  const Json::parser_callback_t check = [&](int, Json::parse_event_t event, Json& parsed) {
+    switch (event) {
+      case Json::parse_event_t::object_start:
+      case Json::parse_event_t::array_start:
+        if (frames.size() >= kMaxJsonDepth) throw TooDeep{};
+        frames.push_back(Frame{event == Json::parse_event_t::object_start, {}, {}, 0});
+        break;
+      case Json::parse_event_t::key: {
+        Frame& f = frames.back();
+        f.key = parsed.get<std::string>();
+        if (!f.keys.insert(f.key).second) {
+          d.error(where, pointer_to(f.key), fmt::format("key \"{}\" given twice in one object (the last would win)",
+                                                        f.key));
+        }
+        break;
+      }
+      case Json::parse_event_t::object_end:
+      case Json::parse_event_t::array_end:
+        frames.pop_back();
+        element_done();
+        break;
+      case Json::parse_event_t::value:
+        element_done();
+        break;
+    }
+    return true;
+  };
+  Json doc;
+  try {
+    doc = Json::parse(text, check);
+  } catch (const TooDeep&) {
+    d.error(where, "", fmt::format("nested deeper than {} levels (a hardware config is a few levels deep)", kMaxJsonDepth));
+    return std::nullopt;
+  }
+  if (d.size() != before) return std::nullopt;
+  return doc;
 }
 
 }  // namespace syntorch::hw::detail

@@ -29,6 +29,13 @@ struct ParseContext {
 
 std::string child_pointer(const std::string& parent, std::string_view key);
 std::string child_pointer(const std::string& parent, std::size_t index);
+// Parses JSON text as a config is read: at most kMaxJsonDepth levels deep (deeper text is
+// refused before it is built: nothing recurses over it), and no key given twice in one object
+// (the last would silently win). Problems are added under `where` with the key's JSON pointer;
+// a syntax error throws nlohmann's parse_error as Json::parse does.
+inline constexpr std::size_t kMaxJsonDepth = 64;
+std::optional<Json> parse_json_checked(const std::string& text, const std::string& where, Diagnostics& diagnostics);
+
 // A short rendering of a JSON value for messages ("3350", "\"fast\"", "an object").
 std::string describe_json(const Json& v);
 

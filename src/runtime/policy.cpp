@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "ops/op_type.hpp"
+#include "syntorch/base/input_file.hpp"
 #include "syntorch/base/key_value.hpp"
 
 namespace syntorch::runtime {
@@ -95,15 +96,13 @@ KernelPolicy KernelPolicy::load(const std::string& text, Diagnostics& d, const s
 
 KernelPolicy KernelPolicy::load_file(const std::string& path, Diagnostics& d) {
   KernelPolicy p;
-  std::ifstream in(path);
-  if (!in) {
-    d.error(path, "", "cannot open the policy file");
-    return p;
-  }
+  const std::optional<std::string> text =
+      read_input_file(path, "a JSON or YAML kernel policy", d, "", std::uint64_t{1} << 20);
+  if (!text) return p;
   // YAML is a superset of JSON, so one parser reads both.
   YAML::Node root;
   try {
-    root = YAML::Load(in);
+    root = YAML::Load(*text);
   } catch (const YAML::Exception& e) {
     d.error(path, "", fmt::format("malformed policy file at line {}, column {}: {}", e.mark.line + 1, e.mark.column + 1, e.msg));
     return p;

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "syntorch/base/input_file.hpp"
+
 #include <algorithm>
 #include <filesystem>
 #include <set>
@@ -139,11 +141,10 @@ Study load_study(const std::string& path) {
   Diagnostics d;
   Reporter r(path, d);
   YAML::Node root;
+  const std::optional<std::string> text = read_input_file(path, "a YAML study", d, "", std::uint64_t{1} << 20);
+  if (!text) throw InputError(std::move(d));
   try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    d.error(path, "", "cannot open the file");
-    throw InputError(std::move(d));
+    root = YAML::Load(*text);
   } catch (const YAML::ParserException& e) {
     r.error_at_line(e.mark.line + 1, "", fmt::format("malformed YAML: {}", e.msg));
     throw InputError(std::move(d));

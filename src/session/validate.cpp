@@ -5,9 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
+#include <sstream>
 #include <memory>
 
+#include "syntorch/base/input_file.hpp"
 #include "syntorch/base/key_value.hpp"
 #include "syntorch/hw/machine.hpp"
 #include "syntorch/runtime/op_params.hpp"
@@ -243,11 +244,9 @@ std::string validation_family(const std::string& op) {
 
 ValidationReport validate_measurements(const ValidateOptions& o) {
   Diagnostics bad;
-  std::ifstream in(o.file);
-  if (!in) {
-    bad.error(o.file, "", "cannot open the file");
-    throw InputError(std::move(bad));
-  }
+  const std::optional<std::string> text = read_input_file(o.file, "a measurements CSV", bad);
+  if (!text) throw InputError(std::move(bad));
+  std::istringstream in(*text);
   std::string line;
   std::getline(in, line);
   const auto header = split_csv(line);

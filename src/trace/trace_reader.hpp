@@ -28,6 +28,9 @@ class InputFile : public std::streambuf {
     const std::filesystem::file_status st = std::filesystem::status(path, ec);
     if (!std::filesystem::exists(st)) throw TraceFileError(fmt::format("cannot read '{}': no such file", path.string()));
     if (std::filesystem::is_directory(st)) throw TraceFileError(fmt::format("cannot read '{}': it is a directory", path.string()));
+    if (!std::filesystem::is_regular_file(st)) {  // a FIFO or a device would block or never end
+      throw TraceFileError(fmt::format("cannot read '{}': not a regular file", path.string()));
+    }
     file_ = gzopen(path.c_str(), "rb");
     if (file_ == nullptr) {
       throw TraceFileError(fmt::format("cannot read '{}': {}", path.string(), errno != 0 ? std::strerror(errno) : "?"));

@@ -1,6 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 
 
 #include "run_cli.hpp"
@@ -75,13 +80,43 @@ TEST(Cli, ShowAppliesSetOverrides) {
   EXPECT_NE(r.out.find("6.7 TB/s"), std::string::npos);
 }
 
+TEST(Cli, ConfigsThatAreNotFilesOrNestTooDeepOrRepeatAKeyAreRefused) {
+  const auto dir = std::filesystem::temp_directory_path() / ("syntorch_cli_inputs_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string fifo = (dir / "fifo.json").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string deep = (dir / "deep.json").string();
+  std::ofstream(deep) << R"({"name": "x", "notes": )" << std::string(200'000, '[') << std::string(200'000, ']') << "}";
+  const std::string twice = (dir / "twice.json").string();
+  std::ofstream(twice) << R"({"name": "a", "components": {"gpu": {"type": "group", "count": 1, "count": 2}}, "name": "b"})";
+  std::filesystem::create_symlink("/dev/zero", dir / "zero.json");
+  const std::string zero = (dir / "zero.json").string();
+  struct Case {
+    std::string file;
+    std::vector<std::string> messages;
+  };
+  for (const Case& c : std::vector<Case>{
+           {fifo, {fifo + ": is a FIFO, not a regular file (expected a JSON hardware config)"}},
+           {"/dev/zero", {"/dev/zero: is a character device, not a regular file"}},
+           {zero, {zero + ": is a character device, not a regular file"}},
+           {deep, {deep + ": nested deeper than 64 levels"}},
+           {twice,
+            {twice + ":/components/gpu/count: key \"count\" given twice in one object",
+             twice + ":/name: key \"name\" given twice in one object"}}}) {
+    const Result r = run_cli({"hw", "validate", c.file});
+    EXPECT_EQ(r.code, kExitBadInput) << c.file;
+    for (const std::string& m : c.messages) EXPECT_NE(r.err.find(m), std::string::npos) << m << "\ngot: " << r.err;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Cli, BadInputExitsTwoWithAClearMessage) {
   struct Case {
     std::vector<std::string> args;
     std::string message;
   };
   for (const auto& c : std::vector<Case>{
-           {{"hw", "show", "no_such.json"}, "no_such.json: cannot open the file"},
+           {{"hw", "show", "no_such.json"}, "no_such.json: no such file (expected a JSON hardware config)"},
            {{"hw", "show", "hw_configs/dgx_h100.json", "--set", "oops"}, "--set oops: expected /json/pointer=value"},
            {{"hw", "show", "hw_configs/dgx_h100.json", "--set", "/components/gpu/count=0"},
             "--set:/components/gpu/count: expected an integer >= 1, got 0"},
@@ -90,7 +125,7 @@ TEST(Cli, BadInputExitsTwoWithAClearMessage) {
             "--set:/components/gpu/count: expected an integer >= 1, got \"1e999\""},
            {{"hw", "show", "hw_configs/dgx_h100.json", "--set", "/components/pcie/endpoints/99999999999999999999999/x=1"},
             "names no object in the config"},
-           {{"hw", "show", "hw_configs"}, "hw_configs: is a folder, not a JSON file"},
+           {{"hw", "show", "hw_configs"}, "hw_configs: is a folder, not a regular file (expected a JSON hardware config)"},
            {{"hw", "frobnicate"}, "unknown subcommand \"frobnicate\" for syntorch hw (valid: validate, show)"},
            {{"hw", "shwo", "x.json"}, "unknown subcommand \"shwo\" for syntorch hw, did you mean \"show\"?"},
            {{"hw", "show", "hw_configs/dgx_h100.json", "--colour"}, "--colour"},
