@@ -129,7 +129,14 @@ TEST(Cli, BadInputExitsTwoWithAClearMessage) {
            {{"hw", "frobnicate"}, "unknown subcommand \"frobnicate\" for syntorch hw (valid: validate, show)"},
            {{"hw", "shwo", "x.json"}, "unknown subcommand \"shwo\" for syntorch hw, did you mean \"show\"?"},
            {{"hw", "show", "hw_configs/dgx_h100.json", "--colour"}, "--colour"},
-           {{}, "A subcommand is required"}}) {
+           {{}, "A subcommand is required"},
+           {{"simulate", "--model", "gpt3-125m", "--hw", ""}, "--hw: expected a value, got an empty string"},
+           {{"simulate", "--model", "gpt3-125m", "--policy", ""}, "--policy: expected a value, got an empty string"},
+           {{"simulate", "--model", "gpt3-125m", "--trace", ""}, "--trace: expected a value, got an empty string"},
+           {{"simulate", "--model", "gpt3-125m", "--micro-batches", ""}, "--micro-batches: expected a value"},
+           {{"kernel", "gemm", "--hw", "hw_configs/h100_sxm5_80gb.json", "--m", "8", "--n", "8", "--k", "8", "--algo", ""},
+            "--algo: expected a value, got an empty string"},
+           {{"sweep", "studies/gpu_generations_13b.yaml", "--jobs", "-1"}, "--jobs: Value -1 not in range 1 to 4096"}}) {
     const Result r = run_cli(c.args);
     EXPECT_EQ(r.code, kExitBadInput) << c.message;
     EXPECT_NE((r.out + r.err).find(c.message), std::string::npos) << "expected: " << c.message << "\ngot: " << r.err;

@@ -33,6 +33,18 @@ std::string unknown_subcommand(CLI::App& app, const std::vector<std::string>& ar
   return {};
 }
 
+// Every option that takes a value refuses an empty one (`--hw ""` silently meant the default,
+// `--policy ""` no policy): a rule for the whole command line, not per flag.
+void refuse_empty_values(CLI::App& app) {
+  const CLI::Validator non_empty(
+      [](std::string& value) { return value.empty() ? std::string("expected a value, got an empty string") : ""; },
+      "", "NONEMPTY");
+  for (CLI::Option* opt : app.get_options([](CLI::Option* o) { return o->get_expected_min() > 0; })) {
+    opt->check(non_empty);
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) refuse_empty_values(*sub);
+}
+
 // The command line: every subcommand, one table line each.
 void build_app(CLI::App& app, Context& ctx) {
   app.set_version_flag("--version", std::string("syntorch ") + kVersion);
@@ -43,6 +55,7 @@ void build_app(CLI::App& app, Context& ctx) {
   add_simulate_command(app, ctx);
   add_sweep_command(app, ctx);
   add_trace_command(app, ctx);
+  refuse_empty_values(app);
 }
 
 void collect_paths(CLI::App& app, std::vector<std::string>& prefix, std::vector<std::vector<std::string>>& out) {

@@ -206,7 +206,7 @@ void add_sweep_command(CLI::App& app, Context& ctx) {
   auto o = std::make_shared<SweepOptions>();
   CLI::App* s = app.add_subcommand("sweep", "Run a what-if study (a YAML file of a base run and axes) in parallel");
   s->add_option("study", o->study, "Study file (YAML)")->required();
-  s->add_option("--jobs,-j", o->jobs, "Points run at once (default: every core)");
+  s->add_option("--jobs,-j", o->jobs, "Points run at once (default: every core)")->check(CLI::Range(1, 4096));
   s->add_option("--out", o->out, "Output folder (default: sweeps/<study name>)");
   s->callback([&ctx, o] { ctx.action = [&ctx, o] { return run_sweep(*o, ctx); }; });
 }
