@@ -46,7 +46,7 @@ std::string describe_json(const Json& v) {
   if (v.is_object()) return "an object";
   if (v.is_array()) return "a list";
   if (v.is_null()) return "null";
-  std::string s = v.dump();
+  std::string s = v.dump(-1, ' ', false, Json::error_handler_t::replace);
   if (s.size() > 60) s = s.substr(0, 57) + "...";
   return s;
 }

@@ -19,8 +19,9 @@ namespace syntorch::session {
 
 namespace {
 
-// Splits one CSV line (RFC 4180 quoting).
-std::vector<std::string> split_csv(const std::string& line) {
+// Splits one CSV line (RFC 4180 quoting); `unterminated` is set when a quote is left open (a
+// field with a line break, or a file cut off mid-row).
+std::vector<std::string> split_csv(const std::string& line, bool* unterminated = nullptr) {
   std::vector<std::string> out(1);
   bool quoted = false;
   for (std::size_t i = 0; i < line.size(); ++i) {
@@ -42,6 +43,7 @@ std::vector<std::string> split_csv(const std::string& line) {
       out.back() += c;
     }
   }
+  if (unterminated != nullptr) *unterminated = quoted;
   return out;
 }
 
@@ -251,16 +253,22 @@ ValidationReport validate_measurements(const ValidateOptions& o) {
   std::getline(in, line);
   const auto header = split_csv(line);
   const std::vector<std::string> expected{"id", "op", "hw", "params", "metric", "value", "unit", "source"};
-  if (header.size() < 7 || !std::equal(expected.begin(), expected.begin() + 7, header.begin())) {
+  if (header != expected) {
     bad.error(o.file + ":1", "", fmt::format("expected the header {}, got \"{}\"", join(expected, ","), line));
     throw InputError(std::move(bad));
   }
   ValidationReport report;
   for (int number = 2; std::getline(in, line); ++number) {
     if (line.empty() || line == "\r") continue;
-    const auto f = split_csv(line);
-    if (f.size() < 7) {
-      bad.error(fmt::format("{}:{}", o.file, number), "", fmt::format("expected at least 7 fields, got {}", f.size()));
+    bool unterminated = false;
+    const auto f = split_csv(line, &unterminated);
+    if (unterminated) {
+      bad.error(fmt::format("{}:{}", o.file, number), "", "a quoted field is not closed on its line");
+      continue;
+    }
+    if (f.size() != expected.size()) {
+      bad.error(fmt::format("{}:{}", o.file, number), "",
+                fmt::format("expected {} fields ({}), got {}", expected.size(), join(expected, ","), f.size()));
       continue;
     }
     ValidationRow r;

@@ -59,10 +59,29 @@ TEST(Validate, AMalformedFileIsRejectedWholeNamingEachLine) {
     FAIL() << "no error";
   } catch (const InputError& e) {
     const std::string text = e.diagnostics().to_string();
-    EXPECT_NE(text.find(file + ":2: expected at least 7 fields, got 3"), std::string::npos) << text;
+    EXPECT_NE(text.find(file + ":2: expected 8 fields (id,op,hw,params,metric,value,unit,source), got 3"),
+              std::string::npos)
+        << text;
     EXPECT_NE(text.find(file + ":3:value: expected a positive finite number, got \"-3\""), std::string::npos) << text;
   }
   o.file = source("no/such.csv");
+  EXPECT_THROW(session::validate_measurements(o), InputError);
+}
+
+TEST(Validate, ExtraFieldsARenamedColumnOrARowCutOffMidQuoteAreReported) {
+  session::ValidateOptions o;
+  o.file = write("syntorch_validate_fields.csv", std::string(kHeader) +
+                                                    "A,gemm,a100_sxm4_80gb,m=8 n=8 k=8,latency,1,ms,x,extra\n"
+                                                    "B,gemm,a100_sxm4_80gb,\"m=8 n=8");
+  try {
+    session::validate_measurements(o);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    const std::string text = e.diagnostics().to_string();
+    EXPECT_NE(text.find(":2: expected 8 fields"), std::string::npos) << text;
+    EXPECT_NE(text.find(":3: a quoted field is not closed on its line"), std::string::npos) << text;
+  }
+  o.file = write("syntorch_validate_header.csv", "id,op,hw,params,metric,value,unit,origin\n");
   EXPECT_THROW(session::validate_measurements(o), InputError);
 }
 

@@ -154,7 +154,7 @@ int run_kernel(const KernelOptions& o, Context& ctx) {
   runtime::Predictor predictor(*machine, policy);
   const runtime::Prediction p = predictor.predict(op, timing);  // InputError -> exit 2 in run()
   if (o.json) {
-    ctx.out << to_json(op, *machine, p, timing).dump(2) << "\n";
+    ctx.out << to_json(op, *machine, p, timing).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     print_text(ctx.out, op, *machine, p, timing);
   }

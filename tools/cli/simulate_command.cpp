@@ -226,7 +226,7 @@ int run_simulate(const SimulateOptions& o, Context& ctx) {
   const session::RunReport report = session::simulate_generation(*machine, policy, spec, &recorder, level);
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (o.json) {
-    ctx.out << report_json(report, spec, *machine).dump(2) << "\n";
+    ctx.out << report_json(report, spec, *machine).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else if (report.oom) {
     print_oom(ctx.out, *report.engine.oom, spec);
   } else {

@@ -53,7 +53,7 @@ int run_validate(const ValidateOptions& o, Context& ctx) {
     }
     j["summary"] = to_json(report.by_op);
     j["families"] = to_json(report.by_family);
-    ctx.out << j.dump(2) << "\n";
+    ctx.out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return exit_code;
   }
   ctx.out << fmt::format("{:<6} {:<10} {:<16} {:>12} {:>12} {:>8}  {}\n", "id", "op", "hw", "measured", "predicted",

@@ -168,7 +168,7 @@ OutputFiles write_outputs(const session::Study& s, const std::vector<session::Sw
     jrows.push_back(std::move(row));
   }
   files.json = (dir / "results.json").string();
-  write_file(files.json, j.dump(2) + "\n");
+  write_file(files.json, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 
   // Plots: each chosen metric over the first axis, one series per combination of the others
   // (zipped axes: one series over the zipped points).
