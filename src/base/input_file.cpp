@@ -23,6 +23,11 @@ const char* file_type(mode_t mode) {
 }
 }  // namespace
 
+bool exists_no_throw(const std::filesystem::path& path) {
+  std::error_code ec;
+  return std::filesystem::exists(path, ec) && !ec;
+}
+
 std::string input_file_problem(const std::string& path, std::string_view kind, std::uint64_t max_bytes) {
   if (path.empty()) return fmt::format("an empty path (expected {})", kind);
   struct stat st {};

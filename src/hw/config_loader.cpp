@@ -116,7 +116,7 @@ bool load_document(const std::string& file, std::vector<std::string>& chain, Jso
       return false;
     }
     const std::string base_file = (fs::path(file).parent_path() / ext->get<std::string>()).lexically_normal().string();
-    if (!fs::exists(base_file)) {
+    if (!exists_no_throw(base_file)) {
       ctx.diagnostics.error(file, "/extends", fmt::format("extends \"{}\", which does not exist (looked for {})",
                                                           ext->get<std::string>(), base_file));
       chain.pop_back();
@@ -169,7 +169,7 @@ void expand_nested(Json& components, const std::string& pointer, ParseContext& c
         continue;
       }
       const std::string sub_file = (fs::path(from).parent_path() / ext->get<std::string>()).lexically_normal().string();
-      if (!fs::exists(sub_file)) {
+      if (!exists_no_throw(sub_file)) {
         ctx.diagnostics.error(from, cp + "/extends",
                               fmt::format("extends \"{}\", which does not exist (looked for {})", ext->get<std::string>(), sub_file));
         c.erase("extends");

@@ -74,7 +74,8 @@ const Json* ObjectReader::lookup(std::string_view key, bool required, std::strin
 
 std::optional<double> ObjectReader::quantity(std::string_view key, bool required, std::string_view kind,
                                              std::string_view example,
-                                             std::optional<double> (*parse)(std::string_view), bool allow_zero) {
+                                             std::optional<double> (*parse)(std::string_view), bool allow_zero,
+                                             const Range& range) {
   const std::string expected = fmt::format("a {} like \"{}\"", kind, example);
   const Json* v = lookup(key, required, expected);
   if (!v) return std::nullopt;
@@ -92,20 +93,28 @@ std::optional<double> ObjectReader::quantity(std::string_view key, bool required
     error(key, fmt::format("{} must be {}, got \"{}\"", kind, allow_zero ? "zero or more" : "positive", text));
     return std::nullopt;
   }
+  if ((*value != 0 && *value < range.min) || *value > range.max) {
+    error(key, fmt::format("{} must be {} (beyond that no simulated run is meaningful), got \"{}\"", kind,
+                           range.text, text));
+    return std::nullopt;
+  }
   return value;
 }
 
 std::optional<double> ObjectReader::bandwidth(std::string_view key, bool required) {
-  return quantity(key, required, "bandwidth", "3.35 TB/s", &units::parse_bandwidth_bytes_per_s, false);
+  return quantity(key, required, "bandwidth", "3.35 TB/s", &units::parse_bandwidth_bytes_per_s, false,
+                  {1e6, 1e18, "between 1 MB/s and 1 EB/s"});
 }
 std::optional<double> ObjectReader::size(std::string_view key, bool required) {
-  return quantity(key, required, "size", "80 GiB", &units::parse_size_bytes, false);
+  return quantity(key, required, "size", "80 GiB", &units::parse_size_bytes, false,
+                  {0, 0x1p50, "at most 1 PiB"});
 }
 std::optional<double> ObjectReader::frequency(std::string_view key, bool required) {
-  return quantity(key, required, "frequency", "1.83 GHz", &units::parse_frequency_hz, false);
+  return quantity(key, required, "frequency", "1.83 GHz", &units::parse_frequency_hz, false,
+                  {1e6, 1e12, "between 1 MHz and 1 THz"});
 }
 std::optional<double> ObjectReader::time(std::string_view key, bool required) {
-  return quantity(key, required, "time", "2 us", &units::parse_time_s, true);
+  return quantity(key, required, "time", "2 us", &units::parse_time_s, true, {0, 10, "at most 10 s"});
 }
 
 std::optional<std::uint32_t> ObjectReader::count(std::string_view key, bool required, std::uint32_t min_value) {

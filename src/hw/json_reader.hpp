@@ -67,9 +67,16 @@ class ObjectReader {
 
  private:
   const Json* lookup(std::string_view key, bool required, std::string_view expected);
+  // The values a quantity may take: positive ones in [min, max] (zero where allowed), and how
+  // to say so.
+  struct Range {
+    double min;
+    double max;
+    std::string_view text;
+  };
   std::optional<double> quantity(std::string_view key, bool required, std::string_view kind,
                                  std::string_view example, std::optional<double> (*parse)(std::string_view),
-                                 bool allow_zero);
+                                 bool allow_zero, const Range& range);
 
   const Json& object_;
   std::string pointer_;

@@ -127,12 +127,12 @@ void Executor::launch(const Kernel& kernel, KernelRun& result, sim::EventFn on_d
     const double hbm_rate = hw_.network().capacity(hbm);
     result.start_ps = sim.now();
     result.overhead_ps = units::seconds_to_ps(dev.compute.kernel_overhead_s);
-    sim::TimePs t = result.start_ps + result.overhead_ps;
+    sim::TimePs t = sim::add_time(result.start_ps, result.overhead_ps);
     for (int i = 0; i < r.plan.count; ++i) {
       const PhaseTimes p = alone(r.plan.phases[i], hbm_rate);
       result.compute_ps += p.compute_ps;
       result.memory_ps += p.memory_ps;
-      t += std::max(p.compute_ps, p.memory_ps);
+      t = sim::add_time(t, std::max(p.compute_ps, p.memory_ps));
     }
     r.solo = true;
     r.solo_event = sim.at(t, &Executor::on_solo_done, this, slot);
@@ -165,7 +165,7 @@ void Executor::share_device(std::uint32_t device) {
   // Undo the closed-form totals; the phases account for themselves from here.
   r.result->compute_ps = 0;
   r.result->memory_ps = 0;
-  sim::TimePs t = r.result->start_ps + r.result->overhead_ps;
+  sim::TimePs t = sim::add_time(r.result->start_ps, r.result->overhead_ps);
   if (now < t) {
     sim.at(t, &Executor::on_overhead_done, this, slot);
     return;

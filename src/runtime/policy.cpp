@@ -90,7 +90,7 @@ KernelPolicy KernelPolicy::load(const std::string& text, Diagnostics& d, const s
                                 const std::string& base_dir) {
   if (text.empty()) return {};
   const std::filesystem::path file = std::filesystem::path(base_dir) / text;
-  if (text.find('=') == std::string::npos && std::filesystem::exists(file)) return load_file(file.string(), d);
+  if (text.find('=') == std::string::npos && exists_no_throw(file)) return load_file(file.string(), d);
   return parse(text, d, where);
 }
 

@@ -107,7 +107,7 @@ std::string check_parameter(StudyKind kind, const std::string& key, const std::s
   };
   if (key == "hw") {
     const fs::path file = dir / value;
-    if (!fs::exists(file)) return fmt::format("no hardware config \"{}\" (looked for {})", value, file.string());
+    if (!exists_no_throw(file)) return fmt::format("no hardware config \"{}\" (looked for {})", value, file.string());
     return {};
   }
   if (key == "dtype") {

@@ -197,7 +197,7 @@ void FlowNetwork::schedule_next_completion() {
   if (delay_ps >= 1.8e19) throw std::overflow_error("FlowNetwork: a flow would finish beyond the 2^64 ps clock");
   const double nearest = std::round(delay_ps);
   const TimePs delay = static_cast<TimePs>(std::fabs(delay_ps - nearest) < 1e-3 ? nearest : std::ceil(delay_ps));
-  const TimePs when = sim_.now() + std::max<TimePs>(delay, 1);
+  const TimePs when = sim_.later(std::max<TimePs>(delay, 1));
   if (when == next_completion_ps_) return;  // the pending event is already right
   next_completion_ps_ = when;
   sim_.at<&FlowNetwork::on_completion_event>(when, this, ++completion_version_);

@@ -136,7 +136,11 @@ TEST(Cli, BadInputExitsTwoWithAClearMessage) {
            {{"simulate", "--model", "gpt3-125m", "--micro-batches", ""}, "--micro-batches: expected a value"},
            {{"kernel", "gemm", "--hw", "hw_configs/h100_sxm5_80gb.json", "--m", "8", "--n", "8", "--k", "8", "--algo", ""},
             "--algo: expected a value, got an empty string"},
-           {{"sweep", "studies/gpu_generations_13b.yaml", "--jobs", "-1"}, "--jobs: Value -1 not in range 1 to 4096"}}) {
+           {{"sweep", "studies/gpu_generations_13b.yaml", "--jobs", "-1"}, "--jobs: Value -1 not in range 1 to 4096"},
+           {{"hw", "show", "hw_configs/h200_sxm_141gb.json", "--set", "/components/gpu/components/hbm/bandwidth=3.35 B/s"},
+            "bandwidth must be between 1 MB/s and 1 EB/s"},
+           {{"hw", "show", "hw_configs/h100_sxm5_80gb.json", "--set", "/components/host/sync_latency=1e12 s"},
+            "time must be at most 10 s"}}) {
     const Result r = run_cli(c.args);
     EXPECT_EQ(r.code, kExitBadInput) << c.message;
     EXPECT_NE((r.out + r.err).find(c.message), std::string::npos) << "expected: " << c.message << "\ngot: " << r.err;

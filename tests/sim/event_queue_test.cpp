@@ -172,3 +172,21 @@ TEST(Simulator, StopReturnsAfterTheCurrentEvent) {
 
 }  // namespace
 }  // namespace syntorch::sim
+
+namespace syntorch::sim {
+namespace {
+void nothing(void*, std::uint64_t) {}
+
+TEST(Simulator, ADelayPastTheClocksEndIsAnOverflowNotAnEventInThePast) {
+  Simulator sim;
+  sim.at(1'000, &nothing, nullptr);
+  sim.run();
+  ASSERT_EQ(sim.now(), 1'000u);
+  // now + delay would wrap to before now: that is the clock running out, said as such.
+  EXPECT_THROW(sim.after(kTimeNever - 10, &nothing, nullptr), std::overflow_error);
+  EXPECT_THROW((void)add_time(kTimeNever - 5, 5), std::overflow_error);
+  EXPECT_EQ(add_time(5, 5), 10u);
+  EXPECT_NO_THROW(sim.after(kTimeNever - 2'000, &nothing, nullptr));
+}
+}  // namespace
+}  // namespace syntorch::sim

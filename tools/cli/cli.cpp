@@ -102,6 +102,11 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   } catch (const InputError& e) {
     err << e.diagnostics().to_string();
     return kExitBadInput;
+  } catch (const std::overflow_error& e) {
+    // Only inputs take a run past the clock: a time, bandwidth or size that makes it last longer.
+    err << "error: the run would last longer than the simulator can count (" << e.what()
+        << "); a config value or size makes it that slow\n";
+    return kExitBadInput;
   } catch (const std::exception& e) {
     err << "internal error: " << e.what() << "\n";
     return kExitInternal;

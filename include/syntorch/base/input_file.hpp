@@ -5,6 +5,7 @@
 // each is refused with a message naming the path and what it is.
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,6 +22,10 @@ inline constexpr std::uint64_t kMaxInputFileBytes = std::uint64_t{64} << 20;
 std::optional<std::string> read_input_file(const std::string& path, std::string_view kind, Diagnostics& diagnostics,
                                            const std::string& where = "",
                                            std::uint64_t max_bytes = kMaxInputFileBytes);
+
+// Whether something is at `path`; false, never an exception, when it cannot even be looked up
+// (a symlink loop, a name too long).
+bool exists_no_throw(const std::filesystem::path& path);
 
 // Why `path` cannot be read as an input file ("" when it can): missing, not regular, too big.
 std::string input_file_problem(const std::string& path, std::string_view kind,

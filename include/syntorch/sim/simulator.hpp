@@ -27,7 +27,7 @@ class Simulator {
     return queue_.push(when, fn, obj, arg);
   }
   EventId after(TimePs delay_ps, EventFn fn, void* obj, std::uint64_t arg = 0) {
-    return at(now_ + delay_ps, fn, obj, arg);
+    return at(later(delay_ps), fn, obj, arg);
   }
 
   // Member-function forms: sim.at<&Flow::finish>(when, this) or with an argument
@@ -39,8 +39,12 @@ class Simulator {
   }
   template <auto Method, class T>
   EventId after(TimePs delay_ps, T* obj, std::uint64_t arg = 0) {
-    return at<Method>(now_ + delay_ps, obj, arg);
+    return at<Method>(later(delay_ps), obj, arg);
   }
+
+  // now() + delay_ps; std::overflow_error past the clock's end (rather than wrapping into the
+  // past).
+  TimePs later(TimePs delay_ps) const { return add_time(now_, delay_ps); }
 
   bool cancel(EventId id) { return queue_.cancel(id); }
 

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
 
 namespace syntorch::sim {
 
@@ -13,5 +14,11 @@ inline constexpr TimePs kPsPerUs = 1'000'000;
 inline constexpr TimePs kPsPerMs = 1'000'000'000;
 inline constexpr TimePs kPsPerS = 1'000'000'000'000;
 inline constexpr TimePs kTimeNever = std::numeric_limits<TimePs>::max();
+
+// a + b, or std::overflow_error when the sum passes the clock's end (never a wrap into the past).
+inline TimePs add_time(TimePs a, TimePs b) {
+  if (b >= kTimeNever - a) throw std::overflow_error("a time beyond the simulator's clock (2^64 ps, about 213 days)");
+  return a + b;
+}
 
 }  // namespace syntorch::sim
