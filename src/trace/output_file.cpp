@@ -34,18 +34,18 @@ std::string os_error(int error) { return error != 0 ? std::strerror(error) : "un
 OutputFile::OutputFile(std::filesystem::path path) : OutputFile(std::move(path), Options{}) {}
 
 OutputFile::OutputFile(std::filesystem::path path, Options options) : path_(std::move(path)) {
-  if (path_.empty()) throw std::runtime_error("cannot open a trace file with an empty name");
+  if (path_.empty()) throw OutputError("cannot open a trace file with an empty name");
   struct stat st {};
   in_place_ = ::stat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
   if (in_place_ && S_ISDIR(st.st_mode)) {
-    throw std::runtime_error(fmt::format("cannot write trace file '{}': it is a directory", path_.string()));
+    throw OutputError(fmt::format("cannot write trace file '{}': it is a directory", path_.string()));
   }
   partial_path_ = in_place_ ? path_ : std::filesystem::path(path_.string() + ".partial");
   const int flags = O_WRONLY | O_CLOEXEC | (in_place_ ? 0 : O_CREAT | O_TRUNC);
   fd_ = ::open(partial_path_.c_str(), flags, 0666);
   if (fd_ < 0) {
     const int error = errno;
-    throw std::runtime_error(in_place_ ? fmt::format("cannot open trace file '{}' for writing: {}", path_.string(),
+    throw OutputError(in_place_ ? fmt::format("cannot open trace file '{}' for writing: {}", path_.string(),
                                                      os_error(error))
                                        : fmt::format("cannot open trace file '{}' for writing (creating '{}'): {}",
                                                      path_.string(), partial_path_.string(), os_error(error)));
@@ -58,7 +58,7 @@ OutputFile::OutputFile(std::filesystem::path path, Options options) : path_(std:
     const int level = std::clamp(options.gzip_level, 1, 9);
     if (deflateInit2(&gzip_->stream, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
       discard();
-      throw std::runtime_error(fmt::format("cannot start gzip compression for trace file '{}'", path_.string()));
+      throw OutputError(fmt::format("cannot start gzip compression for trace file '{}'", path_.string()));
     }
     gzip_->initialised = true;
     gzip_->out_capacity = capacity_;
@@ -73,14 +73,14 @@ void OutputFile::check_open(const char* what) const {
   if (state_ == State::kCommitted) {
     throw std::logic_error(fmt::format("trace file '{}': {} after commit()", path_.string(), what));
   }
-  throw std::runtime_error(
+  throw OutputError(
       fmt::format("writing trace file '{}' failed earlier; {} is not possible", path_.string(), what));
 }
 
 void OutputFile::fail(const char* what, int error) {
   discard();
   state_ = State::kFailed;
-  throw std::runtime_error(fmt::format("{} trace file '{}' failed: {}", what, path_.string(), os_error(error)));
+  throw OutputError(fmt::format("{} trace file '{}' failed: {}", what, path_.string(), os_error(error)));
 }
 
 void OutputFile::write_fd(const char* data, std::size_t size) {

@@ -6,6 +6,7 @@
 #include "commands.hpp"
 #include "syntorch/base/diagnostics.hpp"
 #include "syntorch/base/version.hpp"
+#include "syntorch/trace/output_file.hpp"
 
 namespace syntorch::cli {
 
@@ -101,6 +102,9 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     return ctx.action();
   } catch (const InputError& e) {
     err << e.diagnostics().to_string();
+    return kExitBadInput;
+  } catch (const trace::OutputError& e) {
+    err << "error: " << e.what() << " (nothing half-written was left)\n";
     return kExitBadInput;
   } catch (const std::overflow_error& e) {
     // Only inputs take a run past the clock: a time, bandwidth or size that makes it last longer.

@@ -12,10 +12,18 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <stdexcept>
 #include <memory>
 #include <string_view>
 
 namespace syntorch::trace {
+
+// A trace file that cannot be written (an unwritable path, a full device, past the file-size
+// limit): the destination the user named is at fault, so front ends report it as bad input.
+class OutputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 class OutputFile {
  public:

@@ -72,7 +72,7 @@ std::uint32_t Rank::allocate(std::uint64_t bytes, os::MemoryUse use, std::string
 void Rank::free(std::uint32_t handle) {
   allocator_.free(handle);
   if (handle < live_.size()) {
-    if (core_.trace_memory) mark_memory(false, live_[handle], handle);
+    if (core_.trace_memory) quietly([&] { mark_memory(false, live_[handle], handle); });
     live_[handle] = Live{};
   }
 }
@@ -267,7 +267,7 @@ void Rank::graph_end() {
   os::HostAction launch;
   launch.host_ps = core_.costs.graph_ps;
   launch.set_note<&Rank::note_span>(this, intern("cudaGraphLaunch"));
-  graph_.end(launch, [&](const os::HostAction& a) { queue_.push(a); });
+  quietly([&] { graph_.end(launch, [&](const os::HostAction& a) { queue_.push(a); }); });
 }
 
 void Rank::scope_begin(std::string_view name) {
@@ -279,7 +279,7 @@ void Rank::scope_begin(std::string_view name) {
 void Rank::scope_end() {
   os::HostAction a;
   a.set_note<&Rank::note_scope_end>(this);
-  push(a);
+  quietly([&] { push(a); });
 }
 
 }  // namespace syntorch::runtime::detail

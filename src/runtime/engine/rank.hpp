@@ -165,6 +165,16 @@ class Rank final : public RankContext {
   void push(const os::HostAction& a) {
     if (!graph_.record(a)) queue_.push(a);
   }
+  // For calls that destructors make (a tensor's free, a scope's or a graph's end): once the run
+  // has stopped listening, the action is dropped instead of thrown out of a noexcept destructor;
+  // the program unwinds at its next call.
+  template <class Push>
+  static void quietly(Push&& push) {
+    try {
+      push();
+    } catch (const os::QueueAborted&) {
+    }
+  }
   void mark_memory(bool allocated, const Live& l, std::uint32_t handle);
   const std::vector<LoweredKernel>& lower(const OpDesc& op);
   template <class Describe>
