@@ -10,8 +10,20 @@ std::string Diagnostic::to_string() const {
   return fmt::format("{}:{}: {}", where, path, message);
 }
 
+namespace {
+// Long text echoed back (a 2 MiB key, a pasted file) is cut: the start says enough.
+std::string cut(std::string text, std::size_t most) {
+  if (text.size() <= most) return text;
+  const std::size_t dropped = text.size() - most;
+  text.resize(most);
+  while (!text.empty() && (static_cast<unsigned char>(text.back()) & 0xC0) == 0x80) text.pop_back();  // whole UTF-8
+  if (!text.empty() && static_cast<unsigned char>(text.back()) >= 0xC0) text.pop_back();
+  return text + fmt::format("... ({} more bytes)", dropped);
+}
+}  // namespace
+
 void Diagnostics::error(std::string where, std::string path, std::string message) {
-  items_.push_back({std::move(where), std::move(path), std::move(message)});
+  items_.push_back({cut(std::move(where), 300), cut(std::move(path), 300), cut(std::move(message), 2000)});
 }
 
 void Diagnostics::append(const Diagnostics& other) {

@@ -72,14 +72,25 @@ std::optional<GPTConfig> parse_gpt_config(const std::string& spec, Diagnostics& 
     const std::string& text = kv.value;
     std::int64_t v = 0;
     auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc{} || p != text.data() + text.size() || v <= 0 || v > (std::int64_t{1} << 40)) {
+    if (ec != std::errc{} || p != text.data() + text.size() || v <= 0) {
       d.error(where, "", fmt::format("model \"{}\": {} expects a positive integer, got \"{}\"", spec, kv.key, text));
+      continue;
+    }
+    // Bounds past every published model by far, so a typo cannot start a run of days.
+    const std::int64_t most = kv.key == "layers" || kv.key == "heads" || kv.key == "head_dim" ? 4096
+                              : kv.key == "hidden"                                            ? 1 << 18
+                              : kv.key == "ffn"                                               ? 1 << 20
+                                                                                              : 1 << 24;
+    if (v > most) {
+      d.error(where, "", fmt::format("model \"{}\": {} must be at most {}, got {}", spec, kv.key, most, text));
       continue;
     }
     values[kv.key] = v;
   }
   for (const char* required : {"layers", "hidden", "heads", "vocab"}) {
-    if (!values.count(required)) d.error(where, "", fmt::format("model \"{}\": missing {}=", spec, required));
+    const bool given = spec.find(std::string(",") + required + "=") != std::string::npos ||
+                       spec.find(std::string(":") + required + "=") != std::string::npos;
+    if (!values.count(required) && !given) d.error(where, "", fmt::format("model \"{}\": missing {}=", spec, required));
   }
   if (d.size() != before) return std::nullopt;
   GPTConfig c;

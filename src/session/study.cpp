@@ -6,6 +6,7 @@
 #include "syntorch/base/input_file.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <set>
 
@@ -16,6 +17,10 @@
 #include "syntorch/runtime/policy.hpp"
 
 namespace syntorch::session {
+
+namespace {
+constexpr std::uint64_t kDefaultMaxStudyPoints = 100'000;
+}  // namespace
 
 namespace fs = std::filesystem;
 
@@ -156,9 +161,29 @@ Study load_study(const std::string& path) {
   Study s;
   s.file = path;
   const fs::path dir = fs::path(path).parent_path();
-  check_keys(r, root, "", {"name", "description", "kind", "base", "set", "axes", "combine", "metrics"});
+  check_keys(r, root, "", {"name", "description", "kind", "base", "set", "axes", "combine", "metrics", "max_points"});
   s.name = fs::path(path).stem().string();
   if (root["name"]) scalar(r, root["name"], "/name", s.name);
+  // The name becomes a folder under sweeps/: one plain component.
+  if (s.name.empty() || s.name == "." || s.name == ".." || s.name.find('/') != std::string::npos ||
+      s.name.find('\0') != std::string::npos || s.name.size() > 100) {
+    r.error(root["name"] ? root["name"] : root, "/name",
+            fmt::format("expected a name for a folder under sweeps/ (no \"/\", not \".\" or \"..\", at most 100 "
+                        "characters), got \"{}\"", s.name.substr(0, 100)));
+  }
+  std::uint64_t max_points = kDefaultMaxStudyPoints;
+  if (const YAML::Node m = root["max_points"]) {
+    std::string text;
+    if (scalar(r, m, "/max_points", text)) {
+      std::uint64_t v = 0;
+      const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+      if (ec != std::errc{} || p != text.data() + text.size() || v == 0 || v > (std::uint64_t{1} << 32)) {
+        r.error(m, "/max_points", fmt::format("expected a positive integer up to 2^32, got \"{}\"", text));
+      } else {
+        max_points = v;
+      }
+    }
+  }
   if (root["description"]) scalar(r, root["description"], "/description", s.description);
   if (const YAML::Node k = root["kind"]) {
     std::string kind;
@@ -349,6 +374,24 @@ Study load_study(const std::string& path) {
           }
         }
       }
+    }
+  }
+  if (d.empty() && !s.axes.empty()) {
+    // Say the point count before anything runs, and refuse more than asked for.
+    std::uint64_t points = s.zip ? s.axes.front().values.size() : 1;
+    std::vector<std::string> sizes;
+    for (const Axis& a : s.axes) {
+      sizes.push_back(std::to_string(a.values.size()));
+      if (!s.zip) points = points > (std::uint64_t{1} << 40) / std::max<std::size_t>(1, a.values.size())
+                               ? std::uint64_t{1} << 40
+                               : points * a.values.size();
+    }
+    if (points > max_points) {
+      r.error(root["axes"], "/axes",
+              fmt::format("{} points ({}{}): more than the {} a study may run (raise max_points to run them, or split "
+                          "the study)",
+                          points >= (std::uint64_t{1} << 40) ? "over 2^40" : std::to_string(points), join(sizes, " x "),
+                          s.zip ? ", zipped" : "", max_points));
     }
   }
   if (!d.empty()) throw InputError(std::move(d));

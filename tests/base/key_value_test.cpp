@@ -45,4 +45,12 @@ TEST(KeyValue, MalformedItemsAndRepeatedKeysAreReportedAndLeftOut) {
   EXPECT_EQ(rows.to_string(), "file row B1:m: given twice\n");
 }
 
+TEST(Diagnostics, LongEchoedTextIsCut) {
+  Diagnostics d;
+  d.error("f", std::string(10'000, 'k'), "unknown key \"" + std::string(2 << 20, 'x') + "\"");
+  const std::string text = d.to_string();
+  EXPECT_LT(text.size(), 3'000u);
+  EXPECT_NE(text.find("more bytes)"), std::string::npos);
+}
+
 }  // namespace

@@ -38,7 +38,8 @@ TEST(ModelZoo, CustomShapesParseAndBadOnesNameTheProblem) {
            {"gpt:layers=2,hidden=64,heads=4,vocab=10,depth=3", "unknown key \"depth\""},
            {"gpt:layers=x,hidden=64,heads=4,vocab=10", "layers expects a positive integer, got \"x\""},
            {"gpt:layers=2,hidden=65,heads=4,vocab=10", "must be a multiple of heads"},
-           {"gpt:layers=2,layers=3,hidden=64,heads=4,vocab=10", "layers given twice"}}) {
+           {"gpt:layers=2,layers=3,hidden=64,heads=4,vocab=10", "layers given twice"},
+           {"gpt:layers=1000000000,hidden=64,heads=4,vocab=10", "layers must be at most 4096, got 1000000000"}}) {
     Diagnostics bad;
     EXPECT_FALSE(models::parse_model(spec, bad, "--model")) << spec;
     EXPECT_NE(bad.to_string().find(message), std::string::npos) << bad.to_string();
