@@ -202,7 +202,13 @@ void apply_override(Json& doc, const Override& o, ParseContext& ctx) {
   const std::string where = fmt::format("--set {}={}", o.pointer, o.value_text);
   Json value;
   try {
-    value = Json::parse(o.value_text);
+    Diagnostics checks;
+    std::optional<Json> parsed = detail::parse_json_checked(o.value_text, where, checks);
+    if (!parsed) {  // too deep, or a key twice
+      ctx.diagnostics.append(checks);
+      return;
+    }
+    value = std::move(*parsed);
   } catch (const Json::exception&) {  // not JSON (or a number out of range): a plain string
     value = o.value_text;
   }

@@ -55,7 +55,9 @@ TEST(KernelCli, BadInputExitsTwoNamingTheFlag) {
              "--seq-kv", "8", "--head-dim", "64"}, "must be a multiple of kv-heads"},
            {{"kernel", "allreduce", "--hw", "hw_configs/dgx_a100.json", "--ranks", "8", "--bytes", "1MiB", "--algo", "in_switch"},
             "in_switch allreduce needs a switch with in_switch_reduction"},
-           {{"kernel", "allreduce", "--hw", hw, "--ranks", "8", "--bytes", "1MiB"}, "8 ranks requested but the machine has 1 device"},
+           {{"kernel", "allreduce", "--hw", hw, "--ranks", "8", "--bytes", "1MiB"}, "--ranks: 8 ranks requested but hw_configs/a100_sxm4_80gb.json has 1 device"},
+           {{"kernel", "gemm", "--hw", "hw_configs/a100_sxm4_80gb.json", "--m", "0", "--n", "8", "--k", "8"},
+            "--m: gemm needs m > 0"},
            {{"kernel", "gemm", "--hw", hw, "--m", "8", "--n", "8", "--k", "8", "--timing", "wall"}, "--timing"},
            {{"kernel", "softmax", "--hw", hw, "--rows", "2147483648", "--cols", "2147483648", "--dtype", "fp32"},
             "cannot be simulated"}}) {

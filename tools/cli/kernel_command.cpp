@@ -151,6 +151,11 @@ int run_kernel(const KernelOptions& o, Context& ctx) {
     ctx.err << d.to_string();
     return kExitBadInput;
   }
+  if (runtime::is_collective(op.kind) && op.ranks > machine->devices().size()) {
+    ctx.err << fmt::format("--ranks: {} ranks requested but {} has {} device(s)\n", op.ranks, o.hw,
+                           machine->devices().size());
+    return kExitBadInput;
+  }
   runtime::Predictor predictor(*machine, policy);
   const runtime::Prediction p = predictor.predict(op, timing);  // InputError -> exit 2 in run()
   if (o.json) {

@@ -8,7 +8,8 @@
 namespace syntorch::runtime {
 
 void OpCheck::need(std::uint64_t value, std::string_view name) {
-  if (value == 0) error(fmt::format("{} needs {} > 0", op_name(op_.kind), name));
+  // Under the parameter's name, so a front end can name its flag (--seq-q) or row key.
+  if (value == 0) diagnostics_.error(where_, std::string(name), fmt::format("{} needs {} > 0", op_name(op_.kind), name));
 }
 
 void OpCheck::fits(std::initializer_list<std::uint64_t> extents, std::string_view what) {
