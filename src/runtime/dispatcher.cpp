@@ -77,8 +77,7 @@ CollectivePlan Dispatcher::lower_collective(const OpDesc& op, std::span<const st
     std::optional<CollectivePlan> p = algo.build(op, cx);
     if (!p) {
       if (chosen) {
-        fail(machine_.name(), fmt::format("{} {} needs a switch with in_switch_reduction on every rank's route; none "
-                                          "here (dgx_h100 and hgx_h200 have one)", algo.name, op_name(op.kind)));
+        fail(machine_.name(), fmt::format("{} {} needs {}; not here", algo.name, op_name(op.kind), algo.needs));
       }
       continue;
     }

@@ -441,5 +441,27 @@ TEST(KernelPolicy, AnOpGivenTwiceIsAnError) {
   EXPECT_EQ(d.to_string(), "--policy: gemm given twice\n");
 }
 
+TEST(CollectiveRules, DirectAllReduceOnAFullMeshUsesEveryLinkAtOnce) {
+  // Eight MI300X, one 64 GB/s link per pair: a ring uses one link per step, the direct
+  // reduce-scatter and all-gather use all seven at once.
+  const hw::Machine mesh = hw::Machine::load(config_path("mi300x_x8"));
+  OpDesc op;
+  op.kind = OpKind::allreduce;
+  op.ranks = 8;
+  op.bytes = std::uint64_t{1} << 30;
+  const double ring = predict_s(mesh, op, "allreduce=ring");
+  const double direct = predict_s(mesh, op, "allreduce=direct");
+  EXPECT_GT(ring / direct, 4.0);
+  Diagnostics d;
+  Predictor automatic(mesh, KernelPolicy::parse("", d));
+  EXPECT_EQ(automatic.predict(op).plan->algorithm, "direct");
+  // Behind a switch every send of a rank shares its one link: direct is not offered there.
+  const hw::Machine switched = hw::Machine::load(config_path("dgx_h100"));
+  Predictor on_switch(switched, KernelPolicy::parse("", d));
+  EXPECT_NE(on_switch.predict(op).plan->algorithm, "direct");
+  Predictor forced(switched, KernelPolicy::parse("allreduce=direct", d));
+  EXPECT_THROW(forced.predict(op), InputError);
+}
+
 }  // namespace
 }  // namespace syntorch::runtime

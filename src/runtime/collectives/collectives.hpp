@@ -43,6 +43,7 @@ struct CollectiveAlgorithm {
   OpKind op;
   std::string_view name;
   AlgorithmBuilder build;
+  std::string_view needs = "";  // what the topology must have when the builder can decline
 };
 
 // Every (op, algorithm) pair, registered in registry.cpp.
@@ -54,6 +55,8 @@ std::optional<CollectivePlan> ring_reducescatter(const OpDesc& op, const Collect
 std::optional<CollectivePlan> tree_allreduce(const OpDesc& op, const CollectiveContext& cx);
 std::optional<CollectivePlan> in_switch_allreduce(const OpDesc& op, const CollectiveContext& cx);
 std::optional<CollectivePlan> direct_sendrecv(const OpDesc& op, const CollectiveContext& cx);
+std::optional<CollectivePlan> direct_allreduce(const OpDesc& op, const CollectiveContext& cx);  // full meshes only
+double estimate_direct_allreduce_s(const OpDesc& op, const CollectiveContext& cx);
 
 // Predicted time of a plan by the alpha-beta model, for choosing among algorithms.
 double estimate_allreduce_s(const std::string& algorithm, const OpDesc& op, const CollectiveContext& cx);

@@ -5,10 +5,13 @@
 namespace syntorch::runtime::detail {
 
 std::span<const CollectiveAlgorithm> collective_algorithms() {
-  static constexpr std::array<CollectiveAlgorithm, 6> kAlgorithms{{
+  static constexpr std::array<CollectiveAlgorithm, 7> kAlgorithms{{
       {OpKind::allreduce, "ring", &ring_allreduce},
-      {OpKind::allreduce, "in_switch", &in_switch_allreduce},
+      {OpKind::allreduce, "in_switch", &in_switch_allreduce,
+       "a switch with in_switch_reduction on every rank's route (dgx_h100 and hgx_h200 have one)"},
       {OpKind::allreduce, "tree", &tree_allreduce},
+      {OpKind::allreduce, "direct", &direct_allreduce,
+       "a full mesh: a link of its own between every pair of ranks (mi300x_x8 has one)"},
       {OpKind::allgather, "ring", &ring_allgather},
       {OpKind::reducescatter, "ring", &ring_reducescatter},
       {OpKind::sendrecv, "direct", &direct_sendrecv},
