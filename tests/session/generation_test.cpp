@@ -216,3 +216,19 @@ TEST(Generation, InvalidLayoutsAreInputErrors) {
 }
 
 }  // namespace
+
+namespace {
+TEST(Generation, TheNpuWhatIfRunsTensorParallelOverItsRing) {
+  const hw::Machine m = hw::Machine::load(config("npu_systolic_4x.json"));
+  RunSpec spec;
+  spec.model = model("gpt3-350m");
+  spec.tp = 4;
+  spec.dtype = DType::bf16;
+  spec.input_tokens = 64;
+  spec.output_tokens = 4;
+  const auto r = session::simulate_generation(m, {}, spec);
+  ASSERT_FALSE(r.oom);
+  EXPECT_GT(r.breakdown.communication_s, 0);
+  for (const auto& rank : r.engine.ranks) EXPECT_GT(rank.collectives, 0u);
+}
+}  // namespace
