@@ -58,6 +58,9 @@ TEST(KernelCli, BadInputExitsTwoNamingTheFlag) {
            {{"kernel", "allreduce", "--hw", hw, "--ranks", "8", "--bytes", "1MiB"}, "--ranks: 8 ranks requested but hw_configs/a100_sxm4_80gb.json has 1 device"},
            {{"kernel", "gemm", "--hw", "hw_configs/a100_sxm4_80gb.json", "--m", "0", "--n", "8", "--k", "8"},
             "--m: gemm needs m > 0"},
+           {{"kernel", "gemm", "--hw", "hw_configs/a100_sxm4_80gb.json", "--m", "64", "--n", "64", "--k", "64", "--policy",
+             "gemm=tiled:fp8"},
+            "--policy: gpu[0]: fp8 is not supported"},
            {{"kernel", "gemm", "--hw", hw, "--m", "8", "--n", "8", "--k", "8", "--timing", "wall"}, "--timing"},
            {{"kernel", "softmax", "--hw", hw, "--rows", "2147483648", "--cols", "2147483648", "--dtype", "fp32"},
             "cannot be simulated"}}) {

@@ -157,7 +157,16 @@ int run_kernel(const KernelOptions& o, Context& ctx) {
     return kExitBadInput;
   }
   runtime::Predictor predictor(*machine, policy);
-  const runtime::Prediction p = predictor.predict(op, timing);  // InputError -> exit 2 in run()
+  runtime::Prediction p;
+  try {
+    p = predictor.predict(op, timing);
+  } catch (const InputError& e) {
+    // The shape was checked above: what the device cannot run is the implementation or the
+    // precision asked for, so name that flag.
+    const char* flag = !o.algo.empty() ? "--algo" : !o.policy.empty() ? "--policy" : "--dtype";
+    for (const auto& x : e.diagnostics().items()) ctx.err << flag << ": " << x.to_string() << "\n";
+    return kExitBadInput;
+  }
   if (o.json) {
     ctx.out << to_json(op, *machine, p, timing).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
