@@ -129,6 +129,7 @@ EngineResult Engine::run(const std::function<void(RankContext&)>& program) {
   if (core.trace_device) {
     for (auto& rank : e.ranks) rank->close_all_scopes();
   }
+  if (core.tracer) core.tracer->finish();
 
   EngineResult result;
   for (auto& rank : e.ranks) {

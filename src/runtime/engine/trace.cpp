@@ -103,17 +103,45 @@ void EngineTrace::scope_span(int rank, std::uint32_t stream, std::string_view na
 
 void EngineTrace::memory_event(int rank, sim::TimePs at_ps, bool allocate, std::string_view what, std::uint64_t bytes,
                                std::uint64_t allocated_bytes, std::uint64_t reserved_bytes, std::uint64_t id) {
-  const RankTracks& t = ranks_[static_cast<std::size_t>(rank)];
+  RankTracks& t = ranks_[static_cast<std::size_t>(rank)];
   // Alloc or free: the category says which. (`id` pairs them in this layer; traces pair an alloc
   // with its free by tensor name and size, which keeps .pftrace files a quarter of the JSON.)
   (void)id;
-  const trace::Arg args[] = {{"bytes", bytes}};
-  recorder_.instant(t.memory, what, allocate ? "alloc" : "free", at_ps, args);
+  // Allocations (or frees) in one nanosecond become one instant ("x and 170 more"): viewers nest
+  // zero-length events of the same time, and the frees at a program's end went 171 deep.
+  MemoryInstant& m = t.pending_memory;
+  if (m.count > 0 && (m.allocate != allocate || m.at_ps / 1000 != at_ps / 1000)) flush_memory(t);
+  if (m.count == 0) {
+    m.allocate = allocate;
+    m.at_ps = at_ps;
+    m.first.assign(what);
+    m.bytes = 0;
+  }
+  ++m.count;
+  m.bytes += bytes;
   recorder_.counter(t.allocated, at_ps, static_cast<double>(allocated_bytes));
   if (static_cast<double>(reserved_bytes) != t.last_reserved) {  // the cache changes size far less often
-    ranks_[static_cast<std::size_t>(rank)].last_reserved = static_cast<double>(reserved_bytes);
+    t.last_reserved = static_cast<double>(reserved_bytes);
     recorder_.counter(t.reserved, at_ps, static_cast<double>(reserved_bytes));
   }
+}
+
+void EngineTrace::flush_memory(RankTracks& t) {
+  MemoryInstant& m = t.pending_memory;
+  if (m.count == 0) return;
+  const std::string_view category = m.allocate ? "alloc" : "free";
+  if (m.count == 1) {
+    const trace::Arg args[] = {{"bytes", m.bytes}};
+    recorder_.instant(t.memory, m.first, category, m.at_ps, args);
+  } else {
+    const trace::Arg args[] = {{"bytes", m.bytes}, {"tensors", std::uint64_t{m.count}}};
+    recorder_.instant(t.memory, fmt::format("{} and {} more", m.first, m.count - 1), category, m.at_ps, args);
+  }
+  m.count = 0;
+}
+
+void EngineTrace::finish() {
+  for (RankTracks& t : ranks_) flush_memory(t);
 }
 
 void EngineTrace::units_in_use(int rank, sim::TimePs at_ps, std::uint32_t units) {

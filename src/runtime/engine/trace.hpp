@@ -57,19 +57,31 @@ class EngineTrace {
   void memory_event(int rank, sim::TimePs at_ps, bool allocate, std::string_view what, std::uint64_t bytes,
                     std::uint64_t allocated_bytes, std::uint64_t reserved_bytes, std::uint64_t id);
 
+  // Writes what is held back (memory instants of the last nanosecond); at the end of a run.
+  void finish();
+
   // Hardware counters.
   void units_in_use(int rank, sim::TimePs at_ps, std::uint32_t units);
   void hbm_rate(int rank, sim::TimePs at_ps, double bytes_per_s);
   void link_rate(trace::TrackId track, sim::TimePs at_ps, double bytes_per_s);
 
  private:
+  struct MemoryInstant {
+    bool allocate = false;
+    sim::TimePs at_ps = 0;
+    std::uint32_t count = 0;
+    std::uint64_t bytes = 0;
+    std::string first;
+  };
   struct RankTracks {
     trace::TrackId host, memory, allocated, reserved, units, hbm;
     std::vector<trace::TrackId> streams;
     std::size_t compute_streams = 0;
     std::uint64_t device_spans = 0;
     double last_reserved = -1;
+    MemoryInstant pending_memory;
   };
+  void flush_memory(RankTracks& t);
   trace::TrackId stream_track(int rank, std::uint32_t stream);
   trace::Recorder& recorder_;
   TraceLevel level_;
