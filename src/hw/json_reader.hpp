@@ -4,17 +4,17 @@
 // Errors name the file that set the value (configs merge through `extends` and `--set`).
 
 #include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "syntorch/base/diagnostics.hpp"
+#include "syntorch/base/json.hpp"
 
 namespace syntorch::hw::detail {
 
-using Json = nlohmann::ordered_json;
+using syntorch::Json;
 
 // Where each JSON pointer's value came from, and where diagnostics go.
 struct ParseContext {
@@ -27,17 +27,15 @@ struct ParseContext {
   void error(const std::string& pointer, std::string message);
 };
 
-std::string child_pointer(const std::string& parent, std::string_view key);
-std::string child_pointer(const std::string& parent, std::size_t index);
-// Parses JSON text as a config is read: at most kMaxJsonDepth levels deep (deeper text is
-// refused before it is built: nothing recurses over it), and no key given twice in one object
-// (the last would silently win). Problems are added under `where` with the key's JSON pointer;
-// a syntax error throws nlohmann's parse_error as Json::parse does.
-inline constexpr std::size_t kMaxJsonDepth = 64;
-std::optional<Json> parse_json_checked(const std::string& text, const std::string& where, Diagnostics& diagnostics);
-
-// A short rendering of a JSON value for messages ("3350", "\"fast\"", "an object").
-std::string describe_json(const Json& v);
+inline std::string child_pointer(const std::string& parent, std::string_view key) {
+  return json_child_pointer(parent, key);
+}
+inline std::string child_pointer(const std::string& parent, std::size_t index) {
+  return json_child_pointer(parent, index);
+}
+using syntorch::describe_json;
+using syntorch::kMaxJsonDepth;
+using syntorch::parse_json_checked;
 
 class ObjectReader {
  public:

@@ -15,6 +15,7 @@
 #include "syntorch/parallel/distributed.hpp"
 #include "syntorch/runtime/op_params.hpp"
 #include "syntorch/runtime/predictor.hpp"
+#include "syntorch/torch/fused.hpp"
 #include "syntorch/torch/ops.hpp"
 
 namespace {
@@ -61,7 +62,7 @@ runtime::OpDesc small_op(OpKind k) {
       {"m", "256"},      {"n", "512"},     {"k", "128"},        {"batch", "2"},   {"heads", "8"},
       {"kv_heads", "2"}, {"seq_q", "128"}, {"seq_kv", "128"},   {"head_dim", "64"}, {"causal", "true"},
       {"rows", "64"},    {"cols", "1024"}, {"elements", "4096"}, {"tokens", "64"}, {"hidden", "1024"},
-      {"vocab", "5000"}, {"ranks", "8"},   {"bytes", "1 MiB"}};
+      {"vocab", "5000"}, {"ranks", "8"},   {"bytes", "1 MiB"}, {"rotary_dim", "32"}};
   std::map<std::string, std::string> params;
   for (const std::string& key : runtime::op_param_keys(k)) {
     EXPECT_TRUE(kValues.count(key)) << runtime::op_name(k) << " has a parameter this test does not know: " << key;
@@ -152,6 +153,9 @@ TEST(OpTable, EveryKindHasAFunctionInTheTorchOrParallelApi) {
   (void)(x / x);
   (void)torch::embedding(torch::empty({100, 64}), torch::empty({4}, torch::kInt64));
   (void)x.clone();
+  (void)torch::fused::silu_and_mul(x);
+  auto rq = torch::empty({4, 8, 64});
+  torch::fused::rotary_embedding_(rq, torch::empty({4, 2, 64}), 32);
   const parallel::ProcessGroup group{{}, {0, 1}, 0};
   parallel::all_reduce(x, group);
   (void)parallel::all_gather(x, group);

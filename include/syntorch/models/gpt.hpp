@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "syntorch/base/diagnostics.hpp"
+#include "syntorch/models/generation.hpp"
 #include "syntorch/models/model.hpp"
 #include "syntorch/models/registry.hpp"
 #include "syntorch/parallel/layers.hpp"
@@ -57,13 +58,6 @@ class GPTModel final : public Model {
 };
 extern const ModelEntry kGptModels;
 
-// A KV cache for one block: keys and values for every sequence position of the batch, on this
-// rank's heads.
-struct KVCache {
-  torch::Tensor keys;    // [batch, heads/tp, max_seq, head_dim]
-  torch::Tensor values;
-};
-
 class GPTBlockImpl : public torch::nn::Module {
  public:
   GPTBlockImpl(const GPTConfig& config, int tp_size, int tp_rank);
@@ -80,7 +74,7 @@ TORCH_MODULE(GPTBlock);
 
 // The part of a GPT one pipeline stage holds: the embeddings on the first stage, its share of the
 // blocks, the final LayerNorm and head on the last.
-class GPTImpl : public torch::nn::Module {
+class GPTImpl : public CausalLM {
  public:
   // Uses the current parallel state (initialize_model_parallel) for TP and PP.
   explicit GPTImpl(const GPTConfig& config);
@@ -90,15 +84,11 @@ class GPTImpl : public torch::nn::Module {
   std::int64_t first_layer() const { return first_layer_; }
   std::int64_t local_layers() const { return static_cast<std::int64_t>(blocks_.size()); }
 
-  // One KV cache per local block for `batch` sequences of up to `max_seq` positions.
-  std::vector<KVCache> make_kv_cache(std::int64_t batch, std::int64_t max_seq) const;
-
-  // First stage: token ids [batch, seq] -> hidden [batch, seq, hidden].
-  torch::Tensor embed(const torch::Tensor& tokens, std::int64_t past);
-  // The local blocks; `caches` are views of this micro-batch's rows.
-  torch::Tensor blocks(torch::Tensor x, std::vector<KVCache>& caches, std::int64_t past);
-  // Last stage: the next token of each sequence from the hidden state of its last position.
-  torch::Tensor next_token(const torch::Tensor& x);
+  std::int64_t hidden_size() const override { return config_.hidden; }
+  std::vector<KVCache> make_kv_cache(std::int64_t batch, std::int64_t max_seq) const override;
+  torch::Tensor embed(const torch::Tensor& tokens, std::int64_t past) override;
+  torch::Tensor blocks(torch::Tensor x, std::vector<KVCache>& caches, std::int64_t past) override;
+  torch::Tensor next_token(const torch::Tensor& x) override;
 
  private:
   GPTConfig config_;
@@ -111,11 +101,5 @@ class GPTImpl : public torch::nn::Module {
   parallel::ColumnParallelLinear head_{nullptr};
 };
 TORCH_MODULE(GPT);
-
-// Autoregressive generation on this rank, as the Megatron/FasterTransformer generation loop does:
-// a prefill over the prompt (scope "prefill"), then one decode step per further token (scopes
-// "decode"), micro-batches flowing through the pipeline stages, each step ending when the
-// sampled tokens are on the host.
-void generate(GPT& model, const GenerateOptions& options);
 
 }  // namespace syntorch::models

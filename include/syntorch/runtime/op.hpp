@@ -21,6 +21,7 @@ namespace syntorch::runtime {
 #define SYNTORCH_OP_TABLE(X)                                                                         \
   X(gemm) X(bmm) X(attention)                                      /* matrix products */           \
   X(layernorm) X(rmsnorm) X(softmax)                               /* row-wise */                  \
+  X(rope) X(swiglu)                                                /* fused transformer pieces */  \
   X(gelu) X(silu) X(relu) X(tanh) X(sigmoid) X(neg) X(dropout)     /* elementwise, one input */    \
   X(add) X(sub) X(mul) X(div)                                      /* elementwise, two inputs */   \
   X(embedding) X(copy)                                             /* gathers and copies */        \

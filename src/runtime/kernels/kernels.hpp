@@ -52,6 +52,31 @@ struct ElementwiseCost {
   double inputs;
 };
 std::vector<Kernel> lower_elementwise(const OpDesc& op, const LowerContext& cx, ElementwiseCost cost);
+
+// One streaming pass over `elements`: a vectorised grid-stride kernel reading and writing the
+// given bytes per element (each as its own dtype: an fp32 upcast reads 2 and writes 4) with
+// `ops_per_element` fp32 operations. The pieces of composed (eager) implementations.
+struct StreamPass {
+  std::string_view name;
+  double elements;
+  double read_bytes_per_element;
+  double write_bytes_per_element;
+  double ops_per_element;
+};
+Kernel stream_kernel(const LowerContext& cx, const StreamPass& pass);
+
+// The cheapest of `options` (kernel sequences) by estimate_s, as `impl` allows: "auto" compares
+// them all, another name keeps the option of that name. The chosen first kernel says why.
+std::vector<Kernel> choose_implementation(std::vector<std::vector<Kernel>> options, const LowerContext& cx);
+
+// LayerNorm and RMSNorm by implementation: fused (one pass, the row on chip where it fits:
+// lower_rowwise), torch (PyTorch's native kernels: row statistics, then a normalising pass that
+// reads the row again), eager (RMSNorm as Hugging Face modeling code composes it from
+// elementwise kernels in fp32).
+std::vector<Kernel> lower_norm(const OpDesc& op, const LowerContext& cx, RowCost fused_cost);
+// Rotary position embedding of query and key heads, fused (one in-place pass, the cos/sin table
+// from L2) or eager (Hugging Face's rotate_half composition, per tensor).
+std::vector<Kernel> lower_rope(const OpDesc& op, const LowerContext& cx);
 std::vector<Kernel> lower_embedding(const OpDesc& op, const LowerContext& cx);
 
 }  // namespace syntorch::runtime::detail

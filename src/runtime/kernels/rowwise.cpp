@@ -86,26 +86,4 @@ std::vector<Kernel> lower_embedding(const OpDesc& op, const LowerContext& cx) {
   return {std::move(k)};
 }
 
-std::vector<Kernel> lower_elementwise(const OpDesc& op, const LowerContext& cx, ElementwiseCost cost) {
-  const hw::Device& d = cx.device;
-  const double e = element_bytes(cx.dtype);
-  const double rate = unit_vector_ops_per_s(d, DType::fp32);
-  if (rate == 0) unsupported(cx, "elementwise kernels need fp32 vector throughput (vector_ops_per_cycle.fp32)");
-  // Vectorised grid-stride kernel: 4096 elements per CTA.
-  constexpr std::uint64_t kPerTile = 4096;
-  Kernel k;
-  k.device = cx.device_index;
-  k.impl = "fused";
-  k.name = std::string(op_name(op.kind));
-  k.tiles_per_unit = d.compute.resident_tiles_per_unit;
-  k.tiles = (op.elements + kPerTile - 1) / kPerTile;
-  k.tile_compute_s = static_cast<double>(kPerTile) * cost.ops_per_element / rate;
-  k.hbm_bytes = static_cast<double>(op.elements) * e * (cost.inputs + 1);  // real elements only
-  k.tile_hbm_bytes = k.hbm_bytes / static_cast<double>(k.tiles);
-  k.flops = static_cast<double>(op.elements) * cost.ops_per_element;
-  k.why.push_back(fmt::format("{} elements in {} CTAs of {}: read {} and write 1 per element", op.elements, k.tiles,
-                              kPerTile, cost.inputs));
-  return {std::move(k)};
-}
-
 }  // namespace syntorch::runtime::detail

@@ -118,6 +118,16 @@ constexpr OpType rowwise_type(OpKind kind, std::string_view name) {
   };
 }
 
+// A normalisation over [rows, cols]: the row-wise op with implementations to choose among
+// (kernels/norm.cpp).
+template <detail::RowCost Cost>
+constexpr OpType norm_type(OpKind kind, std::string_view name, std::span<const std::string_view> implementations) {
+  OpType t = rowwise_type<Cost>(kind, name);
+  t.implementations = implementations;
+  t.lower = [](const OpDesc& op, const detail::LowerContext& cx) { return detail::lower_norm(op, cx, Cost); };
+  return t;
+}
+
 // Communication over `ranks` devices with `bytes` per rank.
 extern const OpParam kCommParams[2];
 void check_comm(const OpDesc& op, OpCheck& c);

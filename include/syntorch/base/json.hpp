@@ -1,0 +1,29 @@
+#pragma once
+// JSON text read as every config of the project is read (hardware configs, model configs): at most
+// kMaxJsonDepth levels deep (deeper text is refused before it is built: nothing recurses over
+// it), and no key given twice in one object (the last would silently win).
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "syntorch/base/diagnostics.hpp"
+
+namespace syntorch {
+
+using Json = nlohmann::ordered_json;
+
+inline constexpr std::size_t kMaxJsonDepth = 64;
+
+// Problems are added under `where` with the key's JSON pointer; a syntax error throws
+// nlohmann's parse_error as Json::parse does.
+std::optional<Json> parse_json_checked(const std::string& text, const std::string& where, Diagnostics& diagnostics);
+
+// "/a/b~1c" for the key "b/c" under "/a" (RFC 6901 escapes).
+std::string json_child_pointer(const std::string& parent, std::string_view key);
+std::string json_child_pointer(const std::string& parent, std::size_t index);
+
+// A short rendering of a JSON value for messages ("3350", "\"fast\"", "an object").
+std::string describe_json(const Json& v);
+
+}  // namespace syntorch

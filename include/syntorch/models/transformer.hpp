@@ -1,0 +1,128 @@
+#pragma once
+// A decoder-only transformer in the shapes today's open models share, each choice a field of its
+// config: Llama-2/3 and Mistral (RMSNorm, rotary positions, SwiGLU MLP, grouped-query attention
+// with the KV cache sized by KV heads, untied head), Qwen2 (the same with q/k/v biases), GPT-J
+// (LayerNorm, partial rotary, attention and MLP in parallel off one norm, a biased head) and
+// GPT-2 (learned positions, GELU MLP, tied head). Written only against the public torch and
+// parallel API: Megatron tensor parallelism inside each block (K/V heads replicated when TP
+// exceeds them, as vLLM and Megatron do), pipeline stages over the blocks, generation with a
+// per-layer KV cache.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "syntorch/base/diagnostics.hpp"
+#include "syntorch/models/generation.hpp"
+#include "syntorch/models/model.hpp"
+#include "syntorch/parallel/layers.hpp"
+#include "syntorch/torch/modules.hpp"
+
+namespace syntorch::models {
+
+struct TransformerConfig {
+  enum class Norm : std::uint8_t { layernorm, rmsnorm };
+  enum class Positions : std::uint8_t { rotary, learned };
+  enum class Mlp : std::uint8_t { swiglu, gelu };
+
+  std::string name;
+  std::string architecture;     // the Hugging Face class it corresponds to ("LlamaForCausalLM")
+  std::int64_t layers = 0;
+  std::int64_t hidden = 0;
+  std::int64_t heads = 0;
+  std::int64_t kv_heads = 0;    // = heads for multi-head attention, 1 for multi-query
+  std::int64_t head_dim = 0;
+  std::int64_t ffn = 0;         // MLP width (SwiGLU: of each of gate and up)
+  std::int64_t vocab = 0;
+  std::int64_t context = 0;     // positions the model was trained for (max_position_embeddings)
+  Norm norm = Norm::rmsnorm;
+  Positions positions = Positions::rotary;
+  std::int64_t rotary_dim = 0;  // rotated dims of each head (= head_dim unless partial rotary)
+  Mlp mlp = Mlp::swiglu;
+  bool parallel_block = false;  // attention and MLP off one norm, summed (GPT-J)
+  bool qkv_bias = false;
+  bool linear_bias = false;     // biases on the attention output and MLP (GPT-J, GPT-2)
+  bool head_bias = false;       // a bias on the LM head (GPT-J)
+  bool tie_embeddings = false;
+
+  // Weights of the whole model (a tied head counted once).
+  double parameters() const;
+  // K/V heads one rank holds at tensor parallel `tp` (replicated when tp exceeds them).
+  std::int64_t local_kv_heads(int tp) const;
+  // Problems with the shape itself (heads and K/V heads, dims, bounds), under `where` and `key`.
+  void check_shape(Diagnostics& diagnostics, const std::string& where, const std::string& key) const;
+};
+
+class TransformerModel final : public Model {
+ public:
+  explicit TransformerModel(TransformerConfig config) : config_(std::move(config)) {}
+  const TransformerConfig& config() const { return config_; }
+  const std::string& name() const override { return config_.name; }
+  double parameters() const override { return config_.parameters(); }
+  std::int64_t context() const override { return config_.context; }
+  void check(const RunLayout& layout, Diagnostics& diagnostics, const std::string& where) const override;
+  void generate(const GenerateOptions& options) const override;
+
+ private:
+  TransformerConfig config_;
+};
+
+// The config's norm, registered on its owner as `name`.
+class NormLayer {
+ public:
+  NormLayer() = default;
+  NormLayer(torch::nn::Module& owner, const std::string& name, const TransformerConfig& config);
+  torch::Tensor operator()(const torch::Tensor& x) const;
+
+ private:
+  torch::nn::LayerNorm layer_norm_{nullptr};
+  torch::nn::RMSNorm rms_norm_{nullptr};
+};
+
+class TransformerBlockImpl : public torch::nn::Module {
+ public:
+  TransformerBlockImpl(const TransformerConfig& config, int tp_size, int tp_rank);
+  // x: [batch, seq, hidden] for the positions past .. past+seq; cache rows are this batch's.
+  torch::Tensor forward(const torch::Tensor& x, KVCache& cache, std::int64_t past);
+
+ private:
+  torch::Tensor attention(const torch::Tensor& x, KVCache& cache, std::int64_t past);
+  torch::Tensor mlp(const torch::Tensor& x);
+
+  TransformerConfig config_;
+  std::int64_t local_heads_, local_kv_heads_;
+  NormLayer norm_1_, norm_2_;
+  parallel::ColumnParallelLinear qkv_{nullptr}, up_{nullptr};
+  parallel::RowParallelLinear out_{nullptr}, down_{nullptr};
+};
+TORCH_MODULE(TransformerBlock);
+
+// The part of the model one pipeline stage holds: the embeddings on the first stage, its share
+// of the blocks, the final norm and head on the last.
+class TransformerImpl : public CausalLM {
+ public:
+  // Uses the current parallel state (initialize_model_parallel) for TP and PP.
+  explicit TransformerImpl(const TransformerConfig& config);
+
+  const TransformerConfig& config() const { return config_; }
+  std::int64_t hidden_size() const override { return config_.hidden; }
+  std::vector<KVCache> make_kv_cache(std::int64_t batch, std::int64_t max_seq) const override;
+  torch::Tensor embed(const torch::Tensor& tokens, std::int64_t past) override;
+  torch::Tensor blocks(torch::Tensor x, std::vector<KVCache>& caches, std::int64_t past) override;
+  torch::Tensor next_token(const torch::Tensor& x) override;
+
+ private:
+  TransformerConfig config_;
+  std::int64_t padded_vocab_ = 0;
+  std::int64_t first_layer_ = 0;
+  parallel::VocabParallelEmbedding embed_tokens_{nullptr};
+  torch::nn::Embedding embed_positions_{nullptr};
+  std::vector<TransformerBlock> blocks_;
+  NormLayer norm_;
+  parallel::ColumnParallelLinear head_{nullptr};
+};
+TORCH_MODULE(Transformer);
+
+}  // namespace syntorch::models

@@ -1,0 +1,103 @@
+#include "syntorch/base/json.hpp"
+
+#include <fmt/format.h>
+
+#include <set>
+#include <string_view>
+#include <vector>
+
+namespace syntorch {
+
+std::string json_child_pointer(const std::string& parent, std::string_view key) {
+  std::string out = parent;
+  out += '/';
+  for (char c : key) {
+    if (c == '~') {
+      out += "~0";
+    } else if (c == '/') {
+      out += "~1";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string json_child_pointer(const std::string& parent, std::size_t index) {
+  return parent + "/" + std::to_string(index);
+}
+
+std::string describe_json(const Json& v) {
+  if (v.is_object()) return "an object";
+  if (v.is_array()) return "a list";
+  if (v.is_null()) return "null";
+  std::string s = v.dump(-1, ' ', false, Json::error_handler_t::replace);
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return s;
+}
+
+namespace {
+// Where the parser is, frame by frame: an object's keys so far and the current one, or an
+// array's index.
+struct Frame {
+  bool object = false;
+  std::set<std::string> keys;
+  std::string key;
+  std::size_t index = 0;
+};
+struct TooDeep {};
+}  // namespace
+
+std::optional<Json> parse_json_checked(const std::string& text, const std::string& where, Diagnostics& d) {
+  std::vector<Frame> frames;
+  const std::size_t before = d.size();
+  auto pointer_to = [&](std::string_view last) {
+    std::string p;
+    for (const Frame& f : frames) {
+      if (&f == &frames.back()) break;
+      p = f.object ? json_child_pointer(p, f.key) : json_child_pointer(p, f.index);
+    }
+    return json_child_pointer(p, last);
+  };
+  auto element_done = [&] {
+    if (!frames.empty() && !frames.back().object) ++frames.back().index;
+  };
+  const Json::parser_callback_t check = [&](int, Json::parse_event_t event, Json& parsed) {
+    switch (event) {
+      case Json::parse_event_t::object_start:
+      case Json::parse_event_t::array_start:
+        if (frames.size() >= kMaxJsonDepth) throw TooDeep{};
+        frames.push_back(Frame{event == Json::parse_event_t::object_start, {}, {}, 0});
+        break;
+      case Json::parse_event_t::key: {
+        Frame& f = frames.back();
+        f.key = parsed.get<std::string>();
+        if (!f.keys.insert(f.key).second) {
+          d.error(where, pointer_to(f.key), fmt::format("key \"{}\" given twice in one object (the last would win)",
+                                                        f.key));
+        }
+        break;
+      }
+      case Json::parse_event_t::object_end:
+      case Json::parse_event_t::array_end:
+        frames.pop_back();
+        element_done();
+        break;
+      case Json::parse_event_t::value:
+        element_done();
+        break;
+    }
+    return true;
+  };
+  Json doc;
+  try {
+    doc = Json::parse(text, check);
+  } catch (const TooDeep&) {
+    d.error(where, "", fmt::format("nested deeper than {} levels (a config is a few levels deep)", kMaxJsonDepth));
+    return std::nullopt;
+  }
+  if (d.size() != before) return std::nullopt;
+  return doc;
+}
+
+}  // namespace syntorch

@@ -1,0 +1,84 @@
+#include "syntorch/models/generation.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "syntorch/parallel/distributed.hpp"
+#include "syntorch/torch/cuda.hpp"
+#include "syntorch/torch/ops.hpp"
+#include "syntorch/torch/utils.hpp"
+
+namespace syntorch::models {
+
+void generate(CausalLM& model, const GenerateOptions& o) {
+  const parallel::ParallelState& st = parallel::state();
+  if (o.batch < 1 || o.input_tokens < 1 || o.output_tokens < 1) {
+    throw std::invalid_argument("generate: batch, input tokens and output tokens must be at least 1");
+  }
+  if (o.micro_batches > 0 && o.batch % o.micro_batches != 0) {
+    throw std::invalid_argument(fmt::format("generate: {} micro-batches do not split a batch of {} evenly",
+                                            o.micro_batches, o.batch));
+  }
+  // By default one micro-batch per stage, or the most up to that which splits the batch.
+  std::int64_t micro = o.micro_batches > 0 ? o.micro_batches : std::min<std::int64_t>(st.pp_size, o.batch);
+  while (o.batch % micro != 0) --micro;
+  const std::int64_t mb = o.batch / micro;
+  const std::int64_t max_seq = o.input_tokens + o.output_tokens - 1;
+  std::vector<KVCache> caches = model.make_kv_cache(o.batch, max_seq);
+  // Each micro-batch's rows of every cache (views).
+  std::vector<std::vector<KVCache>> rows(static_cast<std::size_t>(micro));
+  for (std::int64_t m = 0; m < micro; ++m) {
+    for (KVCache& kv : caches) {
+      rows[m].push_back(micro == 1 ? kv : KVCache{kv.keys.narrow(0, m * mb, mb), kv.values.narrow(0, m * mb, mb)});
+    }
+  }
+  std::vector<torch::Tensor> tokens(static_cast<std::size_t>(micro));
+  if (st.is_first_stage()) {
+    for (auto& t : tokens) {
+      t = torch::empty({mb, o.input_tokens}, torch::TensorOptions(torch::kInt64).device(torch::kCPU)).to(torch::kCUDA);
+    }
+  }
+  for (std::int64_t step = 0; step < o.output_tokens; ++step) {
+    const bool prefill = step == 0;
+    const std::int64_t s = prefill ? o.input_tokens : 1;
+    const std::int64_t past = prefill ? 0 : o.input_tokens + step - 1;
+    torch::RecordScope scope(prefill ? "prefill" : "decode");
+    torch::cuda::CUDAGraph graph;
+    if (o.graph && !prefill) graph.capture_begin();
+    for (std::int64_t m = 0; m < micro; ++m) {
+      torch::Tensor x;
+      if (st.is_first_stage()) {
+        if (!prefill && st.pp_size > 1) {
+          // This micro-batch's tokens from the last stage (a receive that only the work after it
+          // waits for).
+          tokens[m] = torch::empty({mb, 1}, torch::kInt64);
+          parallel::recv(tokens[m], st.prev_stage_rank());
+        }
+        x = model.embed(tokens[m], past);
+      } else {
+        x = torch::empty({mb, s, model.hidden_size()}, torch::get_default_dtype());
+        parallel::recv(x, st.prev_stage_rank());
+      }
+      x = model.blocks(x, rows[m], past);
+      if (st.is_last_stage()) {
+        torch::Tensor next = model.next_token(x);
+        if (st.pp_size == 1) {
+          tokens[m] = next;
+        } else if (step + 1 < o.output_tokens) {
+          parallel::send(next, st.next_stage_rank());  // to the first stage, for the next step
+        }
+      } else {
+        parallel::send(x, st.next_stage_rank());
+      }
+    }
+    if (o.graph && !prefill) graph.capture_end();
+    // The sampled tokens are on the host (the last stage reads them); the other stages' hosts go
+    // on launching, their streams waiting for what they receive.
+    if (st.is_last_stage()) torch::cuda::synchronize();
+  }
+  torch::cuda::synchronize();  // every rank: generation is done
+}
+
+}  // namespace syntorch::models

@@ -1,0 +1,230 @@
+#include "syntorch/models/transformer.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "syntorch/parallel/distributed.hpp"
+#include "syntorch/torch/fused.hpp"
+#include "syntorch/torch/ops.hpp"
+#include "syntorch/torch/utils.hpp"
+
+namespace syntorch::models {
+
+double TransformerConfig::parameters() const {
+  const double h = static_cast<double>(hidden);
+  const double q = static_cast<double>(heads * head_dim);
+  const double kv = static_cast<double>(kv_heads * head_dim);
+  const double f = static_cast<double>(ffn);
+  const double norm_weights = norm == Norm::layernorm ? 2 * h : h;
+  const double attention = h * (q + 2 * kv) + (qkv_bias ? q + 2 * kv : 0) + q * h + (linear_bias ? h : 0);
+  const double mlp_weights = mlp == Mlp::swiglu ? 3 * h * f : 2 * h * f;
+  const double mlp_biases = linear_bias ? (mlp == Mlp::swiglu ? 2 * f : f) + h : 0;
+  const double per_block = (parallel_block ? 1 : 2) * norm_weights + attention + mlp_weights + mlp_biases;
+  const double v = static_cast<double>(vocab);
+  const double embeddings = v * h + (positions == Positions::learned ? static_cast<double>(context) * h : 0);
+  const double head = (tie_embeddings ? 0 : v * h) + (head_bias ? v : 0);
+  return static_cast<double>(layers) * per_block + embeddings + norm_weights + head;
+}
+
+std::int64_t TransformerConfig::local_kv_heads(int tp) const { return std::max<std::int64_t>(1, kv_heads / tp); }
+
+void TransformerConfig::check_shape(Diagnostics& d, const std::string& where, const std::string& key) const {
+  auto positive = [&](std::int64_t v, const char* what, std::int64_t most) {
+    if (v <= 0) {
+      d.error(where, key, fmt::format("{}: {} must be positive, got {}", name, what, v));
+    } else if (v > most) {
+      // Bounds past every published model by far, so a typo cannot start a run of days.
+      d.error(where, key, fmt::format("{}: {} must be at most {}, got {}", name, what, most, v));
+    }
+  };
+  positive(layers, "layers", 4096);
+  positive(hidden, "hidden size", 1 << 18);
+  positive(heads, "attention heads", 4096);
+  positive(kv_heads, "key/value heads", 4096);
+  positive(head_dim, "head dim", 4096);
+  positive(ffn, "MLP width", 1 << 20);
+  positive(vocab, "vocabulary", 1 << 24);
+  positive(context, "context", 1 << 24);
+  if (heads > 0 && kv_heads > 0 && heads % kv_heads != 0) {
+    d.error(where, key, fmt::format("{}: {} attention heads are not a multiple of {} key/value heads", name, heads,
+                                    kv_heads));
+  }
+  if (positions == Positions::rotary && (rotary_dim <= 0 || rotary_dim > head_dim || rotary_dim % 2 != 0)) {
+    d.error(where, key, fmt::format("{}: the rotary dims ({}) must be even and in [2, head dim = {}]", name, rotary_dim,
+                                    head_dim));
+  }
+}
+
+void TransformerModel::check(const RunLayout& l, Diagnostics& d, const std::string& where) const {
+  const TransformerConfig& c = config_;
+  const double kv_elements = static_cast<double>(l.batch) * static_cast<double>(l.tokens) *
+                             static_cast<double>(std::max({c.hidden, c.heads * c.head_dim, c.ffn}));
+  if (kv_elements > 0x1p52) {
+    d.error(where, "batch", fmt::format("batch {} x {} tokens of {} is beyond what the simulator can size (2^52 "
+                                        "elements per tensor)", l.batch, l.tokens, c.name));
+  }
+  if (l.tokens > c.context) {
+    d.error(where, "input-tokens", fmt::format("{} takes at most {} positions (its context), but input + output is {}",
+                                               c.name, c.context, l.tokens));
+  }
+  if (c.heads % l.tp != 0) {
+    d.error(where, "tp", fmt::format("{} has {} heads, which do not split over tp {}", c.name, c.heads, l.tp));
+  }
+  if (c.kv_heads % l.tp != 0 && l.tp % c.kv_heads != 0) {
+    d.error(where, "tp", fmt::format("{}'s {} key/value heads neither split over tp {} nor replicate evenly across it",
+                                     c.name, c.kv_heads, l.tp));
+  }
+  if (c.ffn % l.tp != 0) {
+    d.error(where, "tp", fmt::format("{}'s MLP width {} does not split over tp {}", c.name, c.ffn, l.tp));
+  }
+  if (c.layers % l.pp != 0) {
+    d.error(where, "pp", fmt::format("{} has {} layers, which do not split evenly over pp {}", c.name, c.layers, l.pp));
+  }
+}
+
+void TransformerModel::generate(const GenerateOptions& options) const {
+  Transformer model(config_);
+  model->eval();
+  models::generate(*model, options);
+}
+
+NormLayer::NormLayer(torch::nn::Module& owner, const std::string& name, const TransformerConfig& c) {
+  if (c.norm == TransformerConfig::Norm::layernorm) {
+    layer_norm_ = owner.register_module(name, torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.hidden})));
+  } else {
+    rms_norm_ = owner.register_module(name, torch::nn::RMSNorm(torch::nn::RMSNormOptions({c.hidden})));
+  }
+}
+
+torch::Tensor NormLayer::operator()(const torch::Tensor& x) const {
+  return layer_norm_ ? layer_norm_->forward(x) : rms_norm_->forward(x);
+}
+
+TransformerBlockImpl::TransformerBlockImpl(const TransformerConfig& c, int tp, int rank)
+    : torch::nn::Module("TransformerBlock"), config_(c) {
+  if (c.heads % tp != 0) {
+    throw std::invalid_argument(fmt::format("{}: {} heads do not split over tensor parallel {}", c.name, c.heads, tp));
+  }
+  local_heads_ = c.heads / tp;
+  local_kv_heads_ = c.local_kv_heads(tp);
+  const std::int64_t qkv_width = (local_heads_ + 2 * local_kv_heads_) * c.head_dim;
+  const std::int64_t mlp_in = c.mlp == TransformerConfig::Mlp::swiglu ? 2 * c.ffn : c.ffn;
+  norm_1_ = NormLayer(*this, "input_layernorm", c);
+  qkv_ = register_module("qkv_proj", parallel::ColumnParallelLinear(c.hidden, qkv_width * tp, tp, rank, false,
+                                                                    c.qkv_bias));
+  out_ = register_module("o_proj", parallel::RowParallelLinear(c.heads * c.head_dim, c.hidden, tp, rank, true,
+                                                               c.linear_bias));
+  if (!c.parallel_block) norm_2_ = NormLayer(*this, "post_attention_layernorm", c);
+  up_ = register_module("gate_up_proj", parallel::ColumnParallelLinear(c.hidden, mlp_in, tp, rank, false,
+                                                                       c.linear_bias));
+  down_ = register_module("down_proj", parallel::RowParallelLinear(c.ffn, c.hidden, tp, rank, true, c.linear_bias));
+}
+
+torch::Tensor TransformerBlockImpl::attention(const torch::Tensor& x, KVCache& cache, std::int64_t past) {
+  const std::int64_t b = x.size(0), s = x.size(1), d = config_.head_dim;
+  torch::Tensor heads = qkv_->forward(x).view({b, s, local_heads_ + 2 * local_kv_heads_, d});
+  torch::Tensor q = heads.narrow(2, 0, local_heads_);
+  torch::Tensor k = heads.narrow(2, local_heads_, local_kv_heads_);
+  torch::Tensor v = heads.narrow(2, local_heads_ + local_kv_heads_, local_kv_heads_);
+  if (config_.positions == TransformerConfig::Positions::rotary) {
+    torch::fused::rotary_embedding_(q, k, config_.rotary_dim);
+  }
+  cache.keys.narrow(2, past, s).copy_(k.transpose(1, 2));
+  cache.values.narrow(2, past, s).copy_(v.transpose(1, 2));
+  torch::Tensor keys = cache.keys.narrow(2, 0, past + s);
+  torch::Tensor values = cache.values.narrow(2, 0, past + s);
+  torch::Tensor a = torch::scaled_dot_product_attention(q.transpose(1, 2), keys, values, {}, 0.0, /*is_causal=*/s > 1,
+                                                        std::nullopt, /*enable_gqa=*/true);
+  return out_->forward(a.transpose(1, 2).reshape({b, s, local_heads_ * d}));
+}
+
+torch::Tensor TransformerBlockImpl::mlp(const torch::Tensor& x) {
+  torch::Tensor h = up_->forward(x);
+  h = config_.mlp == TransformerConfig::Mlp::swiglu ? torch::fused::silu_and_mul(h) : torch::gelu(h, "tanh");
+  return down_->forward(h);
+}
+
+torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x, KVCache& cache, std::int64_t past) {
+  if (config_.parallel_block) {
+    torch::Tensor n = norm_1_(x);
+    return x + attention(n, cache, past) + mlp(n);
+  }
+  torch::Tensor h = x + attention(norm_1_(x), cache, past);
+  return h + mlp(norm_2_(h));
+}
+
+TransformerImpl::TransformerImpl(const TransformerConfig& c) : CausalLM(c.architecture), config_(c) {
+  const parallel::ParallelState& st = parallel::state();
+  if (c.layers % st.pp_size != 0) {
+    throw std::invalid_argument(
+        fmt::format("{}: {} layers do not split evenly over {} pipeline stages", c.name, c.layers, st.pp_size));
+  }
+  // The vocabulary padded to a multiple of 128 x TP so that it splits evenly (Megatron, vLLM).
+  const std::int64_t multiple = 128 * st.tp_size;
+  padded_vocab_ = (c.vocab + multiple - 1) / multiple * multiple;
+  const std::int64_t per_stage = c.layers / st.pp_size;
+  first_layer_ = st.pp_rank * per_stage;
+  if (st.is_first_stage()) {
+    embed_tokens_ = register_module(
+        "embed_tokens", parallel::VocabParallelEmbedding(padded_vocab_, c.hidden, st.tp_size, st.tp_rank));
+    if (c.positions == TransformerConfig::Positions::learned) {
+      embed_positions_ = register_module("embed_positions", torch::nn::Embedding(c.context, c.hidden));
+    }
+  }
+  for (std::int64_t i = 0; i < per_stage; ++i) {
+    blocks_.push_back(
+        register_module(fmt::format("layers_{}", first_layer_ + i), TransformerBlock(c, st.tp_size, st.tp_rank)));
+  }
+  if (st.is_last_stage()) {
+    norm_ = NormLayer(*this, "norm", c);
+    // A tied head reads the embedding's weight on a single stage; on a separate last stage it is
+    // its own copy, as in Megatron.
+    if (!c.tie_embeddings || !st.is_first_stage() || c.head_bias) {
+      head_ = register_module("lm_head", parallel::ColumnParallelLinear(c.hidden, padded_vocab_, st.tp_size,
+                                                                        st.tp_rank, true, c.head_bias));
+    }
+  }
+}
+
+std::vector<KVCache> TransformerImpl::make_kv_cache(std::int64_t batch, std::int64_t max_seq) const {
+  torch::MemoryUseGuard guard(torch::MemoryUse::kv_cache);
+  std::vector<KVCache> caches;
+  const std::int64_t kv_heads = config_.local_kv_heads(parallel::state().tp_size);
+  for (std::size_t i = 0; i < blocks_.size(); ++i) {
+    KVCache c;
+    c.keys = torch::empty({batch, kv_heads, max_seq, config_.head_dim}, torch::get_default_dtype());
+    c.values = torch::empty({batch, kv_heads, max_seq, config_.head_dim}, torch::get_default_dtype());
+    caches.push_back(std::move(c));
+  }
+  return caches;
+}
+
+torch::Tensor TransformerImpl::embed(const torch::Tensor& tokens, std::int64_t past) {
+  torch::Tensor x = embed_tokens_->forward(tokens);
+  if (embed_positions_) x = x + embed_positions_->forward(torch::arange(past, past + tokens.size(1)));
+  return x;
+}
+
+torch::Tensor TransformerImpl::blocks(torch::Tensor x, std::vector<KVCache>& caches, std::int64_t past) {
+  for (std::size_t i = 0; i < blocks_.size(); ++i) {
+    torch::RecordScope layer(fmt::format("layer {}", first_layer_ + static_cast<std::int64_t>(i)));
+    x = blocks_[i]->forward(x, caches[i], past);
+  }
+  return x;
+}
+
+torch::Tensor TransformerImpl::next_token(const torch::Tensor& x) {
+  torch::Tensor last = x.narrow(1, x.size(1) - 1, 1);  // [b, 1, hidden]
+  torch::Tensor h = norm_(last);
+  torch::Tensor logits = head_ ? head_->forward(h)
+                               : [&] {
+                                   // Tied head: the vocabulary-parallel embedding's weight, then gathered.
+                                   torch::Tensor local = torch::nn::functional::linear(h, embed_tokens_->weight);
+                                   return parallel::all_gather(local, parallel::state().tp_group, -1);
+                                 }();
+  return logits.argmax(-1);  // [b, 1]
+}
+
+}  // namespace syntorch::models
