@@ -8,6 +8,43 @@
 
 namespace syntorch {
 
+namespace {
+
+std::string line_col(const std::string& text, std::size_t byte) {
+  std::size_t line = 1;
+  std::size_t col = 1;
+  for (std::size_t i = 0; i < byte && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  return fmt::format("line {}, column {}", line, col);
+}
+
+}  // namespace
+
+std::optional<Json> parse_json_document(const std::string& text, const std::string& file, Diagnostics& d) {
+  try {
+    return parse_json_checked(text, file, d);
+  } catch (const Json::exception& e) {  // parse errors, and numbers out of range such as 1e999
+    std::string what = e.what();
+    // nlohmann's text repeats the position: keep what follows "parse error at ...: ".
+    if (auto p = what.find("parse error"); p != std::string::npos) {
+      const auto colon = what.find(": ", p);
+      what = colon == std::string::npos ? what.substr(p) : what.substr(colon + 2);
+    }
+    if (const auto* pe = dynamic_cast<const Json::parse_error*>(&e)) {
+      d.error(file, "", fmt::format("malformed JSON at {}: {}", line_col(text, pe->byte == 0 ? 0 : pe->byte - 1), what));
+    } else {
+      d.error(file, "", fmt::format("unreadable JSON: {}", what));
+    }
+    return std::nullopt;
+  }
+}
+
 std::string json_child_pointer(const std::string& parent, std::string_view key) {
   std::string out = parent;
   out += '/';

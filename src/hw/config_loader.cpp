@@ -53,20 +53,6 @@ void merge(Json& base, const Json& over, const std::string& pointer, const std::
   }
 }
 
-std::string line_col(const std::string& text, std::size_t byte) {
-  std::size_t line = 1;
-  std::size_t col = 1;
-  for (std::size_t i = 0; i < byte && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      col = 1;
-    } else {
-      ++col;
-    }
-  }
-  return fmt::format("line {}, column {}", line, col);
-}
-
 // Reads `file` and, recursively, what it extends. Returns false when it cannot be loaded.
 bool load_document(const std::string& file, std::vector<std::string>& chain, Json& out, ParseContext& ctx) {
   std::error_code ec;
@@ -83,26 +69,9 @@ bool load_document(const std::string& file, std::vector<std::string>& chain, Jso
   const std::optional<std::string> read = read_input_file(file, "a JSON hardware config", ctx.diagnostics);
   if (!read) return false;
   const std::string& text = *read;
-  Json doc;
-  try {
-    auto checked = detail::parse_json_checked(text, file, ctx.diagnostics);
-    if (!checked) return false;
-    doc = std::move(*checked);
-  } catch (const Json::exception& e) {  // parse errors, and numbers out of range such as 1e999
-    std::string what = e.what();
-    // nlohmann's text repeats the position: keep what follows "parse error at ...: ".
-    if (auto p = what.find("parse error"); p != std::string::npos) {
-      const auto colon = what.find(": ", p);
-      what = colon == std::string::npos ? what.substr(p) : what.substr(colon + 2);
-    }
-    const auto* pe = dynamic_cast<const Json::parse_error*>(&e);
-    if (pe) {
-      ctx.diagnostics.error(file, "", fmt::format("malformed JSON at {}: {}", line_col(text, pe->byte == 0 ? 0 : pe->byte - 1), what));
-    } else {
-      ctx.diagnostics.error(file, "", fmt::format("unreadable JSON: {}", what));
-    }
-    return false;
-  }
+  std::optional<Json> parsed = parse_json_document(text, file, ctx.diagnostics);
+  if (!parsed) return false;
+  Json doc = std::move(*parsed);
   if (!doc.is_object()) {
     ctx.diagnostics.error(file, "", "expected a JSON object at the top level, got " + detail::describe_json(doc));
     return false;

@@ -3,11 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <map>
 #include <stdexcept>
 
-#include "syntorch/base/key_value.hpp"
+#include "shape_spec.hpp"
 #include "syntorch/torch/cuda.hpp"
 #include "syntorch/torch/ops.hpp"
 #include "syntorch/torch/utils.hpp"
@@ -58,41 +57,12 @@ std::optional<GPTConfig> parse_gpt_config(const std::string& spec, Diagnostics& 
   }
   const std::string prefix = "gpt:";
   if (spec.rfind(prefix, 0) != 0) return std::nullopt;
-  const std::vector<std::string> keys{"layers", "hidden", "heads", "vocab", "head_dim", "ffn", "context"};
-  std::map<std::string, std::int64_t> values;
-  const std::size_t before = d.size();
-  KeyValueFormat format;
-  format.context = fmt::format("model \"{}\": ", spec);
-  for (const KeyValue& kv : parse_key_values(std::string_view(spec).substr(prefix.size()), format, d, where)) {
-    if (std::find(keys.begin(), keys.end(), kv.key) == keys.end()) {
-      d.error(where, "", fmt::format("model \"{}\": unknown key \"{}\"{} (valid: {})", spec, kv.key,
-                                     did_you_mean(kv.key, keys), join(keys)));
-      continue;
-    }
-    const std::string& text = kv.value;
-    std::int64_t v = 0;
-    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc{} || p != text.data() + text.size() || v <= 0) {
-      d.error(where, "", fmt::format("model \"{}\": {} expects a positive integer, got \"{}\"", spec, kv.key, text));
-      continue;
-    }
-    // Bounds past every published model by far, so a typo cannot start a run of days.
-    const std::int64_t most = kv.key == "layers" || kv.key == "heads" || kv.key == "head_dim" ? 4096
-                              : kv.key == "hidden"                                            ? 1 << 18
-                              : kv.key == "ffn"                                               ? 1 << 20
-                                                                                              : 1 << 24;
-    if (v > most) {
-      d.error(where, "", fmt::format("model \"{}\": {} must be at most {}, got {}", spec, kv.key, most, text));
-      continue;
-    }
-    values[kv.key] = v;
-  }
-  for (const char* required : {"layers", "hidden", "heads", "vocab"}) {
-    const bool given = spec.find(std::string(",") + required + "=") != std::string::npos ||
-                       spec.find(std::string(":") + required + "=") != std::string::npos;
-    if (!values.count(required) && !given) d.error(where, "", fmt::format("model \"{}\": missing {}=", spec, required));
-  }
-  if (d.size() != before) return std::nullopt;
+  static constexpr ShapeKey kKeys[] = {{"layers", 4096, true},   {"hidden", 1 << 18, true}, {"heads", 4096, true},
+                                       {"vocab", 1 << 24, true},  {"head_dim", 4096, false}, {"ffn", 1 << 20, false},
+                                       {"context", 1 << 24, false}};
+  auto parsed = parse_shape_spec(spec, prefix, kKeys, d, where);
+  if (!parsed) return std::nullopt;
+  std::map<std::string, std::int64_t>& values = *parsed;
   GPTConfig c;
   c.name = spec;
   c.layers = values["layers"];

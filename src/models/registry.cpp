@@ -4,13 +4,19 @@
 #include <fmt/format.h>
 
 #include "syntorch/models/gpt.hpp"
+#include "syntorch/models/gptj.hpp"
+#include "syntorch/models/hf_config.hpp"
+#include "syntorch/models/llama.hpp"
 
 namespace syntorch::models {
 
 namespace {
-// The zoo, one line per family.
-const std::array<const ModelEntry*, 1> kRegistry{
+// The zoo, one line per family; a config.json path last, as it reads any spec with a '/'.
+const std::array<const ModelEntry*, 4> kRegistry{
     &kGptModels,
+    &kLlamaModels,
+    &kGptjModels,
+    &kHfConfigModels,
 };
 }  // namespace
 

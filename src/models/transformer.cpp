@@ -18,9 +18,9 @@ double TransformerConfig::parameters() const {
   const double kv = static_cast<double>(kv_heads * head_dim);
   const double f = static_cast<double>(ffn);
   const double norm_weights = norm == Norm::layernorm ? 2 * h : h;
-  const double attention = h * (q + 2 * kv) + (qkv_bias ? q + 2 * kv : 0) + q * h + (linear_bias ? h : 0);
+  const double attention = h * (q + 2 * kv) + (qkv_bias ? q + 2 * kv : 0) + q * h + (out_bias ? h : 0);
   const double mlp_weights = mlp == Mlp::swiglu ? 3 * h * f : 2 * h * f;
-  const double mlp_biases = linear_bias ? (mlp == Mlp::swiglu ? 2 * f : f) + h : 0;
+  const double mlp_biases = mlp_bias ? (mlp == Mlp::swiglu ? 2 * f : f) + h : 0;
   const double per_block = (parallel_block ? 1 : 2) * norm_weights + attention + mlp_weights + mlp_biases;
   const double v = static_cast<double>(vocab);
   const double embeddings = v * h + (positions == Positions::learned ? static_cast<double>(context) * h : 0);
@@ -69,6 +69,12 @@ void TransformerModel::check(const RunLayout& l, Diagnostics& d, const std::stri
     d.error(where, "input-tokens", fmt::format("{} takes at most {} positions (its context), but input + output is {}",
                                                c.name, c.context, l.tokens));
   }
+  if (c.sliding_window > 0 && l.tokens > c.sliding_window) {
+    d.error(where, "input-tokens",
+            fmt::format("{} attends over a sliding window of {} positions, which the simulator does not model; runs "
+                        "of at most {} positions (input + output, here {}) are exact", c.name, c.sliding_window,
+                        c.sliding_window, l.tokens));
+  }
   if (c.heads % l.tp != 0) {
     d.error(where, "tp", fmt::format("{} has {} heads, which do not split over tp {}", c.name, c.heads, l.tp));
   }
@@ -115,11 +121,11 @@ TransformerBlockImpl::TransformerBlockImpl(const TransformerConfig& c, int tp, i
   qkv_ = register_module("qkv_proj", parallel::ColumnParallelLinear(c.hidden, qkv_width * tp, tp, rank, false,
                                                                     c.qkv_bias));
   out_ = register_module("o_proj", parallel::RowParallelLinear(c.heads * c.head_dim, c.hidden, tp, rank, true,
-                                                               c.linear_bias));
+                                                               c.out_bias));
   if (!c.parallel_block) norm_2_ = NormLayer(*this, "post_attention_layernorm", c);
   up_ = register_module("gate_up_proj", parallel::ColumnParallelLinear(c.hidden, mlp_in, tp, rank, false,
-                                                                       c.linear_bias));
-  down_ = register_module("down_proj", parallel::RowParallelLinear(c.ffn, c.hidden, tp, rank, true, c.linear_bias));
+                                                                       c.mlp_bias));
+  down_ = register_module("down_proj", parallel::RowParallelLinear(c.ffn, c.hidden, tp, rank, true, c.mlp_bias));
 }
 
 torch::Tensor TransformerBlockImpl::attention(const torch::Tensor& x, KVCache& cache, std::int64_t past) {

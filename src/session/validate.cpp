@@ -77,6 +77,32 @@ void record(ValidationRow& row, double unit_s, Predict&& predict) {
   }
 }
 
+// What a generate row can measure, from its run.
+struct GenerateMetric {
+  const char* name;
+  bool per_second;  // a rate in tokens/s, else a time
+  double (*value)(const RunReport& report, const RunSpec& spec);
+};
+
+constexpr GenerateMetric kGenerateMetrics[] = {
+    {"e2e_latency", false, [](const RunReport& r, const RunSpec&) { return r.e2e_s; }},
+    {"ttft", false, [](const RunReport& r, const RunSpec&) { return r.ttft_s; }},
+    {"tpot", false, [](const RunReport& r, const RunSpec&) { return r.tpot_s; }},
+    // Generated tokens (batch x output) over the end-to-end time, as TensorRT-LLM's and vLLM's
+    // benchmarks report them; per GPU: over the tp x pp devices.
+    {"output_throughput", true, [](const RunReport& r, const RunSpec&) { return r.tokens_per_s; }},
+    {"output_throughput_per_gpu", true,
+     [](const RunReport& r, const RunSpec& s) { return r.tokens_per_s / static_cast<double>(s.tp * s.pp); }},
+};
+
+std::string generate_metrics_text() {
+  std::vector<std::string> names;
+  for (const GenerateMetric& g : kGenerateMetrics) {
+    names.push_back(fmt::format("{} in {}", g.name, g.per_second ? "tokens/s" : "ns/us/ms/s"));
+  }
+  return join(names);
+}
+
 // What a file's rows share: their configs (each loaded once) and predictors (one per config and
 // policy).
 class Validator {
@@ -115,15 +141,19 @@ class Validator {
     return parse_key_values(row.params, format, d, where);
   }
 
-  // A `generate` row: one simulated generation run; the metric is its end-to-end latency
-  // (prefill plus every output token). Params: model, tp, pp, batch, input, output, dtype, and
-  // optionally graph=true|false, micro_batches, framework=eager|native (default native).
+  // A `generate` row: one simulated generation run and one of its metrics (kGenerateMetrics).
+  // Params: model, tp, pp, batch, input, output, dtype, and optionally graph=true|false,
+  // micro_batches, framework=eager|native (default native).
   void predict_generate(ValidationRow& row, const std::string& where) {
-    const double scale = unit_to_seconds(row.unit);
-    if (row.metric != "e2e_latency" || scale == 0) {
+    const GenerateMetric* metric = nullptr;
+    for (const GenerateMetric& g : kGenerateMetrics) {
+      if (row.metric == g.name) metric = &g;
+    }
+    const double scale = !metric ? 0 : metric->per_second ? (row.unit == "tokens/s" ? 1 : 0) : unit_to_seconds(row.unit);
+    if (scale == 0) {
       mark(row, "unsupported",
-           fmt::format("metric {} in {} is not predicted for generate (e2e_latency in ns/us/ms/s is)", row.metric,
-                       row.unit));
+           fmt::format("metric {} in {} is not predicted for generate ({} are)", row.metric, row.unit,
+                       generate_metrics_text()));
       return;
     }
     Diagnostics d;
@@ -153,7 +183,7 @@ class Validator {
     record(row, scale, [&] {
       const RunReport r = simulate_generation(*m, {}, spec);
       if (r.oom) throw std::runtime_error(fmt::format("simulated out of memory on rank {}", r.engine.oom->rank));
-      return r.e2e_s;
+      return metric->value(r, spec);
     });
   }
 

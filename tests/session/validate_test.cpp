@@ -50,6 +50,29 @@ TEST(Validate, EveryRowIsPredictedOrKeptWithItsReason) {
   EXPECT_EQ(r.by_family.at("gemm").max_abs_pct, std::fabs(r.rows[0].error_pct));
 }
 
+TEST(Validate, GenerateRowsPredictLatencyFirstTokenAndThroughputPerGpuOfOneRun) {
+  const std::string run = "\"model=llama:layers=2,hidden=512,heads=8,kv_heads=2,ffn=1376,vocab=4096 tp=2 pp=1 batch=4 "
+                          "input=64 output=8 dtype=fp16\"";
+  const std::string file = write("syntorch_validate_generate.csv",
+                                 std::string(kHeader) + "E,generate,dgx_h100," + run + ",e2e_latency,1,ms,x\n" +
+                                     "T,generate,dgx_h100," + run + ",ttft,1,ms,x\n" +
+                                     "P,generate,dgx_h100," + run + ",output_throughput_per_gpu,1,tokens/s,x\n" +
+                                     "Q,generate,dgx_h100," + run + ",output_throughput,1,tokens/s,x\n" +
+                                     "U,generate,dgx_h100," + run + ",ttft,1,tokens/s,x\n");
+  session::ValidateOptions o;
+  o.file = file;
+  o.hw_dir = source("hw_configs");
+  const session::ValidationReport r = session::validate_measurements(o);
+  ASSERT_EQ(r.rows.size(), 5u);
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(r.rows[i].status, "ok") << r.rows[i].id << ": " << r.rows[i].reason;
+  const double e2e_s = r.rows[0].predicted * 1e-3;
+  EXPECT_LT(r.rows[1].predicted, r.rows[0].predicted);
+  EXPECT_NEAR(r.rows[3].predicted, 4 * 8 / e2e_s, 1e-9 * r.rows[3].predicted);
+  EXPECT_NEAR(r.rows[2].predicted, r.rows[3].predicted / 2, 1e-9 * r.rows[3].predicted);
+  EXPECT_EQ(r.rows[4].status, "unsupported");
+  EXPECT_NE(r.rows[4].reason.find("ttft in ns/us/ms/s"), std::string::npos) << r.rows[4].reason;
+}
+
 TEST(Validate, AMalformedFileIsRejectedWholeNamingEachLine) {
   const std::string file = write("syntorch_validate_bad.csv", std::string(kHeader) + "A,gemm,x\nB,gemm,a100,m=1,latency,-3,ms,x\n");
   session::ValidateOptions o;

@@ -19,6 +19,10 @@ inline constexpr std::size_t kMaxJsonDepth = 64;
 // nlohmann's parse_error as Json::parse does.
 std::optional<Json> parse_json_checked(const std::string& text, const std::string& where, Diagnostics& diagnostics);
 
+// A whole file's text as JSON: nullopt with one problem under `file` when it is not ("malformed
+// JSON at line 3, column 7: ...", a number out of range, too deep, a key twice). Never throws.
+std::optional<Json> parse_json_document(const std::string& text, const std::string& file, Diagnostics& diagnostics);
+
 // "/a/b~1c" for the key "b/c" under "/a" (RFC 6901 escapes).
 std::string json_child_pointer(const std::string& parent, std::string_view key);
 std::string json_child_pointer(const std::string& parent, std::size_t index);

@@ -43,9 +43,12 @@ struct TransformerConfig {
   Mlp mlp = Mlp::swiglu;
   bool parallel_block = false;  // attention and MLP off one norm, summed (GPT-J)
   bool qkv_bias = false;
-  bool linear_bias = false;     // biases on the attention output and MLP (GPT-J, GPT-2)
+  bool out_bias = false;        // a bias on the attention output projection (GPT-2)
+  bool mlp_bias = false;        // biases on the MLP's projections (GPT-J, GPT-2)
   bool head_bias = false;       // a bias on the LM head (GPT-J)
   bool tie_embeddings = false;
+  std::int64_t sliding_window = 0;  // attention over at most this many past positions (0: all);
+                                    // runs longer than it are refused, as it is not modelled
 
   // Weights of the whole model (a tied head counted once).
   double parameters() const;

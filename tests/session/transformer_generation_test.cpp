@@ -1,0 +1,94 @@
+// Generation with the Llama-family models: the KV cache sized by K/V heads, a config.json that
+// runs exactly as its zoo model, GPT-J's parallel blocks over tensor and pipeline parallelism.
+
+#include <gtest/gtest.h>
+
+#include "syntorch/hw/machine.hpp"
+#include "syntorch/models/registry.hpp"
+#include "syntorch/session/simulate.hpp"
+
+namespace {
+
+using namespace syntorch;
+using session::RunSpec;
+
+std::string config(const std::string& name) { return std::string(SYNTORCH_SOURCE_DIR) + "/hw_configs/" + name; }
+
+std::shared_ptr<const models::Model> model(const std::string& spec) {
+  Diagnostics d;
+  auto m = models::parse_model(spec, d, "test");
+  EXPECT_TRUE(m) << d.to_string();
+  return m;
+}
+
+std::uint64_t kv_cache_bytes(const session::RunReport& r, std::size_t rank) {
+  return r.engine.ranks[rank].memory.peak_allocated_by_use[static_cast<std::size_t>(os::MemoryUse::kv_cache)];
+}
+
+TEST(TransformerGeneration, TheKvCacheHoldsKvHeadsNotQueryHeads) {
+  const hw::Machine m = hw::Machine::load(config("dgx_h100.json"));
+  for (const auto& [kv_heads, tp] : std::vector<std::pair<int, int>>{{8, 1}, {2, 1}, {2, 2}, {2, 8}, {1, 4}}) {
+    RunSpec spec;
+    spec.model = model("llama:layers=4,hidden=1024,heads=8,kv_heads=" + std::to_string(kv_heads) +
+                       ",ffn=2816,vocab=4096");
+    spec.tp = tp;
+    spec.batch = 3;
+    spec.input_tokens = 100;
+    spec.output_tokens = 5;
+    const auto r = session::simulate_generation(m, {}, spec);
+    ASSERT_FALSE(r.oom);
+    const std::uint64_t local_kv_heads = std::max(1, kv_heads / tp);  // replicated past tp = kv_heads
+    const std::uint64_t expected = 2ull * 4 * 3 * (100 + 5 - 1) * local_kv_heads * 128 * 2;
+    for (std::size_t rank = 0; rank < r.engine.ranks.size(); ++rank) {
+      EXPECT_EQ(kv_cache_bytes(r, rank), expected) << "kv_heads " << kv_heads << " tp " << tp << " rank " << rank;
+    }
+  }
+}
+
+TEST(TransformerGeneration, AConfigJsonRunsExactlyAsItsZooModel) {
+  const hw::Machine m = hw::Machine::load(config("h100_sxm5_80gb.json"));
+  RunSpec spec;
+  spec.batch = 2;
+  spec.input_tokens = 64;
+  spec.output_tokens = 3;
+  spec.model = model("llama3-8b");
+  const auto zoo = session::simulate_generation(m, {}, spec);
+  spec.model = model(std::string(SYNTORCH_SOURCE_DIR) + "/models/llama3-8b/config.json");
+  const auto json = session::simulate_generation(m, {}, spec);
+  ASSERT_FALSE(zoo.oom);
+  EXPECT_EQ(zoo.e2e_s, json.e2e_s);
+  EXPECT_EQ(zoo.ttft_s, json.ttft_s);
+  EXPECT_EQ(zoo.peak_memory_bytes, json.peak_memory_bytes);
+  // 8.03 B weights in fp16 on the one device, and the 128256-token head is not tied.
+  EXPECT_GT(zoo.peak_memory_bytes[0], 16.0e9);
+}
+
+TEST(TransformerGeneration, GptjParallelBlocksRunOverTensorAndPipelineParallel) {
+  const hw::Machine m = hw::Machine::load(config("dgx_a100.json"));
+  RunSpec spec;
+  spec.model = model("gptj-6b");
+  spec.batch = 4;
+  spec.input_tokens = 128;
+  spec.output_tokens = 4;
+  spec.tp = 2;
+  spec.pp = 2;
+  const auto r = session::simulate_generation(m, {}, spec);
+  ASSERT_FALSE(r.oom);
+  ASSERT_EQ(r.engine.ranks.size(), 4u);
+  EXPECT_GT(r.tpot_s, 0);
+  // Each rank holds about a quarter of the 6.05 B weights in fp16.
+  for (const auto bytes : r.peak_memory_bytes) {
+    EXPECT_GT(static_cast<double>(bytes), 0.2 * 6.05e9 * 2);
+    EXPECT_LT(static_cast<double>(bytes), 0.4 * 6.05e9 * 2);
+  }
+}
+
+TEST(TransformerGeneration, ASlidingWindowShorterThanTheRunIsRefused) {
+  Diagnostics d;
+  auto c = model("mistral-7b");
+  ASSERT_TRUE(c);
+  c->check({1, 1, 1, 40000}, d, "flags");
+  EXPECT_NE(d.to_string().find("at most 32768 positions"), std::string::npos) << d.to_string();
+}
+
+}  // namespace
