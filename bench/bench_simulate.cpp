@@ -125,4 +125,26 @@ BENCHMARK(BM_Gpt3_13B_Tp1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 
+// Issue target: Llama 3 405B, TP 8 x PP 2 over two DGX H100 nodes, batch 16, 8192 + 256 tokens,
+// every kernel simulated, in at most 5 s and 1 GiB.
+void BM_Llama3_405B_Tp8_Pp2(benchmark::State& state) {
+  const hw::Machine m = hw::Machine::load(config("dgx_h100_x2.json"));
+  Diagnostics d;
+  session::RunSpec spec;
+  spec.model = models::parse_model("llama3.1-405b", d, "bench");
+  spec.tp = 8;
+  spec.pp = 2;
+  spec.batch = 16;
+  spec.input_tokens = 8192;
+  spec.output_tokens = 256;
+  session::RunReport r;
+  for (auto _ : state) {
+    r = session::simulate_generation(m, {}, spec);
+    benchmark::DoNotOptimize(r.e2e_s);
+  }
+  if (r.oom) state.SkipWithError("simulated out of memory");
+  report(state, r);
+}
+BENCHMARK(BM_Llama3_405B_Tp8_Pp2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 BENCHMARK_MAIN();

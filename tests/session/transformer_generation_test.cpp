@@ -5,6 +5,7 @@
 
 #include "syntorch/hw/machine.hpp"
 #include "syntorch/models/registry.hpp"
+#include "syntorch/models/transformer.hpp"
 #include "syntorch/session/simulate.hpp"
 
 namespace {
@@ -83,12 +84,17 @@ TEST(TransformerGeneration, GptjParallelBlocksRunOverTensorAndPipelineParallel) 
   }
 }
 
-TEST(TransformerGeneration, ASlidingWindowShorterThanTheRunIsRefused) {
+TEST(TransformerGeneration, PositionsPastTheTableOrTheSlidingWindowAreRefusedRotaryOnesRun) {
+  models::TransformerConfig c = dynamic_cast<const models::TransformerModel&>(*model("mistral-7b")).config();
   Diagnostics d;
-  auto c = model("mistral-7b");
-  ASSERT_TRUE(c);
-  c->check({1, 1, 1, 40000}, d, "flags");
-  EXPECT_NE(d.to_string().find("at most 32768 positions"), std::string::npos) << d.to_string();
+  models::TransformerModel(c).check({1, 1, 1, 40000}, d, "flags");
+  EXPECT_TRUE(d.empty()) << d.to_string();  // rotary: past the trained 32768, as on real hardware
+  c.sliding_window = 4096;                  // Mistral 7B v0.1
+  models::TransformerModel(c).check({1, 1, 1, 5000}, d, "flags");
+  EXPECT_NE(d.to_string().find("sliding window of 4096 positions"), std::string::npos) << d.to_string();
+  Diagnostics learned;
+  model(std::string(SYNTORCH_SOURCE_DIR) + "/models/gpt2")->check({1, 1, 1, 1026}, learned, "flags");
+  EXPECT_NE(learned.to_string().find("learned positions for 1024 tokens"), std::string::npos) << learned.to_string();
 }
 
 }  // namespace

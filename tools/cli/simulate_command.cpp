@@ -122,8 +122,9 @@ nlohmann::ordered_json report_json(const session::RunReport& r, const session::R
 
 void print_report(std::ostream& out, const session::RunReport& r, const session::RunSpec& spec, const hw::Machine& m,
                   double wall_s) {
-  out << fmt::format("{} on {}: {} devices (tp {} x pp {}), batch {}, {} input + {} output tokens, {}, {}\n",
-                     spec.model->name(), m.name(), spec.tp * spec.pp, spec.tp, spec.pp, spec.batch,
+  const int devices = spec.tp * spec.pp;
+  out << fmt::format("{} on {}: {} device{} (tp {} x pp {}), batch {}, {} input + {} output tokens, {}, {}\n",
+                     spec.model->name(), m.name(), devices, devices == 1 ? "" : "s", spec.tp, spec.pp, spec.batch,
                      spec.input_tokens, spec.output_tokens, dtype_name(spec.dtype),
                      fmt::format("{}{}", spec.framework == runtime::Framework::native ? "native runtime" : "PyTorch eager",
                                  spec.graph ? " + CUDA graphs" : ""));
