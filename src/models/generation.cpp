@@ -26,7 +26,11 @@ void generate(CausalLM& model, const GenerateOptions& o) {
   while (o.batch % micro != 0) --micro;
   const std::int64_t mb = o.batch / micro;
   const std::int64_t max_seq = o.input_tokens + o.output_tokens - 1;
-  std::vector<KVCache> caches = model.make_kv_cache(o.batch, max_seq);
+  std::vector<KVCache> caches = [&] {
+    torch::DefaultDtypeGuard kv_dtype(o.kv_cache_dtype ? torch::from_runtime_dtype(*o.kv_cache_dtype)
+                                                       : torch::get_default_dtype());
+    return model.make_kv_cache(o.batch, max_seq);
+  }();
   // Each micro-batch's rows of every cache (views).
   std::vector<std::vector<KVCache>> rows(static_cast<std::size_t>(micro));
   for (std::int64_t m = 0; m < micro; ++m) {

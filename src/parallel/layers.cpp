@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 
+#include "syntorch/torch/float8.hpp"
 #include "syntorch/torch/ops.hpp"
 #include "syntorch/torch/utils.hpp"
 
@@ -24,6 +25,10 @@ void check_rank(int tp_size, int tp_rank, const char* layer) {
 torch::Tensor parameter(std::vector<std::int64_t> sizes, std::string_view what) {
   return torch::parameter_tensor(sizes, torch::get_default_dtype(), what);
 }
+// A linear layer's weight: fp8 under torch::fp8::ModelInitGuard.
+torch::Tensor linear_weight(std::vector<std::int64_t> sizes, std::string_view what) {
+  return torch::parameter_tensor(sizes, torch::fp8::linear_weight_dtype(), what);
+}
 }  // namespace
 
 ColumnParallelLinearImpl::ColumnParallelLinearImpl(std::int64_t in, std::int64_t out, int tp, int rank, bool gather,
@@ -36,7 +41,7 @@ ColumnParallelLinearImpl::ColumnParallelLinearImpl(std::int64_t in, std::int64_t
       tp_rank(rank),
       gather_output(gather) {
   check_rank(tp, rank, "ColumnParallelLinear");
-  weight = register_parameter("weight", parameter({output_size_per_partition, input_size}, "ColumnParallelLinear.weight"));
+  weight = register_parameter("weight", linear_weight({output_size_per_partition, input_size}, "ColumnParallelLinear.weight"));
   if (with_bias) bias = register_parameter("bias", parameter({output_size_per_partition}, "ColumnParallelLinear.bias"));
 }
 
@@ -56,7 +61,7 @@ RowParallelLinearImpl::RowParallelLinearImpl(std::int64_t in, std::int64_t out, 
       tp_rank(rank),
       input_is_parallel(parallel_input) {
   check_rank(tp, rank, "RowParallelLinear");
-  weight = register_parameter("weight", parameter({output_size, input_size_per_partition}, "RowParallelLinear.weight"));
+  weight = register_parameter("weight", linear_weight({output_size, input_size_per_partition}, "RowParallelLinear.weight"));
   if (with_bias) bias = register_parameter("bias", parameter({output_size}, "RowParallelLinear.bias"));
 }
 

@@ -9,6 +9,7 @@
 #include "syntorch/base/units.hpp"
 #include "syntorch/models/registry.hpp"
 #include "syntorch/parallel/distributed.hpp"
+#include "syntorch/torch/float8.hpp"
 #include "syntorch/torch/types.hpp"
 
 namespace syntorch::session {
@@ -53,6 +54,13 @@ bool set_run_parameter(RunSpec& s, const std::string& key, const std::string& va
   } else if (key == "dtype") {
     if (auto t = parse_dtype(value)) {
       s.dtype = *t;
+    } else {
+      d.error(where, key, fmt::format("unknown dtype \"{}\"{} (valid: {})", value, did_you_mean(value, dtype_names()),
+                                      join(dtype_names())));
+    }
+  } else if (key == "kv_dtype") {
+    if (auto t = parse_dtype(value)) {
+      s.kv_dtype = *t;
     } else {
       d.error(where, key, fmt::format("unknown dtype \"{}\"{} (valid: {})", value, did_you_mean(value, dtype_names()),
                                       join(dtype_names())));
@@ -123,8 +131,23 @@ bool validate_run(const RunSpec& s, const hw::Machine& machine, Diagnostics& d, 
   s.model->check({s.tp, s.pp, s.batch, s.input_tokens + s.output_tokens}, d, where);
   if (!scalar_type(s.dtype)) {
     d.error(where, "dtype", fmt::format("{} is not a dtype models run in (valid: fp32, fp16, bf16, fp8)", dtype_name(s.dtype)));
+  } else if (s.kv_dtype) {
+    const DType act = activation_dtype(s.dtype);
+    const bool sixteen = act == DType::fp16 || act == DType::bf16;
+    if (*s.kv_dtype != act && !(*s.kv_dtype == DType::fp8 && sixteen)) {
+      d.error(where, "kv-dtype",
+              fmt::format("a {} KV cache in a {} run: expected the activations' dtype ({}){}", dtype_name(*s.kv_dtype),
+                          dtype_name(s.dtype), dtype_name(act), sixteen ? " or fp8" : ""));
+    }
   }
   return d.size() == before;
+}
+
+DType activation_dtype(DType dtype) { return dtype == DType::fp8 ? DType::fp16 : dtype; }
+
+DType kv_cache_dtype(const RunSpec& s) {
+  if (s.kv_dtype) return *s.kv_dtype;
+  return s.dtype == DType::fp8 ? DType::fp8 : s.dtype;
 }
 
 RunReport simulate_generation(const hw::Machine& machine, const runtime::KernelPolicy& policy, const RunSpec& spec,
@@ -136,17 +159,26 @@ RunReport simulate_generation(const hw::Machine& machine, const runtime::KernelP
   options.trace_level = trace_level;
   options.framework = spec.framework;
   runtime::Engine engine(machine, policy, spec.tp * spec.pp, options);
-  const torch::ScalarType dtype = *scalar_type(spec.dtype);
   models::GenerateOptions generation;
   generation.batch = spec.batch;
   generation.input_tokens = spec.input_tokens;
   generation.output_tokens = spec.output_tokens;
   generation.micro_batches = spec.micro_batches;
   generation.graph = spec.graph;
+  generation.kv_cache_dtype = kv_cache_dtype(spec);
 
   RunReport report;
+  // fp8 as TensorRT-LLM runs it on Hopper: fp8 Linear weights and GEMMs (inputs quantised to
+  // fp8) and an fp8 KV cache; fp16 activations, embeddings, norms and attention.
+  const bool fp8 = spec.dtype == DType::fp8;
   report.engine = engine.run([&](runtime::RankContext&) {
-    torch::DefaultDtypeGuard dtype_guard(dtype);
+    torch::DefaultDtypeGuard dtype_guard(*scalar_type(activation_dtype(spec.dtype)));
+    std::optional<torch::fp8::ModelInitGuard> fp8_weights;
+    std::optional<torch::fp8::AutocastGuard> fp8_gemms;
+    if (fp8) {
+      fp8_weights.emplace();
+      fp8_gemms.emplace();
+    }
     parallel::initialize_model_parallel(spec.tp, spec.pp);
     spec.model->generate(generation);
   });

@@ -26,7 +26,7 @@ namespace fs = std::filesystem;
 
 const std::vector<std::string>& simulate_parameters() {
   static const std::vector<std::string> p{"hw",    "model",  "tp",        "pp",     "batch",        "input_tokens",
-                                          "output_tokens", "dtype", "policy", "graph", "framework", "micro_batches"};
+                                          "output_tokens", "dtype", "kv_dtype", "policy", "graph", "framework", "micro_batches"};
   return p;
 }
 
@@ -115,7 +115,7 @@ std::string check_parameter(StudyKind kind, const std::string& key, const std::s
     if (!exists_no_throw(file)) return fmt::format("no hardware config \"{}\" (looked for {})", value, file.string());
     return {};
   }
-  if (key == "dtype") {
+  if (key == "dtype" || key == "kv_dtype") {
     return parse_dtype(value) ? "" : fmt::format("unknown dtype \"{}\"{} (valid: {})", value, did_you_mean(value, dtype_names()),
                                                 join(dtype_names()));
   }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "internal.hpp"
+#include "syntorch/torch/float8.hpp"
 #include "syntorch/torch/module.hpp"
 #include "syntorch/torch/modules.hpp"
 #include "syntorch/torch/ops.hpp"
@@ -89,7 +90,9 @@ void Module::train(bool on) {
 
 LinearImpl::LinearImpl(const LinearOptions& o) : Module("Linear"), options(o) {
   const ScalarType t = o.dtype().value_or(get_default_dtype());
-  weight = register_parameter("weight", detail::make_parameter({o.out_features(), o.in_features()}, t, "Linear.weight"));
+  const ScalarType weight_type = o.dtype().value_or(fp8::linear_weight_dtype());
+  weight = register_parameter("weight", detail::make_parameter({o.out_features(), o.in_features()}, weight_type,
+                                                               "Linear.weight"));
   if (o.bias()) bias = register_parameter("bias", detail::make_parameter({o.out_features()}, t, "Linear.bias"));
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "internal.hpp"
+#include "syntorch/torch/float8.hpp"
 
 namespace syntorch::torch {
 
@@ -220,10 +221,13 @@ void check_matmul_types(const Tensor& a, const Tensor& b, const char* op) {
 }
 
 // Makes the output and launches a gemm (batch == 0) or a bmm.
+// The GEMM runs in a's dtype; the output is out_dtype (a's when not given: an fp8 GEMM writes
+// the activations' dtype).
 Tensor product_op(IntArrayRef out_sizes, const detail::TensorImpl& a, std::uint64_t batch, std::int64_t m,
-                  std::int64_t n, std::int64_t k, bool batched, std::string_view aten) {
+                  std::int64_t n, std::int64_t k, bool batched, std::string_view aten,
+                  std::optional<ScalarType> out_dtype = std::nullopt) {
   runtime::RankContext* ctx = runtime::current_rank();
-  Tensor out = detail::make_tensor(ctx, out_sizes, a.dtype, a.device, aten);
+  Tensor out = detail::make_tensor(ctx, out_sizes, out_dtype.value_or(a.dtype), a.device, aten);
   if (ctx) {
     OpDesc op;
     op.kind = batched ? OpKind::bmm : OpKind::gemm;
@@ -323,11 +327,51 @@ Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b) {
   return product_op(out, x, 1, x.sizes[0], y.sizes[1], x.sizes[1], false, "aten::addmm");
 }
 
+Tensor _scaled_mm(const Tensor& a, const Tensor& b, const Tensor& scale_a, const Tensor& scale_b, const Tensor& bias,
+                  std::optional<ScalarType> out_dtype) {
+  check_matmul_types(a, b, "_scaled_mm");
+  const auto& x = impl_of(a);
+  const auto& y = impl_of(b);
+  if (x.dtype != kFloat8_e4m3fn) {
+    fail("_scaled_mm: expected mat1 and mat2 in Float8_e4m3fn, got {}", scalar_type_name(x.dtype));
+  }
+  if (x.sizes.size() != 2 || y.sizes.size() != 2) {
+    fail("_scaled_mm: expected 2-D matrices, got {}D and {}D", x.sizes.size(), y.sizes.size());
+  }
+  if (x.sizes[1] != y.sizes[0]) fail_shapes("_scaled_mm", x.sizes, y.sizes);
+  for (const Tensor* scale : {&scale_a, &scale_b}) {
+    detail::check_defined(*scale, "_scaled_mm", scale == &scale_a ? "scale_a" : "scale_b");
+    if (impl_of(*scale).dtype != kFloat32 || impl_of(*scale).numel != 1) {
+      fail("_scaled_mm: expected each scale as a single Float value (per-tensor scaling), got {} of {} elements",
+           scalar_type_name(impl_of(*scale).dtype), impl_of(*scale).numel);
+    }
+  }
+  const ScalarType out_type = out_dtype.value_or(x.dtype);
+  if (bias.defined() && (impl_of(bias).numel != y.sizes[1] || impl_of(bias).dtype != out_type)) {
+    fail("_scaled_mm: expected a bias of {} {} values, got {} of {}", y.sizes[1], scalar_type_name(out_type),
+         impl_of(bias).numel, scalar_type_name(impl_of(bias).dtype));
+  }
+  const std::int64_t out[2] = {x.sizes[0], y.sizes[1]};
+  return product_op(IntArrayRef(out, 2), x, 1, x.sizes[0], y.sizes[1], x.sizes[1], false, "aten::_scaled_mm",
+                    out_type);
+}
+
 namespace nn::functional {
 
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
-  check_matmul_types(input, weight, "linear");
-  const auto& x = impl_of(input);
+  detail::check_defined(input, "linear", "input");
+  detail::check_defined(weight, "linear", "weight");
+  // An fp8 weight under fp8 autocast: the input quantised to fp8 (one pass), the GEMM in fp8
+  // with the scales in its epilogue, the output in the input's dtype.
+  std::optional<ScalarType> out_dtype;
+  Tensor quantised;
+  if (impl_of(weight).dtype == kFloat8_e4m3fn && impl_of(input).dtype != kFloat8_e4m3fn && fp8::autocast_enabled()) {
+    out_dtype = impl_of(input).dtype;
+    quantised = input.to(kFloat8_e4m3fn);
+  }
+  const Tensor& gemm_input = quantised.defined() ? quantised : input;
+  check_matmul_types(gemm_input, weight, "linear");
+  const auto& x = impl_of(gemm_input);
   const auto& w = impl_of(weight);
   if (w.sizes.size() != 2) fail("linear: weight must be 2-D [out_features, in_features], got {}", format_sizes(w.sizes));
   if (x.sizes.empty()) fail("linear: input must be at least 1-D, got a 0-dim tensor");
@@ -348,7 +392,7 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
   Sizes& out = detail::scratch(0);
   out.assign(x.sizes.begin(), x.sizes.end() - 1);
   out.push_back(out_features);
-  return product_op(out, x, 1, m, out_features, in_features, false, "aten::linear");
+  return product_op(out, x, 1, m, out_features, in_features, false, "aten::linear", out_dtype);
 }
 
 }  // namespace nn::functional
@@ -556,13 +600,21 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
   const auto& q = impl_of(query);
   const auto& k = impl_of(key);
   const auto& v = impl_of(value);
-  if (q.dtype != k.dtype || q.dtype != v.dtype) {
+  // Key and value in fp8 with a 16-bit query: an fp8 KV cache, dequantised inside the attention
+  // kernel as vLLM's and TensorRT-LLM's kernels do (PyTorch's own SDPA refuses it).
+  const bool fp8_kv = k.dtype == kFloat8_e4m3fn && v.dtype == kFloat8_e4m3fn &&
+                      (q.dtype == kFloat16 || q.dtype == kBFloat16);
+  if (!fp8_kv && (q.dtype != k.dtype || q.dtype != v.dtype)) {
     fail("{}: Expected query, key, and value to have the same dtype, but got query.dtype: {} key.dtype: {} and "
          "value.dtype: {} instead.",
          op, scalar_type_name(q.dtype), scalar_type_name(k.dtype), scalar_type_name(v.dtype));
   }
-  detail::check_same(query, key, op);
-  detail::check_same(query, value, op);
+  if (!fp8_kv) {
+    detail::check_same(query, key, op);
+    detail::check_same(query, value, op);
+  } else {
+    detail::check_same(key, value, op);
+  }
   const std::size_t n = q.sizes.size();
   if (n < 3 || k.sizes.size() != n || v.sizes.size() != n) {
     fail("{}: expected query, key and value of the same rank, at least 3-D ([..., heads, seq, head_dim]), got query "
@@ -620,6 +672,7 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
     o.seq_kv = static_cast<std::uint64_t>(seq_kv);
     o.head_dim = static_cast<std::uint64_t>(head_dim);
     o.causal = is_causal;
+    if (fp8_kv) o.kv_dtype = to_runtime_dtype(k.dtype);
     detail::dispatch(ctx, o, "aten::scaled_dot_product_attention", q.device,
                      batch == 0 || heads == 0 || seq_q == 0 || seq_kv == 0 || head_dim == 0);
   }

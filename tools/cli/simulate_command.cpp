@@ -37,6 +37,7 @@ struct SimulateOptions {
   std::int64_t output_tokens = 16;
   std::int64_t micro_batches = 0;
   std::string dtype = "fp16";
+  std::string kv_dtype;  // "" = the run's default
   std::string policy;
   std::vector<std::string> sets;
   bool graph = false;
@@ -98,6 +99,7 @@ nlohmann::ordered_json report_json(const session::RunReport& r, const session::R
   j["input_tokens"] = spec.input_tokens;
   j["output_tokens"] = spec.output_tokens;
   j["dtype"] = std::string(dtype_name(spec.dtype));
+  j["kv_dtype"] = std::string(dtype_name(session::kv_cache_dtype(spec)));
   j["graph"] = spec.graph;
   j["framework"] = spec.framework == runtime::Framework::native ? "native" : "eager";
   j["ttft_ms"] = r.ttft_s * 1e3;
@@ -171,6 +173,14 @@ int run_simulate(const SimulateOptions& o, Context& ctx) {
   } else {
     d.error("--dtype", "", fmt::format("unknown dtype \"{}\"{} (valid: {})", o.dtype, did_you_mean(o.dtype, dtype_names()),
                                        join(dtype_names())));
+  }
+  if (!o.kv_dtype.empty()) {
+    if (auto t = parse_dtype(o.kv_dtype)) {
+      spec.kv_dtype = *t;
+    } else {
+      d.error("--kv-dtype", "", fmt::format("unknown dtype \"{}\"{} (valid: {})", o.kv_dtype,
+                                            did_you_mean(o.kv_dtype, dtype_names()), join(dtype_names())));
+    }
   }
   spec.tp = o.tp;
   spec.pp = o.pp;
@@ -261,7 +271,10 @@ void add_simulate_command(CLI::App& app, Context& ctx) {
   s->add_option("--output-tokens,--num_output_tokens", o->output_tokens, "Tokens generated per sequence (the first by "
                 "the prefill)")->capture_default_str();
   s->add_option("--micro-batches", o->micro_batches, "Pipeline micro-batches (default: one per stage)");
-  s->add_option("--dtype", o->dtype, "Data type: fp16, bf16, fp32, fp8")->capture_default_str();
+  s->add_option("--dtype", o->dtype,
+                "Data type: fp16, bf16, fp32, or fp8 (fp8 Linear weights and GEMMs, fp16 activations, fp8 KV cache)")
+      ->capture_default_str();
+  s->add_option("--kv-dtype", o->kv_dtype, "KV cache data type: the activations' (default; fp8 for --dtype fp8) or fp8");
   s->add_option("--policy", o->policy, "Kernel policy: op=impl[:precision],... or a JSON/YAML file");
   s->add_option("--set", o->sets, "Override a config field: /json/pointer=value (repeatable)");
   s->add_option("--framework", o->framework,

@@ -4,9 +4,11 @@
 // and generating. Models are written only against the torch and parallel API.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "syntorch/base/diagnostics.hpp"
+#include "syntorch/base/dtype.hpp"
 
 namespace syntorch::models {
 
@@ -16,6 +18,7 @@ struct GenerateOptions {
   std::int64_t output_tokens = 16;  // the first comes from the prefill
   std::int64_t micro_batches = 0;   // pipeline micro-batches; 0 = one per stage
   bool graph = false;               // capture each decode step as one graph launch
+  std::optional<DType> kv_cache_dtype;  // the KV cache's dtype (the default dtype when not given)
 };
 
 // How a run lays a model out and what it asks of it.

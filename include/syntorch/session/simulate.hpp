@@ -22,6 +22,13 @@ class Recorder;
 
 namespace syntorch::session {
 
+// The dtype of activations, embeddings, norms and attention in a run of `dtype`: fp16 for an fp8
+// run (only the Linear weights and GEMMs are fp8), else `dtype`.
+DType activation_dtype(DType dtype);
+// The KV cache's dtype in `spec`: kv_dtype, else fp8 for an fp8 run (TensorRT-LLM's fp8 recipe
+// quantises the KV cache too), else the activations'.
+DType kv_cache_dtype(const struct RunSpec& spec);
+
 struct RunSpec {
   std::shared_ptr<const models::Model> model;  // from models::parse_model
   int tp = 1;
@@ -30,13 +37,14 @@ struct RunSpec {
   std::int64_t input_tokens = 128;
   std::int64_t output_tokens = 16;
   DType dtype = DType::fp16;
+  std::optional<DType> kv_dtype;  // the KV cache's dtype; when not given, the activations' (fp8 runs: fp8)
   bool graph = false;
   runtime::Framework framework = runtime::Framework::eager;
   std::int64_t micro_batches = 0;  // 0: one per pipeline stage
 };
 
 // Sets one run parameter from its text, as study files and measurement rows give them: model,
-// tp, pp, batch, input_tokens (or input), output_tokens (or output), dtype, graph (true|false),
+// tp, pp, batch, input_tokens (or input), output_tokens (or output), dtype, kv_dtype, graph (true|false),
 // framework (eager|native), micro_batches. Returns false for a key that is none of these; a value
 // that is wrong is reported under `where` and the key, and leaves the spec as it was.
 bool set_run_parameter(RunSpec& spec, const std::string& key, const std::string& value, Diagnostics& diagnostics,

@@ -4,6 +4,7 @@
 // then use torch::Tensor, torch::matmul, torch::nn::Linear, ... as with libtorch.
 
 #include "syntorch/torch/cuda.hpp"
+#include "syntorch/torch/float8.hpp"
 #include "syntorch/torch/fused.hpp"
 #include "syntorch/torch/module.hpp"
 #include "syntorch/torch/modules.hpp"

@@ -35,7 +35,8 @@ Kernel fused(const OpDesc& op, const LowerContext& cx, bool v3) {
   k.impl = v3 ? "flash_v3" : "flash_v2";
   k.tiles_per_unit = 1;
   const double qo_bytes = 2.0 * static_cast<double>(op.batch * op.heads * op.seq_q * op.head_dim) * e;
-  const double kv_bytes = 2.0 * static_cast<double>(op.batch * op.kv_heads * op.seq_kv * op.head_dim) * e;
+  const double kv_bytes = 2.0 * static_cast<double>(op.batch * op.kv_heads * op.seq_kv * op.head_dim) *
+                          element_bytes(op.kv_dtype.value_or(op.dtype));
   k.hbm_bytes = qo_bytes + kv_bytes;
   // Useful FLOPs: QK^T and AV, each 2*seq_q*seq_kv*head_dim per head; causal keeps the lower
   // triangle (for seq_q == seq_kv about half).

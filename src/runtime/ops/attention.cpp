@@ -49,8 +49,9 @@ double flops(const OpDesc& op) {
 // Q and O once, K and V once per KV head.
 double min_bytes(const OpDesc& op) {
   const double e = element_bytes(op.dtype);
+  const double kv_e = element_bytes(op.kv_dtype.value_or(op.dtype));
   return 2.0 * static_cast<double>(op.batch * op.heads * op.seq_q * op.head_dim) * e +
-         2.0 * static_cast<double>(op.batch * op.kv_heads * op.seq_kv * op.head_dim) * e;
+         2.0 * static_cast<double>(op.batch * op.kv_heads * op.seq_kv * op.head_dim) * kv_e;
 }
 }  // namespace
 
@@ -64,9 +65,10 @@ extern constinit const OpType attention_op{
     .check = &check,
     .describe =
         [](const OpDesc& op) {
-          return fmt::format("attention batch={} heads={} kv_heads={} seq_q={} seq_kv={} head_dim={}{} {}", op.batch,
+          return fmt::format("attention batch={} heads={} kv_heads={} seq_q={} seq_kv={} head_dim={}{} {}{}", op.batch,
                              op.heads, op.kv_heads, op.seq_q, op.seq_kv, op.head_dim, op.causal ? " causal" : "",
-                             dtype_name(op.dtype));
+                             dtype_name(op.dtype),
+                             op.kv_dtype ? fmt::format(" kv {}", dtype_name(*op.kv_dtype)) : std::string());
         },
     .flops = &flops,
     .min_bytes = &min_bytes,
