@@ -6,6 +6,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "layout_checks.hpp"
 #include "shape_spec.hpp"
 #include "syntorch/torch/cuda.hpp"
 #include "syntorch/torch/ops.hpp"
@@ -85,21 +86,7 @@ std::optional<GPTConfig> parse_gpt_config(const std::string& spec, Diagnostics& 
 
 void GPTModel::check(const RunLayout& l, Diagnostics& d, const std::string& where) const {
   const GPTConfig& c = config_;
-  const double kv_elements = static_cast<double>(l.batch) * static_cast<double>(l.tokens) *
-                             static_cast<double>(std::max(c.hidden, c.heads * c.head_dim));
-  if (kv_elements > 0x1p52) {
-    d.error(where, "batch", fmt::format("batch {} x {} tokens of {} is beyond what the simulator can size (2^52 "
-                                        "elements per tensor)", l.batch, l.tokens, c.name));
-  }
-  if (c.heads % l.tp != 0) {
-    d.error(where, "tp", fmt::format("{} has {} heads, which do not split over tp {}", c.name, c.heads, l.tp));
-  }
-  if (c.ffn % l.tp != 0) {
-    d.error(where, "tp", fmt::format("{}'s MLP width {} does not split over tp {}", c.name, c.ffn, l.tp));
-  }
-  if (c.layers % l.pp != 0) {
-    d.error(where, "pp", fmt::format("{} has {} layers, which do not split evenly over pp {}", c.name, c.layers, l.pp));
-  }
+  check_decoder_layout({c.name, std::max(c.hidden, c.heads * c.head_dim), c.heads, c.ffn, c.layers}, l, d, where);
 }
 
 void GPTModel::generate(const GenerateOptions& options) const {

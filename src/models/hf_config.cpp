@@ -129,8 +129,8 @@ void read_llama_like(ConfigKeys& k, TransformerConfig& c) {
   }
 }
 
-// transformers' GPTJConfig.
-void read_gptj(ConfigKeys& k, TransformerConfig& c) {
+// The keys GPTJConfig and GPT2Config share (transformers names them the same).
+void read_gpt_common(ConfigKeys& k, TransformerConfig& c) {
   c.layers = k.integer("n_layer");
   c.hidden = k.integer("n_embd");
   c.heads = c.kv_heads = k.integer("n_head");
@@ -139,31 +139,27 @@ void read_gptj(ConfigKeys& k, TransformerConfig& c) {
   c.vocab = k.integer("vocab_size");
   c.context = k.integer("n_positions");
   c.norm = TransformerConfig::Norm::layernorm;
+  c.mlp = TransformerConfig::Mlp::gelu;
+  k.activation("activation_function", {"gelu_new", "gelu", "gelu_fast", "gelu_pytorch_tanh"});
+}
+
+// transformers' GPTJConfig.
+void read_gptj(ConfigKeys& k, TransformerConfig& c) {
+  read_gpt_common(k, c);
   c.positions = TransformerConfig::Positions::rotary;
   c.rotary_dim = k.integer("rotary_dim", c.head_dim);
-  c.mlp = TransformerConfig::Mlp::gelu;
   c.parallel_block = true;
   c.mlp_bias = true;
   c.head_bias = true;
   c.tie_embeddings = k.boolean("tie_word_embeddings", false);
-  k.activation("activation_function", {"gelu_new", "gelu", "gelu_fast", "gelu_pytorch_tanh"});
 }
 
 // transformers' GPT2Config.
 void read_gpt2(ConfigKeys& k, TransformerConfig& c) {
-  c.layers = k.integer("n_layer");
-  c.hidden = k.integer("n_embd");
-  c.heads = c.kv_heads = k.integer("n_head");
-  c.head_dim = c.heads > 0 ? c.hidden / c.heads : 0;
-  c.ffn = k.integer("n_inner", 4 * c.hidden);
-  c.vocab = k.integer("vocab_size");
-  c.context = k.integer("n_positions");
-  c.norm = TransformerConfig::Norm::layernorm;
+  read_gpt_common(k, c);
   c.positions = TransformerConfig::Positions::learned;
-  c.mlp = TransformerConfig::Mlp::gelu;
   c.qkv_bias = c.out_bias = c.mlp_bias = true;
   c.tie_embeddings = k.boolean("tie_word_embeddings", true);
-  k.activation("activation_function", {"gelu_new", "gelu", "gelu_fast", "gelu_pytorch_tanh"});
 }
 
 struct Architecture {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "layout_checks.hpp"
 #include "syntorch/parallel/distributed.hpp"
 #include "syntorch/torch/fused.hpp"
 #include "syntorch/torch/ops.hpp"
@@ -59,12 +60,8 @@ void TransformerConfig::check_shape(Diagnostics& d, const std::string& where, co
 
 void TransformerModel::check(const RunLayout& l, Diagnostics& d, const std::string& where) const {
   const TransformerConfig& c = config_;
-  const double kv_elements = static_cast<double>(l.batch) * static_cast<double>(l.tokens) *
-                             static_cast<double>(std::max({c.hidden, c.heads * c.head_dim, c.ffn}));
-  if (kv_elements > 0x1p52) {
-    d.error(where, "batch", fmt::format("batch {} x {} tokens of {} is beyond what the simulator can size (2^52 "
-                                        "elements per tensor)", l.batch, l.tokens, c.name));
-  }
+  check_decoder_layout({c.name, std::max({c.hidden, c.heads * c.head_dim, c.ffn}), c.heads, c.ffn, c.layers}, l, d,
+                       where);
   // Learned positions end with their table (PyTorch would fail the lookup); rotary positions
   // run past the trained context, as they do on real hardware, and the report notes it.
   if (c.positions == TransformerConfig::Positions::learned && l.tokens - 1 > c.context) {
@@ -78,18 +75,9 @@ void TransformerModel::check(const RunLayout& l, Diagnostics& d, const std::stri
                         "of at most {} positions (input + output, here {}) are exact", c.name, c.sliding_window,
                         c.sliding_window, l.tokens));
   }
-  if (c.heads % l.tp != 0) {
-    d.error(where, "tp", fmt::format("{} has {} heads, which do not split over tp {}", c.name, c.heads, l.tp));
-  }
   if (c.kv_heads % l.tp != 0 && l.tp % c.kv_heads != 0) {
     d.error(where, "tp", fmt::format("{}'s {} key/value heads neither split over tp {} nor replicate evenly across it",
                                      c.name, c.kv_heads, l.tp));
-  }
-  if (c.ffn % l.tp != 0) {
-    d.error(where, "tp", fmt::format("{}'s MLP width {} does not split over tp {}", c.name, c.ffn, l.tp));
-  }
-  if (c.layers % l.pp != 0) {
-    d.error(where, "pp", fmt::format("{} has {} layers, which do not split evenly over pp {}", c.name, c.layers, l.pp));
   }
 }
 
