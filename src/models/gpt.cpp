@@ -4,24 +4,32 @@
 
 #include <algorithm>
 #include <map>
-#include <stdexcept>
 
-#include "layout_checks.hpp"
 #include "shape_spec.hpp"
-#include "syntorch/torch/cuda.hpp"
-#include "syntorch/torch/ops.hpp"
-#include "syntorch/torch/utils.hpp"
 
 namespace syntorch::models {
 
-double GPTConfig::parameters() const {
-  const double h = static_cast<double>(hidden);
-  const double attn = static_cast<double>(heads * head_dim);
-  const double per_block = 4 * h                       // two LayerNorms
-                           + h * 3 * attn + 3 * attn    // qkv
-                           + attn * h + h               // attention output
-                           + 2 * h * static_cast<double>(ffn) + static_cast<double>(ffn) + h;  // MLP
-  return static_cast<double>(layers) * per_block + static_cast<double>(vocab + context) * h + 2 * h;
+// Counted by the transformer it runs as: two LayerNorms, biased q/k/v, output and MLP, learned
+// positions, the head tied to the token embedding.
+double GPTConfig::parameters() const { return as_transformer(*this).parameters(); }
+
+TransformerConfig as_transformer(const GPTConfig& g) {
+  TransformerConfig c;
+  c.name = g.name;
+  c.architecture = "GPT";
+  c.layers = g.layers;
+  c.hidden = g.hidden;
+  c.heads = c.kv_heads = g.heads;
+  c.head_dim = g.head_dim;
+  c.ffn = g.ffn;
+  c.vocab = g.vocab;
+  c.context = g.context;
+  c.norm = TransformerConfig::Norm::layernorm;
+  c.positions = TransformerConfig::Positions::learned;
+  c.mlp = TransformerConfig::Mlp::gelu;
+  c.qkv_bias = c.out_bias = c.mlp_bias = true;
+  c.tie_embeddings = true;
+  return c;
 }
 
 const std::vector<GPTConfig>& gpt3_family() {
@@ -84,17 +92,6 @@ std::optional<GPTConfig> parse_gpt_config(const std::string& spec, Diagnostics& 
   return c;
 }
 
-void GPTModel::check(const RunLayout& l, Diagnostics& d, const std::string& where) const {
-  const GPTConfig& c = config_;
-  check_decoder_layout({c.name, std::max(c.hidden, c.heads * c.head_dim), c.heads, c.ffn, c.layers}, l, d, where);
-}
-
-void GPTModel::generate(const GenerateOptions& options) const {
-  GPT model(config_);
-  model->eval();
-  models::generate(*model, options);
-}
-
 const ModelEntry kGptModels{
     .family = "gpt",
     .custom_form = "gpt:layers=L,hidden=H,heads=N,vocab=V",
@@ -107,107 +104,8 @@ const ModelEntry kGptModels{
     .parse = [](const std::string& spec, Diagnostics& d, const std::string& where) -> std::shared_ptr<const Model> {
       auto config = parse_gpt_config(spec, d, where);
       if (!config) return nullptr;
-      return std::make_shared<GPTModel>(std::move(*config));
+      return std::make_shared<TransformerModel>(as_transformer(*config));
     },
 };
-
-GPTBlockImpl::GPTBlockImpl(const GPTConfig& c, int tp, int rank) : torch::nn::Module("GPTBlock") {
-  if (c.heads % tp != 0) {
-    throw std::invalid_argument(fmt::format("{}: {} heads do not split over tensor parallel {}", c.name, c.heads, tp));
-  }
-  local_heads = c.heads / tp;
-  head_dim = c.head_dim;
-  const std::int64_t attn = c.heads * c.head_dim;
-  ln_1 = register_module("ln_1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.hidden})));
-  qkv = register_module("qkv", parallel::ColumnParallelLinear(c.hidden, 3 * attn, tp, rank, false));
-  proj = register_module("proj", parallel::RowParallelLinear(attn, c.hidden, tp, rank, true));
-  ln_2 = register_module("ln_2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.hidden})));
-  fc_1 = register_module("fc_1", parallel::ColumnParallelLinear(c.hidden, c.ffn, tp, rank, false));
-  gelu = register_module("gelu", torch::nn::GELU());
-  fc_2 = register_module("fc_2", parallel::RowParallelLinear(c.ffn, c.hidden, tp, rank, true));
-}
-
-torch::Tensor GPTBlockImpl::forward(const torch::Tensor& x, KVCache& cache, std::int64_t past) {
-  const std::int64_t b = x.size(0), s = x.size(1);
-  torch::Tensor qkv_out = qkv->forward(ln_1->forward(x));  // [b, s, 3 * heads/tp * d]
-  torch::Tensor parts = qkv_out.view({b, s, 3, local_heads, head_dim});
-  torch::Tensor q = parts.select(2, 0).transpose(1, 2);  // [b, heads/tp, s, d]
-  cache.keys.narrow(2, past, s).copy_(parts.select(2, 1).transpose(1, 2));
-  cache.values.narrow(2, past, s).copy_(parts.select(2, 2).transpose(1, 2));
-  torch::Tensor keys = cache.keys.narrow(2, 0, past + s);
-  torch::Tensor values = cache.values.narrow(2, 0, past + s);
-  torch::Tensor a = torch::scaled_dot_product_attention(q, keys, values, {}, 0.0, /*is_causal=*/s > 1);
-  a = a.transpose(1, 2).reshape({b, s, local_heads * head_dim});
-  torch::Tensor h = x + proj->forward(a);
-  return h + fc_2->forward(gelu->forward(fc_1->forward(ln_2->forward(h))));
-}
-
-GPTImpl::GPTImpl(const GPTConfig& c) : CausalLM("GPT"), config_(c) {
-  const parallel::ParallelState& st = parallel::state();
-  if (c.layers % st.pp_size != 0) {
-    throw std::invalid_argument(
-        fmt::format("{}: {} layers do not split evenly over {} pipeline stages", c.name, c.layers, st.pp_size));
-  }
-  // Megatron pads the vocabulary to a multiple of 128 x TP so that it splits evenly.
-  const std::int64_t multiple = 128 * st.tp_size;
-  padded_vocab_ = (c.vocab + multiple - 1) / multiple * multiple;
-  const std::int64_t per_stage = c.layers / st.pp_size;
-  first_layer_ = st.pp_rank * per_stage;
-  if (st.is_first_stage()) {
-    wte_ = register_module("wte", parallel::VocabParallelEmbedding(padded_vocab_, c.hidden, st.tp_size, st.tp_rank));
-    wpe_ = register_module("wpe", torch::nn::Embedding(c.context, c.hidden));
-  }
-  for (std::int64_t i = 0; i < per_stage; ++i) {
-    blocks_.push_back(register_module(fmt::format("h_{}", first_layer_ + i), GPTBlock(c, st.tp_size, st.tp_rank)));
-  }
-  if (st.is_last_stage()) {
-    ln_f_ = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.hidden})));
-    // The head shares the embedding's shape (GPT ties them); on a separate last stage it is its
-    // own copy, as in Megatron.
-    if (!st.is_first_stage() || st.pp_size > 1) {
-      head_ = register_module("head", parallel::ColumnParallelLinear(c.hidden, padded_vocab_, st.tp_size, st.tp_rank,
-                                                                     true, false));
-    }
-  }
-}
-
-std::vector<KVCache> GPTImpl::make_kv_cache(std::int64_t batch, std::int64_t max_seq) const {
-  torch::MemoryUseGuard guard(torch::MemoryUse::kv_cache);
-  std::vector<KVCache> caches;
-  const std::int64_t local_heads = config_.heads / parallel::state().tp_size;
-  for (std::size_t i = 0; i < blocks_.size(); ++i) {
-    KVCache c;
-    c.keys = torch::empty({batch, local_heads, max_seq, config_.head_dim}, torch::get_default_dtype());
-    c.values = torch::empty({batch, local_heads, max_seq, config_.head_dim}, torch::get_default_dtype());
-    caches.push_back(std::move(c));
-  }
-  return caches;
-}
-
-torch::Tensor GPTImpl::embed(const torch::Tensor& tokens, std::int64_t past) {
-  const std::int64_t s = tokens.size(1);
-  torch::Tensor positions = torch::arange(past, past + s);
-  return wte_->forward(tokens) + wpe_->forward(positions);
-}
-
-torch::Tensor GPTImpl::blocks(torch::Tensor x, std::vector<KVCache>& caches, std::int64_t past) {
-  for (std::size_t i = 0; i < blocks_.size(); ++i) {
-    torch::RecordScope layer(fmt::format("layer {}", first_layer_ + static_cast<std::int64_t>(i)));
-    x = blocks_[i]->forward(x, caches[i], past);
-  }
-  return x;
-}
-
-torch::Tensor GPTImpl::next_token(const torch::Tensor& x) {
-  torch::Tensor last = x.narrow(1, x.size(1) - 1, 1);  // [b, 1, hidden]
-  torch::Tensor h = ln_f_->forward(last);
-  torch::Tensor logits = head_ ? head_->forward(h)
-                               : [&] {
-                                   // Tied head: the vocabulary-parallel embedding's weight, then gathered.
-                                   torch::Tensor local = torch::nn::functional::linear(h, wte_->weight);
-                                   return parallel::all_gather(local, parallel::state().tp_group, -1);
-                                 }();
-  return logits.argmax(-1);  // [b, 1]
-}
 
 }  // namespace syntorch::models

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "layout_checks.hpp"
 #include "syntorch/parallel/distributed.hpp"
 #include "syntorch/torch/fused.hpp"
 #include "syntorch/torch/ops.hpp"
@@ -60,24 +59,31 @@ void TransformerConfig::check_shape(Diagnostics& d, const std::string& where, co
 
 void TransformerModel::check(const RunLayout& l, Diagnostics& d, const std::string& where) const {
   const TransformerConfig& c = config_;
-  check_decoder_layout({c.name, std::max({c.hidden, c.heads * c.head_dim, c.ffn}), c.heads, c.ffn, c.layers}, l, d,
-                       where);
-  // Learned positions end with their table (PyTorch would fail the lookup); rotary positions
-  // run past the trained context, as they do on real hardware, and the report notes it.
-  if (c.positions == TransformerConfig::Positions::learned && l.tokens - 1 > c.context) {
-    d.error(where, "input-tokens",
-            fmt::format("{} has learned positions for {} tokens (its context), but input + output - 1 is {}", c.name,
-                        c.context, l.tokens - 1));
+  const double widest = static_cast<double>(std::max({c.hidden, c.heads * c.head_dim, c.ffn}));
+  if (static_cast<double>(l.batch) * static_cast<double>(l.tokens) * widest > 0x1p52) {
+    d.error(where, "batch", fmt::format("batch {} x {} tokens of {} is beyond what the simulator can size (2^52 "
+                                        "elements per tensor)", l.batch, l.tokens, c.name));
   }
+  // Positions past the trained context run (a position costs the same; reports note it), but not
+  // past a sliding window, whose banded attention is not modelled.
   if (c.sliding_window > 0 && l.tokens > c.sliding_window) {
     d.error(where, "input-tokens",
             fmt::format("{} attends over a sliding window of {} positions, which the simulator does not model; runs "
                         "of at most {} positions (input + output, here {}) are exact", c.name, c.sliding_window,
                         c.sliding_window, l.tokens));
   }
+  if (c.heads % l.tp != 0) {
+    d.error(where, "tp", fmt::format("{} has {} heads, which do not split over tp {}", c.name, c.heads, l.tp));
+  }
   if (c.kv_heads % l.tp != 0 && l.tp % c.kv_heads != 0) {
     d.error(where, "tp", fmt::format("{}'s {} key/value heads neither split over tp {} nor replicate evenly across it",
                                      c.name, c.kv_heads, l.tp));
+  }
+  if (c.ffn % l.tp != 0) {
+    d.error(where, "tp", fmt::format("{}'s MLP width {} does not split over tp {}", c.name, c.ffn, l.tp));
+  }
+  if (c.layers % l.pp != 0) {
+    d.error(where, "pp", fmt::format("{} has {} layers, which do not split evenly over pp {}", c.name, c.layers, l.pp));
   }
 }
 
@@ -199,9 +205,9 @@ std::vector<KVCache> TransformerImpl::make_kv_cache(std::int64_t batch, std::int
 }
 
 torch::Tensor TransformerImpl::embed(const torch::Tensor& tokens, std::int64_t past) {
-  torch::Tensor x = embed_tokens_->forward(tokens);
-  if (embed_positions_) x = x + embed_positions_->forward(torch::arange(past, past + tokens.size(1)));
-  return x;
+  if (!embed_positions_) return embed_tokens_->forward(tokens);
+  const torch::Tensor positions = torch::arange(past, past + tokens.size(1));
+  return embed_tokens_->forward(tokens) + embed_positions_->forward(positions);
 }
 
 torch::Tensor TransformerImpl::blocks(torch::Tensor x, std::vector<KVCache>& caches, std::int64_t past) {

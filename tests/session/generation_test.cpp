@@ -59,7 +59,7 @@ TEST(Generation, KvCacheIsTwoLayersBatchSeqHiddenBytesOverTp) {
     Diagnostics d;
     models::GPTConfig c = *models::parse_gpt_config("gpt3-1.3b", d, "test");
     c.heads = 16;  // 24 layers, d_model 2048 = 16 heads x 128: keys are d_model wide
-    spec.model = std::make_shared<models::GPTModel>(c);
+    spec.model = std::make_shared<models::TransformerModel>(models::as_transformer(c));
     spec.tp = tp;
     spec.batch = 4;
     spec.input_tokens = 100;
