@@ -45,16 +45,19 @@ void report(benchmark::State& state, const session::RunReport& r) {
   state.counters["peak_rss_MiB"] = static_cast<double>(usage.ru_maxrss) / 1024.0;
 }
 
-void BM_Gpt3_175B_Tp8_NoTrace(benchmark::State& state) {
-  const hw::Machine m = hw::Machine::load(config("dgx_h100.json"));
-  const session::RunSpec spec = gpt3_175b();
+// Simulates `spec` on the bundled `hw` once per iteration, without a trace.
+void run_generation(benchmark::State& state, const char* hw, const session::RunSpec& spec) {
+  const hw::Machine m = hw::Machine::load(config(hw));
   session::RunReport r;
   for (auto _ : state) {
     r = session::simulate_generation(m, {}, spec);
     benchmark::DoNotOptimize(r.e2e_s);
   }
+  if (r.oom) state.SkipWithError("simulated out of memory");
   report(state, r);
 }
+
+void BM_Gpt3_175B_Tp8_NoTrace(benchmark::State& state) { run_generation(state, "dgx_h100.json", gpt3_175b()); }
 BENCHMARK(BM_Gpt3_175B_Tp8_NoTrace)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_Gpt3_175B_Tp8_ChromeTrace(benchmark::State& state) {
@@ -108,18 +111,12 @@ BENCHMARK(BM_TraceSizeOfTheSameRun)->Unit(benchmark::kMillisecond)->UseRealTime(
 
 // A sweep-sized point: GPT-3 13B on one H100, batch 1, 128 + 128 tokens.
 void BM_Gpt3_13B_Tp1(benchmark::State& state) {
-  const hw::Machine m = hw::Machine::load(config("h100_sxm5_80gb.json"));
   Diagnostics d;
   session::RunSpec spec;
   spec.model = models::parse_model("gpt3-13b", d, "bench");
   spec.input_tokens = 128;
   spec.output_tokens = 128;
-  session::RunReport r;
-  for (auto _ : state) {
-    r = session::simulate_generation(m, {}, spec);
-    benchmark::DoNotOptimize(r.e2e_s);
-  }
-  report(state, r);
+  run_generation(state, "h100_sxm5_80gb.json", spec);
 }
 BENCHMARK(BM_Gpt3_13B_Tp1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
@@ -128,7 +125,6 @@ BENCHMARK(BM_Gpt3_13B_Tp1)->Unit(benchmark::kMillisecond)->UseRealTime();
 // Issue target: Llama 3 405B, TP 8 x PP 2 over two DGX H100 nodes, batch 16, 8192 + 256 tokens,
 // every kernel simulated, in at most 5 s and 1 GiB.
 void BM_Llama3_405B_Tp8_Pp2(benchmark::State& state) {
-  const hw::Machine m = hw::Machine::load(config("dgx_h100_x2.json"));
   Diagnostics d;
   session::RunSpec spec;
   spec.model = models::parse_model("llama3.1-405b", d, "bench");
@@ -137,13 +133,7 @@ void BM_Llama3_405B_Tp8_Pp2(benchmark::State& state) {
   spec.batch = 16;
   spec.input_tokens = 8192;
   spec.output_tokens = 256;
-  session::RunReport r;
-  for (auto _ : state) {
-    r = session::simulate_generation(m, {}, spec);
-    benchmark::DoNotOptimize(r.e2e_s);
-  }
-  if (r.oom) state.SkipWithError("simulated out of memory");
-  report(state, r);
+  run_generation(state, "dgx_h100_x2.json", spec);
 }
 BENCHMARK(BM_Llama3_405B_Tp8_Pp2)->Unit(benchmark::kMillisecond)->UseRealTime();
 

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "run_helpers.hpp"
 #include "syntorch/hw/machine.hpp"
 #include "syntorch/models/gpt.hpp"
 #include "syntorch/models/registry.hpp"
@@ -14,14 +15,8 @@ namespace {
 using namespace syntorch;
 using session::RunSpec;
 
-std::string config(const std::string& name) { return std::string(SYNTORCH_SOURCE_DIR) + "/hw_configs/" + name; }
-
-std::shared_ptr<const models::Model> model(const std::string& spec) {
-  Diagnostics d;
-  auto m = models::parse_model(spec, d, "test");
-  EXPECT_TRUE(m) << d.to_string();
-  return m;
-}
+using session_testing::config;
+using session_testing::model;
 
 double matrix_flops(const session::RunReport& r) {
   double f = 0;

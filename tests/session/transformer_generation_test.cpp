@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "run_helpers.hpp"
 #include "syntorch/hw/machine.hpp"
 #include "syntorch/models/registry.hpp"
 #include "syntorch/models/transformer.hpp"
@@ -13,17 +14,11 @@ namespace {
 using namespace syntorch;
 using session::RunSpec;
 
-std::string config(const std::string& name) { return std::string(SYNTORCH_SOURCE_DIR) + "/hw_configs/" + name; }
-
-std::shared_ptr<const models::Model> model(const std::string& spec) {
-  Diagnostics d;
-  auto m = models::parse_model(spec, d, "test");
-  EXPECT_TRUE(m) << d.to_string();
-  return m;
-}
+using session_testing::config;
+using session_testing::model;
 
 std::uint64_t kv_cache_bytes(const session::RunReport& r, std::size_t rank) {
-  return r.engine.ranks[rank].memory.peak_allocated_by_use[static_cast<std::size_t>(os::MemoryUse::kv_cache)];
+  return session_testing::peak_bytes(r, rank, os::MemoryUse::kv_cache);
 }
 
 TEST(TransformerGeneration, TheKvCacheHoldsKvHeadsNotQueryHeads) {
@@ -111,9 +106,7 @@ TEST(TransformerGeneration, Fp8HalvesLinearWeightsAndTheKvCacheAndRunsTheGemmsIn
   spec.kv_dtype = DType::fp16;
   const auto fp8_fp16_kv = session::simulate_generation(m, {}, spec);
   ASSERT_FALSE(fp16.oom || fp8.oom || fp8_fp16_kv.oom);
-  auto use = [](const session::RunReport& r, os::MemoryUse u) {
-    return r.engine.ranks[0].memory.peak_allocated_by_use[static_cast<std::size_t>(u)];
-  };
+  auto use = [](const session::RunReport& r, os::MemoryUse u) { return session_testing::peak_bytes(r, 0, u); };
   EXPECT_EQ(use(fp8, os::MemoryUse::kv_cache) * 2, use(fp16, os::MemoryUse::kv_cache));
   EXPECT_EQ(use(fp8_fp16_kv, os::MemoryUse::kv_cache), use(fp16, os::MemoryUse::kv_cache));
   // The Linear weights halve; the embedding (4096 x 1024) and norms stay 16-bit.

@@ -43,33 +43,28 @@ std::vector<Kernel> lower_elementwise(const OpDesc& op, const LowerContext& cx, 
 
 std::vector<Kernel> choose_implementation(std::vector<std::vector<Kernel>> options, const LowerContext& cx) {
   const std::string& impl = cx.policy.impl;
+  std::vector<double> estimate_s(options.size(), 0);
   std::size_t best = options.size();
-  double best_s = 0;
   for (std::size_t i = 0; i < options.size(); ++i) {
     if (options[i].empty() || (impl != "auto" && options[i][0].impl != impl)) continue;
-    double s = 0;
-    for (const Kernel& k : options[i]) s += estimate_s(k, cx.device);
-    if (best == options.size() || s < best_s) {
-      best = i;
-      best_s = s;
-    }
+    for (const Kernel& k : options[i]) estimate_s[i] += detail::estimate_s(k, cx.device);
+    if (best == options.size() || estimate_s[i] < estimate_s[best]) best = i;
   }
   if (best == options.size()) unsupported(cx, fmt::format("no implementation \"{}\" here", impl));
-  std::vector<Kernel> chosen = std::move(options[best]);
+  std::string reason;
   if (impl == "auto" && options.size() > 1) {
     std::string others;
     for (std::size_t i = 0; i < options.size(); ++i) {
       if (i == best || options[i].empty()) continue;
-      double s = 0;
-      for (const Kernel& k : options[i]) s += estimate_s(k, cx.device);
-      others += fmt::format("{}{} {:.1f} us", others.empty() ? "" : ", ", options[i][0].impl, s * 1e6);
+      others += fmt::format("{}{} {:.1f} us", others.empty() ? "" : ", ", options[i][0].impl, estimate_s[i] * 1e6);
     }
-    chosen[0].why.insert(chosen[0].why.begin(),
-                         fmt::format("auto: {} ({:.1f} us) is the fastest (others: {})", chosen[0].impl, best_s * 1e6,
-                                     others));
+    reason = fmt::format("auto: {} ({:.1f} us) is the fastest (others: {})", options[best][0].impl,
+                         estimate_s[best] * 1e6, others);
   } else {
-    chosen[0].why.insert(chosen[0].why.begin(), fmt::format("{}: as the policy asks", chosen[0].impl));
+    reason = fmt::format("{}: as the policy asks", options[best][0].impl);
   }
+  std::vector<Kernel> chosen = std::move(options[best]);
+  chosen[0].why.insert(chosen[0].why.begin(), std::move(reason));
   return chosen;
 }
 
