@@ -614,6 +614,10 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
     detail::check_same(query, value, op);
   } else {
     detail::check_same(key, value, op);
+    if (q.device.type() != k.device.type()) {
+      fail("{}: Expected all tensors to be on the same device, but found at least two devices, {} and {}!", op,
+           q.device.str(), k.device.str());
+    }
   }
   const std::size_t n = q.sizes.size();
   if (n < 3 || k.sizes.size() != n || v.sizes.size() != n) {

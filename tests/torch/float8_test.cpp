@@ -66,6 +66,10 @@ TEST(Float8, AttentionReadsAnFp8KvCacheWithA16BitQuery) {
   EXPECT_EQ(op.dtype, DType::fp16);
   ASSERT_TRUE(op.kv_dtype.has_value());
   EXPECT_EQ(*op.kv_dtype, DType::fp8);
+  // A query on another device than the fp8 cache is still refused.
+  EXPECT_THROW(torch::scaled_dot_product_attention(
+                   torch::empty({2, 32, 1, 128}, torch::TensorOptions(torch::kFloat16).device(torch::kCPU)), kv, kv),
+               torch::Error);
   // fp8 keys with an fp32 query stay PyTorch's dtype error.
   EXPECT_THROW(torch::scaled_dot_product_attention(torch::empty({2, 32, 1, 128}, torch::kFloat32), kv, kv),
                torch::Error);
