@@ -97,7 +97,9 @@ class ConfigKeys {
   Diagnostics& d_;
 };
 
-constexpr const char* kMoe = "a mixture-of-experts model: experts and all-to-all routing are not modelled yet";
+constexpr const char* kMoe =
+    "a mixture-of-experts architecture the simulator does not model (MixtralForCausalLM is the one it reads: "
+    "routed SwiGLU experts without shared experts or latent attention)";
 
 // LlamaForCausalLM and the models that share its config keys (transformers' LlamaConfig,
 // MistralConfig, Qwen2Config).
@@ -117,6 +119,19 @@ void read_llama_like(ConfigKeys& k, TransformerConfig& c) {
   c.rotary_dim = static_cast<std::int64_t>(std::floor(static_cast<double>(c.head_dim) * rotary));
   c.tie_embeddings = k.boolean("tie_word_embeddings", false);
   k.activation("hidden_act", {"silu"});
+  if (c.architecture == "MixtralForCausalLM") {
+    // transformers' MixtralConfig: num_local_experts experts of intermediate_size, top
+    // num_experts_per_tok (defaults 8 and 2).
+    c.experts = k.integer("num_local_experts", 8);
+    c.experts_per_token = k.integer("num_experts_per_tok", 2);
+    if (c.experts > 0 && c.experts_per_token > c.experts) {
+      k.diagnostics().error(k.file(), "/num_experts_per_tok",
+                            fmt::format("{} experts per token, but only {} experts (num_local_experts)",
+                                        c.experts_per_token, c.experts));
+    }
+    c.sliding_window = k.integer("sliding_window", 0);
+    return;
+  }
   k.refuse("num_local_experts", kMoe);
   k.refuse("num_experts", kMoe);
   if (c.architecture == "Qwen2ForCausalLM") {
@@ -170,14 +185,15 @@ struct Architecture {
 
 constexpr Architecture kArchitectures[] = {
     {"LlamaForCausalLM", "llama", read_llama_like},  {"MistralForCausalLM", "mistral", read_llama_like},
-    {"Qwen2ForCausalLM", "qwen2", read_llama_like},  {"GPTJForCausalLM", "gptj", read_gptj},
+    {"Qwen2ForCausalLM", "qwen2", read_llama_like},  {"MixtralForCausalLM", "mixtral", read_llama_like},
+    {"GPTJForCausalLM", "gptj", read_gptj},
     {"GPT2LMHeadModel", "gpt2", read_gpt2},
 };
 
 // Architectures known to be mixtures of experts, refused with that reason.
-constexpr const char* kMoeArchitectures[] = {"MixtralForCausalLM", "Qwen2MoeForCausalLM", "DeepseekV2ForCausalLM",
-                                             "DeepseekV3ForCausalLM", "Qwen3MoeForCausalLM"};
-constexpr const char* kMoeModelTypes[] = {"mixtral", "qwen2_moe", "deepseek_v2", "deepseek_v3", "qwen3_moe"};
+constexpr const char* kMoeArchitectures[] = {"Qwen2MoeForCausalLM", "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM",
+                                             "Qwen3MoeForCausalLM"};
+constexpr const char* kMoeModelTypes[] = {"qwen2_moe", "deepseek_v2", "deepseek_v3", "qwen3_moe"};
 
 std::vector<std::string> supported_names() {
   std::vector<std::string> names;

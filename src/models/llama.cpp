@@ -47,6 +47,18 @@ const std::vector<TransformerConfig>& llama_family() {
     TransformerConfig mistral = llama_shape("mistral-7b", 32, 4096, 32, 8, 14336, 32768, 32768);
     mistral.architecture = "MistralForCausalLM";
     f.push_back(mistral);
+    // Mixtral: Mistral's blocks with 8 SwiGLU experts of the dense width, top 2 per token
+    // (Jiang et al., "Mixtral of Experts", 2024, table 1; the released config.json files:
+    // 8x7B 32 layers, hidden 4096, 32 heads, 8 KV heads, experts of 14336, vocab 32000, 32768
+    // positions; 8x22B 56 layers, hidden 6144, 48 heads, 8 KV heads, experts of 16384, vocab
+    // 32768, 65536 positions). No sliding window in either release.
+    for (TransformerConfig mixtral : {llama_shape("mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, 32768),
+                                      llama_shape("mixtral-8x22b", 56, 6144, 48, 8, 16384, 32768, 65536)}) {
+      mixtral.architecture = "MixtralForCausalLM";
+      mixtral.experts = 8;
+      mixtral.experts_per_token = 2;
+      f.push_back(mixtral);
+    }
     for (TransformerConfig qwen : {llama_shape("qwen2.5-7b", 28, 3584, 28, 4, 18944, 152064, 32768),
                                    llama_shape("qwen2.5-72b", 80, 8192, 64, 8, 29568, 152064, 32768)}) {
       qwen.architecture = "Qwen2ForCausalLM";
@@ -68,7 +80,8 @@ std::shared_ptr<const Model> parse_llama(const std::string& spec, Diagnostics& d
   if (spec.rfind(prefix, 0) != 0) return nullptr;
   static constexpr ShapeKey kKeys[] = {{"layers", 4096, true},    {"hidden", 1 << 18, true},  {"heads", 4096, true},
                                        {"kv_heads", 4096, false}, {"ffn", 1 << 20, true},     {"vocab", 1 << 24, true},
-                                       {"head_dim", 4096, false}, {"context", 1 << 24, false}};
+                                       {"head_dim", 4096, false}, {"context", 1 << 24, false},
+                                       {"experts", 4096, false},  {"top_k", 4096, false}};
   const auto v = parse_shape_spec(spec, prefix, kKeys, d, where);
   if (!v) return nullptr;
   auto get = [&](const char* key, std::int64_t otherwise) { return v->count(key) ? v->at(key) : otherwise; };
@@ -80,6 +93,11 @@ std::shared_ptr<const Model> parse_llama(const std::string& spec, Diagnostics& d
   }
   TransformerConfig c = llama_shape(spec, v->at("layers"), hidden, heads, get("kv_heads", heads), v->at("ffn"),
                                     v->at("vocab"), get("context", 4096), get("head_dim", 0));
+  if (v->count("experts") || v->count("top_k")) {
+    c.architecture = "MixtralForCausalLM";
+    c.experts = get("experts", 0);
+    c.experts_per_token = get("top_k", c.experts >= 2 ? 2 : 1);
+  }
   const std::size_t before = d.size();
   c.check_shape(d, where, "");
   if (d.size() != before) return nullptr;
@@ -90,7 +108,7 @@ std::shared_ptr<const Model> parse_llama(const std::string& spec, Diagnostics& d
 
 const ModelEntry kLlamaModels{
     .family = "llama",
-    .custom_form = "llama:layers=L,hidden=H,heads=N,kv_heads=K,ffn=F,vocab=V",
+    .custom_form = "llama:layers=L,hidden=H,heads=N,kv_heads=K,ffn=F,vocab=V[,experts=E,top_k=K]",
     .zoo =
         [] {
           std::vector<std::string> names;

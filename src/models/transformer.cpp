@@ -19,7 +19,8 @@ double TransformerConfig::parameters() const {
   const double f = static_cast<double>(ffn);
   const double norm_weights = norm == Norm::layernorm ? 2 * h : h;
   const double attention = h * (q + 2 * kv) + (qkv_bias ? q + 2 * kv : 0) + q * h + (out_bias ? h : 0);
-  const double mlp_weights = mlp == Mlp::swiglu ? 3 * h * f : 2 * h * f;
+  const double dense_mlp = mlp == Mlp::swiglu ? 3 * h * f : 2 * h * f;
+  const double mlp_weights = moe() ? static_cast<double>(experts) * (dense_mlp + h) : dense_mlp;  // + the router
   const double mlp_biases = mlp_bias ? (mlp == Mlp::swiglu ? 2 * f : f) + h : 0;
   const double per_block = (parallel_block ? 1 : 2) * norm_weights + attention + mlp_weights + mlp_biases;
   const double v = static_cast<double>(vocab);
@@ -51,6 +52,17 @@ void TransformerConfig::check_shape(Diagnostics& d, const std::string& where, co
     d.error(where, key, fmt::format("{}: {} attention heads are not a multiple of {} key/value heads", name, heads,
                                     kv_heads));
   }
+  if (experts > 0 || experts_per_token > 0) {
+    positive(experts, "experts", 4096);
+    if (experts_per_token < 1 || experts_per_token > experts) {
+      d.error(where, key, fmt::format("{}: experts per token must be in [1, experts = {}], got {}", name, experts,
+                                      experts_per_token));
+    }
+    if (mlp != Mlp::swiglu || parallel_block || mlp_bias) {
+      d.error(where, key, fmt::format("{}: experts are modelled as SwiGLU MLPs without biases in sequential blocks",
+                                      name));
+    }
+  }
   if (positions == Positions::rotary && (rotary_dim <= 0 || rotary_dim > head_dim || rotary_dim % 2 != 0)) {
     d.error(where, key, fmt::format("{}: the rotary dims ({}) must be even and in [2, head dim = {}]", name, rotary_dim,
                                     head_dim));
@@ -79,8 +91,18 @@ void TransformerModel::check(const RunLayout& l, Diagnostics& d, const std::stri
     d.error(where, "tp", fmt::format("{}'s {} key/value heads neither split over tp {} nor replicate evenly across it",
                                      c.name, c.kv_heads, l.tp));
   }
-  if (c.ffn % l.tp != 0) {
-    d.error(where, "tp", fmt::format("{}'s MLP width {} does not split over tp {}", c.name, c.ffn, l.tp));
+  if (l.ep > 1 && !c.moe()) {
+    d.error(where, "ep", fmt::format("{} has no experts to spread over ep {} (expert parallelism is for "
+                                     "mixture-of-experts models)", c.name, l.ep));
+  } else if (l.ep < 1 || l.tp % l.ep != 0) {
+    d.error(where, "ep", fmt::format("ep {} must divide tp {}: expert parallelism spreads the experts over the "
+                                     "tensor-parallel ranks of a stage", l.ep, l.tp));
+  } else if (c.moe() && c.experts % l.ep != 0) {
+    d.error(where, "ep", fmt::format("{}'s {} experts do not split over ep {}", c.name, c.experts, l.ep));
+  }
+  const int mlp_split = c.moe() && l.ep > 1 && l.tp % l.ep == 0 ? l.tp / l.ep : l.tp;
+  if (l.tp >= 1 && mlp_split >= 1 && c.ffn % mlp_split != 0) {
+    d.error(where, "tp", fmt::format("{}'s MLP width {} does not split over {} ranks", c.name, c.ffn, mlp_split));
   }
   if (c.layers % l.pp != 0) {
     d.error(where, "pp", fmt::format("{} has {} layers, which do not split evenly over pp {}", c.name, c.layers, l.pp));
@@ -88,7 +110,7 @@ void TransformerModel::check(const RunLayout& l, Diagnostics& d, const std::stri
 }
 
 void TransformerModel::generate(const GenerateOptions& options) const {
-  Transformer model(config_);
+  Transformer model(config_, options.expert_skew);
   model->eval();
   models::generate(*model, options);
 }
@@ -105,7 +127,7 @@ torch::Tensor NormLayer::operator()(const torch::Tensor& x) const {
   return layer_norm_ ? layer_norm_->forward(x) : rms_norm_->forward(x);
 }
 
-TransformerBlockImpl::TransformerBlockImpl(const TransformerConfig& c, int tp, int rank)
+TransformerBlockImpl::TransformerBlockImpl(const TransformerConfig& c, int tp, int rank, double expert_skew)
     : torch::nn::Module("TransformerBlock"), config_(c) {
   if (c.heads % tp != 0) {
     throw std::invalid_argument(fmt::format("{}: {} heads do not split over tensor parallel {}", c.name, c.heads, tp));
@@ -120,12 +142,21 @@ TransformerBlockImpl::TransformerBlockImpl(const TransformerConfig& c, int tp, i
   out_ = register_module("o_proj", parallel::RowParallelLinear(c.heads * c.head_dim, c.hidden, tp, rank, true,
                                                                c.out_bias));
   if (!c.parallel_block) norm_2_ = NormLayer(*this, "post_attention_layernorm", c);
+  if (c.moe()) {
+    moe_ = register_module("block_sparse_moe",
+                           MoeMlp(MoeOptions{c.hidden, c.ffn, c.experts, c.experts_per_token, expert_skew}));
+    return;
+  }
   up_ = register_module("gate_up_proj", parallel::ColumnParallelLinear(c.hidden, mlp_in, tp, rank, false,
                                                                        c.mlp_bias));
   down_ = register_module("down_proj", parallel::RowParallelLinear(c.ffn, c.hidden, tp, rank, true, c.mlp_bias));
 }
 
 torch::Tensor TransformerBlockImpl::attention(const torch::Tensor& x, KVCache& cache, std::int64_t past) {
+  return out_->forward(attention_partial(x, cache, past));
+}
+
+torch::Tensor TransformerBlockImpl::attention_partial(const torch::Tensor& x, KVCache& cache, std::int64_t past) {
   const std::int64_t b = x.size(0), s = x.size(1), d = config_.head_dim;
   torch::Tensor heads = qkv_->forward(x).view({b, s, local_heads_ + 2 * local_kv_heads_, d});
   torch::Tensor q = heads.narrow(2, 0, local_heads_);
@@ -140,16 +171,48 @@ torch::Tensor TransformerBlockImpl::attention(const torch::Tensor& x, KVCache& c
   torch::Tensor values = cache.values.narrow(2, 0, past + s);
   torch::Tensor a = torch::scaled_dot_product_attention(q.transpose(1, 2), keys, values, {}, 0.0, /*is_causal=*/s > 1,
                                                         std::nullopt, /*enable_gqa=*/true);
-  return out_->forward(a.transpose(1, 2).reshape({b, s, local_heads_ * d}));
+  return a.transpose(1, 2).reshape({b, s, local_heads_ * d});
 }
 
 torch::Tensor TransformerBlockImpl::mlp(const torch::Tensor& x) {
+  if (moe_) {
+    const std::vector<std::int64_t> sizes = x.sizes();
+    return moe_->forward(x.reshape({-1, config_.hidden})).view(sizes);
+  }
   torch::Tensor h = up_->forward(x);
   h = config_.mlp == TransformerConfig::Mlp::swiglu ? torch::fused::silu_and_mul(h) : torch::gelu(h, "tanh");
   return down_->forward(h);
 }
 
+// Expert parallel (Megatron's sequence parallelism around an all-to-all MoE): the attention's
+// partial outputs are reduce-scattered over the tokens instead of all-reduced, so each TP rank
+// holds its share of them (the tokens padded to a multiple of tp, as an engine pads a batch);
+// the residual, the norm and the MoE run on that share; an all-gather gives every rank all the
+// tokens again for the next block's attention.
+torch::Tensor TransformerBlockImpl::forward_expert_parallel(const torch::Tensor& x, KVCache& cache,
+                                                            std::int64_t past) {
+  const parallel::ParallelState& st = parallel::state();
+  const std::int64_t tokens = x.size(0) * x.size(1);
+  const std::int64_t share = (tokens + st.tp_size - 1) / st.tp_size;
+  const std::int64_t padded = share * st.tp_size;
+  auto pad = [&](const torch::Tensor& t) {
+    torch::Tensor rows = t.reshape({tokens, config_.hidden});
+    if (padded == tokens) return rows;
+    return torch::cat({rows, torch::zeros({padded - tokens, config_.hidden}, torch::TensorOptions(rows.dtype()))}, 0);
+  };
+  torch::Tensor partial = torch::nn::functional::linear(attention_partial(norm_1_(x), cache, past), out_->weight);
+  torch::Tensor attended = parallel::reduce_scatter(pad(partial), st.tp_group, 0);  // [share, hidden]
+  torch::Tensor residual = pad(x).narrow(0, st.tp_rank * share, share);
+  torch::Tensor h = residual + attended;
+  if (out_->bias.defined()) h = h + out_->bias;
+  h = h + moe_->forward(norm_2_(h));
+  torch::Tensor all = parallel::all_gather(h, st.tp_group, 0);
+  if (padded != tokens) all = all.narrow(0, 0, tokens);
+  return all.view(x.sizes());
+}
+
 torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x, KVCache& cache, std::int64_t past) {
+  if (moe_ && parallel::state().ep_size > 1) return forward_expert_parallel(x, cache, past);
   if (config_.parallel_block) {
     torch::Tensor n = norm_1_(x);
     return x + attention(n, cache, past) + mlp(n);
@@ -158,7 +221,8 @@ torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x, KVCache& cac
   return h + mlp(norm_2_(h));
 }
 
-TransformerImpl::TransformerImpl(const TransformerConfig& c) : CausalLM(c.architecture), config_(c) {
+TransformerImpl::TransformerImpl(const TransformerConfig& c, double expert_skew)
+    : CausalLM(c.architecture), config_(c) {
   const parallel::ParallelState& st = parallel::state();
   if (c.layers % st.pp_size != 0) {
     throw std::invalid_argument(
@@ -178,7 +242,7 @@ TransformerImpl::TransformerImpl(const TransformerConfig& c) : CausalLM(c.archit
   }
   for (std::int64_t i = 0; i < per_stage; ++i) {
     blocks_.push_back(
-        register_module(fmt::format("layers_{}", first_layer_ + i), TransformerBlock(c, st.tp_size, st.tp_rank)));
+        register_module(fmt::format("layers_{}", first_layer_ + i), TransformerBlock(c, st.tp_size, st.tp_rank, expert_skew)));
   }
   if (st.is_last_stage()) {
     norm_ = NormLayer(*this, "norm", c);

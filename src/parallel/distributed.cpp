@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "syntorch/torch/ops.hpp"
@@ -34,7 +35,7 @@ runtime::OpDesc comm_op(runtime::OpKind kind, const torch::Tensor& t, int ranks,
 int ParallelState::next_stage_rank() const { return (rank + dp_size * tp_size) % world_size; }
 int ParallelState::prev_stage_rank() const { return (rank - dp_size * tp_size + world_size) % world_size; }
 
-const ParallelState& initialize_model_parallel(int tp, int pp) {
+const ParallelState& initialize_model_parallel(int tp, int pp, int ep) {
   runtime::RankContext* ctx = runtime::current_rank();
   const int world = ctx ? ctx->world_size() : 1;
   const int rank = ctx ? ctx->rank() : 0;
@@ -42,6 +43,10 @@ const ParallelState& initialize_model_parallel(int tp, int pp) {
     throw std::invalid_argument(fmt::format("initialize_model_parallel: tensor parallel {} x pipeline parallel {} does "
                                             "not divide the world of {} rank(s)",
                                             tp, pp, world));
+  }
+  if (ep < 1 || tp % ep != 0) {
+    throw std::invalid_argument(
+        fmt::format("initialize_model_parallel: expert parallel {} does not divide tensor parallel {}", ep, tp));
   }
   ParallelState s;
   s.world_size = world;
@@ -75,6 +80,29 @@ const ParallelState& initialize_model_parallel(int tp, int pp) {
       for (int p = 0; p < pp; ++p) ranks.push_back(p * s.dp_size * tp + d * tp + t);
       if (d == s.dp_rank && t == s.tp_rank) s.pp_group = make_group(ctx, ranks, rank);
       else if (ctx) ctx->new_group(ranks);
+    }
+  }
+  // Expert groups, only when experts are parallel (dense runs keep their group numbering).
+  s.ep_size = ep;
+  s.etp_size = tp / ep;
+  s.ep_rank = s.tp_rank / s.etp_size;
+  s.etp_rank = s.tp_rank % s.etp_size;
+  s.ep_group = ProcessGroup{{}, {rank}, 0};
+  s.etp_group = s.tp_group;
+  if (ep > 1) {
+    for (int base = 0; base < world; base += tp) {
+      for (int t = 0; t < s.etp_size; ++t) {
+        std::vector<int> ranks;
+        for (int e = 0; e < ep; ++e) ranks.push_back(base + e * s.etp_size + t);
+        if (base == rank - s.tp_rank && t == s.etp_rank) s.ep_group = make_group(ctx, ranks, rank);
+        else if (ctx) ctx->new_group(ranks);
+      }
+      for (int e = 0; e < ep; ++e) {
+        std::vector<int> ranks;
+        for (int t = 0; t < s.etp_size; ++t) ranks.push_back(base + e * s.etp_size + t);
+        if (base == rank - s.tp_rank && e == s.ep_rank) s.etp_group = make_group(ctx, ranks, rank);
+        else if (ctx) ctx->new_group(ranks);
+      }
     }
   }
   t_state = std::move(s);
@@ -124,6 +152,42 @@ torch::Tensor reduce_scatter(const torch::Tensor& tensor, const ProcessGroup& gr
     ctx->collective(comm_op(runtime::OpKind::reducescatter, tensor, group.size(), tensor.nbytes()), group.id,
                     "nccl:reduce_scatter");
   }
+  return out;
+}
+
+torch::Tensor all_to_all(const torch::Tensor& input, const std::vector<std::int64_t>& output_split_rows,
+                         const std::vector<std::int64_t>& input_split_rows, const ProcessGroup& group) {
+  const auto n = static_cast<std::size_t>(group.size());
+  if (input.dim() < 1) throw std::invalid_argument("all_to_all: the input must have at least one dim");
+  if (output_split_rows.size() != n || input_split_rows.size() != n) {
+    throw std::invalid_argument(fmt::format("all_to_all: {} output and {} input splits for a group of {}",
+                                            output_split_rows.size(), input_split_rows.size(), n));
+  }
+  std::int64_t in_rows = 0, out_rows = 0;
+  for (std::size_t j = 0; j < n; ++j) {
+    if (input_split_rows[j] < 0 || output_split_rows[j] < 0) {
+      throw std::invalid_argument("all_to_all: split sizes must not be negative");
+    }
+    in_rows += input_split_rows[j];
+    out_rows += output_split_rows[j];
+  }
+  if (in_rows != input.size(0)) {
+    throw std::invalid_argument(
+        fmt::format("all_to_all: input splits sum to {} rows but the input has {}", in_rows, input.size(0)));
+  }
+  std::vector<std::int64_t> sizes = input.sizes();
+  sizes[0] = out_rows;
+  torch::Tensor out = torch::empty(sizes, torch::TensorOptions(input.dtype()));
+  runtime::RankContext* ctx = runtime::current_rank();
+  if (!ctx || n < 2) return out;  // a member with nothing to send still takes part
+  const std::uint64_t row_bytes = input.size(0) > 0 ? input.nbytes() / static_cast<std::uint64_t>(input.size(0)) : 0;
+  runtime::OpDesc op = comm_op(runtime::OpKind::alltoall, input, group.size(), input.nbytes());
+  const bool even = std::all_of(input_split_rows.begin(), input_split_rows.end(),
+                                [&](std::int64_t r) { return r == input_split_rows[0]; });
+  if (!even) {
+    for (std::int64_t r : input_split_rows) op.splits.push_back(static_cast<std::uint64_t>(r) * row_bytes);
+  }
+  ctx->collective(op, group.id, "nccl:all_to_all");
   return out;
 }
 

@@ -43,6 +43,16 @@ bool set_run_parameter(RunSpec& s, const std::string& key, const std::string& va
     integer(s.tp, false);
   } else if (key == "pp") {
     integer(s.pp, false);
+  } else if (key == "ep") {
+    integer(s.ep, false);
+  } else if (key == "expert_skew") {
+    double v = 0;
+    const auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (ec != std::errc{} || p != value.data() + value.size() || !(v >= 0) || v > 16) {
+      d.error(where, key, fmt::format("expected a Zipf exponent in [0, 16] (0: balanced routing), got \"{}\"", value));
+    } else {
+      s.expert_skew = v;
+    }
   } else if (key == "batch") {
     integer(s.batch, false);
   } else if (key == "input_tokens" || key == "input") {
@@ -91,6 +101,10 @@ bool validate_run(const RunSpec& s, const hw::Machine& machine, Diagnostics& d, 
   };
   positive(s.tp, "tp");
   positive(s.pp, "pp");
+  positive(s.ep, "ep");
+  if (!(s.expert_skew >= 0) || s.expert_skew > 16) {
+    d.error(where, "expert-skew", fmt::format("expected a Zipf exponent in [0, 16], got {}", s.expert_skew));
+  }
   positive(s.batch, "batch");
   positive(s.input_tokens, "input-tokens");
   positive(s.output_tokens, "output-tokens");
@@ -128,7 +142,7 @@ bool validate_run(const RunSpec& s, const hw::Machine& machine, Diagnostics& d, 
       }
     }
   }
-  s.model->check({s.tp, s.pp, s.batch, s.input_tokens + s.output_tokens}, d, where);
+  s.model->check({s.tp, s.pp, s.ep, s.batch, s.input_tokens + s.output_tokens}, d, where);
   if (!scalar_type(s.dtype)) {
     d.error(where, "dtype", fmt::format("{} is not a dtype models run in (valid: fp32, fp16, bf16, fp8)", dtype_name(s.dtype)));
   } else if (s.kv_dtype) {
@@ -166,6 +180,7 @@ RunReport simulate_generation(const hw::Machine& machine, const runtime::KernelP
   generation.micro_batches = spec.micro_batches;
   generation.graph = spec.graph;
   generation.kv_cache_dtype = kv_cache_dtype(spec);
+  generation.expert_skew = spec.expert_skew;
 
   RunReport report;
   // fp8 as TensorRT-LLM runs it on Hopper: fp8 Linear weights and GEMMs (inputs quantised to
@@ -179,7 +194,7 @@ RunReport simulate_generation(const hw::Machine& machine, const runtime::KernelP
       fp8_weights.emplace();
       fp8_gemms.emplace();
     }
-    parallel::initialize_model_parallel(spec.tp, spec.pp);
+    parallel::initialize_model_parallel(spec.tp, spec.pp, spec.ep);
     spec.model->generate(generation);
   });
   const runtime::EngineResult& r = report.engine;

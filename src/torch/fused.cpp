@@ -1,6 +1,10 @@
 #include "syntorch/torch/fused.hpp"
 
+#include <algorithm>
+#include <numeric>
+
 #include "internal.hpp"
+#include "syntorch/torch/float8.hpp"
 
 namespace syntorch::torch::fused {
 
@@ -62,6 +66,111 @@ void rotary_embedding_(const Tensor& query, const Tensor& key, std::int64_t rota
   o.cols = static_cast<std::uint64_t>(rotary_dim);
   detail::dispatch(runtime::current_rank(), o, "syntorch::rotary_embedding", q.device,
                    tokens == 0 || o.heads == 0 || o.kv_heads == 0);
+}
+
+namespace {
+// A 2-D tensor's rows and columns; throws naming the op and argument otherwise.
+std::pair<std::int64_t, std::int64_t> matrix_of(const Tensor& t, const char* op, const char* arg, const char* layout) {
+  detail::check_defined(t, op, arg);
+  const auto& s = impl_of(t);
+  if (s.sizes.size() != 2) fail("{}: expected {} {}, got a tensor of size {}", op, arg, layout, format_sizes(s.sizes));
+  return {s.sizes[0], s.sizes[1]};
+}
+
+OpDesc moe_rows_op(OpKind kind, std::int64_t tokens, std::int64_t dim, std::int64_t k, ScalarType dtype) {
+  OpDesc o;
+  o.kind = kind;
+  o.dtype = to_runtime_dtype(dtype);
+  o.rows = static_cast<std::uint64_t>(tokens);
+  o.cols = static_cast<std::uint64_t>(dim);
+  o.k = static_cast<std::uint64_t>(k);
+  return o;
+}
+}  // namespace
+
+std::tuple<Tensor, Tensor> topk_softmax(const Tensor& gating_output, std::int64_t k) {
+  const char* op = "topk_softmax";
+  const auto [tokens, experts] = matrix_of(gating_output, op, "gating_output", "[tokens, experts]");
+  if (k < 1 || k > experts) fail("{}: k ({}) must be in [1, experts = {}]", op, k, experts);
+  const auto& g = impl_of(gating_output);
+  runtime::RankContext* ctx = runtime::current_rank();
+  Tensor weights = detail::make_tensor(ctx, {tokens, k}, kFloat32, g.device, "syntorch::topk_softmax");
+  Tensor ids = detail::make_tensor(ctx, {tokens, k}, kInt32, g.device, "syntorch::topk_softmax");
+  OpDesc o = moe_rows_op(OpKind::topk, tokens, experts, k, g.dtype);
+  detail::dispatch(ctx, o, "syntorch::topk_softmax", g.device, tokens == 0);
+  return {std::move(weights), std::move(ids)};
+}
+
+Tensor moe_permute(const Tensor& hidden, const Tensor& expert_ids) {
+  const char* op = "moe_permute";
+  const auto [tokens, dim] = matrix_of(hidden, op, "hidden", "[tokens, dim]");
+  const auto [id_rows, k] = matrix_of(expert_ids, op, "expert_ids", "[tokens, k]");
+  if (id_rows != tokens) fail("{}: expert_ids has {} rows for {} tokens", op, id_rows, tokens);
+  if (k < 1) fail("{}: expert_ids must choose at least one expert per token, got k = {}", op, k);
+  const auto& h = impl_of(hidden);
+  runtime::RankContext* ctx = runtime::current_rank();
+  Tensor out = detail::make_tensor(ctx, {tokens * k, dim}, h.dtype, h.device, "syntorch::moe_permute");
+  detail::dispatch(ctx, moe_rows_op(OpKind::moe_permute, tokens, dim, k, h.dtype), "syntorch::moe_permute", h.device,
+                   tokens * dim == 0);
+  return out;
+}
+
+Tensor moe_unpermute(const Tensor& expert_output, const Tensor& routing_weights) {
+  const char* op = "moe_unpermute";
+  const auto [rows, dim] = matrix_of(expert_output, op, "expert_output", "[tokens x k, dim]");
+  const auto [tokens, k] = matrix_of(routing_weights, op, "routing_weights", "[tokens, k]");
+  if (k < 1 || rows != tokens * k) {
+    fail("{}: expert_output has {} rows; routing_weights of size [{}, {}] expects {}", op, rows, tokens, k, tokens * k);
+  }
+  const auto& e = impl_of(expert_output);
+  runtime::RankContext* ctx = runtime::current_rank();
+  Tensor out = detail::make_tensor(ctx, {tokens, dim}, e.dtype, e.device, "syntorch::moe_unpermute");
+  detail::dispatch(ctx, moe_rows_op(OpKind::moe_unpermute, tokens, dim, k, e.dtype), "syntorch::moe_unpermute",
+                   e.device, tokens * dim == 0);
+  return out;
+}
+
+Tensor grouped_mm(const Tensor& input, const Tensor& weight, const std::vector<std::int64_t>& group_rows) {
+  const char* op = "grouped_mm";
+  detail::check_defined(input, op, "input");
+  detail::check_defined(weight, op, "weight");
+  const auto& w = impl_of(weight);
+  if (w.sizes.size() != 3) fail("{}: expected weight [groups, out, in], got a tensor of size {}", op, format_sizes(w.sizes));
+  // An fp8 weight under fp8 autocast: the input quantised first, the output in its dtype.
+  Tensor quantised;
+  ScalarType out_dtype = impl_of(input).dtype;
+  if (w.dtype == kFloat8_e4m3fn && out_dtype != kFloat8_e4m3fn && fp8::autocast_enabled()) {
+    quantised = input.to(kFloat8_e4m3fn);
+  }
+  const Tensor& x_t = quantised.defined() ? quantised : input;
+  const auto [rows, in] = matrix_of(x_t, op, "input", "[rows, in]");
+  const auto& x = impl_of(x_t);
+  detail::check_same(x_t, weight, op);
+  const std::int64_t groups = w.sizes[0], out_features = w.sizes[1];
+  if (w.sizes[2] != in) fail("{}: input [{}, {}] does not match weight {} (in = {})", op, rows, in, format_sizes(w.sizes), w.sizes[2]);
+  if (static_cast<std::int64_t>(group_rows.size()) != groups) {
+    fail("{}: {} group sizes for a weight of {} groups", op, group_rows.size(), groups);
+  }
+  for (std::int64_t r : group_rows) {
+    if (r < 0) fail("{}: group sizes must not be negative, got {}", op, r);
+  }
+  const std::int64_t total = std::accumulate(group_rows.begin(), group_rows.end(), std::int64_t{0});
+  if (total != rows) fail("{}: group sizes sum to {} but the input has {} rows", op, total, rows);
+  runtime::RankContext* ctx = runtime::current_rank();
+  Tensor out = detail::make_tensor(ctx, {rows, out_features}, out_dtype, x.device, "syntorch::grouped_mm");
+  if (ctx) {
+    OpDesc o;
+    o.kind = OpKind::grouped_gemm;
+    o.dtype = to_runtime_dtype(x.dtype);
+    o.batch = static_cast<std::uint64_t>(groups);
+    o.m = static_cast<std::uint64_t>(rows);
+    o.n = static_cast<std::uint64_t>(out_features);
+    o.k = static_cast<std::uint64_t>(in);
+    const bool even = std::all_of(group_rows.begin(), group_rows.end(), [&](std::int64_t r) { return r == group_rows[0]; });
+    if (!even) o.splits.assign(group_rows.begin(), group_rows.end());
+    detail::dispatch(ctx, o, "syntorch::grouped_mm", x.device, rows == 0 || out_features == 0);
+  }
+  return out;
 }
 
 }  // namespace syntorch::torch::fused

@@ -483,6 +483,29 @@ Tensor rms_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& wei
   return norm(x, normalized_shape, weight, Tensor(), OpKind::rmsnorm, "rms_norm", "aten::rms_norm");
 }
 
+std::tuple<Tensor, Tensor> topk(const Tensor& x, std::int64_t k, std::int64_t dim, bool, bool) {
+  detail::check_defined(x, "topk", "self");
+  const auto& s = impl_of(x);
+  const auto d = static_cast<std::size_t>(detail::wrap_dim(dim, static_cast<std::int64_t>(s.sizes.size()), "topk"));
+  const std::int64_t cols = s.sizes.empty() ? 1 : s.sizes[d];
+  if (k < 0 || k > cols) fail("topk: selected index k out of range (k = {}, dim {} has size {})", k, d, cols);
+  Sizes out_sizes = s.sizes;
+  if (!out_sizes.empty()) out_sizes[d] = k;
+  runtime::RankContext* ctx = runtime::current_rank();
+  Tensor values = detail::make_tensor(ctx, out_sizes, s.dtype, s.device, "aten::topk");
+  Tensor indices = detail::make_tensor(ctx, out_sizes, ScalarType::Long, s.device, "aten::topk");
+  if (ctx) {
+    OpDesc o;
+    o.kind = OpKind::topk;
+    o.dtype = to_runtime_dtype(s.dtype);
+    o.cols = static_cast<std::uint64_t>(cols);
+    o.rows = cols == 0 ? 0 : static_cast<std::uint64_t>(s.numel / cols);
+    o.k = static_cast<std::uint64_t>(k);
+    detail::dispatch(ctx, o, "aten::topk", s.device, s.numel == 0 || k == 0);
+  }
+  return {std::move(values), std::move(indices)};
+}
+
 Tensor argmax(const Tensor& x, std::optional<std::int64_t> dim, bool keepdim) {
   detail::check_defined(x, "argmax", "self");
   const auto& s = impl_of(x);

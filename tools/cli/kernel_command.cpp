@@ -43,12 +43,15 @@ runtime::KernelPolicy make_policy(const KernelOptions& o, runtime::OpKind op, Di
 }
 
 // nccl-tests' bus bandwidth: message bytes over time, times the factor that makes it comparable
-// with the link bandwidth (2(n-1)/n for all-reduce, (n-1)/n for all-gather and reduce-scatter).
+// with the link bandwidth (2(n-1)/n for all-reduce, (n-1)/n for all-gather, reduce-scatter and all-to-all).
 double bus_bandwidth(const runtime::OpDesc& op, double time_s) {
   const double n = op.ranks;
   double factor = 1;
   if (op.kind == runtime::OpKind::allreduce) factor = 2 * (n - 1) / n;
-  if (op.kind == runtime::OpKind::allgather || op.kind == runtime::OpKind::reducescatter) factor = (n - 1) / n;
+  if (op.kind == runtime::OpKind::allgather || op.kind == runtime::OpKind::reducescatter ||
+      op.kind == runtime::OpKind::alltoall) {
+    factor = (n - 1) / n;
+  }
   return static_cast<double>(op.bytes) / time_s * factor;
 }
 

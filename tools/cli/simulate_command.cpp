@@ -1,4 +1,4 @@
-// `syntorch simulate --model M [--hw FILE] --tp N --pp N --batch B --input-tokens I --output-tokens O
+// `syntorch simulate --model M [--hw FILE] --tp N --pp N [--ep N --expert-skew S] --batch B --input-tokens I --output-tokens O
 // [--dtype D] [--policy P] [--set path=value]... [--graph] [--trace FILE] [--json]`: one generation
 // run of a model from the zoo; prints latency, throughput, memory, MFU and where the time went.
 // A simulated out-of-memory prints what held the memory and exits 3.
@@ -32,6 +32,8 @@ struct SimulateOptions {
   std::string hw;
   int tp = 1;
   int pp = 1;
+  int ep = 1;
+  double expert_skew = 0;
   std::int64_t batch = 1;
   std::int64_t input_tokens = 128;
   std::int64_t output_tokens = 16;
@@ -95,6 +97,8 @@ nlohmann::ordered_json report_json(const session::RunReport& r, const session::R
   j["hw"] = m.config().file;
   j["tp"] = spec.tp;
   j["pp"] = spec.pp;
+  j["ep"] = spec.ep;
+  j["expert_skew"] = spec.expert_skew;
   j["batch"] = spec.batch;
   j["input_tokens"] = spec.input_tokens;
   j["output_tokens"] = spec.output_tokens;
@@ -125,8 +129,13 @@ nlohmann::ordered_json report_json(const session::RunReport& r, const session::R
 void print_report(std::ostream& out, const session::RunReport& r, const session::RunSpec& spec, const hw::Machine& m,
                   double wall_s) {
   const int devices = spec.tp * spec.pp;
-  out << fmt::format("{} on {}: {} device{} (tp {} x pp {}), batch {}, {} input + {} output tokens, {}, {}\n",
-                     spec.model->name(), m.name(), devices, devices == 1 ? "" : "s", spec.tp, spec.pp, spec.batch,
+  out << fmt::format("{} on {}: {} device{} (tp {} x pp {}{}), batch {}, {} input + {} output tokens, {}, {}\n",
+                     spec.model->name(), m.name(), devices, devices == 1 ? "" : "s", spec.tp, spec.pp,
+                     spec.ep > 1 || spec.expert_skew > 0
+                         ? fmt::format(", experts over ep {}{}", spec.ep,
+                                       spec.expert_skew > 0 ? fmt::format(", routing skew {}", spec.expert_skew) : "")
+                         : "",
+                     spec.batch,
                      spec.input_tokens, spec.output_tokens, dtype_name(spec.dtype),
                      fmt::format("{}{}", spec.framework == runtime::Framework::native ? "native runtime" : "PyTorch eager",
                                  spec.graph ? " + CUDA graphs" : ""));
@@ -184,6 +193,8 @@ int run_simulate(const SimulateOptions& o, Context& ctx) {
   }
   spec.tp = o.tp;
   spec.pp = o.pp;
+  spec.ep = o.ep;
+  spec.expert_skew = o.expert_skew;
   spec.batch = o.batch;
   spec.input_tokens = o.input_tokens;
   spec.output_tokens = o.output_tokens;
@@ -262,10 +273,14 @@ int run_simulate(const SimulateOptions& o, Context& ctx) {
 void add_simulate_command(CLI::App& app, Context& ctx) {
   auto o = std::make_shared<SimulateOptions>();
   CLI::App* s = app.add_subcommand("simulate", "Simulate text generation with a model from the zoo");
-  s->add_option("--model", o->model, "gpt3-125m .. gpt3-175b, or gpt:layers=L,hidden=H,heads=N,vocab=V")->required();
+  s->add_option("--model", o->model, "a zoo model (gpt3-175b, llama3-70b, mixtral-8x7b, ...), a custom shape (gpt:..., llama:...) or a Hugging Face config.json")->required();
   s->add_option("--hw", o->hw, "Hardware config JSON file (default hw_configs/dgx_h100.json)");
   s->add_option("--tp", o->tp, "Tensor parallel ranks")->capture_default_str();
   s->add_option("--pp", o->pp, "Pipeline parallel stages")->capture_default_str();
+  s->add_option("--ep", o->ep, "Expert parallel ranks (mixture-of-experts models; divides --tp: experts spread "
+                "over the tensor-parallel ranks, tokens exchanged by all-to-all)")->capture_default_str();
+  s->add_option("--expert-skew", o->expert_skew, "Routing imbalance of a mixture of experts: a Zipf exponent over "
+                "the experts (0: balanced; 1: expert i gets 1/(i+1) of the top share)")->capture_default_str();
   s->add_option("--batch", o->batch, "Sequences generated together")->capture_default_str();
   s->add_option("--input-tokens,--num_input_tokens", o->input_tokens, "Prompt length")->capture_default_str();
   s->add_option("--output-tokens,--num_output_tokens", o->output_tokens, "Tokens generated per sequence (the first by "

@@ -19,12 +19,14 @@ struct GenerateOptions {
   std::int64_t micro_batches = 0;   // pipeline micro-batches; 0 = one per stage
   bool graph = false;               // capture each decode step as one graph launch
   std::optional<DType> kv_cache_dtype;  // the KV cache's dtype (the default dtype when not given)
+  double expert_skew = 0;               // mixture of experts: routing imbalance (0: balanced)
 };
 
 // How a run lays a model out and what it asks of it.
 struct RunLayout {
   int tp = 1;
   int pp = 1;
+  int ep = 1;  // expert parallel, within the TP group
   std::int64_t batch = 1;
   std::int64_t tokens = 1;  // input + output positions
 };

@@ -17,6 +17,7 @@
 #include "syntorch/base/diagnostics.hpp"
 #include "syntorch/models/generation.hpp"
 #include "syntorch/models/model.hpp"
+#include "syntorch/models/moe.hpp"
 #include "syntorch/parallel/layers.hpp"
 #include "syntorch/torch/modules.hpp"
 
@@ -49,6 +50,11 @@ struct TransformerConfig {
   bool tie_embeddings = false;
   std::int64_t sliding_window = 0;  // attention over at most this many past positions (0: all);
                                     // runs longer than it are refused, as it is not modelled
+  std::int64_t experts = 0;            // a mixture-of-experts MLP of this many SwiGLU experts of
+                                       // width ffn (0: a dense MLP; Mixtral)
+  std::int64_t experts_per_token = 0;  // top-k of the router
+
+  bool moe() const { return experts > 0; }
 
   // Weights of the whole model (a tied head counted once).
   double parameters() const;
@@ -86,19 +92,25 @@ class NormLayer {
 
 class TransformerBlockImpl : public torch::nn::Module {
  public:
-  TransformerBlockImpl(const TransformerConfig& config, int tp_size, int tp_rank);
+  // expert_skew: the routing's imbalance (expert_loads) for a mixture-of-experts MLP.
+  TransformerBlockImpl(const TransformerConfig& config, int tp_size, int tp_rank, double expert_skew = 0);
   // x: [batch, seq, hidden] for the positions past .. past+seq; cache rows are this batch's.
   torch::Tensor forward(const torch::Tensor& x, KVCache& cache, std::int64_t past);
 
  private:
+  // The attention's output before the TP reduction (each rank's partial sum).
+  torch::Tensor attention_partial(const torch::Tensor& x, KVCache& cache, std::int64_t past);
   torch::Tensor attention(const torch::Tensor& x, KVCache& cache, std::int64_t past);
   torch::Tensor mlp(const torch::Tensor& x);
+  // Expert parallel: the second half of the block on this rank's share of the tokens.
+  torch::Tensor forward_expert_parallel(const torch::Tensor& x, KVCache& cache, std::int64_t past);
 
   TransformerConfig config_;
   std::int64_t local_heads_, local_kv_heads_;
   NormLayer norm_1_, norm_2_;
   parallel::ColumnParallelLinear qkv_{nullptr}, up_{nullptr};
   parallel::RowParallelLinear out_{nullptr}, down_{nullptr};
+  MoeMlp moe_{nullptr};
 };
 TORCH_MODULE(TransformerBlock);
 
@@ -106,8 +118,8 @@ TORCH_MODULE(TransformerBlock);
 // of the blocks, the final norm and head on the last.
 class TransformerImpl : public CausalLM {
  public:
-  // Uses the current parallel state (initialize_model_parallel) for TP and PP.
-  explicit TransformerImpl(const TransformerConfig& config);
+  // Uses the current parallel state (initialize_model_parallel) for TP, PP and EP.
+  explicit TransformerImpl(const TransformerConfig& config, double expert_skew = 0);
 
   const TransformerConfig& config() const { return config_; }
   std::int64_t hidden_size() const override { return config_.hidden; }

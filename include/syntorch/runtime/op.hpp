@@ -25,7 +25,8 @@ namespace syntorch::runtime {
   X(gelu) X(silu) X(relu) X(tanh) X(sigmoid) X(neg) X(dropout)     /* elementwise, one input */    \
   X(add) X(sub) X(mul) X(div)                                      /* elementwise, two inputs */   \
   X(embedding) X(copy)                                             /* gathers and copies */        \
-  X(allreduce) X(allgather) X(reducescatter) X(sendrecv)           /* communication */
+  X(topk) X(moe_permute) X(moe_unpermute) X(grouped_gemm)          /* mixture of experts */        \
+  X(allreduce) X(allgather) X(reducescatter) X(sendrecv) X(alltoall) /* communication */
 
 enum class OpKind : std::uint8_t {
 #define SYNTORCH_OP_ENUMERATOR(name) name,
@@ -64,6 +65,10 @@ struct OpDesc {
   // collectives: `bytes` per rank over `ranks` devices.
   std::uint64_t ranks = 0;
   std::uint64_t bytes = 0;
+  // Uneven splits. grouped_gemm: the rows of each of its `batch` groups (summing to m);
+  // alltoall: the bytes every rank sends to each rank, in rank order (summing to bytes). Empty:
+  // an even split (remainders to the first).
+  std::vector<std::uint64_t> splits;
 
   // Every field takes part, so two descriptions that compare equal are the same op (what the
   // engine memoises lowered kernels by).
@@ -82,6 +87,7 @@ struct OpDescHash {
                             op.rows, op.cols, op.vocab, op.elements, op.ranks, op.bytes}) {
       h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
     }
+    for (std::uint64_t x : op.splits) h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
     return static_cast<std::size_t>(h);
   }
 };
@@ -95,6 +101,10 @@ bool validate_op(const OpDesc& op, Diagnostics& diagnostics, const std::string& 
 // once; for communication, the bytes each rank contributes).
 double op_flops(const OpDesc& op);
 double op_min_bytes(const OpDesc& op);
+
+// `total` split into `parts`: `splits` when given, else as evenly as integers allow (the first
+// total % parts parts one larger).
+std::vector<std::uint64_t> split_sizes(std::uint64_t total, std::uint64_t parts, const std::vector<std::uint64_t>& splits);
 
 // Element size in bytes (fp4 counts half a byte).
 double element_bytes(DType t);

@@ -33,6 +33,8 @@ struct RunSpec {
   std::shared_ptr<const models::Model> model;  // from models::parse_model
   int tp = 1;
   int pp = 1;
+  int ep = 1;                // expert parallel (mixture-of-experts models), dividing tp
+  double expert_skew = 0;    // routing imbalance of a mixture of experts (models::expert_loads)
   std::int64_t batch = 1;
   std::int64_t input_tokens = 128;
   std::int64_t output_tokens = 16;
@@ -44,7 +46,7 @@ struct RunSpec {
 };
 
 // Sets one run parameter from its text, as study files and measurement rows give them: model,
-// tp, pp, batch, input_tokens (or input), output_tokens (or output), dtype, kv_dtype, graph (true|false),
+// tp, pp, ep, expert_skew, batch, input_tokens (or input), output_tokens (or output), dtype, kv_dtype, graph (true|false),
 // framework (eager|native), micro_batches. Returns false for a key that is none of these; a value
 // that is wrong is reported under `where` and the key, and leaves the spec as it was.
 bool set_run_parameter(RunSpec& spec, const std::string& key, const std::string& value, Diagnostics& diagnostics,

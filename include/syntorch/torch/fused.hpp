@@ -5,6 +5,8 @@
 // (swiglu=unfused, rope=eager).
 
 #include <cstdint>
+#include <tuple>
+#include <vector>
 
 #include "syntorch/torch/tensor.hpp"
 
@@ -18,5 +20,22 @@ Tensor silu_and_mul(const Tensor& x);
 // head_dim] with the same leading dims (the tokens), the first rotary_dim dims of each head
 // rotated by their token's position (vLLM's rotary_embedding): one rope op.
 void rotary_embedding_(const Tensor& query, const Tensor& key, std::int64_t rotary_dim);
+
+// --- Mixture of experts (vLLM's fused_moe pieces, TensorRT-LLM's MoE plugin) ---
+// Routing: gating_output [tokens, experts] -> (weights [tokens, k] float32, expert ids
+// [tokens, k] int32), the softmax and the top k in one kernel (vLLM's topk_softmax): one topk op.
+std::tuple<Tensor, Tensor> topk_softmax(const Tensor& gating_output, std::int64_t k);
+// hidden [tokens, dim] and expert_ids [tokens, k] -> [tokens x k, dim], each token's row copied
+// to its k expert slots, grouped by expert: one moe_permute op.
+Tensor moe_permute(const Tensor& hidden, const Tensor& expert_ids);
+// expert_output [tokens x k, dim] and routing weights [tokens, k] -> [tokens, dim], each token's
+// k rows weighted and summed: one moe_unpermute op.
+Tensor moe_unpermute(const Tensor& expert_output, const Tensor& routing_weights);
+// input [rows, in] whose rows come grouped, group_rows[g] of them for group g, and weight
+// [groups, out, in] -> [rows, out], each group's rows times its weight transposed (as linear):
+// one grouped_gemm op. group_rows is what a real kernel reads from a device tensor of offsets
+// (torch._grouped_mm's offs); with meta tensors the caller says it. An fp8 weight under
+// fp8::AutocastGuard quantises the input first, as linear does.
+Tensor grouped_mm(const Tensor& input, const Tensor& weight, const std::vector<std::int64_t>& group_rows);
 
 }  // namespace syntorch::torch::fused

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "syntorch/torch/tensor.hpp"
@@ -66,6 +67,9 @@ Tensor rms_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& wei
                 std::optional<double> eps = std::nullopt);
 // Indices (Long) of the largest value along dim; over all elements without dim.
 Tensor argmax(const Tensor& x, std::optional<std::int64_t> dim = std::nullopt, bool keepdim = false);
+// The k largest (smallest) values along dim and their indices (Long): one topk op.
+std::tuple<Tensor, Tensor> topk(const Tensor& x, std::int64_t k, std::int64_t dim = -1, bool largest = true,
+                                bool sorted = true);
 
 // --- Shape ---
 Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim = 0);

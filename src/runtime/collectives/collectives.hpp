@@ -57,6 +57,9 @@ std::optional<CollectivePlan> in_switch_allreduce(const OpDesc& op, const Collec
 std::optional<CollectivePlan> direct_sendrecv(const OpDesc& op, const CollectiveContext& cx);
 std::optional<CollectivePlan> direct_allreduce(const OpDesc& op, const CollectiveContext& cx);  // full meshes only
 double estimate_direct_allreduce_s(const OpDesc& op, const CollectiveContext& cx);
+std::optional<CollectivePlan> pairwise_alltoall(const OpDesc& op, const CollectiveContext& cx);
+std::optional<CollectivePlan> hierarchical_alltoall(const OpDesc& op, const CollectiveContext& cx);  // several nodes
+double estimate_alltoall_s(const std::string& algorithm, const OpDesc& op, const CollectiveContext& cx);
 
 // Predicted time of a plan by the alpha-beta model, for choosing among algorithms.
 double estimate_allreduce_s(const std::string& algorithm, const OpDesc& op, const CollectiveContext& cx);

@@ -5,7 +5,7 @@
 namespace syntorch::runtime::detail {
 
 std::span<const CollectiveAlgorithm> collective_algorithms() {
-  static constexpr std::array<CollectiveAlgorithm, 7> kAlgorithms{{
+  static constexpr std::array<CollectiveAlgorithm, 9> kAlgorithms{{
       {OpKind::allreduce, "ring", &ring_allreduce},
       {OpKind::allreduce, "in_switch", &in_switch_allreduce,
        "a switch with in_switch_reduction on every rank's route (dgx_h100 and hgx_h200 have one)"},
@@ -15,6 +15,9 @@ std::span<const CollectiveAlgorithm> collective_algorithms() {
       {OpKind::allgather, "ring", &ring_allgather},
       {OpKind::reducescatter, "ring", &ring_reducescatter},
       {OpKind::sendrecv, "direct", &direct_sendrecv},
+      {OpKind::alltoall, "pairwise", &pairwise_alltoall},
+      {OpKind::alltoall, "hierarchical", &hierarchical_alltoall,
+       "ranks on several nodes, the same number on each (dgx_h100_x2 has two)"},
   }};
   return kAlgorithms;
 }

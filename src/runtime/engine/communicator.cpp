@@ -96,12 +96,12 @@ void Communicator::arrive(Rank& rank, const CommCall& call, std::uint32_t stream
   if (m.arrived == 0) {
     m.bytes = call.bytes;
     m.kind = call.op;
-  } else if (m.bytes != call.bytes || m.kind != call.op) {
+  } else if (m.kind != call.op || (m.bytes != call.bytes && call.op != OpKind::alltoall)) {
     throw std::logic_error(fmt::format("rank {} joined {} call {} of ranks {} with {} {} bytes; others with {} {} bytes",
                                        rank.index(), op_name(call.op), number, fmt::join(rv->ranks, ","),
                                        op_name(call.op), call.bytes, op_name(m.kind), m.bytes));
   }
-  m.members[position] = Member{&rank, stream};
+  m.members[position] = Member{&rank, stream, &call};
   if (++m.arrived < rv->ranks.size()) return;
   // Everyone is here (meetings complete in order per participant, so this is the front one).
   Meeting done = std::move(m);
@@ -114,15 +114,23 @@ void Communicator::arrive(Rank& rank, const CommCall& call, std::uint32_t stream
 
 // ---- fluid collectives ----
 
-const Communicator::Fluid& Communicator::fluid_for(const Rendezvous& rv, OpKind kind, std::uint64_t bytes) {
+const Communicator::Fluid& Communicator::fluid_for(const Rendezvous& rv, OpKind kind, std::uint64_t bytes,
+                                                   const std::vector<std::uint64_t>& splits) {
   // Rendezvous live as long as the engine and stand for their participants.
-  const std::tuple<const Rendezvous*, std::uint32_t, std::uint64_t> key{&rv, static_cast<std::uint32_t>(kind), bytes};
+  std::uint64_t splits_hash = 0;
+  for (std::uint64_t x : splits) splits_hash ^= x + 0x9e3779b97f4a7c15ULL + (splits_hash << 6) + (splits_hash >> 2);
+  const std::tuple<const Rendezvous*, std::uint32_t, std::uint64_t, std::uint64_t> key{
+      &rv, static_cast<std::uint32_t>(kind), bytes, splits_hash};
   auto it = fluids_.find(key);
-  if (it != fluids_.end()) return it->second;
+  if (it != fluids_.end()) {
+    if (it->second.splits != splits) throw std::logic_error("two collectives' uneven shares hash alike");
+    return it->second;
+  }
   OpDesc op;
   op.kind = kind;
   op.ranks = rv.devices.size();
   op.bytes = bytes;
+  op.splits = splits;
   const CollectivePlan plan = core_.dispatcher.lower_collective(op, rv.devices);
   // The chunk-level plan alone on a scratch copy of the machine.
   sim::Simulator scratch;
@@ -134,6 +142,7 @@ const Communicator::Fluid& Communicator::fluid_for(const Rendezvous& rv, OpKind 
   f.duration_ps = scratch.now();
   f.devices = rv.devices;
   f.algorithm = plan.algorithm;
+  f.splits = splits;
   std::vector<std::pair<double, sim::ResourceId>> loads;
   for (sim::ResourceId r = 0; r < hw.network().resource_count(); ++r) {
     const double b = hw.network().bytes_carried(r);
@@ -152,7 +161,23 @@ const Communicator::Fluid& Communicator::fluid_for(const Rendezvous& rv, OpKind 
 
 void Communicator::run(Rendezvous& rv, OpKind kind, std::uint64_t bytes, std::vector<Member> members,
                        std::uint64_t number) {
-  const Fluid& f = fluid_for(rv, kind, bytes);
+  matrix_.clear();
+  if (kind == OpKind::alltoall) {
+    // All-to-all (v): each member's row of the traffic matrix is its own shares; the plan takes
+    // the whole matrix and the largest send as its size.
+    bool even = true;
+    for (const Member& m : members) even = even && m.call->splits.empty() && m.call->bytes == bytes;
+    if (!even) {
+      bytes = 0;
+      for (const Member& m : members) {
+        const std::vector<std::uint64_t> row = split_sizes(m.call->bytes, members.size(), m.call->splits);
+        matrix_.insert(matrix_.end(), row.begin(), row.end());
+        bytes = std::max(bytes, m.call->bytes);
+      }
+    }
+  }
+  static const Fluid kNothing{0, {}, {}, "none", {}};  // an all-to-all in which nobody sends
+  const Fluid& f = bytes == 0 ? kNothing : fluid_for(rv, kind, bytes, matrix_);
   std::uint32_t slot = 0;
   while (slot < running_.size() && !running_[slot].free) ++slot;
   if (slot == running_.size()) running_.emplace_back();

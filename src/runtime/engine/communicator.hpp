@@ -54,10 +54,12 @@ class Communicator {
     std::vector<Part> parts;
     std::vector<std::uint32_t> devices;
     std::string algorithm;
+    std::vector<std::uint64_t> splits;  // the all-to-all traffic matrix it was planned for
   };
   struct Member {
     Rank* rank = nullptr;
     std::uint32_t stream = 0;
+    const CommCall* call = nullptr;  // what this member asked for (its all-to-all shares)
   };
   struct Meeting {
     std::uint32_t arrived = 0;
@@ -89,7 +91,8 @@ class Communicator {
 
   Rendezvous& rendezvous_for_group(std::uint32_t group_id);
   Rendezvous& rendezvous_for_pair(int src, int dst);
-  const Fluid& fluid_for(const Rendezvous& rv, OpKind kind, std::uint64_t bytes);
+  const Fluid& fluid_for(const Rendezvous& rv, OpKind kind, std::uint64_t bytes,
+                         const std::vector<std::uint64_t>& splits);
   void run(Rendezvous& rv, OpKind kind, std::uint64_t bytes, std::vector<Member> members, std::uint64_t number);
   void on_done(std::uint64_t slot);
   void trace_done(const Running& r, const std::vector<Member>& members, sim::TimePs now);
@@ -100,9 +103,11 @@ class Communicator {
   std::map<std::vector<int>, std::uint32_t> group_ids_;
   std::unordered_map<std::uint32_t, Rendezvous> group_rendezvous_;
   std::unordered_map<std::uint64_t, Rendezvous> pair_rendezvous_;
-  std::map<std::tuple<const Rendezvous*, std::uint32_t, std::uint64_t>, Fluid> fluids_;
+  // By rendezvous, op, bytes and a hash of the splits (the Fluid keeps them to check).
+  std::map<std::tuple<const Rendezvous*, std::uint32_t, std::uint64_t, std::uint64_t>, Fluid> fluids_;
   std::vector<Running> running_;
   std::vector<std::size_t> order_;  // members by arrival, for traces (reused)
+  std::vector<std::uint64_t> matrix_;  // an all-to-all's traffic matrix being assembled (reused)
 };
 
 }  // namespace syntorch::runtime::detail

@@ -190,13 +190,13 @@ void Rank::collective(const OpDesc& op, GroupId group, std::string_view name) {
   if (!is_collective(op.kind) || op.kind == OpKind::sendrecv) {
     throw std::invalid_argument(fmt::format("{}: not a collective op", name));
   }
-  check_bytes(op.bytes, name);
+  if (op.kind != OpKind::alltoall || op.bytes > 0) check_bytes(op.bytes, name);  // all-to-allv: may send nothing
   const Group& g = core_.comm->group(group);
   if (std::find(g.ranks.begin(), g.ranks.end(), index_) == g.ranks.end()) {
     throw std::invalid_argument(fmt::format("{}: rank {} is not in group {}", name, index_, g.name));
   }
   if (g.ranks.size() == 1) return;  // a group of one: nothing to do
-  comm(intern_call({CommCall::Kind::collective, op.kind, group.value, op.bytes}), name);
+  comm(intern_call({CommCall::Kind::collective, op.kind, group.value, op.bytes, op.splits}), name);
 }
 
 void Rank::point_to_point(CommCall::Kind what, int peer, std::uint64_t bytes, std::string_view name) {
@@ -205,7 +205,7 @@ void Rank::point_to_point(CommCall::Kind what, int peer, std::uint64_t bytes, st
     throw std::invalid_argument(
         fmt::format("{}: peer rank {} is not another rank of the {}", name, peer, core_.world_size));
   }
-  const CommCall* call = intern_call({what, OpKind::sendrecv, static_cast<std::uint32_t>(peer), bytes});
+  const CommCall* call = intern_call({what, OpKind::sendrecv, static_cast<std::uint32_t>(peer), bytes, {}});
   os::HostAction a = launch_action();
   if (core_.tracer) note_launches(a, op_record(name, call, nullptr, [&] { return describe_call(*call); }), 0, 1);
   if (what == CommCall::Kind::send) {
@@ -242,7 +242,7 @@ void Rank::copy(bool to_device, std::uint64_t bytes, std::string_view name) {
         fmt::format("{}: {} has no host to copy to or from", name, core_.machine.devices()[device_].name));
   }
   const CommCall* call =
-      intern_call({to_device ? CommCall::Kind::to_device : CommCall::Kind::to_host, OpKind::copy, 0, bytes});
+      intern_call({to_device ? CommCall::Kind::to_device : CommCall::Kind::to_host, OpKind::copy, 0, bytes, {}});
   os::HostAction a = launch_action();
   a.work = os::work_item<&Rank::start_copy>(this, call);
   if (core_.tracer) note_launches(a, op_record(name, call, nullptr, [&] { return describe_call(*call); }), 0, 1);

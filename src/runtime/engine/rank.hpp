@@ -44,12 +44,15 @@ struct CommCall {
   OpKind op = OpKind::allreduce;
   std::uint32_t target = 0;  // the group (collective) or the peer's global rank (send, recv)
   std::uint64_t bytes = 0;
+  std::vector<std::uint64_t> splits;  // uneven shares (OpDesc::splits), empty when even
   bool operator==(const CommCall&) const = default;
 };
 struct CommCallHash {
   std::size_t operator()(const CommCall& c) const {
-    return std::hash<std::uint64_t>{}(c.bytes * 0x9e3779b97f4a7c15ULL ^ (std::uint64_t{c.target} << 16) ^
-                                      (static_cast<std::uint64_t>(c.op) << 8) ^ static_cast<std::uint64_t>(c.kind));
+    std::uint64_t h = c.bytes * 0x9e3779b97f4a7c15ULL ^ (std::uint64_t{c.target} << 16) ^
+                      (static_cast<std::uint64_t>(c.op) << 8) ^ static_cast<std::uint64_t>(c.kind);
+    for (std::uint64_t x : c.splits) h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    return std::hash<std::uint64_t>{}(h);
   }
 };
 inline constexpr std::uint64_t kMaxCallBytes = (std::uint64_t{1} << 40) - 1;

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include <map>
+
 #include "kernels.hpp"
 #include "syntorch/base/units.hpp"
 
@@ -92,11 +94,10 @@ Kernel gemv(const OpDesc& op, const LowerContext& cx) {
   return k;
 }
 
-}  // namespace
-
-std::vector<Kernel> lower_gemm(const OpDesc& op, const LowerContext& cx) {
+// The rate the device multiplies `cx.dtype` at (matrix units, else vector units); throws naming
+// what the device has when it has neither.
+std::pair<double, bool> matmul_rate(const LowerContext& cx) {
   const hw::Device& d = cx.device;
-  const std::string& impl = cx.policy.impl;
   double rate = unit_matrix_ops_per_s(d, cx.dtype);
   const bool on_matrix = rate > 0;
   if (!on_matrix) rate = unit_vector_ops_per_s(d, cx.dtype);
@@ -114,8 +115,38 @@ std::vector<Kernel> lower_gemm(const OpDesc& op, const LowerContext& cx) {
                                   return join(s);
                                 }()));
   }
+  return {rate, on_matrix};
+}
+
+std::vector<hw::GemmTile> tile_shapes(const hw::Device& d) {
   std::vector<hw::GemmTile> tiles = d.compute.gemm_tiles;
   if (tiles.empty()) tiles.push_back(hw::GemmTile{64, 64, 32});  // vector-only devices: a plain blocked loop
+  return tiles;
+}
+
+// The fastest candidate by estimate_s, its choice explained first.
+std::vector<Kernel> fastest(std::vector<Kernel> candidates, const OpDesc& op, const LowerContext& cx) {
+  std::size_t best = 0;
+  std::vector<double> est;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    est.push_back(estimate_s(candidates[i], cx.device));
+    if (est[i] < est[best]) best = i;
+  }
+  Kernel k = std::move(candidates[best]);
+  k.why.insert(k.why.begin(), fmt::format("policy {}={}: {} of {} candidate kernels, predicted {} alone",
+                                          op_name(op.kind), cx.policy.impl,
+                                          candidates.size() > 1 ? "fastest" : "the only one", candidates.size(),
+                                          units::format_time_s(est[best])));
+  return {std::move(k)};
+}
+
+}  // namespace
+
+std::vector<Kernel> lower_gemm(const OpDesc& op, const LowerContext& cx) {
+  const hw::Device& d = cx.device;
+  const std::string& impl = cx.policy.impl;
+  const auto [rate, on_matrix] = matmul_rate(cx);
+  const std::vector<hw::GemmTile> tiles = tile_shapes(d);
   std::vector<Kernel> candidates;
   const bool tiny = std::min(op.m, op.n) <= 16;
   if (impl != "gemv") {
@@ -137,17 +168,66 @@ std::vector<Kernel> lower_gemm(const OpDesc& op, const LowerContext& cx) {
     }
   }
   if (impl == "gemv" || ((impl == "auto" || impl == "cublasLt") && tiny)) candidates.push_back(gemv(op, cx));
-  std::size_t best = 0;
-  std::vector<double> est;
-  for (std::size_t i = 0; i < candidates.size(); ++i) {
-    est.push_back(estimate_s(candidates[i], d));
-    if (est[i] < est[best]) best = i;
+  return fastest(std::move(candidates), op, cx);
+}
+
+// One grouped kernel: each group's tiles as its own GEMM would tile them (partial tiles padded
+// per group, its weights read once, re-read per wave past L2), all groups' tiles sharing the
+// device's waves. Candidates: every tile shape, and the GEMV path when every group is tiny.
+std::vector<Kernel> lower_grouped_gemm(const OpDesc& op, const LowerContext& cx) {
+  const std::string& impl = cx.policy.impl;
+  const auto [rate, on_matrix] = matmul_rate(cx);
+  std::map<std::uint64_t, std::uint64_t> groups_of_rows;  // rows -> groups with that many
+  for (std::uint64_t rows : split_sizes(op.m, op.batch, op.splits)) ++groups_of_rows[rows];
+  const std::uint64_t largest = groups_of_rows.rbegin()->first;
+  auto merged = [&](auto&& one_group) {
+    Kernel g;
+    double work_s = 0;
+    std::uint64_t used = 0;
+    for (const auto& [rows, count] : groups_of_rows) {
+      if (rows == 0) continue;
+      OpDesc part = op;
+      part.kind = OpKind::gemm;
+      part.batch = 1;
+      part.m = rows;
+      part.splits.clear();
+      Kernel k = one_group(part);
+      const std::uint64_t tiles = k.tiles * count;
+      const double hbm_bytes = k.hbm_bytes * static_cast<double>(count);
+      const double flops = k.flops * static_cast<double>(count);
+      if (used == 0) {
+        g = k;  // tile shape, implementation and bound are the same for every group
+        g.tiles = 0;
+        g.hbm_bytes = 0;
+        g.flops = 0;
+        if (g.why.size() > 1) g.why.erase(g.why.begin());  // the per-GEMM wave count
+      }
+      g.tiles += tiles;
+      g.hbm_bytes += hbm_bytes;
+      g.flops += flops;
+      work_s += k.tile_compute_s * static_cast<double>(k.tiles * count);
+      used += count;
+    }
+    g.tile_compute_s = work_s / static_cast<double>(g.tiles);
+    g.tile_hbm_bytes = g.hbm_bytes / static_cast<double>(g.tiles);
+    g.name = fmt::format("grouped_gemm {}", g.impl == "gemv" ? "gemv" : g.tile);
+    g.why.insert(g.why.begin(),
+                 fmt::format("{} of {} groups hold rows ({}..{} each); {} {} tiles in all = {:.2f} waves on {} units; "
+                             "each group's weights read once",
+                             used, op.batch, groups_of_rows.begin()->first, largest, g.tiles, g.impl == "gemv" ? "GEMV" : g.tile,
+                             static_cast<double>(g.tiles) / cx.device.compute.units, cx.device.compute.units));
+    return g;
+  };
+  std::vector<Kernel> candidates;
+  if (impl != "gemv") {
+    for (const hw::GemmTile& t : tile_shapes(cx.device)) {
+      candidates.push_back(merged([&](const OpDesc& part) { return tiled(part, cx, t, 1, rate, on_matrix); }));
+    }
   }
-  Kernel k = std::move(candidates[best]);
-  k.why.insert(k.why.begin(), fmt::format("policy {}={}: {} of {} candidate kernels, predicted {} alone", op_name(op.kind),
-                                          impl, candidates.size() > 1 ? "fastest" : "the only one", candidates.size(),
-                                          units::format_time_s(est[best])));
-  return {std::move(k)};
+  if (impl == "gemv" || (impl == "auto" && std::min(largest, op.n) <= 16)) {
+    candidates.push_back(merged([&](const OpDesc& part) { return gemv(part, cx); }));
+  }
+  return fastest(std::move(candidates), op, cx);
 }
 
 }  // namespace syntorch::runtime::detail

@@ -35,6 +35,7 @@ double estimate_s(const Kernel& k, const hw::Device& d);
 [[noreturn]] void unsupported(const LowerContext& cx, const std::string& what);
 
 std::vector<Kernel> lower_gemm(const OpDesc& op, const LowerContext& cx);       // gemm, bmm
+std::vector<Kernel> lower_grouped_gemm(const OpDesc& op, const LowerContext& cx);
 std::vector<Kernel> lower_attention(const OpDesc& op, const LowerContext& cx);
 
 // A row-wise op's algorithm: fp32 arithmetic per element, and how many times a row too long for
@@ -78,5 +79,10 @@ std::vector<Kernel> lower_norm(const OpDesc& op, const LowerContext& cx, RowCost
 // from L2) or eager (Hugging Face's rotate_half composition, per tensor).
 std::vector<Kernel> lower_rope(const OpDesc& op, const LowerContext& cx);
 std::vector<Kernel> lower_embedding(const OpDesc& op, const LowerContext& cx);
+// Mixture of experts (kernels/moe.cpp): the router's fused softmax + top-k, the permutation of
+// tokens into expert order and the weighted combine back.
+std::vector<Kernel> lower_topk(const OpDesc& op, const LowerContext& cx);
+std::vector<Kernel> lower_moe_permute(const OpDesc& op, const LowerContext& cx);
+std::vector<Kernel> lower_moe_unpermute(const OpDesc& op, const LowerContext& cx);
 
 }  // namespace syntorch::runtime::detail

@@ -55,6 +55,22 @@ std::string describe_rows(const OpDesc& op) {
   return fmt::format("{} rows={} cols={} {}", op_name(op.kind), op.rows, op.cols, dtype_name(op.dtype));
 }
 
+const OpParam kMoeRowsParams[3] = {{"tokens", "tokens routed (mixture of experts)", &OpDesc::rows},
+                                    {"hidden", "hidden width of a token", &OpDesc::cols},
+                                    {"top_k", "experts per token", &OpDesc::k, nullptr, 1024}};
+
+void check_moe_rows(const OpDesc& op, OpCheck& c) {
+  c.need(op.rows, "tokens");
+  c.need(op.cols, "hidden");
+  c.need(op.k, "top_k");
+  c.fits({op.rows, op.k, op.cols}, "tokens*top_k*hidden");
+}
+
+std::string describe_moe_rows(const OpDesc& op) {
+  return fmt::format("{} tokens={} hidden={} top_k={} {}", op_name(op.kind), op.rows, op.cols, op.k,
+                     dtype_name(op.dtype));
+}
+
 const OpParam kCommParams[2] = {{"ranks", "collective ranks", &OpDesc::ranks, nullptr, 4096},
                                 {"bytes", "collective bytes per rank (e.g. 64MiB)", &OpDesc::bytes}};
 

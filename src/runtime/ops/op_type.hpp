@@ -128,6 +128,13 @@ constexpr OpType norm_type(OpKind kind, std::string_view name, std::span<const s
   return t;
 }
 
+// Mixture-of-experts row movement over `tokens` rows of `hidden` with `top_k` experts each
+// (moe_permute, moe_unpermute; defined in common.cpp).
+extern const OpParam kMoeRowsParams[3];
+void check_moe_rows(const OpDesc& op, OpCheck& c);
+std::string describe_moe_rows(const OpDesc& op);
+inline double moe_row_bytes(const OpDesc& op) { return rows_elements(op) * element_bytes(op.dtype); }
+
 // Communication over `ranks` devices with `bytes` per rank.
 extern const OpParam kCommParams[2];
 void check_comm(const OpDesc& op, OpCheck& c);

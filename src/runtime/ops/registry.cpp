@@ -44,6 +44,13 @@ bool is_collective(OpKind k) { return op_type(k).op_class == OpClass::communicat
 
 double element_bytes(DType t) { return dtype_bits(t) / 8.0; }
 
+std::vector<std::uint64_t> split_sizes(std::uint64_t total, std::uint64_t parts, const std::vector<std::uint64_t>& splits) {
+  if (!splits.empty()) return splits;
+  std::vector<std::uint64_t> sizes(parts, parts ? total / parts : 0);
+  for (std::uint64_t i = 0; parts && i < total % parts; ++i) ++sizes[i];
+  return sizes;
+}
+
 std::string OpDesc::describe() const { return op_type(kind).describe(*this); }
 
 bool validate_op(const OpDesc& op, Diagnostics& d, const std::string& where) {
