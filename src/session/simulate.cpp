@@ -142,7 +142,7 @@ bool validate_run(const RunSpec& s, const hw::Machine& machine, Diagnostics& d, 
       }
     }
   }
-  s.model->check({s.tp, s.pp, s.ep, s.batch, s.input_tokens + s.output_tokens}, d, where);
+  s.model->check({s.tp, s.pp, s.batch, s.input_tokens + s.output_tokens, s.ep}, d, where);
   if (!scalar_type(s.dtype)) {
     d.error(where, "dtype", fmt::format("{} is not a dtype models run in (valid: fp32, fp16, bf16, fp8)", dtype_name(s.dtype)));
   } else if (s.kv_dtype) {

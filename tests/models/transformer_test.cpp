@@ -69,7 +69,8 @@ TEST(LlamaZoo, CustomShapesParseAndBadOnesNameTheProblem) {
            {"llama2-8b", "did you mean"},
            {"llama:layers=2,hidden=64,heads=4,ffn=128", "missing vocab="},
            {"llama:layers=2,hidden=64,heads=4,ffn=128,vocab=10,kv_heads=3", "4 attention heads are not a multiple of 3"},
-           {"llama:layers=2,hidden=64,heads=4,ffn=128,vocab=10,experts=8", "unknown key \"experts\""},
+           {"llama:layers=2,hidden=64,heads=4,ffn=128,vocab=10,expert=8", "unknown key \"expert\""},
+           {"llama:layers=2,hidden=64,heads=4,ffn=128,vocab=10,experts=8,top_k=9", "experts per token must be in [1, experts = 8]"},
            {"llama:layers=2,hidden=66,heads=4,ffn=128,vocab=10", "must be a multiple of heads"}}) {
     Diagnostics bad;
     EXPECT_FALSE(models::parse_model(spec, bad, "--model")) << spec;
@@ -136,7 +137,7 @@ TEST_F(HfConfigErrors, NameTheFileTheKeyAndWhatWasExpected) {
             std::string::npos);
   EXPECT_NE(problems(R"({"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 2, "num_local_experts": 8, )" +
                      llama + "}")
-                .find("/num_local_experts: a mixture-of-experts model"),
+                .find("/num_local_experts: a mixture-of-experts architecture the simulator does not model"),
             std::string::npos);
   EXPECT_NE(problems(R"({"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 2, "num_key_value_heads": 3, )" +
                      llama + "}")
@@ -144,7 +145,11 @@ TEST_F(HfConfigErrors, NameTheFileTheKeyAndWhatWasExpected) {
             std::string::npos);
   EXPECT_NE(problems(R"({"architectures": ["LlamaForCausalLn"]})").find("did you mean \"LlamaForCausalLM\""),
             std::string::npos);
-  EXPECT_NE(problems(R"({"model_type": "mixtral"})").find("/model_type: \"mixtral\" is a mixture-of-experts"),
+  EXPECT_NE(problems(R"({"model_type": "qwen2_moe"})").find("/model_type: \"qwen2_moe\" is a mixture-of-experts"),
+            std::string::npos);
+  EXPECT_NE(problems(R"({"architectures": ["MixtralForCausalLM"], "num_hidden_layers": 2, "num_local_experts": 2, "num_experts_per_tok": 3, )" +
+                     llama + "}")
+                .find("/num_experts_per_tok: 3 experts per token, but only 2 experts"),
             std::string::npos);
   EXPECT_NE(problems(R"({"hidden_size": 64})").find("/architectures: missing"), std::string::npos);
   EXPECT_NE(problems("{\"architectures\": [\n  \"LlamaForCausalLM\"").find("malformed JSON at line 2"),
@@ -152,13 +157,25 @@ TEST_F(HfConfigErrors, NameTheFileTheKeyAndWhatWasExpected) {
   EXPECT_NE(problems("[1, 2]").find("expected a JSON object at the top level"), std::string::npos);
 }
 
-TEST(HfConfig, TheMixtralConfigIsRefusedAsMixtureOfExperts) {
+TEST(HfConfig, TheMixtralConfigReadsAsTheZoosMixtral) {
   Diagnostics d;
-  EXPECT_FALSE(models::parse_model(model_dir("mixtral-8x7b"), d, "--model"));
-  EXPECT_NE(d.to_string().find("mixture-of-experts"), std::string::npos) << d.to_string();
+  auto c = models::load_hf_config(model_dir("mixtral-8x7b"), d);
+  ASSERT_TRUE(c) << d.to_string();
+  const auto& zoo_mixtral = zoo("mixtral-8x7b");
+  EXPECT_EQ(c->parameters(), zoo_mixtral.parameters());
+  EXPECT_EQ(c->experts, 8);
+  EXPECT_EQ(c->experts_per_token, 2);
+  EXPECT_EQ(c->architecture, "MixtralForCausalLM");
   Diagnostics missing;
   EXPECT_FALSE(models::parse_model("no/such/config.json", missing, "--model"));
   EXPECT_NE(missing.to_string().find("no/such/config.json"), std::string::npos) << missing.to_string();
+}
+
+TEST(MixtralZoo, ParameterCountsMatchTheReleasedCheckpoints) {
+  // Mixtral 8x7B's released checkpoint holds 46,702,792,704 weights; Mistral AI gives 8x22B as
+  // 141 B in all (39 B active).
+  EXPECT_EQ(zoo("mixtral-8x7b").parameters(), 46702792704);
+  EXPECT_NEAR(zoo("mixtral-8x22b").parameters(), 141e9, 0.005 * 141e9);
 }
 
 }  // namespace

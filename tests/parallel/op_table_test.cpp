@@ -62,7 +62,8 @@ runtime::OpDesc small_op(OpKind k) {
       {"m", "256"},      {"n", "512"},     {"k", "128"},        {"batch", "2"},   {"heads", "8"},
       {"kv_heads", "2"}, {"seq_q", "128"}, {"seq_kv", "128"},   {"head_dim", "64"}, {"causal", "true"},
       {"rows", "64"},    {"cols", "1024"}, {"elements", "4096"}, {"tokens", "64"}, {"hidden", "1024"},
-      {"vocab", "5000"}, {"ranks", "8"},   {"bytes", "1 MiB"}, {"rotary_dim", "32"}};
+      {"vocab", "5000"}, {"ranks", "8"},   {"bytes", "1 MiB"}, {"rotary_dim", "32"}, {"top_k", "2"},
+      {"groups", "8"}};
   std::map<std::string, std::string> params;
   for (const std::string& key : runtime::op_param_keys(k)) {
     EXPECT_TRUE(kValues.count(key)) << runtime::op_name(k) << " has a parameter this test does not know: " << key;
@@ -98,18 +99,19 @@ TEST(OpTable, EveryKindLowersOnADeviceAndItsKernelsDoItsFlops) {
 }
 
 TEST(OpTable, EveryCommunicationImplementationHasAnAlgorithm) {
-  // Each implementation runs on one of these (a switched node, a full mesh); elsewhere it may
-  // decline, naming what it needs.
+  // Each implementation runs on one of these (a switched node, a full mesh, two nodes, over all
+  // their devices); elsewhere it may decline, naming what it needs.
   const std::vector<hw::Machine> machines{hw::Machine::load(config("dgx_h100.json")),
-                                          hw::Machine::load(config("mi300x_x8.json"))};
+                                          hw::Machine::load(config("mi300x_x8.json")),
+                                          hw::Machine::load(config("dgx_h100_x2.json"))};
   for (OpKind k : all_kinds()) {
     if (!runtime::is_collective(k)) continue;
-    runtime::OpDesc op = small_op(k);
-    if (k == OpKind::sendrecv) op.ranks = 2;
     for (const std::string& impl : runtime::KernelPolicy::implementations(k)) {
       if (impl == "auto") continue;
       int ran = 0;
       for (const hw::Machine& m : machines) {
+        runtime::OpDesc op = small_op(k);
+        op.ranks = k == OpKind::sendrecv ? 2 : m.devices().size();
         Diagnostics d;
         runtime::Predictor predictor(m, runtime::KernelPolicy::parse(std::string(runtime::op_name(k)) + "=" + impl, d));
         ASSERT_TRUE(d.empty()) << d.to_string();
@@ -161,6 +163,13 @@ TEST(OpTable, EveryKindHasAFunctionInTheTorchOrParallelApi) {
   (void)parallel::all_gather(x, group);
   (void)parallel::reduce_scatter(x, group);
   parallel::send(x, 1);
+  (void)parallel::all_to_all(x, {2, 2}, {1, 3}, group);
+  auto [routing, experts] = torch::fused::topk_softmax(torch::empty({4, 8}), 2);
+  (void)torch::topk(x, 3);
+  auto routed = torch::fused::moe_permute(x, experts);
+  auto expert_out = torch::fused::grouped_mm(routed, torch::empty({2, 32, 64}), {5, 3});
+  (void)torch::fused::moe_unpermute(torch::empty({8, 64}), routing);
+  (void)expert_out;
   std::set<OpKind> reached;
   for (const auto& l : rank.launches) reached.insert(l.op.kind);
   if (rank.p2p) reached.insert(OpKind::sendrecv);

@@ -26,9 +26,9 @@ struct GenerateOptions {
 struct RunLayout {
   int tp = 1;
   int pp = 1;
-  int ep = 1;  // expert parallel, within the TP group
   std::int64_t batch = 1;
   std::int64_t tokens = 1;  // input + output positions
+  int ep = 1;               // expert parallel, within the TP group
 };
 
 class Model {
