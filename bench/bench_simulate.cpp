@@ -137,4 +137,20 @@ void BM_Llama3_405B_Tp8_Pp2(benchmark::State& state) {
 }
 BENCHMARK(BM_Llama3_405B_Tp8_Pp2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// The same target for a mixture of experts: Mixtral 8x22B with its 8 experts spread by expert
+// parallelism over each stage's 8 GPUs (all-to-all dispatch and combine), TP 8 x PP 2.
+void BM_Mixtral_8x22B_Tp8_Ep8_Pp2(benchmark::State& state) {
+  Diagnostics d;
+  session::RunSpec spec;
+  spec.model = models::parse_model("mixtral-8x22b", d, "bench");
+  spec.tp = 8;
+  spec.ep = 8;
+  spec.pp = 2;
+  spec.batch = 16;
+  spec.input_tokens = 8192;
+  spec.output_tokens = 256;
+  run_generation(state, "dgx_h100_x2.json", spec);
+}
+BENCHMARK(BM_Mixtral_8x22B_Tp8_Ep8_Pp2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 BENCHMARK_MAIN();
