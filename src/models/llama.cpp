@@ -51,7 +51,8 @@ const std::vector<TransformerConfig>& llama_family() {
     // (Jiang et al., "Mixtral of Experts", 2024, table 1; the released config.json files:
     // 8x7B 32 layers, hidden 4096, 32 heads, 8 KV heads, experts of 14336, vocab 32000, 32768
     // positions; 8x22B 56 layers, hidden 6144, 48 heads, 8 KV heads, experts of 16384, vocab
-    // 32768, 65536 positions). No sliding window in either release.
+    // 32768 as Instruct v0.1 (the base v0.1 has 32000), 65536 positions). No sliding window in
+    // either release.
     for (TransformerConfig mixtral : {llama_shape("mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, 32768),
                                       llama_shape("mixtral-8x22b", 56, 6144, 48, 8, 16384, 32768, 65536)}) {
       mixtral.architecture = "MixtralForCausalLM";

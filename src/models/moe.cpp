@@ -16,7 +16,7 @@
 namespace syntorch::models {
 
 std::vector<std::int64_t> expert_loads(std::int64_t tokens, std::int64_t experts, std::int64_t top_k, double skew) {
-  if (tokens < 0 || experts < 1 || top_k < 1 || top_k > experts || !(skew >= 0)) {
+  if (tokens < 0 || experts < 1 || top_k < 1 || top_k > experts || !(skew >= 0) || skew > kMaxExpertSkew) {
     throw std::invalid_argument(fmt::format("expert_loads: {} tokens, {} experts, top {}, skew {} is not a routing",
                                             tokens, experts, top_k, skew));
   }
@@ -59,6 +59,33 @@ std::vector<std::int64_t> expert_loads(std::int64_t tokens, std::int64_t experts
   return rows;
 }
 
+Routing::Routing(const std::vector<std::int64_t>& tokens_per_rank, std::int64_t experts, std::int64_t top_k,
+                 double skew)
+    : experts_(experts) {
+  const std::int64_t tokens = std::accumulate(tokens_per_rank.begin(), tokens_per_rank.end(), std::int64_t{0});
+  loads_ = expert_loads(tokens, experts, top_k, skew);
+  rows_.assign(tokens_per_rank.size() * static_cast<std::size_t>(experts), 0);
+  if (tokens == 0) return;
+  // Slot i (of tokens x top_k) goes to token i mod tokens; expert e holds the slots
+  // [start, start + loads[e]), at most `tokens` of them, so a token range wraps at most once.
+  std::int64_t start = 0;
+  for (std::int64_t e = 0; e < experts; ++e) {
+    const std::int64_t first = start % tokens, count = loads_[static_cast<std::size_t>(e)];
+    std::int64_t rank_begin = 0;
+    for (std::size_t r = 0; r < tokens_per_rank.size(); ++r) {
+      const std::int64_t rank_end = rank_begin + tokens_per_rank[r];
+      auto overlap = [&](std::int64_t a, std::int64_t b) {
+        return std::max<std::int64_t>(0, std::min(b, rank_end) - std::max(a, rank_begin));
+      };
+      const std::int64_t tail = std::min(count, tokens - first);  // [first, first + tail), then [0, count - tail)
+      rows_[r * static_cast<std::size_t>(experts) + static_cast<std::size_t>(e)] =
+          overlap(first, first + tail) + overlap(0, count - tail);
+      rank_begin = rank_end;
+    }
+    start += count;
+  }
+}
+
 MoeMlpImpl::MoeMlpImpl(const MoeOptions& o) : torch::nn::Module("MoeMlp"), options_(o) {
   const parallel::ParallelState& st = parallel::state();
   if (o.experts % st.ep_size != 0) {
@@ -80,45 +107,89 @@ MoeMlpImpl::MoeMlpImpl(const MoeOptions& o) : torch::nn::Module("MoeMlp"), optio
                              torch::parameter_tensor({local_experts_, o.hidden, o.ffn / split}, w, "MoeMlp.down"));
 }
 
+torch::Tensor MoeMlpImpl::route(const torch::Tensor& x, torch::Tensor& weights) {
+  torch::Tensor logits = torch::nn::functional::linear(x, router_);
+  auto [w, ids] = torch::fused::topk_softmax(logits, options_.top_k);
+  weights = std::move(w);
+  return torch::fused::moe_permute(x, ids);
+}
+
+torch::Tensor MoeMlpImpl::experts(const torch::Tensor& rows, const std::vector<std::int64_t>& group_rows) {
+  torch::Tensor h = torch::fused::grouped_mm(rows, gate_up_, group_rows);
+  h = torch::fused::silu_and_mul(h);
+  return torch::fused::grouped_mm(h, down_, group_rows);
+}
+
 torch::Tensor MoeMlpImpl::forward(const torch::Tensor& x) {
   const parallel::ParallelState& st = parallel::state();
-  const std::int64_t tokens = x.size(0);
-  const std::int64_t k = options_.top_k;
-  torch::Tensor logits = torch::nn::functional::linear(x, router_);
-  auto [weights, ids] = torch::fused::topk_softmax(logits, k);
-  const std::vector<std::int64_t> loads = expert_loads(tokens, options_.experts, k, options_.skew);
-  torch::Tensor permuted = torch::fused::moe_permute(x, ids);
-  auto experts = [&](const torch::Tensor& rows, const std::vector<std::int64_t>& group_rows) {
-    torch::Tensor h = torch::fused::grouped_mm(rows, gate_up_, group_rows);
-    h = torch::fused::silu_and_mul(h);
-    return torch::fused::grouped_mm(h, down_, group_rows);
+  if (st.ep_size != 1) throw std::invalid_argument("MoeMlp: under expert parallelism forward needs tokens_per_rank");
+  torch::Tensor weights;
+  torch::Tensor permuted = route(x, weights);
+  const std::vector<std::int64_t> loads = expert_loads(x.size(0), options_.experts, options_.top_k, options_.skew);
+  torch::Tensor out = torch::fused::moe_unpermute(experts(permuted, loads), weights);
+  parallel::all_reduce(out, st.tp_group);
+  return out;
+}
+
+torch::Tensor MoeMlpImpl::forward(const torch::Tensor& x, const std::vector<std::int64_t>& tokens_per_rank) {
+  const parallel::ParallelState& st = parallel::state();
+  if (tokens_per_rank.size() != static_cast<std::size_t>(st.tp_size) ||
+      tokens_per_rank[static_cast<std::size_t>(st.tp_rank)] != x.size(0)) {
+    throw std::invalid_argument(fmt::format("MoeMlp: {} token counts for a TP group of {}, this rank's {} rows not "
+                                            "among them where expected",
+                                            tokens_per_rank.size(), st.tp_size, x.size(0)));
+  }
+  const Routing routing(tokens_per_rank, options_.experts, options_.top_k, options_.skew);
+  // The TP rank of ep peer j in this rank's ep group, and the rows one TP rank's tokens send to
+  // the experts of ep rank j.
+  auto tp_rank_of = [&](int j) { return static_cast<std::size_t>(j * st.etp_size + st.etp_rank); };
+  auto rows_to = [&](std::size_t from, int j) {
+    std::int64_t rows = 0;
+    for (std::int64_t e = 0; e < local_experts_; ++e) rows += routing.rows(from, j * local_experts_ + e);
+    return rows;
   };
-  if (st.ep_size == 1) {
-    torch::Tensor out = torch::fused::moe_unpermute(experts(permuted, loads), weights);
-    parallel::all_reduce(out, st.tp_group);
-    return out;
+  std::vector<std::int64_t> send, receive;
+  for (int j = 0; j < st.ep_size; ++j) {
+    send.push_back(rows_to(static_cast<std::size_t>(st.tp_rank), j));
+    receive.push_back(rows_to(tp_rank_of(j), st.ep_rank));
   }
-  // Rows to each expert-parallel peer: what its experts were routed. Every rank routes alike, so
-  // each peer sends this rank what this rank's experts get from one rank.
-  std::vector<std::int64_t> send(static_cast<std::size_t>(st.ep_size), 0);
-  for (std::int64_t e = 0; e < options_.experts; ++e) send[static_cast<std::size_t>(e / local_experts_)] += loads[static_cast<std::size_t>(e)];
-  const std::int64_t mine = send[static_cast<std::size_t>(st.ep_rank)];
-  const std::vector<std::int64_t> receive(static_cast<std::size_t>(st.ep_size), mine);
-  torch::Tensor dispatched = parallel::all_to_all(permuted, receive, send, st.ep_group);
-  // The etp ranks of these experts pool their tokens, each computing its slice of every expert.
-  // (The etp ranks hold the same experts, so they skip together when those got no tokens.)
-  const bool pooled = st.etp_size > 1 && dispatched.numel() > 0;
-  if (pooled) dispatched = parallel::all_gather(dispatched, st.etp_group, 0);
-  // Received rows come by source; local experts > 1 regroup them by expert (and back after).
-  if (local_experts_ > 1) dispatched = dispatched.clone();
+  torch::Tensor weights;
+  torch::Tensor dispatched = parallel::all_to_all(route(x, weights), receive, send, st.ep_group);
   std::vector<std::int64_t> local(static_cast<std::size_t>(local_experts_));
+  std::int64_t routed = 0;  // rows all of this rank's experts receive
   for (std::int64_t e = 0; e < local_experts_; ++e) {
-    local[static_cast<std::size_t>(e)] =
-        loads[static_cast<std::size_t>(first_expert_ + e)] * st.ep_size * st.etp_size;
+    local[static_cast<std::size_t>(e)] = routing.expert_rows(first_expert_ + e);
+    routed += local[static_cast<std::size_t>(e)];
   }
+  // The etp ranks of these experts pool what they received (padded to the largest share, as an
+  // all-gather needs), each computing its slice of every expert; they skip together when the
+  // experts got nothing.
+  std::int64_t pool = 0;  // the largest share among the etp ranks
+  for (int t = 0; t < st.etp_size; ++t) {
+    std::int64_t rows = 0;
+    for (int j = 0; j < st.ep_size; ++j) {
+      for (std::int64_t e = 0; e < local_experts_; ++e) {
+        rows += routing.rows(static_cast<std::size_t>(j * st.etp_size + t), first_expert_ + e);
+      }
+    }
+    pool = std::max(pool, rows);
+  }
+  auto padded = [&](const torch::Tensor& t, std::int64_t rows) {
+    if (t.size(0) == rows) return t;
+    return torch::cat({t, torch::zeros({rows - t.size(0), t.size(1)}, torch::TensorOptions(t.dtype()))}, 0);
+  };
+  const bool pooled = st.etp_size > 1 && routed > 0;
+  if (pooled) dispatched = parallel::all_gather(padded(dispatched, pool), st.etp_group, 0).narrow(0, 0, routed);
+  // Received rows come by source; they are regrouped by expert (and back after) when that moves
+  // them: several local experts, or rows pooled from several ranks.
+  const bool regroup = local_experts_ > 1 || pooled;
+  if (regroup && routed > 0) dispatched = dispatched.clone();
   torch::Tensor out = experts(dispatched, local);
-  if (local_experts_ > 1) out = out.clone();
-  if (pooled) out = parallel::reduce_scatter(out, st.etp_group, 0);
+  if (regroup && routed > 0) out = out.clone();
+  if (pooled) {
+    out = parallel::reduce_scatter(padded(out, pool * st.etp_size), st.etp_group, 0)
+              .narrow(0, 0, std::accumulate(receive.begin(), receive.end(), std::int64_t{0}));
+  }
   torch::Tensor combined = parallel::all_to_all(out, send, receive, st.ep_group);
   return torch::fused::moe_unpermute(combined, weights);
 }

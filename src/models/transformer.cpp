@@ -185,29 +185,30 @@ torch::Tensor TransformerBlockImpl::mlp(const torch::Tensor& x) {
 }
 
 // Expert parallel (Megatron's sequence parallelism around an all-to-all MoE): the attention's
-// partial outputs are reduce-scattered over the tokens instead of all-reduced, so each TP rank
-// holds its share of them (the tokens padded to a multiple of tp, as an engine pads a batch);
-// the residual, the norm and the MoE run on that share; an all-gather gives every rank all the
-// tokens again for the next block's attention.
+// partial outputs are reduce-scattered over the tokens instead of all-reduced (the tokens padded
+// to a multiple of tp, as the collective needs), so each TP rank holds its share of them; the
+// residual, the norm and the MoE run on the share's real tokens (padding is not routed); an
+// all-gather gives every rank all the tokens again for the next block's attention.
 torch::Tensor TransformerBlockImpl::forward_expert_parallel(const torch::Tensor& x, KVCache& cache,
                                                             std::int64_t past) {
   const parallel::ParallelState& st = parallel::state();
-  const std::int64_t tokens = x.size(0) * x.size(1);
+  const std::int64_t tokens = x.size(0) * x.size(1), hidden = config_.hidden;
   const std::int64_t share = (tokens + st.tp_size - 1) / st.tp_size;
-  const std::int64_t padded = share * st.tp_size;
-  auto pad = [&](const torch::Tensor& t) {
-    torch::Tensor rows = t.reshape({tokens, config_.hidden});
-    if (padded == tokens) return rows;
-    return torch::cat({rows, torch::zeros({padded - tokens, config_.hidden}, torch::TensorOptions(rows.dtype()))}, 0);
+  std::vector<std::int64_t> tokens_per_rank;
+  for (int r = 0; r < st.tp_size; ++r) tokens_per_rank.push_back(std::clamp<std::int64_t>(tokens - r * share, 0, share));
+  const std::int64_t mine = tokens_per_rank[static_cast<std::size_t>(st.tp_rank)];
+  auto padded = [&](const torch::Tensor& rows, std::int64_t count) {
+    if (rows.size(0) == count) return rows;
+    return torch::cat({rows, torch::zeros({count - rows.size(0), hidden}, torch::TensorOptions(rows.dtype()))}, 0);
   };
-  torch::Tensor partial = torch::nn::functional::linear(attention_partial(norm_1_(x), cache, past), out_->weight);
-  torch::Tensor attended = parallel::reduce_scatter(pad(partial), st.tp_group, 0);  // [share, hidden]
-  torch::Tensor residual = pad(x).narrow(0, st.tp_rank * share, share);
-  torch::Tensor h = residual + attended;
+  torch::Tensor partial = out_->forward_unreduced(attention_partial(norm_1_(x), cache, past)).reshape({tokens, hidden});
+  torch::Tensor attended = parallel::reduce_scatter(padded(partial, share * st.tp_size), st.tp_group, 0);
+  torch::Tensor h = x.reshape({tokens, hidden}).narrow(0, std::min(tokens, st.tp_rank * share), mine) +
+                    attended.narrow(0, 0, mine);
   if (out_->bias.defined()) h = h + out_->bias;
-  h = h + moe_->forward(norm_2_(h));
-  torch::Tensor all = parallel::all_gather(h, st.tp_group, 0);
-  if (padded != tokens) all = all.narrow(0, 0, tokens);
+  h = h + moe_->forward(norm_2_(h), tokens_per_rank);
+  torch::Tensor all = parallel::all_gather(padded(h, share), st.tp_group, 0);
+  if (all.size(0) != tokens) all = all.narrow(0, 0, tokens);
   return all.view(x.sizes());
 }
 

@@ -87,7 +87,7 @@ const ParallelState& initialize_model_parallel(int tp, int pp, int ep) {
   s.etp_size = tp / ep;
   s.ep_rank = s.tp_rank / s.etp_size;
   s.etp_rank = s.tp_rank % s.etp_size;
-  s.ep_group = ProcessGroup{{}, {rank}, 0};
+  s.ep_group = ProcessGroup{{}, {rank}, 0};  // a group of one: its collectives return at once, its id unused
   s.etp_group = s.tp_group;
   if (ep > 1) {
     for (int base = 0; base < world; base += tp) {

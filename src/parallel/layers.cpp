@@ -65,12 +65,16 @@ RowParallelLinearImpl::RowParallelLinearImpl(std::int64_t in, std::int64_t out, 
   if (with_bias) bias = register_parameter("bias", parameter({output_size}, "RowParallelLinear.bias"));
 }
 
-torch::Tensor RowParallelLinearImpl::forward(const torch::Tensor& input) {
+torch::Tensor RowParallelLinearImpl::forward_unreduced(const torch::Tensor& input) {
   torch::Tensor x = input;
   if (!input_is_parallel && tp_size > 1) {
     x = input.narrow(-1, tp_rank * input_size_per_partition, input_size_per_partition).contiguous();
   }
-  torch::Tensor y = torch::nn::functional::linear(x, weight);
+  return torch::nn::functional::linear(x, weight);
+}
+
+torch::Tensor RowParallelLinearImpl::forward(const torch::Tensor& input) {
+  torch::Tensor y = forward_unreduced(input);
   if (tp_size > 1) all_reduce(y, state().tp_group);
   if (bias.defined()) y = y + bias;
   return y;

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "syntorch/base/units.hpp"
+#include "syntorch/models/moe.hpp"
 #include "syntorch/models/registry.hpp"
 #include "syntorch/parallel/distributed.hpp"
 #include "syntorch/torch/float8.hpp"
@@ -48,8 +49,9 @@ bool set_run_parameter(RunSpec& s, const std::string& key, const std::string& va
   } else if (key == "expert_skew") {
     double v = 0;
     const auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-    if (ec != std::errc{} || p != value.data() + value.size() || !(v >= 0) || v > 16) {
-      d.error(where, key, fmt::format("expected a Zipf exponent in [0, 16] (0: balanced routing), got \"{}\"", value));
+    if (ec != std::errc{} || p != value.data() + value.size() || !(v >= 0) || v > models::kMaxExpertSkew) {
+      d.error(where, key, fmt::format("expected a Zipf exponent in [0, {}] (0: balanced routing), got \"{}\"",
+                                      models::kMaxExpertSkew, value));
     } else {
       s.expert_skew = v;
     }
@@ -102,8 +104,9 @@ bool validate_run(const RunSpec& s, const hw::Machine& machine, Diagnostics& d, 
   positive(s.tp, "tp");
   positive(s.pp, "pp");
   positive(s.ep, "ep");
-  if (!(s.expert_skew >= 0) || s.expert_skew > 16) {
-    d.error(where, "expert-skew", fmt::format("expected a Zipf exponent in [0, 16], got {}", s.expert_skew));
+  if (!(s.expert_skew >= 0) || s.expert_skew > models::kMaxExpertSkew) {
+    d.error(where, "expert-skew",
+            fmt::format("expected a Zipf exponent in [0, {}], got {}", models::kMaxExpertSkew, s.expert_skew));
   }
   positive(s.batch, "batch");
   positive(s.input_tokens, "input-tokens");

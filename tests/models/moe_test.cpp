@@ -32,6 +32,34 @@ TEST(ExpertLoads, BalancedByDefaultAndSkewedWhenAsked) {
   EXPECT_THROW(models::expert_loads(10, 8, 9, 0), std::invalid_argument);
 }
 
+TEST(Routing, EveryRanksTokensSpreadOverTheExpertsAndAgreeWithTheLoads) {
+  // Decode of 8 tokens over tp 8, one per rank: each expert gets 2 rows, from two ranks, and
+  // each rank's token visits 2 distinct experts.
+  const models::Routing one_each(std::vector<std::int64_t>(8, 1), 8, 2, 0);
+  for (std::int64_t e = 0; e < 8; ++e) {
+    EXPECT_EQ(one_each.expert_rows(e), 2);
+    std::int64_t from_ranks = 0;
+    for (std::size_t r = 0; r < 8; ++r) {
+      EXPECT_LE(one_each.rows(r, e), 1);
+      from_ranks += one_each.rows(r, e);
+    }
+    EXPECT_EQ(from_ranks, 2);
+  }
+  // Uneven shares (the last rank's padded share holds 3 real tokens) and skew: rows and columns
+  // add up, and no rank sends an expert more rows than it has tokens.
+  const std::vector<std::int64_t> tokens{5, 5, 5, 3};
+  const models::Routing skewed(tokens, 8, 2, 1.2);
+  for (std::size_t r = 0; r < tokens.size(); ++r) {
+    std::int64_t sent = 0;
+    for (std::int64_t e = 0; e < 8; ++e) {
+      EXPECT_LE(skewed.rows(r, e), tokens[r]);
+      sent += skewed.rows(r, e);
+    }
+    EXPECT_EQ(sent, 2 * tokens[r]);
+  }
+  EXPECT_EQ(models::expert_loads(18, 8, 2, 1.2)[0], skewed.expert_rows(0));
+}
+
 // FLOPs of the grouped GEMMs one forward of a MoE MLP launches.
 double expert_flops(std::int64_t experts, std::int64_t top_k) {
   torch::testing::FakeRank rank;

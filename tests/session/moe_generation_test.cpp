@@ -48,6 +48,23 @@ TEST(MoeGeneration, ExpertParallelismHoldsWholeExpertsAndExchangesTokensByAllToA
   EXPECT_GT(ep.tpot_s, 0);
 }
 
+TEST(MoeGeneration, BalancedDecodeKeepsEveryExpertRankBusyAndRoutesNoPadding) {
+  const hw::Machine m = hw::Machine::load(config("dgx_h100.json"));
+  // Decode of 8 sequences over tp 8 = ep 8: one token per rank, two experts each; every rank's
+  // expert gets two rows, so every rank runs the same kernels.
+  RunSpec eight = small_run(8);
+  eight.batch = 8;
+  const auto r = session::simulate_generation(m, {}, eight);
+  ASSERT_FALSE(r.oom);
+  for (const auto& rank : r.engine.ranks) EXPECT_EQ(rank.kernels, r.engine.ranks[0].kernels);
+  // One sequence: seven ranks' shares are padding, which is not routed: they run no expert GEMMs.
+  RunSpec one = small_run(8);
+  one.batch = 1;
+  const auto s = session::simulate_generation(m, {}, one);
+  ASSERT_FALSE(s.oom);
+  EXPECT_LT(s.engine.ranks[7].kernels, s.engine.ranks[0].kernels);
+}
+
 TEST(MoeGeneration, SkewedRoutingLoadsTheHotExpertsRank) {
   const hw::Machine m = hw::Machine::load(config("dgx_h100.json"));
   RunSpec balanced = small_run(8);

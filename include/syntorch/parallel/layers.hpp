@@ -35,6 +35,9 @@ class RowParallelLinearImpl : public torch::nn::Module {
   RowParallelLinearImpl(std::int64_t input_size, std::int64_t output_size, int tp_size, int tp_rank,
                         bool input_is_parallel = true, bool bias = true);
   torch::Tensor forward(const torch::Tensor& input);
+  // This rank's partial product, before the reduction and the bias: what Megatron's
+  // sequence-parallel layers reduce-scatter over the tokens instead of all-reducing.
+  torch::Tensor forward_unreduced(const torch::Tensor& input);
   std::int64_t input_size, output_size, input_size_per_partition;
   int tp_size, tp_rank;
   bool input_is_parallel;

@@ -13,6 +13,7 @@
 
 #include "syntorch/base/diagnostics.hpp"
 #include "syntorch/base/dtype.hpp"
+#include "syntorch/base/hash.hpp"
 
 namespace syntorch::runtime {
 
@@ -65,9 +66,10 @@ struct OpDesc {
   // collectives: `bytes` per rank over `ranks` devices.
   std::uint64_t ranks = 0;
   std::uint64_t bytes = 0;
-  // Uneven splits. grouped_gemm: the rows of each of its `batch` groups (summing to m);
-  // alltoall: the bytes every rank sends to each rank, in rank order (summing to bytes). Empty:
-  // an even split (remainders to the first).
+  // Uneven splits (empty: even, remainders to the first). grouped_gemm: the rows of each of its
+  // `batch` groups, summing to m. alltoall as a collective to plan: the ranks x ranks traffic
+  // matrix in bytes (row: sender), `bytes` its largest row; as one rank's call
+  // (RankContext::collective): that rank's row, the bytes it sends each member, summing to bytes.
   std::vector<std::uint64_t> splits;
 
   // Every field takes part, so two descriptions that compare equal are the same op (what the
@@ -85,9 +87,9 @@ struct OpDescHash {
                                                (op.kv_dtype ? 1009u * (1u + static_cast<std::uint64_t>(*op.kv_dtype)) : 0u));
     for (std::uint64_t x : {op.batch, op.m, op.n, op.k, op.heads, op.kv_heads, op.seq_q, op.seq_kv, op.head_dim,
                             op.rows, op.cols, op.vocab, op.elements, op.ranks, op.bytes}) {
-      h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+      hash_combine(h, x);
     }
-    for (std::uint64_t x : op.splits) h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    for (std::uint64_t x : op.splits) hash_combine(h, x);
     return static_cast<std::size_t>(h);
   }
 };

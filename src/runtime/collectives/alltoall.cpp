@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "collectives.hpp"
 #include "syntorch/base/units.hpp"
@@ -25,7 +26,7 @@ namespace syntorch::runtime::detail {
 
 namespace {
 
-double route_bandwidth(const CollectiveContext& cx, std::uint32_t from, std::uint32_t to) {
+double route_bytes_per_s(const CollectiveContext& cx, std::uint32_t from, std::uint32_t to) {
   double bw = sim::kUnlimitedRate;
   for (const hw::Hop& h : cx.machine.route(cx.endpoints[from], cx.endpoints[to]).hops) {
     const hw::Link& l = cx.machine.links()[h.link];
@@ -34,56 +35,50 @@ double route_bandwidth(const CollectiveContext& cx, std::uint32_t from, std::uin
   return bw;
 }
 
-// One message: `bytes` from rank `from` to rank `to`, pipelined in chunks. Returns the index of
-// its first chunk; chunk c of it is first + c.
+// The traffic matrix in bytes, row-major by sender.
+class Traffic {
+ public:
+  explicit Traffic(const OpDesc& op) : n_(op.ranks) {
+    if (op.splits.empty()) {
+      const std::vector<std::uint64_t> row = split_sizes(op.bytes, op.ranks, {});
+      for (std::uint64_t i = 0; i < n_; ++i) bytes_.insert(bytes_.end(), row.begin(), row.end());
+    } else {
+      bytes_ = op.splits;
+    }
+  }
+  double operator()(std::uint32_t from, std::uint32_t to) const { return static_cast<double>(bytes_[from * n_ + to]); }
+
+ private:
+  std::uint64_t n_;
+  std::vector<std::uint64_t> bytes_;
+};
+
+// One message of a schedule, between ranks (positions in the collective).
 struct Message {
   std::uint32_t from, to;
   double bytes;
 };
 
-class PlanBuilder {
- public:
-  explicit PlanBuilder(const CollectiveContext& cx) : cx_(cx) {}
-
-  // Adds a message whose chunk c waits for chunk c of each of `after` (earlier messages' first
-  // chunk indices, with their chunk counts). Returns its first chunk index and chunk count.
-  std::pair<std::uint32_t, std::uint32_t> add(const Message& m, const std::vector<std::pair<std::uint32_t, std::uint32_t>>& after) {
-    const auto k = static_cast<std::uint32_t>(chunks_for(m.bytes, cx_.library));
-    const auto first = static_cast<std::uint32_t>(plan.transfers.size());
-    const double cap = channel_cap(m.bytes, cx_.library);
-    for (std::uint32_t c = 0; c < k; ++c) {
-      Transfer t;
-      t.src_endpoint = cx_.endpoints[m.from];
-      t.dst_endpoint = cx_.endpoints[m.to];
-      t.bytes = m.bytes / k;
-      t.rate_cap_bytes_per_s = cap;
-      if (c > 0) t.deps.push_back(first + c - 1);  // chunks leave in order
-      for (const auto& [dep_first, dep_chunks] : after) {
-        // Chunk c waits for the proportional chunk of what it forwards or follows.
-        t.deps.push_back(dep_first + std::min(dep_chunks - 1, c * dep_chunks / k));
-      }
-      plan.transfers.push_back(std::move(t));
-    }
-    return {first, k};
-  }
-
-  CollectivePlan plan;
-
- private:
-  const CollectiveContext& cx_;
+// An all-to-all as rounds of messages: in each round a rank sends at most one message, after its
+// previous one; from round `forwarding` on, a rank's messages carry data it received in the rounds
+// before (so they wait for it, chunk by chunk).
+struct Schedule {
+  std::vector<std::vector<Message>> rounds;
+  std::size_t forwarding = SIZE_MAX;
+  std::string why;
 };
 
 // The ranks grouped into nodes: ranks joined by the topology's fastest tier of routes. Empty
 // when the grouping is not a clean partition into equal nodes.
 std::vector<std::vector<std::uint32_t>> nodes_of(const CollectiveContext& cx) {
   const auto n = static_cast<std::uint32_t>(cx.endpoints.size());
-  double fastest = 0;
+  double fastest_bytes_per_s = 0;
   for (std::uint32_t i = 0; i < n; ++i) {
     for (std::uint32_t j = 0; j < n; ++j) {
-      if (i != j) fastest = std::max(fastest, route_bandwidth(cx, i, j));
+      if (i != j) fastest_bytes_per_s = std::max(fastest_bytes_per_s, route_bytes_per_s(cx, i, j));
     }
   }
-  auto near = [&](std::uint32_t i, std::uint32_t j) { return route_bandwidth(cx, i, j) >= 0.999 * fastest; };
+  auto near = [&](std::uint32_t i, std::uint32_t j) { return route_bytes_per_s(cx, i, j) >= 0.999 * fastest_bytes_per_s; };
   std::vector<std::vector<std::uint32_t>> nodes;
   std::vector<bool> placed(n, false);
   for (std::uint32_t i = 0; i < n; ++i) {
@@ -109,181 +104,141 @@ std::vector<std::vector<std::uint32_t>> nodes_of(const CollectiveContext& cx) {
   return nodes;
 }
 
-// The traffic matrix in bytes, row-major by sender.
-class Traffic {
- public:
-  explicit Traffic(const OpDesc& op) : n_(op.ranks) {
-    if (op.splits.empty()) {
-      const std::vector<std::uint64_t> row = split_sizes(op.bytes, op.ranks, {});
-      for (std::uint64_t i = 0; i < n_; ++i) bytes_.insert(bytes_.end(), row.begin(), row.end());
-    } else {
-      bytes_ = op.splits;
-    }
-  }
-  double operator()(std::uint32_t from, std::uint32_t to) const { return static_cast<double>(bytes_[from * n_ + to]); }
-  // What `from` sends to others.
-  double sent(std::uint32_t from) const {
-    double s = 0;
-    for (std::uint32_t to = 0; to < n_; ++to) s += to == from ? 0 : (*this)(from, to);
-    return s;
-  }
-
- private:
-  std::uint64_t n_;
-  std::vector<std::uint64_t> bytes_;
-};
-
-double message_s(const CollectiveContext& cx, std::uint32_t from, std::uint32_t to, double bytes) {
-  if (bytes <= 0) return 0;
-  const double bw = std::min(route_bandwidth(cx, from, to), channel_cap(bytes, cx.library));
-  return bytes / bw;
-}
-
-double round_latency_s(const CollectiveContext& cx, std::uint32_t from, std::uint32_t to) {
-  return cx.library.step_latency_s + cx.machine.route(cx.endpoints[from], cx.endpoints[to]).latency_s;
-}
-
-}  // namespace
-
-std::optional<CollectivePlan> pairwise_alltoall(const OpDesc& op, const CollectiveContext& cx) {
-  const auto n = static_cast<std::uint32_t>(cx.endpoints.size());
+Schedule pairwise_schedule(const OpDesc& op) {
+  const auto n = static_cast<std::uint32_t>(op.ranks);
   const Traffic s(op);
-  PlanBuilder b(cx);
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> last(n, {0, 0});
-  std::vector<bool> sent(n, false);
-  double lo = 0, hi = 0;
+  Schedule schedule;
+  double lo_bytes = 0, hi_bytes = 0;
   for (std::uint32_t r = 1; r < n; ++r) {
+    std::vector<Message>& round = schedule.rounds.emplace_back();
     for (std::uint32_t i = 0; i < n; ++i) {
-      const std::uint32_t to = (i + r) % n;
-      lo = r == 1 && i == 0 ? s(i, to) : std::min(lo, s(i, to));
-      hi = std::max(hi, s(i, to));
-      if (s(i, to) <= 0) continue;
-      std::vector<std::pair<std::uint32_t, std::uint32_t>> after;
-      if (sent[i]) after.push_back(last[i]);  // a rank's rounds follow one another
-      last[i] = b.add({i, to, s(i, to)}, after);
-      sent[i] = true;
+      const Message m{i, (i + r) % n, s(i, (i + r) % n)};
+      lo_bytes = r == 1 && i == 0 ? m.bytes : std::min(lo_bytes, m.bytes);
+      hi_bytes = std::max(hi_bytes, m.bytes);
+      if (m.bytes > 0) round.push_back(m);
     }
   }
-  b.plan.algorithm = "pairwise";
-  b.plan.step_latency_s = cx.library.step_latency_s;
-  for (std::uint32_t i = 0; i < n; ++i) b.plan.bytes_per_rank = std::max(b.plan.bytes_per_rank, s.sent(i));
-  b.plan.why.push_back(fmt::format("pairwise: {} rounds, each rank sending one message per round ({}..{} per peer)",
-                                   n - 1, units::format_size(lo), units::format_size(hi)));
-  return std::move(b.plan);
+  schedule.why = fmt::format("pairwise: {} rounds, each rank sending one message per round ({}..{} per peer)", n - 1,
+                             units::format_size(lo_bytes), units::format_size(hi_bytes));
+  return schedule;
 }
 
-std::optional<CollectivePlan> hierarchical_alltoall(const OpDesc& op, const CollectiveContext& cx) {
+std::optional<Schedule> hierarchical_schedule(const OpDesc& op, const CollectiveContext& cx) {
   const std::vector<std::vector<std::uint32_t>> nodes = nodes_of(cx);
   if (nodes.size() < 2 || nodes.front().size() < 2) return std::nullopt;
-  const auto nn = static_cast<std::uint32_t>(nodes.size());
+  const auto node_count = static_cast<std::uint32_t>(nodes.size());
   const auto local = static_cast<std::uint32_t>(nodes.front().size());
   const Traffic s(op);
-  PlanBuilder b(cx);
-  // Phase 1, within each node: (N, l) sends (N, m) what it sends to every rank of local index m;
-  // received[rank] lists the messages that rank receives in phase 1.
-  std::vector<std::vector<std::pair<std::uint32_t, std::uint32_t>>> received(cx.endpoints.size());
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> last(cx.endpoints.size(), {0, 0});
-  std::vector<bool> sent(cx.endpoints.size(), false);
-  double intra_max = 0, inter_max = 0;
+  Schedule schedule;
+  double intra_bytes = 0, inter_bytes = 0;
+  // Phase 1, within each node: (N, l) sends (N, m) what it sends to every rank of local index m.
   for (std::uint32_t r = 1; r < local; ++r) {
-    for (const auto& node : nodes) {
-      for (std::uint32_t l = 0; l < local; ++l) {
-        const std::uint32_t m = (l + r) % local;
-        const std::uint32_t from = node[l], to = node[m];
-        double bytes = 0;
-        for (const auto& other : nodes) bytes += s(from, other[m]);
-        intra_max = std::max(intra_max, bytes);
-        if (bytes <= 0) continue;
-        std::vector<std::pair<std::uint32_t, std::uint32_t>> after;
-        if (sent[from]) after.push_back(last[from]);
-        last[from] = b.add({from, to, bytes}, after);
-        sent[from] = true;
-        received[to].push_back(last[from]);
-      }
-    }
-  }
-  // Phase 2, along each rail: (N, l) sends (M, l) what its whole node sends to (M, l).
-  auto node_to = [&](const std::vector<std::uint32_t>& node, std::uint32_t to) {
-    double bytes = 0;
-    for (std::uint32_t from : node) bytes += s(from, to);
-    return bytes;
-  };
-  for (std::uint32_t r = 1; r < nn; ++r) {
-    for (std::uint32_t ni = 0; ni < nn; ++ni) {
-      for (std::uint32_t l = 0; l < local; ++l) {
-        const std::uint32_t from = nodes[ni][l], to = nodes[(ni + r) % nn][l];
-        const double bytes = node_to(nodes[ni], to);
-        inter_max = std::max(inter_max, bytes);
-        if (bytes <= 0) continue;
-        std::vector<std::pair<std::uint32_t, std::uint32_t>> after = received[from];  // forwarded data in first
-        if (sent[from]) after.push_back(last[from]);
-        last[from] = b.add({from, to, bytes}, after);
-        sent[from] = true;
-      }
-    }
-  }
-  b.plan.algorithm = "hierarchical";
-  b.plan.step_latency_s = cx.library.step_latency_s;
-  for (const auto& node : nodes) {
-    for (std::uint32_t l = 0; l < local; ++l) {
-      double out = 0;
-      for (std::uint32_t m = 0; m < local; ++m) {
-        for (const auto& other : nodes) out += m == l ? 0 : s(node[l], other[m]);
-      }
-      for (const auto& other : nodes) out += &other == &node ? 0 : node_to(node, other[l]);
-      b.plan.bytes_per_rank = std::max(b.plan.bytes_per_rank, out);
-    }
-  }
-  b.plan.why.push_back(fmt::format("hierarchical: {} nodes of {} ranks (by the topology's fastest routes); {} rounds "
-                                   "within nodes (up to {} per message), then {} along rails between them (up to {})",
-                                   nn, local, local - 1, units::format_size(intra_max), nn - 1,
-                                   units::format_size(inter_max)));
-  return std::move(b.plan);
-}
-
-double estimate_alltoall_s(const std::string& algorithm, const OpDesc& op, const CollectiveContext& cx) {
-  const auto n = static_cast<std::uint32_t>(cx.endpoints.size());
-  const Traffic s(op);
-  double total = 0;
-  if (algorithm == "pairwise") {
-    for (std::uint32_t r = 1; r < n; ++r) {
-      double round = 0;
-      for (std::uint32_t i = 0; i < n; ++i) {
-        const std::uint32_t to = (i + r) % n;
-        round = std::max(round, round_latency_s(cx, i, to) + message_s(cx, i, to, s(i, to)));
-      }
-      total += round;
-    }
-    return total;
-  }
-  const auto nodes = nodes_of(cx);
-  if (nodes.size() < 2) return 0;
-  const auto local = static_cast<std::uint32_t>(nodes.front().size());
-  for (std::uint32_t r = 1; r < local; ++r) {
-    double round = 0;
+    std::vector<Message>& round = schedule.rounds.emplace_back();
     for (const auto& node : nodes) {
       for (std::uint32_t l = 0; l < local; ++l) {
         const std::uint32_t m = (l + r) % local;
         double bytes = 0;
         for (const auto& other : nodes) bytes += s(node[l], other[m]);
-        round = std::max(round, round_latency_s(cx, node[l], node[m]) + message_s(cx, node[l], node[m], bytes));
+        intra_bytes = std::max(intra_bytes, bytes);
+        if (bytes > 0) round.push_back({node[l], node[m], bytes});
       }
     }
-    total += round;
   }
-  for (std::uint32_t r = 1; r < nodes.size(); ++r) {
-    double round = 0;
-    for (std::size_t ni = 0; ni < nodes.size(); ++ni) {
+  // Phase 2, along each rail: (N, l) sends (M, l) what its whole node sends to (M, l).
+  schedule.forwarding = schedule.rounds.size();
+  for (std::uint32_t r = 1; r < node_count; ++r) {
+    std::vector<Message>& round = schedule.rounds.emplace_back();
+    for (std::uint32_t ni = 0; ni < node_count; ++ni) {
       for (std::uint32_t l = 0; l < local; ++l) {
-        const std::uint32_t from = nodes[ni][l], to = nodes[(ni + r) % nodes.size()][l];
+        const std::uint32_t to = nodes[(ni + r) % node_count][l];
         double bytes = 0;
         for (std::uint32_t peer : nodes[ni]) bytes += s(peer, to);
-        round = std::max(round, round_latency_s(cx, from, to) + message_s(cx, from, to, bytes));
+        inter_bytes = std::max(inter_bytes, bytes);
+        if (bytes > 0) round.push_back({nodes[ni][l], to, bytes});
       }
     }
-    total += round;
   }
-  return total;
+  schedule.why = fmt::format("hierarchical: {} nodes of {} ranks (by the topology's fastest routes); {} rounds within "
+                             "nodes (up to {} per message), then {} along rails between them (up to {})",
+                             node_count, local, local - 1, units::format_size(intra_bytes), node_count - 1,
+                             units::format_size(inter_bytes));
+  return schedule;
+}
+
+// The transfers of a schedule: each message in chunks that leave in order, chunk c after the
+// (proportional) chunk of the rank's previous message and, when forwarding, of every message
+// the rank received before.
+CollectivePlan plan_of(const Schedule& schedule, const CollectiveContext& cx, std::string algorithm) {
+  struct Sent {
+    std::uint32_t first = 0, chunks = 0;
+  };
+  CollectivePlan plan;
+  plan.algorithm = std::move(algorithm);
+  plan.step_latency_s = cx.library.step_latency_s;
+  const std::size_t n = cx.endpoints.size();
+  std::vector<std::optional<Sent>> last(n);
+  std::vector<std::vector<Sent>> received(n);
+  std::vector<double> sent_bytes(n, 0);
+  for (std::size_t r = 0; r < schedule.rounds.size(); ++r) {
+    for (const Message& m : schedule.rounds[r]) {
+      std::vector<Sent> after;
+      if (last[m.from]) after.push_back(*last[m.from]);
+      if (r >= schedule.forwarding) after.insert(after.end(), received[m.from].begin(), received[m.from].end());
+      const auto k = static_cast<std::uint32_t>(chunks_for(m.bytes, cx.library));
+      const Sent sent{static_cast<std::uint32_t>(plan.transfers.size()), k};
+      const double cap = channel_cap(m.bytes, cx.library);
+      for (std::uint32_t c = 0; c < k; ++c) {
+        Transfer t;
+        t.src_endpoint = cx.endpoints[m.from];
+        t.dst_endpoint = cx.endpoints[m.to];
+        t.bytes = m.bytes / k;
+        t.rate_cap_bytes_per_s = cap;
+        if (c > 0) t.deps.push_back(sent.first + c - 1);  // chunks leave in order
+        for (const Sent& d : after) t.deps.push_back(d.first + std::min(d.chunks - 1, c * d.chunks / k));
+        plan.transfers.push_back(std::move(t));
+      }
+      last[m.from] = sent;
+      if (r < schedule.forwarding) received[m.to].push_back(sent);
+      sent_bytes[m.from] += m.bytes;
+    }
+  }
+  plan.bytes_per_rank = *std::max_element(sent_bytes.begin(), sent_bytes.end());
+  plan.why.push_back(schedule.why);
+  return plan;
+}
+
+// Alpha-beta: each round lasts as long as its slowest message alone (latency, then its bytes at
+// the route's rate and the library's channels).
+double estimate_s(const Schedule& schedule, const CollectiveContext& cx) {
+  double total_s = 0;
+  for (const auto& round : schedule.rounds) {
+    double round_s = 0;
+    for (const Message& m : round) {
+      const double rate = std::min(route_bytes_per_s(cx, m.from, m.to), channel_cap(m.bytes, cx.library));
+      const double latency_s = cx.library.step_latency_s + cx.machine.route(cx.endpoints[m.from], cx.endpoints[m.to]).latency_s;
+      round_s = std::max(round_s, latency_s + m.bytes / rate);
+    }
+    total_s += round_s;
+  }
+  return total_s;
+}
+
+}  // namespace
+
+std::optional<CollectivePlan> pairwise_alltoall(const OpDesc& op, const CollectiveContext& cx) {
+  return plan_of(pairwise_schedule(op), cx, "pairwise");
+}
+
+std::optional<CollectivePlan> hierarchical_alltoall(const OpDesc& op, const CollectiveContext& cx) {
+  const std::optional<Schedule> schedule = hierarchical_schedule(op, cx);
+  if (!schedule) return std::nullopt;
+  return plan_of(*schedule, cx, "hierarchical");
+}
+
+double estimate_alltoall_s(const std::string& algorithm, const OpDesc& op, const CollectiveContext& cx) {
+  if (algorithm == "pairwise") return estimate_s(pairwise_schedule(op), cx);
+  const std::optional<Schedule> schedule = hierarchical_schedule(op, cx);
+  return schedule ? estimate_s(*schedule, cx) : std::numeric_limits<double>::infinity();
 }
 
 }  // namespace syntorch::runtime::detail

@@ -117,15 +117,10 @@ void Communicator::arrive(Rank& rank, const CommCall& call, std::uint32_t stream
 const Communicator::Fluid& Communicator::fluid_for(const Rendezvous& rv, OpKind kind, std::uint64_t bytes,
                                                    const std::vector<std::uint64_t>& splits) {
   // Rendezvous live as long as the engine and stand for their participants.
-  std::uint64_t splits_hash = 0;
-  for (std::uint64_t x : splits) splits_hash ^= x + 0x9e3779b97f4a7c15ULL + (splits_hash << 6) + (splits_hash >> 2);
-  const std::tuple<const Rendezvous*, std::uint32_t, std::uint64_t, std::uint64_t> key{
-      &rv, static_cast<std::uint32_t>(kind), bytes, splits_hash};
+  std::tuple<const Rendezvous*, std::uint32_t, std::uint64_t, std::vector<std::uint64_t>> key{
+      &rv, static_cast<std::uint32_t>(kind), bytes, splits};
   auto it = fluids_.find(key);
-  if (it != fluids_.end()) {
-    if (it->second.splits != splits) throw std::logic_error("two collectives' uneven shares hash alike");
-    return it->second;
-  }
+  if (it != fluids_.end()) return it->second;
   OpDesc op;
   op.kind = kind;
   op.ranks = rv.devices.size();
@@ -142,7 +137,6 @@ const Communicator::Fluid& Communicator::fluid_for(const Rendezvous& rv, OpKind 
   f.duration_ps = scratch.now();
   f.devices = rv.devices;
   f.algorithm = plan.algorithm;
-  f.splits = splits;
   std::vector<std::pair<double, sim::ResourceId>> loads;
   for (sim::ResourceId r = 0; r < hw.network().resource_count(); ++r) {
     const double b = hw.network().bytes_carried(r);
@@ -156,7 +150,7 @@ const Communicator::Fluid& Communicator::fluid_for(const Rendezvous& rv, OpKind 
     f.parts.back().path.push_back(r);
   }
   for (auto& part : f.parts) std::sort(part.path.begin(), part.path.end());
-  return fluids_.emplace(key, std::move(f)).first->second;
+  return fluids_.emplace(std::move(key), std::move(f)).first->second;
 }
 
 void Communicator::run(Rendezvous& rv, OpKind kind, std::uint64_t bytes, std::vector<Member> members,
@@ -176,7 +170,7 @@ void Communicator::run(Rendezvous& rv, OpKind kind, std::uint64_t bytes, std::ve
       }
     }
   }
-  static const Fluid kNothing{0, {}, {}, "none", {}};  // an all-to-all in which nobody sends
+  static const Fluid kNothing{.duration_ps = 0, .parts = {}, .devices = {}, .algorithm = "none"};  // nobody sends
   const Fluid& f = bytes == 0 ? kNothing : fluid_for(rv, kind, bytes, matrix_);
   std::uint32_t slot = 0;
   while (slot < running_.size() && !running_[slot].free) ++slot;
@@ -261,8 +255,9 @@ void Communicator::trace_done(const Running& r, const std::vector<Member>& membe
       rank.last_seq()[m.stream] = seq;
       if (i == 1) rank.recv_seqs().push_back(seq);
     } else {
+      // What this member sent (an uneven all-to-all's members send different amounts).
       const trace::Arg args[] = {{"comm_type", op_name(r.kind)},
-                                 {"comm_bytes", r.bytes},
+                                 {"comm_bytes", m.call ? m.call->bytes : r.bytes},
                                  {"group", r.rendezvous->members},
                                  {"algorithm", r.fluid->algorithm}};
       rank.last_seq()[m.stream] = tracer.device_span(rank.index(), m.stream, op_name(r.kind), "collective",

@@ -54,7 +54,6 @@ class Communicator {
     std::vector<Part> parts;
     std::vector<std::uint32_t> devices;
     std::string algorithm;
-    std::vector<std::uint64_t> splits;  // the all-to-all traffic matrix it was planned for
   };
   struct Member {
     Rank* rank = nullptr;
@@ -103,8 +102,8 @@ class Communicator {
   std::map<std::vector<int>, std::uint32_t> group_ids_;
   std::unordered_map<std::uint32_t, Rendezvous> group_rendezvous_;
   std::unordered_map<std::uint64_t, Rendezvous> pair_rendezvous_;
-  // By rendezvous, op, bytes and a hash of the splits (the Fluid keeps them to check).
-  std::map<std::tuple<const Rendezvous*, std::uint32_t, std::uint64_t, std::uint64_t>, Fluid> fluids_;
+  // By rendezvous, op, bytes and an all-to-all's traffic matrix (empty otherwise).
+  std::map<std::tuple<const Rendezvous*, std::uint32_t, std::uint64_t, std::vector<std::uint64_t>>, Fluid> fluids_;
   std::vector<Running> running_;
   std::vector<std::size_t> order_;  // members by arrival, for traces (reused)
   std::vector<std::uint64_t> matrix_;  // an all-to-all's traffic matrix being assembled (reused)

@@ -192,6 +192,15 @@ void Rank::collective(const OpDesc& op, GroupId group, std::string_view name) {
   }
   if (op.kind != OpKind::alltoall || op.bytes > 0) check_bytes(op.bytes, name);  // all-to-allv: may send nothing
   const Group& g = core_.comm->group(group);
+  if (!op.splits.empty()) {
+    // An uneven all-to-all: this rank's row, a share per member summing to what it sends.
+    std::uint64_t sum = 0;
+    for (std::uint64_t b : op.splits) sum += b;
+    if (op.kind != OpKind::alltoall || op.splits.size() != g.ranks.size() || sum != op.bytes) {
+      throw std::invalid_argument(fmt::format("{}: {} shares summing to {} bytes for a group of {} sending {} bytes",
+                                              name, op.splits.size(), sum, g.ranks.size(), op.bytes));
+    }
+  }
   if (std::find(g.ranks.begin(), g.ranks.end(), index_) == g.ranks.end()) {
     throw std::invalid_argument(fmt::format("{}: rank {} is not in group {}", name, index_, g.name));
   }

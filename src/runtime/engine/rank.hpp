@@ -51,7 +51,7 @@ struct CommCallHash {
   std::size_t operator()(const CommCall& c) const {
     std::uint64_t h = c.bytes * 0x9e3779b97f4a7c15ULL ^ (std::uint64_t{c.target} << 16) ^
                       (static_cast<std::uint64_t>(c.op) << 8) ^ static_cast<std::uint64_t>(c.kind);
-    for (std::uint64_t x : c.splits) h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    for (std::uint64_t x : c.splits) hash_combine(h, x);
     return std::hash<std::uint64_t>{}(h);
   }
 };

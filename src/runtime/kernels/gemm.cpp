@@ -200,7 +200,7 @@ std::vector<Kernel> lower_grouped_gemm(const OpDesc& op, const LowerContext& cx)
         g.tiles = 0;
         g.hbm_bytes = 0;
         g.flops = 0;
-        if (g.why.size() > 1) g.why.erase(g.why.begin());  // the per-GEMM wave count
+        g.why.erase(g.why.begin());  // the per-GEMM wave count, or the GEMV's per-group CTA count
       }
       g.tiles += tiles;
       g.hbm_bytes += hbm_bytes;
@@ -215,7 +215,9 @@ std::vector<Kernel> lower_grouped_gemm(const OpDesc& op, const LowerContext& cx)
                  fmt::format("{} of {} groups hold rows ({}..{} each); {} {} tiles in all = {:.2f} waves on {} units; "
                              "each group's weights read once",
                              used, op.batch, groups_of_rows.begin()->first, largest, g.tiles, g.impl == "gemv" ? "GEMV" : g.tile,
-                             static_cast<double>(g.tiles) / cx.device.compute.units, cx.device.compute.units));
+                             static_cast<double>(g.tiles) /
+                                 static_cast<double>(std::min<std::uint64_t>(g.tiles, cx.device.compute.units)),
+                             cx.device.compute.units));
     return g;
   };
   std::vector<Kernel> candidates;

@@ -1,7 +1,8 @@
 // topk: the k largest values of each row of [rows, cols] and their indices. A mixture-of-experts
 // router runs it over its gate logits (one row per token, one column per expert) fused with the
 // softmax that turns them into routing weights, as vLLM's topk_softmax and TensorRT-LLM's
-// routing kernels do (kernels/moe.cpp).
+// routing kernels do (kernels/moe.cpp). torch::topk launches the same op: PyTorch's kernel writes
+// values in the input's dtype and int64 indices instead, a few bytes per kept value apart.
 
 #include <fmt/format.h>
 
@@ -32,11 +33,10 @@ extern constinit const OpType topk_op{
         },
     // A softmax (6 operations per element) and k passes of comparisons.
     .flops = [](const OpDesc& op) { return rows_elements(op) * (6.0 + static_cast<double>(op.k)); },
-    // The logits read once; a value and an index written per kept element.
+    // The logits read once; an fp32 weight and an int32 index written per kept element.
     .min_bytes =
         [](const OpDesc& op) {
-          return rows_elements(op) * element_bytes(op.dtype) +
-                 static_cast<double>(op.rows * op.k) * (element_bytes(op.dtype) + 8.0);
+          return rows_elements(op) * element_bytes(op.dtype) + static_cast<double>(op.rows * op.k) * 8.0;
         },
     .lower = &detail::lower_topk,
 };
