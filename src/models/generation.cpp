@@ -44,6 +44,9 @@ void generate(CausalLM& model, const GenerateOptions& o) {
       t = torch::empty({mb, o.input_tokens}, torch::TensorOptions(torch::kInt64).device(torch::kCPU)).to(torch::kCUDA);
     }
   }
+  // Prefill groups: sequences of a micro-batch whose prompts fit max_num_tokens together.
+  const std::int64_t group = o.max_num_tokens > 0 ? std::clamp<std::int64_t>(o.max_num_tokens / o.input_tokens, 1, mb)
+                                                  : mb;
   for (std::int64_t step = 0; step < o.output_tokens; ++step) {
     const bool prefill = step == 0;
     const std::int64_t s = prefill ? o.input_tokens : 1;
@@ -52,29 +55,44 @@ void generate(CausalLM& model, const GenerateOptions& o) {
     torch::cuda::CUDAGraph graph;
     if (o.graph && !prefill) graph.capture_begin();
     for (std::int64_t m = 0; m < micro; ++m) {
-      torch::Tensor x;
-      if (st.is_first_stage()) {
-        if (!prefill && st.pp_size > 1) {
-          // This micro-batch's tokens from the last stage (a receive that only the work after it
-          // waits for).
-          tokens[m] = torch::empty({mb, 1}, torch::kInt64);
-          parallel::recv(tokens[m], st.prev_stage_rank());
-        }
-        x = model.embed(tokens[m], past);
-      } else {
-        x = torch::empty({mb, s, model.hidden_size()}, torch::get_default_dtype());
-        parallel::recv(x, st.prev_stage_rank());
+      if (st.is_first_stage() && !prefill && st.pp_size > 1) {
+        // This micro-batch's tokens from the last stage (a receive that only the work after it
+        // waits for).
+        tokens[m] = torch::empty({mb, 1}, torch::kInt64);
+        parallel::recv(tokens[m], st.prev_stage_rank());
       }
-      x = model.blocks(x, rows[m], past);
+      // The micro-batch in one forward, or its prefill in groups of sequences.
+      const std::int64_t rows_per_forward = prefill ? group : mb;
+      std::vector<torch::Tensor> nexts;
+      for (std::int64_t first = 0; first < mb; first += rows_per_forward) {
+        const std::int64_t n = std::min(rows_per_forward, mb - first);
+        std::vector<KVCache> part;
+        if (n == mb) {
+          part = rows[m];
+        } else {
+          for (const KVCache& kv : rows[m]) part.push_back({kv.keys.narrow(0, first, n), kv.values.narrow(0, first, n)});
+        }
+        torch::Tensor x;
+        if (st.is_first_stage()) {
+          x = model.embed(n == mb ? tokens[m] : tokens[m].narrow(0, first, n), past);
+        } else {
+          x = torch::empty({n, s, model.hidden_size()}, torch::get_default_dtype());
+          parallel::recv(x, st.prev_stage_rank());
+        }
+        x = model.blocks(x, n == mb ? rows[m] : part, past);
+        if (st.is_last_stage()) {
+          nexts.push_back(model.next_token(x));
+        } else {
+          parallel::send(x, st.next_stage_rank());
+        }
+      }
       if (st.is_last_stage()) {
-        torch::Tensor next = model.next_token(x);
+        torch::Tensor next = nexts.size() == 1 ? nexts.front() : torch::cat(nexts, 0);
         if (st.pp_size == 1) {
           tokens[m] = next;
         } else if (step + 1 < o.output_tokens) {
           parallel::send(next, st.next_stage_rank());  // to the first stage, for the next step
         }
-      } else {
-        parallel::send(x, st.next_stage_rank());
       }
     }
     if (o.graph && !prefill) graph.capture_end();

@@ -63,6 +63,8 @@ bool set_run_parameter(RunSpec& s, const std::string& key, const std::string& va
     integer(s.output_tokens, false);
   } else if (key == "micro_batches") {
     integer(s.micro_batches, true);
+  } else if (key == "max_num_tokens") {
+    integer(s.max_num_tokens, true);
   } else if (key == "dtype") {
     if (auto t = parse_dtype(value)) {
       s.dtype = *t;
@@ -111,6 +113,10 @@ bool validate_run(const RunSpec& s, const hw::Machine& machine, Diagnostics& d, 
   positive(s.batch, "batch");
   positive(s.input_tokens, "input-tokens");
   positive(s.output_tokens, "output-tokens");
+  if (s.max_num_tokens < 0) {
+    d.error(where, "max-num-tokens",
+            fmt::format("expected a positive integer (or 0: the whole prompt at once), got {}", s.max_num_tokens));
+  }
   if (s.micro_batches < 0) {
     d.error(where, "micro-batches", fmt::format("expected a positive integer (or 0: one per stage), got {}", s.micro_batches));
   }
@@ -184,6 +190,7 @@ RunReport simulate_generation(const hw::Machine& machine, const runtime::KernelP
   generation.graph = spec.graph;
   generation.kv_cache_dtype = kv_cache_dtype(spec);
   generation.expert_skew = spec.expert_skew;
+  generation.max_num_tokens = spec.max_num_tokens;
 
   RunReport report;
   // fp8 as TensorRT-LLM runs it on Hopper: fp8 Linear weights and GEMMs (inputs quantised to

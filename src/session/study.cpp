@@ -26,7 +26,7 @@ namespace fs = std::filesystem;
 
 const std::vector<std::string>& simulate_parameters() {
   static const std::vector<std::string> p{"hw",    "model",  "tp",        "pp",     "batch",        "input_tokens",
-                                          "output_tokens", "dtype", "kv_dtype", "policy", "graph", "framework", "micro_batches", "ep", "expert_skew"};
+                                          "output_tokens", "dtype", "kv_dtype", "policy", "graph", "framework", "micro_batches", "ep", "expert_skew", "max_num_tokens"};
   return p;
 }
 

@@ -159,7 +159,7 @@ class Validator {
     Diagnostics d;
     RunSpec spec;
     const std::vector<std::string> keys{"model",  "tp",    "pp",    "batch",         "input",
-                                        "output", "dtype", "kv_dtype", "graph", "micro_batches", "framework", "ep", "expert_skew"};
+                                        "output", "dtype", "kv_dtype", "graph", "micro_batches", "framework", "ep", "expert_skew", "max_num_tokens"};
     // The shared generate rows are FasterTransformer measurements, a C++ runtime: native unless a
     // row says framework=eager.
     spec.framework = runtime::Framework::native;

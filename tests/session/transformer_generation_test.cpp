@@ -134,3 +134,38 @@ TEST(TransformerGeneration, Fp8HalvesLinearWeightsAndTheKvCacheAndRunsTheGemmsIn
 }
 
 }  // namespace
+
+namespace {
+
+TEST(TransformerGeneration, MaxNumTokensRunsThePrefillInGroupsWithSmallerActivations) {
+  const hw::Machine m = hw::Machine::load(config("h100_sxm5_80gb.json"));
+  RunSpec whole;
+  whole.model = model("llama:layers=4,hidden=1024,heads=8,kv_heads=2,ffn=2816,vocab=4096");
+  whole.batch = 16;
+  whole.input_tokens = 512;
+  whole.output_tokens = 4;
+  RunSpec grouped = whole;
+  grouped.max_num_tokens = 2048;  // 4 sequences per prefill forward
+  RunSpec roomy = whole;
+  roomy.max_num_tokens = 16 * 512;  // the whole batch fits: the same run
+  const auto a = session::simulate_generation(m, {}, whole);
+  const auto b = session::simulate_generation(m, {}, grouped);
+  const auto c = session::simulate_generation(m, {}, roomy);
+  EXPECT_EQ(a.ttft_s, c.ttft_s);
+  EXPECT_EQ(a.peak_memory_bytes, c.peak_memory_bytes);
+  const auto activations = [](const session::RunReport& r) {
+    return session_testing::peak_bytes(r, 0, os::MemoryUse::activations);
+  };
+  EXPECT_LT(static_cast<double>(activations(b)), 0.4 * static_cast<double>(activations(a)));
+  EXPECT_EQ(session_testing::peak_bytes(b, 0, os::MemoryUse::kv_cache),
+            session_testing::peak_bytes(a, 0, os::MemoryUse::kv_cache));
+  EXPECT_GT(b.ttft_s, a.ttft_s);  // four forwards instead of one: weights read four times
+  EXPECT_EQ(b.tpot_s, a.tpot_s);  // decode is the same
+  Diagnostics d;
+  RunSpec bad = whole;
+  bad.max_num_tokens = -1;
+  EXPECT_FALSE(session::validate_run(bad, m, d, "flags"));
+  EXPECT_NE(d.to_string().find("flags:max-num-tokens: "), std::string::npos) << d.to_string();
+}
+
+}  // namespace

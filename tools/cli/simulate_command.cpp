@@ -38,6 +38,7 @@ struct SimulateOptions {
   std::int64_t input_tokens = 128;
   std::int64_t output_tokens = 16;
   std::int64_t micro_batches = 0;
+  std::int64_t max_num_tokens = 0;
   std::string dtype = "fp16";
   std::string kv_dtype;  // "" = the run's default
   std::string policy;
@@ -99,6 +100,7 @@ nlohmann::ordered_json report_json(const session::RunReport& r, const session::R
   j["pp"] = spec.pp;
   j["ep"] = spec.ep;
   j["expert_skew"] = spec.expert_skew;
+  j["max_num_tokens"] = spec.max_num_tokens;
   j["batch"] = spec.batch;
   j["input_tokens"] = spec.input_tokens;
   j["output_tokens"] = spec.output_tokens;
@@ -199,6 +201,7 @@ int run_simulate(const SimulateOptions& o, Context& ctx) {
   spec.input_tokens = o.input_tokens;
   spec.output_tokens = o.output_tokens;
   spec.micro_batches = o.micro_batches;
+  spec.max_num_tokens = o.max_num_tokens;
   spec.graph = o.graph;
   spec.framework = o.framework == "native" ? runtime::Framework::native : runtime::Framework::eager;
   const runtime::KernelPolicy policy = runtime::KernelPolicy::load(o.policy, d, "--policy");
@@ -286,6 +289,8 @@ void add_simulate_command(CLI::App& app, Context& ctx) {
   s->add_option("--output-tokens,--num_output_tokens", o->output_tokens, "Tokens generated per sequence (the first by "
                 "the prefill)")->capture_default_str();
   s->add_option("--micro-batches", o->micro_batches, "Pipeline micro-batches (default: one per stage)");
+  s->add_option("--max-num-tokens", o->max_num_tokens, "Prompt tokens per prefill forward, as TensorRT-LLM's "
+                "max_num_tokens: the prefill runs in groups of sequences within it (default 0: the whole batch at once)");
   s->add_option("--dtype", o->dtype,
                 "Data type: fp16, bf16, fp32, or fp8 (fp8 Linear weights and GEMMs, fp16 activations, fp8 KV cache)")
       ->capture_default_str();

@@ -20,6 +20,10 @@ struct GenerateOptions {
   bool graph = false;               // capture each decode step as one graph launch
   std::optional<DType> kv_cache_dtype;  // the KV cache's dtype (the default dtype when not given)
   double expert_skew = 0;               // mixture of experts: routing imbalance (0: balanced)
+  // The most prompt tokens one prefill forward takes (TensorRT-LLM's max_num_tokens, vLLM's
+  // max_num_batched_tokens): the prefill runs the batch in groups of sequences within it, each
+  // writing its rows of the KV cache, so activations are sized by the group (0: all at once).
+  std::int64_t max_num_tokens = 0;
 };
 
 // How a run lays a model out and what it asks of it.
