@@ -123,34 +123,24 @@ BENCHMARK(BM_Gpt3_13B_Tp1)->Unit(benchmark::kMillisecond)->UseRealTime();
 }  // namespace
 
 // Issue target: Llama 3 405B, TP 8 x PP 2 over two DGX H100 nodes, batch 16, 8192 + 256 tokens,
-// every kernel simulated, in at most 5 s and 1 GiB.
-void BM_Llama3_405B_Tp8_Pp2(benchmark::State& state) {
+// every kernel simulated, in at most 5 s and 1 GiB; and the same for a mixture of experts,
+// Mixtral 8x22B with its 8 experts spread by expert parallelism over each stage's 8 GPUs
+// (all-to-all dispatch and combine).
+void run_tp8_pp2_on_two_nodes(benchmark::State& state, const char* model, int ep) {
   Diagnostics d;
   session::RunSpec spec;
-  spec.model = models::parse_model("llama3.1-405b", d, "bench");
+  spec.model = models::parse_model(model, d, "bench");
   spec.tp = 8;
+  spec.ep = ep;
   spec.pp = 2;
   spec.batch = 16;
   spec.input_tokens = 8192;
   spec.output_tokens = 256;
   run_generation(state, "dgx_h100_x2.json", spec);
 }
+void BM_Llama3_405B_Tp8_Pp2(benchmark::State& state) { run_tp8_pp2_on_two_nodes(state, "llama3.1-405b", 1); }
 BENCHMARK(BM_Llama3_405B_Tp8_Pp2)->Unit(benchmark::kMillisecond)->UseRealTime();
-
-// The same target for a mixture of experts: Mixtral 8x22B with its 8 experts spread by expert
-// parallelism over each stage's 8 GPUs (all-to-all dispatch and combine), TP 8 x PP 2.
-void BM_Mixtral_8x22B_Tp8_Ep8_Pp2(benchmark::State& state) {
-  Diagnostics d;
-  session::RunSpec spec;
-  spec.model = models::parse_model("mixtral-8x22b", d, "bench");
-  spec.tp = 8;
-  spec.ep = 8;
-  spec.pp = 2;
-  spec.batch = 16;
-  spec.input_tokens = 8192;
-  spec.output_tokens = 256;
-  run_generation(state, "dgx_h100_x2.json", spec);
-}
+void BM_Mixtral_8x22B_Tp8_Ep8_Pp2(benchmark::State& state) { run_tp8_pp2_on_two_nodes(state, "mixtral-8x22b", 8); }
 BENCHMARK(BM_Mixtral_8x22B_Tp8_Ep8_Pp2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 BENCHMARK_MAIN();

@@ -292,8 +292,8 @@ void Executor::run_collective(const CollectivePlan& plan, sim::EventFn on_done, 
     for (std::uint32_t d : plan.transfers[i].deps) c.successors[d].push_back(i);
   }
   const sim::TimePs latency = units::seconds_to_ps(plan.step_latency_s);
-  if (n == 0) {
-    hw_.simulator().after(0, on_done, obj, arg);
+  if (n == 0) {  // nothing crosses a link (an all-to-all whose ranks keep all they send)
+    if (on_done) hw_.simulator().after(0, on_done, obj, arg);
     free_collectives_.push_back(slot);
     return;
   }

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "run_helpers.hpp"
 #include "syntorch/hw/machine.hpp"
 #include "syntorch/session/simulate.hpp"
@@ -63,6 +65,24 @@ TEST(MoeGeneration, BalancedDecodeKeepsEveryExpertRankBusyAndRoutesNoPadding) {
   const auto s = session::simulate_generation(m, {}, one);
   ASSERT_FALSE(s.oom);
   EXPECT_LT(s.engine.ranks[7].kernels, s.engine.ranks[0].kernels);
+}
+
+TEST(MoeGeneration, ExpertTensorParallelAndPipelineLayoutsRun) {
+  const hw::Machine m = hw::Machine::load(config("dgx_h100.json"));
+  // ep < tp: each expert split over tp / ep ranks that pool their tokens (uneven pools padded);
+  // one decode token: a rank whose only token's experts are its own sends nothing over a link.
+  for (const auto& [tp, ep, pp, skew] : std::vector<std::tuple<int, int, int, double>>{
+           {8, 4, 1, 0}, {8, 2, 1, 2}, {4, 2, 2, 0}, {8, 2, 1, 16}, {2, 2, 1, 0}}) {
+    RunSpec spec = small_run(ep, skew);
+    spec.tp = tp;
+    spec.pp = pp;
+    spec.batch = 1;
+    spec.input_tokens = 33;
+    spec.output_tokens = 3;
+    const auto r = session::simulate_generation(m, {}, spec);
+    EXPECT_FALSE(r.oom);
+    EXPECT_GT(r.tpot_s, 0) << "tp " << tp << " ep " << ep << " pp " << pp << " skew " << skew;
+  }
 }
 
 TEST(MoeGeneration, SkewedRoutingLoadsTheHotExpertsRank) {
