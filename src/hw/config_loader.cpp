@@ -221,6 +221,37 @@ std::vector<Override> parse_overrides(const std::vector<std::string>& args, Diag
   return out;
 }
 
+std::optional<std::string> config_field(const std::string& file, const std::string& pointer, Diagnostics& d) {
+  detail::ParseContext ctx;
+  ctx.top_file = file;
+  Json doc;
+  std::vector<std::string> chain;
+  if (!load_document(file, chain, doc, ctx)) {
+    d.append(ctx.diagnostics);
+    return std::nullopt;
+  }
+  if (auto components = doc.find("components"); components != doc.end()) expand_nested(*components, "/components", ctx, 0);
+  if (!ctx.diagnostics.empty()) {
+    d.append(ctx.diagnostics);
+    return std::nullopt;
+  }
+  try {
+    const Json::json_pointer ptr(pointer);
+    if (!ptr.empty() && doc.contains(ptr)) {
+      const Json& v = doc.at(ptr);
+      if (v.is_number()) return v.dump();
+      if (v.is_string()) return v.get<std::string>();
+      d.error(file, pointer, "expected a number or a quantity like \"3.35 TB/s\", got " + detail::describe_json(v));
+      return std::nullopt;
+    }
+  } catch (const Json::exception&) {
+    d.error(file, pointer, "expected a JSON pointer like /components/gpu/components/hbm/bandwidth");
+    return std::nullopt;
+  }
+  d.error(file, pointer, "no such field in the config (as loaded, with what it extends)");
+  return std::nullopt;
+}
+
 namespace detail {
 HardwareConfig load_and_parse(const std::string& file, const std::vector<Override>& overrides, ParseContext& ctx) {
   ctx.top_file = file;

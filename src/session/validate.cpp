@@ -121,10 +121,14 @@ class Validator {
  private:
   // The row's hardware config; problems go to `d`.
   const hw::Machine* machine(const ValidationRow& row, const std::string& where, Diagnostics& d) {
-    const std::string hw_file = (std::filesystem::path(o_.hw_dir) / (row.hw + ".json")).string();
+    const auto own = o_.config_files.find(row.hw);
+    const std::string hw_file =
+        own != o_.config_files.end() ? own->second : (std::filesystem::path(o_.hw_dir) / (row.hw + ".json")).string();
     if (!machines_.count(row.hw)) {
       try {
-        machines_[row.hw] = std::make_unique<hw::Machine>(hw::Machine::load(hw_file));
+        const auto set = o_.overrides.find(row.hw);
+        machines_[row.hw] = std::make_unique<hw::Machine>(
+            hw::Machine::load(hw_file, set != o_.overrides.end() ? set->second : std::vector<hw::Override>{}));
       } catch (const InputError& e) {
         d.append(e.diagnostics());
       }
@@ -317,7 +321,7 @@ ValidationReport validate_measurements(const ValidateOptions& o) {
                 fmt::format("expected a positive finite number, got \"{}\"", f[5]));
       continue;
     }
-    report.rows.push_back(std::move(r));
+    if (o.only_hw.empty() || o.only_hw.count(r.hw)) report.rows.push_back(std::move(r));
   }
   if (!bad.empty()) throw InputError(std::move(bad));
 

@@ -16,6 +16,7 @@ struct Context {
 void add_hw_command(CLI::App& app, Context& ctx);
 void add_kernel_command(CLI::App& app, Context& ctx);
 void add_validate_command(CLI::App& app, Context& ctx);
+void add_calibrate_command(CLI::App& app, Context& ctx);
 void add_simulate_command(CLI::App& app, Context& ctx);
 void add_sweep_command(CLI::App& app, Context& ctx);
 void add_trace_command(CLI::App& app, Context& ctx);

@@ -5,6 +5,7 @@
 // (Machine::load does all of it and elaborates the result).
 // Every problem found is collected and thrown together as an InputError.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,5 +24,12 @@ struct Override {
 
 // Splits "/a/b=value" at the first '='; adds a diagnostic (naming the flag) when malformed.
 std::vector<Override> parse_overrides(const std::vector<std::string>& args, Diagnostics& diagnostics);
+
+// The value of one field of a config as it loads (extends and nested groups resolved): a JSON
+// number as its text, a string as itself. Adds a problem naming the file and pointer (and
+// returns nothing) when the config does not load or the field is absent or not a number or a
+// quantity string.
+std::optional<std::string> config_field(const std::string& file, const std::string& pointer,
+                                        Diagnostics& diagnostics);
 
 }  // namespace syntorch::hw

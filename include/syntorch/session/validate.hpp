@@ -6,14 +6,22 @@
 
 #include <cstddef>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
+
+#include "syntorch/hw/config_loader.hpp"
 
 namespace syntorch::session {
 
 struct ValidateOptions {
   std::string file;                   // the measurements CSV
   std::string hw_dir = "hw_configs";  // where the configs the rows name (without .json) are
+  std::set<std::string> only_hw;      // keep only the rows on these hardware names (all when empty)
+  // For a hardware name: the config file to use instead of hw_dir/NAME.json, and --set style
+  // overrides applied to it (what calibration tries).
+  std::map<std::string, std::string> config_files;
+  std::map<std::string, std::vector<hw::Override>> overrides;
 };
 
 struct ValidationRow {
