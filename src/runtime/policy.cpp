@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "collectives/collectives.hpp"
 #include "ops/op_type.hpp"
 #include "syntorch/base/input_file.hpp"
 #include "syntorch/base/key_value.hpp"
@@ -48,6 +49,10 @@ void add_entry(KernelPolicy& p, const std::string& op_text, const std::string& i
     return;
   }
   const auto impls = KernelPolicy::implementations(*op);
+  if (const auto alias = detail::algorithm_for_alias(*op, impl_text)) {
+    add_entry(p, op_text, std::string(*alias), precision_text, d, where, path);
+    return;
+  }
   if (std::find(impls.begin(), impls.end(), impl_text) == impls.end()) {
     d.error(where, path, fmt::format("unknown implementation \"{}\" for {}{} (valid: {})", impl_text, op_text,
                                      did_you_mean(impl_text, impls), join(impls)));

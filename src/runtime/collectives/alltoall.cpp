@@ -26,15 +26,6 @@ namespace syntorch::runtime::detail {
 
 namespace {
 
-double route_bytes_per_s(const CollectiveContext& cx, std::uint32_t from, std::uint32_t to) {
-  double bw = sim::kUnlimitedRate;
-  for (const hw::Hop& h : cx.machine.route(cx.endpoints[from], cx.endpoints[to]).hops) {
-    const hw::Link& l = cx.machine.links()[h.link];
-    bw = std::min(bw, l.bandwidth_bytes_per_s * l.efficiency);
-  }
-  return bw;
-}
-
 // The traffic matrix in bytes, row-major by sender.
 class Traffic {
  public:
@@ -67,42 +58,6 @@ struct Schedule {
   std::size_t forwarding = SIZE_MAX;
   std::string why;
 };
-
-// The ranks grouped into nodes: ranks joined by the topology's fastest tier of routes. Empty
-// when the grouping is not a clean partition into equal nodes.
-std::vector<std::vector<std::uint32_t>> nodes_of(const CollectiveContext& cx) {
-  const auto n = static_cast<std::uint32_t>(cx.endpoints.size());
-  double fastest_bytes_per_s = 0;
-  for (std::uint32_t i = 0; i < n; ++i) {
-    for (std::uint32_t j = 0; j < n; ++j) {
-      if (i != j) fastest_bytes_per_s = std::max(fastest_bytes_per_s, route_bytes_per_s(cx, i, j));
-    }
-  }
-  auto near = [&](std::uint32_t i, std::uint32_t j) { return route_bytes_per_s(cx, i, j) >= 0.999 * fastest_bytes_per_s; };
-  std::vector<std::vector<std::uint32_t>> nodes;
-  std::vector<bool> placed(n, false);
-  for (std::uint32_t i = 0; i < n; ++i) {
-    if (placed[i]) continue;
-    std::vector<std::uint32_t> node{i};
-    placed[i] = true;
-    for (std::uint32_t j = i + 1; j < n; ++j) {
-      if (!placed[j] && near(i, j)) {
-        node.push_back(j);
-        placed[j] = true;
-      }
-    }
-    nodes.push_back(std::move(node));
-  }
-  for (const auto& node : nodes) {
-    if (node.size() != nodes.front().size()) return {};
-    for (std::uint32_t a : node) {
-      for (std::uint32_t b : node) {
-        if (a != b && !near(a, b)) return {};
-      }
-    }
-  }
-  return nodes;
-}
 
 Schedule pairwise_schedule(const OpDesc& op) {
   const auto n = static_cast<std::uint32_t>(op.ranks);

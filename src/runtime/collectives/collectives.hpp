@@ -29,6 +29,14 @@ std::uint64_t chunks_for(double bytes, const hw::CollectiveSpec& lib);
 // The rate one transfer of a step of `bytes` can reach: one channel per chunk the step holds.
 double channel_cap(double bytes, const hw::CollectiveSpec& lib);
 
+// The achievable bandwidth of the route between ranks `from` and `to` (positions in cx).
+double route_bytes_per_s(const CollectiveContext& cx, std::uint32_t from, std::uint32_t to);
+// The ranks grouped into nodes: ranks joined by the topology's fastest tier of routes, in rank
+// order. Empty when that is not a clean partition into nodes of equal size.
+std::vector<std::vector<std::uint32_t>> nodes_of(const CollectiveContext& cx);
+// A switch with in-switch reduction on the route from the first of `ranks` to each other one.
+std::optional<std::uint32_t> reducing_switch(const CollectiveContext& cx, std::span<const std::uint32_t> ranks);
+
 // The slowest achievable bandwidth and the largest latency between consecutive ranks.
 double ring_bandwidth(const CollectiveContext& cx);
 double ring_hop_latency(const CollectiveContext& cx);
@@ -54,6 +62,12 @@ std::optional<CollectivePlan> ring_allgather(const OpDesc& op, const CollectiveC
 std::optional<CollectivePlan> ring_reducescatter(const OpDesc& op, const CollectiveContext& cx);
 std::optional<CollectivePlan> tree_allreduce(const OpDesc& op, const CollectiveContext& cx);
 std::optional<CollectivePlan> in_switch_allreduce(const OpDesc& op, const CollectiveContext& cx);
+std::optional<CollectivePlan> nvlstree_allreduce(const OpDesc& op, const CollectiveContext& cx);  // several nodes
+double estimate_nvlstree_allreduce_s(const OpDesc& op, const CollectiveContext& cx);
+
+// Names the collective libraries use for the algorithms registered here (NCCL's nvls and collnet
+// are in-switch reduction), for policies and measurement rows; nullopt when `name` is none.
+std::optional<std::string_view> algorithm_for_alias(OpKind op, std::string_view name);
 std::optional<CollectivePlan> direct_sendrecv(const OpDesc& op, const CollectiveContext& cx);
 std::optional<CollectivePlan> direct_allreduce(const OpDesc& op, const CollectiveContext& cx);  // full meshes only
 double estimate_direct_allreduce_s(const OpDesc& op, const CollectiveContext& cx);

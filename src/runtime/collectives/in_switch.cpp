@@ -14,20 +14,9 @@ namespace syntorch::runtime::detail {
 std::optional<CollectivePlan> in_switch_allreduce(const OpDesc& op, const CollectiveContext& cx) {
   const hw::Machine& m = cx.machine;
   // A reducing switch on the route from rank 0 to every other rank.
-  std::optional<std::uint32_t> sw;
-  for (const hw::Switch& s : m.switches()) {
-    if (!s.spec.in_switch_reduction) continue;
-    const auto index = static_cast<std::uint32_t>(&s - m.switches().data());
-    bool on_all = true;
-    for (std::size_t i = 1; i < cx.endpoints.size(); ++i) {
-      const auto& crossed = m.route(cx.endpoints[0], cx.endpoints[i]).switches;
-      on_all = on_all && std::find(crossed.begin(), crossed.end(), index) != crossed.end();
-    }
-    if (on_all) {
-      sw = index;
-      break;
-    }
-  }
+  std::vector<std::uint32_t> all(cx.endpoints.size());
+  for (std::uint32_t i = 0; i < all.size(); ++i) all[i] = i;
+  const std::optional<std::uint32_t> sw = reducing_switch(cx, all);
   if (!sw) return std::nullopt;  // no reducing switch on every route
   CollectivePlan plan;
   const std::uint32_t sw_ep = m.switches()[*sw].endpoint;

@@ -96,6 +96,7 @@ double estimate_allreduce_s(const std::string& algorithm, const OpDesc& op, cons
   const double whole_bw = std::min(link, channel_cap(s, cx.library));
   if (algorithm == "ring") return 2 * (n - 1) * alpha + 2 * (n - 1) / n * s / ring_bw;
   if (algorithm == "direct") return estimate_direct_allreduce_s(op, cx);
+  if (algorithm == "nvlstree") return estimate_nvlstree_allreduce_s(op, cx);
   // An inner tree node's link carries its two children's data in and its own out and down.
   if (algorithm == "tree") return 2 * std::ceil(std::log2(n)) * alpha + 3 * s / whole_bw;
   return 2 * alpha + s / whole_bw;  // in_switch: up to the switch and back
