@@ -6,6 +6,7 @@
 
 #include <numeric>
 
+#include "predict_helpers.hpp"
 #include "syntorch/hw/machine.hpp"
 #include "syntorch/runtime/predictor.hpp"
 
@@ -14,7 +15,8 @@ namespace {
 using namespace syntorch;
 using runtime::OpKind;
 
-std::string config(const std::string& name) { return std::string(SYNTORCH_SOURCE_DIR) + "/hw_configs/" + name; }
+using runtime_testing::config;
+using runtime_testing::policy;
 
 runtime::OpDesc grouped(std::uint64_t groups, std::uint64_t m, std::vector<std::uint64_t> splits = {}) {
   runtime::OpDesc op;
@@ -28,18 +30,7 @@ runtime::OpDesc grouped(std::uint64_t groups, std::uint64_t m, std::vector<std::
 }
 
 runtime::OpDesc alltoall(std::uint64_t ranks, std::uint64_t bytes) {
-  runtime::OpDesc op;
-  op.kind = OpKind::alltoall;
-  op.ranks = ranks;
-  op.bytes = bytes;
-  return op;
-}
-
-runtime::KernelPolicy policy(const std::string& text) {
-  Diagnostics d;
-  auto p = runtime::KernelPolicy::parse(text, d);
-  EXPECT_TRUE(d.empty()) << d.to_string();
-  return p;
+  return runtime_testing::collective(OpKind::alltoall, ranks, bytes);
 }
 
 TEST(GroupedGemm, ExpertsWithoutTokensCostNoWeightReadsAndImbalancePaysItsPadding) {

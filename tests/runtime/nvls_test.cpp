@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "predict_helpers.hpp"
 #include "syntorch/hw/machine.hpp"
 #include "syntorch/runtime/predictor.hpp"
 
@@ -12,21 +13,11 @@ namespace {
 using namespace syntorch;
 using runtime::OpKind;
 
-std::string config(const std::string& name) { return std::string(SYNTORCH_SOURCE_DIR) + "/hw_configs/" + name; }
+using runtime_testing::config;
+using runtime_testing::policy;
 
 runtime::OpDesc allreduce(std::uint64_t ranks, std::uint64_t bytes) {
-  runtime::OpDesc op;
-  op.kind = OpKind::allreduce;
-  op.ranks = ranks;
-  op.bytes = bytes;
-  return op;
-}
-
-runtime::KernelPolicy policy(const std::string& text) {
-  Diagnostics d;
-  auto p = runtime::KernelPolicy::parse(text, d);
-  EXPECT_TRUE(d.empty()) << d.to_string();
-  return p;
+  return runtime_testing::collective(OpKind::allreduce, ranks, bytes);
 }
 
 TEST(NvlsTree, EachNodesSwitchReducesAndOnlyAShareCrossesTheNetwork) {
