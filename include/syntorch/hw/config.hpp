@@ -36,6 +36,10 @@ struct ComputeSpec {
   double kernel_overhead_s = 0;                  // device-side fixed cost of a kernel (ramp and drain)
   std::uint32_t resident_tiles_per_unit = 1;     // CTAs of a memory-bound kernel one unit holds at once
   bool async_matrix = false;                     // asynchronous matrix instructions + bulk copies (Hopper wgmma/TMA)
+  double special_ops_per_cycle = 0;              // per unit: exponentials the special-function units finish
+                                                 // per clock (0: not given; exps run on the vector units)
+  double sync_matrix_efficiency = 1;             // on async_matrix devices: the fraction of the matrix rate that
+                                                 // synchronous (pre-Hopper mma.sync) instructions reach
 
   double peak_matrix_ops_per_s(DType t) const;   // 0 when the dtype is not supported
   double peak_vector_ops_per_s(DType t) const;

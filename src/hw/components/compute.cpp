@@ -77,6 +77,8 @@ void parse_compute(ObjectReader& r, ComponentSpec& out) {
   c.kernel_overhead_s = r.time("kernel_overhead", false).value_or(0);
   c.resident_tiles_per_unit = r.count("resident_tiles_per_unit", false, 1).value_or(1);
   c.async_matrix = r.boolean("async_matrix", false).value_or(false);
+  c.special_ops_per_cycle = r.number("special_ops_per_cycle", false, 0).value_or(0);
+  c.sync_matrix_efficiency = r.fraction("sync_matrix_efficiency", false).value_or(1.0);
   out.body = std::move(c);
 }
 

@@ -1,6 +1,14 @@
 // Attention. Fused FlashAttention-style kernels: one CTA per (batch, head, block of 128 queries)
-// streams the K and V blocks through on-chip memory, so HBM sees Q, K, V and O once; v2 runs the
-// softmax between its two matrix products, v3 (asynchronous matrix units) overlaps them. Decode
+// streams the K and V blocks through on-chip memory, so HBM sees Q, K, V and O once. A block of
+// scores costs three kinds of work: the matrix products QK^T and PV (4 x head_dim FLOPs a score),
+// one exponential a score on the special-function units (their own, much lower rate: 16 a clock
+// per SM on Ampere and Hopper against thousands of matrix FLOPs), and a few fp32 vector
+// operations (max, scaled subtraction, running sum, conversion of P). FlashAttention-2 runs the
+// softmax between its two products, so the three add up, and it issues synchronous mma
+// instructions, which on Hopper reach only part of the matrix rate (Shah et al., "FlashAttention-3",
+// 2024, section 1: FlashAttention-2 reaches 35% of H100's peak); FlashAttention-3 needs Hopper's
+// asynchronous wgmma/TMA and overlaps the softmax of one warpgroup with the products of the other
+// (ping-pong scheduling, section 3.1), so the slower of the two bounds a block. Decode
 // (few queries against a long KV cache) splits the KV sequence across CTAs (split-KV) so small
 // batches still fill the device, and GQA/MQA let a CTA serve all query heads of one KV head.
 // The unfused path runs QK^T, softmax and AV as three kernels with the scores in HBM.
@@ -18,7 +26,7 @@ namespace {
 constexpr std::uint64_t kBlockQ = 128;
 constexpr std::uint64_t kBlockKv = 128;
 constexpr std::uint64_t kDecodeQueries = 16;  // FlashAttention's decode path (flash-decoding) threshold
-constexpr double kSoftmaxOpsPerScore = 8;  // max, subtract, exp, sum, rescale, in fp32
+constexpr double kSoftmaxVectorOpsPerScore = 4;  // max, scaled subtraction, running sum, conversion of P
 
 Kernel fused(const OpDesc& op, const LowerContext& cx, bool v3) {
   const hw::Device& d = cx.device;
@@ -77,13 +85,31 @@ Kernel fused(const OpDesc& op, const LowerContext& cx, bool v3) {
     k.why.push_back(fmt::format("prefill: {} CTAs (batch x heads x {}-query blocks), {:.1f} of {} KV blocks each{}",
                                 k.tiles, kBlockQ, visited, kv_blocks, op.causal ? " (causal)" : ""));
   }
-  const double mm_s = 4.0 * static_cast<double>(op.head_dim) * scores_per_tile / mm;
-  const double softmax_s = vec > 0 ? kSoftmaxOpsPerScore * scores_per_tile / vec : 0;
-  // v2 alternates softmax and matrix work within a warp; v3 overlaps them across warpgroups.
+  // v2's synchronous mma reaches only part of the rate of a device built for asynchronous ones.
+  const double sync = !v3 && d.compute.async_matrix ? d.compute.sync_matrix_efficiency : 1.0;
+  const double mm_s = 4.0 * static_cast<double>(op.head_dim) * scores_per_tile / (mm * sync);
+  const double special = d.compute.special_ops_per_cycle * d.compute.clock_hz;
+  const double exp_s = special > 0 ? scores_per_tile / special : (vec > 0 ? scores_per_tile / vec : 0);
+  const double vector_s = vec > 0 ? kSoftmaxVectorOpsPerScore * scores_per_tile / vec : 0;
+  const double softmax_s = exp_s + vector_s;
   k.tile_compute_s = v3 ? std::max(mm_s, softmax_s) : mm_s + softmax_s;
   k.tile_hbm_bytes = k.hbm_bytes / static_cast<double>(k.tiles);
-  k.why.push_back(v3 ? "flash_v3: softmax overlapped with the asynchronous matrix products"
-                     : "flash_v2: softmax between the two matrix products of each block");
+  const std::string parts =
+      fmt::format("per CTA: matrix {:.2f} us{}, exponentials {:.2f} us ({}), other softmax {:.2f} us", mm_s * 1e6,
+                  sync < 1 ? fmt::format(" (synchronous mma at {:.0f}% of the matrix rate)", sync * 100) : "",
+                  exp_s * 1e6,
+                  special > 0 ? fmt::format("{:g} a clock per unit on the special-function units",
+                                            d.compute.special_ops_per_cycle)
+                              : std::string("on the vector units: special_ops_per_cycle not given"),
+                  vector_s * 1e6);
+  if (v3) {
+    k.why.push_back(fmt::format("flash_v3: softmax overlapped with the asynchronous matrix products: {}-bound; {}",
+                                mm_s >= softmax_s ? "matrix" : (exp_s >= vector_s ? "exponential" : "softmax"), parts));
+  } else {
+    k.why.push_back(fmt::format("flash_v2: softmax between the two matrix products of each block, the three in turn; "
+                                "{}",
+                                parts));
+  }
   return k;
 }
 }  // namespace

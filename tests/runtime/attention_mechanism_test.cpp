@@ -1,0 +1,74 @@
+// FlashAttention by mechanism: the matrix products, the exponentials on the special-function
+// units and the other softmax work, added up by FlashAttention-2 (with synchronous mma on Hopper)
+// and overlapped by FlashAttention-3.
+
+#include <gtest/gtest.h>
+
+#include "predict_helpers.hpp"
+#include "syntorch/hw/machine.hpp"
+#include "syntorch/runtime/predictor.hpp"
+
+namespace {
+
+using namespace syntorch;
+using runtime_testing::config;
+using runtime_testing::policy;
+
+runtime::OpDesc prefill(std::uint64_t head_dim) {
+  runtime::OpDesc op;
+  op.kind = runtime::OpKind::attention;
+  op.batch = 4;
+  op.heads = 4096 / head_dim;
+  op.kv_heads = op.heads;
+  op.seq_q = op.seq_kv = 8192;
+  op.head_dim = head_dim;
+  return op;
+}
+
+double time_s(const hw::Machine& m, const std::string& impl, std::uint64_t head_dim) {
+  runtime::Predictor p(m, policy("attention=" + impl));
+  return p.predict(prefill(head_dim)).time_s;
+}
+
+std::string why(const hw::Machine& m, const std::string& impl, std::uint64_t head_dim) {
+  runtime::Predictor p(m, policy("attention=" + impl));
+  const runtime::Prediction prediction = p.predict(prefill(head_dim));
+  std::string text;
+  for (const auto& line : prediction.kernels.at(0).why) text += line + "\n";
+  return text;
+}
+
+const std::string kSm = "/components/gpu/components/sm/";
+
+TEST(FlashAttention, V3BeatsV2OnH100ByTheOverlapAndTheAsynchronousMatrixUnitsNotAConstant) {
+  const hw::Machine h100 = hw::Machine::load(config("h100_sxm5_80gb.json"));
+  const double v2 = time_s(h100, "flash_v2", 128), v3 = time_s(h100, "flash_v3", 128);
+  EXPECT_GT(v2, 2.0 * v3);  // FlashAttention-3 paper: 1.5-2x faster forward
+  // With synchronous mma at the full rate, v2 still adds the softmax to the products: slower, less so.
+  const hw::Machine full_sync = hw::Machine::load(config("h100_sxm5_80gb.json"), {{kSm + "sync_matrix_efficiency", "1"}});
+  const double v2_full = time_s(full_sync, "flash_v2", 128);
+  EXPECT_GT(v2_full, 1.1 * v3);
+  EXPECT_LT(v2_full, 0.7 * v2);
+  // With (nearly) free softmax work there is nothing to overlap: v2 and v3 take the same time.
+  const hw::Machine free_softmax = hw::Machine::load(
+      config("h100_sxm5_80gb.json"),
+      {{kSm + "sync_matrix_efficiency", "1"}, {kSm + "special_ops_per_cycle", "1e6"},
+       {kSm + "vector_ops_per_cycle", "{\"fp32\": 1e7, \"fp64\": 138.5, \"fp16\": 512, \"bf16\": 512}"}});
+  EXPECT_NEAR(time_s(free_softmax, "flash_v2", 128) / time_s(free_softmax, "flash_v3", 128), 1.0, 0.01);
+}
+
+TEST(FlashAttention, SmallHeadsAreExponentialBoundLargeOnesMatrixBound) {
+  const hw::Machine h100 = hw::Machine::load(config("h100_sxm5_80gb.json"));
+  // head_dim 64: 256 matrix FLOPs a score against one exponential at 16 a clock per SM.
+  EXPECT_NE(why(h100, "flash_v3", 64).find("exponential-bound"), std::string::npos) << why(h100, "flash_v3", 64);
+  EXPECT_NE(why(h100, "flash_v3", 128).find("matrix-bound"), std::string::npos) << why(h100, "flash_v3", 128);
+  // More exponentials a clock lift an exponential-bound kernel, and not a matrix-bound one.
+  const hw::Machine faster_exp = hw::Machine::load(config("h100_sxm5_80gb.json"), {{kSm + "special_ops_per_cycle", "64"}});
+  EXPECT_LT(time_s(faster_exp, "flash_v3", 64), 0.97 * time_s(h100, "flash_v3", 64));
+  EXPECT_NEAR(time_s(faster_exp, "flash_v3", 128) / time_s(h100, "flash_v3", 128), 1.0, 1e-9);
+  // B200 doubled the matrix rate, not the exponentials: head_dim 128 is exponential-bound there.
+  const hw::Machine b200 = hw::Machine::load(config("b200_sxm.json"));
+  EXPECT_NE(why(b200, "flash_v3", 128).find("exponential-bound"), std::string::npos) << why(b200, "flash_v3", 128);
+}
+
+}  // namespace
