@@ -19,25 +19,35 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A field's value: its leading number and the unit text after it ("3.35 TB/s" -> 3.35, " TB/s").
+// A field's value: its leading number and the unit text after it ("3.35 TB/s" -> 3.35, " TB/s"),
+// and its text as the config has it.
 struct Quantity {
   double number = 0;
   std::string unit;
+  std::string text;
+  bool integer = false;  // a JSON integer (a count): scaling cannot fit it
 };
 
 std::optional<Quantity> parse_quantity(const std::string& text) {
   Quantity q;
+  q.text = text;
   const char* begin = text.data();
   const char* end = text.data() + text.size();
   const auto [p, ec] = std::from_chars(begin, end, q.number);
   if (ec != std::errc{} || !(q.number > 0) || !std::isfinite(q.number)) return std::nullopt;
   q.unit.assign(p, end);
+  if (!q.unit.empty() && q.unit.front() != ' ') return std::nullopt;  // "256x128x32" is no quantity
+  q.integer = q.unit.empty() && text.find_first_of(".eE") == std::string::npos;
   return q;
 }
 
-std::string quantity_text(const Quantity& q, double scale) { return fmt::format("{:.6g}{}", q.number * scale, q.unit); }
+std::string quantity_text(const Quantity& q, double scale) {
+  return scale == 1.0 ? q.text : fmt::format("{:.10g}{}", q.number * scale, q.unit);
+}
 
-double squared_log_error(const ValidationRow& r) {
+// A row's squared log error; a prediction that is no positive finite number counts as failed.
+std::optional<double> squared_log_error(const ValidationRow& r) {
+  if (r.status != "ok" || !(r.predicted > 0) || !std::isfinite(r.predicted)) return std::nullopt;
   const double l = std::log(r.predicted / r.measured);
   return l * l;
 }
@@ -73,7 +83,7 @@ class Objective {
     double sum = 0;
     for (const ValidationRow& r : rows(log_scale)) {
       if (std::find(ran.begin(), ran.end(), r.id) == ran.end()) continue;
-      sum += r.status == "ok" ? squared_log_error(r) : 100.0;
+      sum += squared_log_error(r).value_or(100.0);
     }
     return sum / static_cast<double>(ran.size());
   }
@@ -87,16 +97,19 @@ class Objective {
   int evaluations_ = 0;
 };
 
-// Nelder-Mead over log scale factors bounded to [-bound, bound], from 0 with steps of `step`.
-std::vector<double> nelder_mead(std::size_t dims, const std::function<double(const std::vector<double>&)>& f,
-                                int max_evaluations, int& used) {
-  const double bound = std::log(16.0), step = 0.2;
+// Nelder-Mead over log scale factors bounded to [-log 16, upper[d]], from 0 with steps of `step`
+// (down, for a field already at its upper bound).
+std::vector<double> nelder_mead(const std::vector<double>& upper,
+                                const std::function<double(const std::vector<double>&)>& f, int max_evaluations,
+                                int& used) {
+  const std::size_t dims = upper.size();
+  const double lower = -std::log(16.0), step = 0.2;
   auto clamp = [&](std::vector<double> x) {
-    for (double& v : x) v = std::clamp(v, -bound, bound);
+    for (std::size_t d = 0; d < dims; ++d) x[d] = std::clamp(x[d], lower, upper[d]);
     return x;
   };
   std::vector<std::vector<double>> simplex(dims + 1, std::vector<double>(dims, 0.0));
-  for (std::size_t i = 0; i < dims; ++i) simplex[i + 1][i] = step;
+  for (std::size_t i = 0; i < dims; ++i) simplex[i + 1][i] = upper[i] >= step ? step : -step;
   std::vector<double> cost;
   for (const auto& x : simplex) cost.push_back(f(x));
   used = static_cast<int>(simplex.size());
@@ -155,8 +168,9 @@ double rms_log(const std::vector<ValidationRow>& rows) {
   double sum = 0;
   std::size_t n = 0;
   for (const ValidationRow& r : rows) {
-    if (r.status != "ok") continue;
-    sum += squared_log_error(r);
+    const std::optional<double> e = squared_log_error(r);
+    if (!e) continue;
+    sum += *e;
     ++n;
   }
   return n ? std::sqrt(sum / static_cast<double>(n)) : 0;
@@ -177,7 +191,14 @@ CalibrationReport calibrate(const CalibrateOptions& o) {
     d.error("--max-evaluations", "", fmt::format("expected 1..100000, got {}", o.max_evaluations));
   }
   std::vector<Quantity> start;
-  for (const std::string& pointer : o.params) {
+  std::vector<double> upper;  // log scale bounds: 16x, or 1 for an efficiency (a fraction at most 1)
+  for (std::size_t i = 0; i < o.params.size(); ++i) {
+    const std::string& pointer = o.params[i];
+    if (std::find(o.params.begin(), o.params.begin() + static_cast<std::ptrdiff_t>(i), pointer) !=
+        o.params.begin() + static_cast<std::ptrdiff_t>(i)) {
+      d.error("--params", "", fmt::format("{} is named twice", pointer));
+      continue;
+    }
     const std::optional<std::string> text = hw::config_field(o.config, pointer, d);
     if (!text) continue;
     const std::optional<Quantity> q = parse_quantity(*text);
@@ -185,6 +206,13 @@ CalibrationReport calibrate(const CalibrateOptions& o) {
       d.error(o.config, pointer, fmt::format("expected a positive number or quantity to scale, got \"{}\"", *text));
       continue;
     }
+    if (q->integer) {
+      d.error(o.config, pointer, fmt::format("{} is a count (an integer): scaling cannot fit it; fit the rates and "
+                                             "efficiencies it multiplies instead", *text));
+      continue;
+    }
+    const bool fraction = pointer.size() >= 10 && pointer.compare(pointer.size() - 10, 10, "efficiency") == 0;
+    upper.push_back(fraction ? std::min(std::log(16.0), -std::log(q->number)) : std::log(16.0));
     start.push_back(*q);
   }
   if (!d.empty()) throw InputError(std::move(d));
@@ -199,13 +227,15 @@ CalibrationReport calibrate(const CalibrateOptions& o) {
   }
   if (ran.empty()) {
     d.error(o.measurements, "hw",
-            fmt::format("no row runs on {} (rows name it as hw={}; {} row(s) name it, none predicted)", o.config,
-                        report.hw, report.before.size()));
+            fmt::format("no row runs on {} (rows name it as hw={}; {} row(s) name it, none predicted{})", o.config,
+                        report.hw, report.before.size(),
+                        report.before.empty() ? ""
+                                              : fmt::format("; {}: {}", report.before[0].id, report.before[0].reason)));
     throw InputError(std::move(d));
   }
   int used = 0;
   const std::vector<double> best = nelder_mead(
-      start.size(), [&](const std::vector<double>& x) { return objective.cost(x, ran); }, o.max_evaluations, used);
+      upper, [&](const std::vector<double>& x) { return objective.cost(x, ran); }, o.max_evaluations, used);
   report.after = objective.rows(best);
   report.evaluations = objective.evaluations();
   for (std::size_t i = 0; i < start.size(); ++i) {
@@ -220,8 +250,8 @@ CalibrationReport calibrate(const CalibrateOptions& o) {
 std::string fitted_config_json(const CalibrationReport& r, const std::string& config, const std::string& out_file,
                                const std::string& measurements) {
   Json doc = Json::object();
-  const fs::path out_dir = fs::absolute(out_file).parent_path();
-  doc["extends"] = fs::absolute(config).lexically_relative(out_dir).generic_string();
+  const fs::path out_dir = fs::weakly_canonical(fs::absolute(out_file)).parent_path();
+  doc["extends"] = fs::weakly_canonical(fs::absolute(config)).lexically_relative(out_dir).generic_string();
   Json notes = Json::array();
   std::vector<std::string> ids;
   for (const ValidationRow& row : r.after) {
@@ -232,8 +262,9 @@ std::string fitted_config_json(const CalibrationReport& r, const std::string& co
                               ids.size(), fs::path(measurements).filename().string(), join(ids), r.rms_log_before,
                               r.rms_log_after));
   for (const ValidationRow& row : r.after) {
-    if (row.status == "ok") notes.push_back(fmt::format("{}: measured {:.6g} {}, fitted {:.6g} ({:+.1f}%)", row.id,
-                                                        row.measured, row.unit, row.predicted, row.error_pct));
+    if (row.status == "ok") notes.push_back(fmt::format("{}: measured {:.6g} {}, fitted {:.6g} {} ({:+.1f}%)", row.id,
+                                                        row.measured, row.unit, row.predicted, row.unit,
+                                                        row.error_pct));
   }
   doc["notes"] = notes;
   for (const FittedParam& p : r.params) {

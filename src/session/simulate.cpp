@@ -116,6 +116,11 @@ bool validate_run(const RunSpec& s, const hw::Machine& machine, Diagnostics& d, 
   if (s.max_num_tokens < 0) {
     d.error(where, "max-num-tokens",
             fmt::format("expected a positive integer (or 0: the whole prompt at once), got {}", s.max_num_tokens));
+  } else if (s.max_num_tokens > 0 && s.max_num_tokens < s.input_tokens) {
+    d.error(where, "max-num-tokens",
+            fmt::format("{} tokens per prefill forward cannot hold one prompt of {} (a prompt is not split across "
+                        "forwards); give at least the input tokens, or 0",
+                        s.max_num_tokens, s.input_tokens));
   }
   if (s.micro_batches < 0) {
     d.error(where, "micro-batches", fmt::format("expected a positive integer (or 0: one per stage), got {}", s.micro_batches));

@@ -98,6 +98,15 @@ TEST_F(Calibrate, NamesFieldsItCannotFitAndRowsThatAreMissing) {
     EXPECT_NE(text.find(config_ + ":/components/gpu/components/hbm/bandwith: no such field"), std::string::npos) << text;
     EXPECT_NE(text.find(config_ + ":/name: expected a positive number or quantity"), std::string::npos) << text;
   }
+  o.params = {"/components/gpu/components/sm/count", kHbm, kHbm};
+  try {
+    (void)session::calibrate(o);
+    FAIL() << "a count cannot be scaled, a field cannot be fitted twice";
+  } catch (const InputError& e) {
+    const std::string text = e.diagnostics().to_string();
+    EXPECT_NE(text.find("/components/gpu/components/sm/count: 108 is a count"), std::string::npos) << text;
+    EXPECT_NE(text.find("--params: " + kHbm + " is named twice"), std::string::npos) << text;
+  }
   o.params = {kHbm};
   o.config = std::string(SYNTORCH_SOURCE_DIR) + "/hw_configs/h100_sxm5_80gb.json";
   try {

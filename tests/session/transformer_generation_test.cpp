@@ -166,6 +166,10 @@ TEST(TransformerGeneration, MaxNumTokensRunsThePrefillInGroupsWithSmallerActivat
   bad.max_num_tokens = -1;
   EXPECT_FALSE(session::validate_run(bad, m, d, "flags"));
   EXPECT_NE(d.to_string().find("flags:max-num-tokens: "), std::string::npos) << d.to_string();
+  Diagnostics short_budget;
+  bad.max_num_tokens = 511;  // less than one 512-token prompt
+  EXPECT_FALSE(session::validate_run(bad, m, short_budget, "flags"));
+  EXPECT_NE(short_budget.to_string().find("cannot hold one prompt of 512"), std::string::npos) << short_budget.to_string();
 }
 
 }  // namespace

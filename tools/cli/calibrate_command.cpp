@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <ostream>
 
@@ -37,6 +38,20 @@ nlohmann::ordered_json rows_json(const std::vector<session::ValidationRow>& rows
 }
 
 int run_calibrate(const CalibrateCliOptions& o, Context& ctx) {
+  if (!o.out.empty()) {
+    // Before the fit: a folder that is not there, or the config itself, named now.
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::path out = fs::weakly_canonical(fs::absolute(o.out), ec);
+    Diagnostics d;
+    if (!fs::is_directory(out.parent_path(), ec)) {
+      d.error("--out", "", fmt::format("{}: no folder {} to write it in", o.out, out.parent_path().string()));
+    } else if (fs::exists(o.run.config, ec) && fs::equivalent(o.out, o.run.config, ec)) {
+      d.error("--out", "", fmt::format("{} is the config being fitted; the fitted config extends it, so write it "
+                                       "elsewhere", o.out));
+    }
+    if (!d.empty()) throw InputError(std::move(d));
+  }
   const session::CalibrationReport r = session::calibrate(o.run);  // InputError -> exit 2 in run()
   if (!o.out.empty()) {
     trace::OutputFile file(o.out);

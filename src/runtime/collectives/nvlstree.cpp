@@ -66,7 +66,7 @@ std::optional<CollectivePlan> nvlstree_allreduce(const OpDesc& op, const Collect
   const double share_cap = channel_cap(bytes / local, cx.library);
   // Indices by [node][local][chunk] (and ring step), filled in dependency order.
   auto grid = [&] { return std::vector<std::vector<std::vector<std::uint32_t>>>(nodes, std::vector<std::vector<std::uint32_t>>(local, std::vector<std::uint32_t>(k))); };
-  auto up = grid(), scattered = grid(), gathered_up = grid();
+  auto up = grid(), scattered = grid(), gathered_up = grid(), multicast = grid();
   std::vector<std::vector<std::vector<std::vector<std::uint32_t>>>> ring(steps, grid());
   for (std::uint32_t j = 0; j < k; ++j) {
     for (std::uint32_t ni = 0; ni < nodes; ++ni) {
@@ -78,6 +78,7 @@ std::optional<CollectivePlan> nvlstree_allreduce(const OpDesc& op, const Collect
       for (std::uint32_t l = 0; l < local; ++l) {
         std::vector<std::uint32_t> deps;
         for (std::uint32_t r = 0; r < local; ++r) deps.push_back(up[ni][r][j]);  // the sum needs every rank's chunk
+        if (j > 0) deps.push_back(scattered[ni][l][j - 1]);  // chunks leave in order
         scattered[ni][l][j] = add(layout->switch_endpoint[ni], cx.endpoints[layout->nodes[ni][l]], share, deps, share_cap);
       }
     }
@@ -87,6 +88,7 @@ std::optional<CollectivePlan> nvlstree_allreduce(const OpDesc& op, const Collect
           const std::uint32_t prev = (ni + nodes - 1) % nodes;
           std::vector<std::uint32_t> deps{scattered[ni][l][j]};
           if (s > 0) deps.push_back(ring[s - 1][prev][l][j]);  // the segment this rank forwards
+          if (j > 0) deps.push_back(ring[s][ni][l][j - 1]);
           ring[s][ni][l][j] = add(cx.endpoints[layout->nodes[ni][l]], cx.endpoints[layout->nodes[(ni + 1) % nodes][l]],
                                   segment, deps, share_cap);
         }
@@ -95,13 +97,18 @@ std::optional<CollectivePlan> nvlstree_allreduce(const OpDesc& op, const Collect
     for (std::uint32_t ni = 0; ni < nodes; ++ni) {
       for (std::uint32_t l = 0; l < local; ++l) {
         const std::uint32_t prev = (ni + nodes - 1) % nodes;
-        gathered_up[ni][l][j] = add(cx.endpoints[layout->nodes[ni][l]], layout->switch_endpoint[ni], share,
-                                    {ring[steps - 1][prev][l][j]}, share_cap);
+        // The share is whole once every ring step into this rank has arrived.
+        std::vector<std::uint32_t> deps;
+        for (std::uint32_t s = 0; s < steps; ++s) deps.push_back(ring[s][prev][l][j]);
+        if (j > 0) deps.push_back(gathered_up[ni][l][j - 1]);
+        gathered_up[ni][l][j] = add(cx.endpoints[layout->nodes[ni][l]], layout->switch_endpoint[ni], share, deps,
+                                    share_cap);
       }
       for (std::uint32_t l = 0; l < local; ++l) {
         std::vector<std::uint32_t> deps;
         for (std::uint32_t r = 0; r < local; ++r) deps.push_back(gathered_up[ni][r][j]);  // multicast of every share
-        add(layout->switch_endpoint[ni], cx.endpoints[layout->nodes[ni][l]], chunk, deps, whole_cap);
+        if (j > 0) deps.push_back(multicast[ni][l][j - 1]);
+        multicast[ni][l][j] = add(layout->switch_endpoint[ni], cx.endpoints[layout->nodes[ni][l]], chunk, deps, whole_cap);
       }
     }
   }
