@@ -82,9 +82,7 @@ CollectivePlan Dispatcher::lower_collective(const OpDesc& op, std::span<const st
       continue;
     }
     considered.emplace_back(algo.name);
-    const double t = op.kind == OpKind::allreduce   ? detail::estimate_allreduce_s(std::string(algo.name), op, cx)
-                     : op.kind == OpKind::alltoall ? detail::estimate_alltoall_s(std::string(algo.name), op, cx)
-                                                   : 0.0;
+    const double t = algo.estimate ? algo.estimate(op, cx) : 0.0;
     if (!plan || t < best) {
       best = t;
       plan = std::move(p);

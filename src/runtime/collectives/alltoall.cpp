@@ -190,8 +190,11 @@ std::optional<CollectivePlan> hierarchical_alltoall(const OpDesc& op, const Coll
   return plan_of(*schedule, cx, "hierarchical");
 }
 
-double estimate_alltoall_s(const std::string& algorithm, const OpDesc& op, const CollectiveContext& cx) {
-  if (algorithm == "pairwise") return estimate_s(pairwise_schedule(op), cx);
+double estimate_pairwise_alltoall_s(const OpDesc& op, const CollectiveContext& cx) {
+  return estimate_s(pairwise_schedule(op), cx);
+}
+
+double estimate_hierarchical_alltoall_s(const OpDesc& op, const CollectiveContext& cx) {
   const std::optional<Schedule> schedule = hierarchical_schedule(op, cx);
   return schedule ? estimate_s(*schedule, cx) : std::numeric_limits<double>::infinity();
 }

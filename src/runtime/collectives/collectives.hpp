@@ -44,24 +44,30 @@ double ring_hop_latency(const CollectiveContext& cx);
 // Ring over ranks 0 -> 1 -> ... -> n-1 -> 0: `steps` steps of `segment` bytes per rank.
 CollectivePlan ring(const CollectiveContext& cx, std::uint32_t steps, double segment_bytes, std::string name);
 
-// Each algorithm builds a plan, or nullopt where the topology cannot run it.
+// Each algorithm builds a plan, or nullopt where the topology cannot run it, and estimates its
+// time by the alpha-beta model (for `auto` to choose among the algorithms of an op).
 using AlgorithmBuilder = std::optional<CollectivePlan> (*)(const OpDesc& op, const CollectiveContext& cx);
+using AlgorithmEstimate = double (*)(const OpDesc& op, const CollectiveContext& cx);
 
 struct CollectiveAlgorithm {
   OpKind op;
   std::string_view name;
   AlgorithmBuilder build;
-  std::string_view needs = "";  // what the topology must have when the builder can decline
+  AlgorithmEstimate estimate = nullptr;  // needed where an op has several algorithms
+  std::string_view needs = "";           // what the topology must have when the builder can decline
 };
 
 // Every (op, algorithm) pair, registered in registry.cpp.
 std::span<const CollectiveAlgorithm> collective_algorithms();
 
 std::optional<CollectivePlan> ring_allreduce(const OpDesc& op, const CollectiveContext& cx);
+double estimate_ring_allreduce_s(const OpDesc& op, const CollectiveContext& cx);
 std::optional<CollectivePlan> ring_allgather(const OpDesc& op, const CollectiveContext& cx);
 std::optional<CollectivePlan> ring_reducescatter(const OpDesc& op, const CollectiveContext& cx);
 std::optional<CollectivePlan> tree_allreduce(const OpDesc& op, const CollectiveContext& cx);
+double estimate_tree_allreduce_s(const OpDesc& op, const CollectiveContext& cx);
 std::optional<CollectivePlan> in_switch_allreduce(const OpDesc& op, const CollectiveContext& cx);
+double estimate_in_switch_allreduce_s(const OpDesc& op, const CollectiveContext& cx);
 std::optional<CollectivePlan> nvlstree_allreduce(const OpDesc& op, const CollectiveContext& cx);  // several nodes
 double estimate_nvlstree_allreduce_s(const OpDesc& op, const CollectiveContext& cx);
 
@@ -72,10 +78,8 @@ std::optional<CollectivePlan> direct_sendrecv(const OpDesc& op, const Collective
 std::optional<CollectivePlan> direct_allreduce(const OpDesc& op, const CollectiveContext& cx);  // full meshes only
 double estimate_direct_allreduce_s(const OpDesc& op, const CollectiveContext& cx);
 std::optional<CollectivePlan> pairwise_alltoall(const OpDesc& op, const CollectiveContext& cx);
+double estimate_pairwise_alltoall_s(const OpDesc& op, const CollectiveContext& cx);
 std::optional<CollectivePlan> hierarchical_alltoall(const OpDesc& op, const CollectiveContext& cx);  // several nodes
-double estimate_alltoall_s(const std::string& algorithm, const OpDesc& op, const CollectiveContext& cx);
-
-// Predicted time of a plan by the alpha-beta model, for choosing among algorithms.
-double estimate_allreduce_s(const std::string& algorithm, const OpDesc& op, const CollectiveContext& cx);
+double estimate_hierarchical_alltoall_s(const OpDesc& op, const CollectiveContext& cx);
 
 }  // namespace syntorch::runtime::detail

@@ -30,13 +30,10 @@ bool full_mesh(const CollectiveContext& cx) {
 
 double slowest_pair_bandwidth(const CollectiveContext& cx) {
   double bw = sim::kUnlimitedRate;
-  for (std::uint32_t a : cx.endpoints) {
-    for (std::uint32_t b : cx.endpoints) {
-      if (a == b) continue;
-      for (const hw::Hop& h : cx.machine.route(a, b).hops) {
-        const hw::Link& l = cx.machine.links()[h.link];
-        bw = std::min(bw, l.bandwidth_bytes_per_s * l.efficiency);
-      }
+  const auto n = static_cast<std::uint32_t>(cx.endpoints.size());
+  for (std::uint32_t a = 0; a < n; ++a) {
+    for (std::uint32_t b = 0; b < n; ++b) {
+      if (a != b) bw = std::min(bw, route_bytes_per_s(cx, a, b));
     }
   }
   return bw;

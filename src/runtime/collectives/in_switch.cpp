@@ -52,4 +52,12 @@ std::optional<CollectivePlan> in_switch_allreduce(const OpDesc& op, const Collec
   return plan;
 }
 
+// Up to the switch and back, once each way.
+double estimate_in_switch_allreduce_s(const OpDesc& op, const CollectiveContext& cx) {
+  const double s = static_cast<double>(op.bytes);
+  const double alpha = cx.library.step_latency_s + ring_hop_latency(cx);
+  const double bw = std::min(ring_bandwidth(cx), channel_cap(s, cx.library));
+  return 2 * alpha + s / bw;
+}
+
 }  // namespace syntorch::runtime::detail

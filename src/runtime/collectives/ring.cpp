@@ -25,14 +25,8 @@ double channel_cap(double bytes, const hw::CollectiveSpec& lib) {
 
 double ring_bandwidth(const CollectiveContext& cx) {
   double bw = sim::kUnlimitedRate;
-  const std::size_t n = cx.endpoints.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    const hw::Route& r = cx.machine.route(cx.endpoints[i], cx.endpoints[(i + 1) % n]);
-    for (const hw::Hop& h : r.hops) {
-      const hw::Link& l = cx.machine.links()[h.link];
-      bw = std::min(bw, l.bandwidth_bytes_per_s * l.efficiency);
-    }
-  }
+  const auto n = static_cast<std::uint32_t>(cx.endpoints.size());
+  for (std::uint32_t i = 0; i < n; ++i) bw = std::min(bw, route_bytes_per_s(cx, i, (i + 1) % n));
   return bw;
 }
 
@@ -87,19 +81,12 @@ std::optional<CollectivePlan> ring_reducescatter(const OpDesc& op, const Collect
   return ring(cx, n - 1, static_cast<double>(op.bytes) / n, "ring");
 }
 
-double estimate_allreduce_s(const std::string& algorithm, const OpDesc& op, const CollectiveContext& cx) {
+double estimate_ring_allreduce_s(const OpDesc& op, const CollectiveContext& cx) {
   const double n = static_cast<double>(cx.endpoints.size());
   const double s = static_cast<double>(op.bytes);
   const double alpha = cx.library.step_latency_s + ring_hop_latency(cx);
-  const double link = ring_bandwidth(cx);
-  const double ring_bw = std::min(link, channel_cap(s / n, cx.library));
-  const double whole_bw = std::min(link, channel_cap(s, cx.library));
-  if (algorithm == "ring") return 2 * (n - 1) * alpha + 2 * (n - 1) / n * s / ring_bw;
-  if (algorithm == "direct") return estimate_direct_allreduce_s(op, cx);
-  if (algorithm == "nvlstree") return estimate_nvlstree_allreduce_s(op, cx);
-  // An inner tree node's link carries its two children's data in and its own out and down.
-  if (algorithm == "tree") return 2 * std::ceil(std::log2(n)) * alpha + 3 * s / whole_bw;
-  return 2 * alpha + s / whole_bw;  // in_switch: up to the switch and back
+  const double bw = std::min(ring_bandwidth(cx), channel_cap(s / n, cx.library));
+  return 2 * (n - 1) * alpha + 2 * (n - 1) / n * s / bw;
 }
 
 }  // namespace syntorch::runtime::detail

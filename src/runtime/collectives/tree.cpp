@@ -3,6 +3,7 @@
 // broadcast back down, pipelined chunk by chunk. Latency grows with log2(n) rather than n; each
 // rank sends the whole message up and a parent sends it down once per child.
 
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 
@@ -74,6 +75,15 @@ std::optional<CollectivePlan> direct_sendrecv(const OpDesc& op, const Collective
   plan.why.push_back(fmt::format("direct: rank 0 sends {} to rank 1 in {} chunk(s)",
                                  units::format_size(static_cast<double>(op.bytes)), k));
   return plan;
+}
+
+// An inner node's link carries its two children's data in and its own out and down.
+double estimate_tree_allreduce_s(const OpDesc& op, const CollectiveContext& cx) {
+  const double n = static_cast<double>(cx.endpoints.size());
+  const double s = static_cast<double>(op.bytes);
+  const double alpha = cx.library.step_latency_s + ring_hop_latency(cx);
+  const double bw = std::min(ring_bandwidth(cx), channel_cap(s, cx.library));
+  return 2 * std::ceil(std::log2(n)) * alpha + 3 * s / bw;
 }
 
 }  // namespace syntorch::runtime::detail
