@@ -105,8 +105,11 @@ double op_flops(const OpDesc& op);
 double op_min_bytes(const OpDesc& op);
 
 // `total` split into `parts`: `splits` when given, else as evenly as integers allow (the first
-// total % parts parts one larger).
+// total % parts parts one larger). The append form adds them to `out` (no allocation once it
+// has the room).
 std::vector<std::uint64_t> split_sizes(std::uint64_t total, std::uint64_t parts, const std::vector<std::uint64_t>& splits);
+void append_split_sizes(std::uint64_t total, std::uint64_t parts, const std::vector<std::uint64_t>& splits,
+                        std::vector<std::uint64_t>& out);
 
 // Element size in bytes (fp4 counts half a byte).
 double element_bytes(DType t);

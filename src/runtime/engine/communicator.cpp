@@ -117,10 +117,8 @@ void Communicator::arrive(Rank& rank, const CommCall& call, std::uint32_t stream
 const Communicator::Fluid& Communicator::fluid_for(const Rendezvous& rv, OpKind kind, std::uint64_t bytes,
                                                    const std::vector<std::uint64_t>& splits) {
   // Rendezvous live as long as the engine and stand for their participants.
-  std::tuple<const Rendezvous*, std::uint32_t, std::uint64_t, std::vector<std::uint64_t>> key{
-      &rv, static_cast<std::uint32_t>(kind), bytes, splits};
-  auto it = fluids_.find(key);
-  if (it != fluids_.end()) return it->second;
+  auto it = fluids_.find(FluidKey{&rv, static_cast<std::uint32_t>(kind), bytes, splits});
+  if (it != fluids_.end()) return *it->second;
   OpDesc op;
   op.kind = kind;
   op.ranks = rv.devices.size();
@@ -150,7 +148,10 @@ const Communicator::Fluid& Communicator::fluid_for(const Rendezvous& rv, OpKind 
     f.parts.back().path.push_back(r);
   }
   for (auto& part : f.parts) std::sort(part.path.begin(), part.path.end());
-  return fluids_.emplace(std::move(key), std::move(f)).first->second;
+  auto stored = std::make_unique<Fluid>(std::move(f));
+  stored->matrix = splits;
+  const FluidKey key{&rv, static_cast<std::uint32_t>(kind), bytes, stored->matrix};
+  return *fluids_.emplace(key, std::move(stored)).first->second;
 }
 
 void Communicator::run(Rendezvous& rv, OpKind kind, std::uint64_t bytes, std::vector<Member> members,
@@ -164,13 +165,12 @@ void Communicator::run(Rendezvous& rv, OpKind kind, std::uint64_t bytes, std::ve
     if (!even) {
       bytes = 0;
       for (const Member& m : members) {
-        const std::vector<std::uint64_t> row = split_sizes(m.call->bytes, members.size(), m.call->splits);
-        matrix_.insert(matrix_.end(), row.begin(), row.end());
+        append_split_sizes(m.call->bytes, members.size(), m.call->splits, matrix_);
         bytes = std::max(bytes, m.call->bytes);
       }
     }
   }
-  static const Fluid kNothing{.duration_ps = 0, .parts = {}, .devices = {}, .algorithm = "none"};  // nobody sends
+  static const Fluid kNothing{.duration_ps = 0, .parts = {}, .devices = {}, .algorithm = "none", .matrix = {}};  // nobody sends
   const Fluid& f = bytes == 0 ? kNothing : fluid_for(rv, kind, bytes, matrix_);
   std::uint32_t slot = 0;
   while (slot < running_.size() && !running_[slot].free) ++slot;
@@ -257,7 +257,7 @@ void Communicator::trace_done(const Running& r, const std::vector<Member>& membe
     } else {
       // What this member sent (an uneven all-to-all's members send different amounts).
       const trace::Arg args[] = {{"comm_type", op_name(r.kind)},
-                                 {"comm_bytes", m.call ? m.call->bytes : r.bytes},
+                                 {"comm_bytes", m.call->bytes},
                                  {"group", r.rendezvous->members},
                                  {"algorithm", r.fluid->algorithm}};
       rank.last_seq()[m.stream] = tracer.device_span(rank.index(), m.stream, op_name(r.kind), "collective",

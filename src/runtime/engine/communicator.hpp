@@ -7,11 +7,13 @@
 // stack and library engine; every occurrence runs as flows over those resources, capped so that
 // alone they end exactly when the plan does, sharing max-min fairly with whatever else runs.
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -54,6 +56,7 @@ class Communicator {
     std::vector<Part> parts;
     std::vector<std::uint32_t> devices;
     std::string algorithm;
+    std::vector<std::uint64_t> matrix;  // the all-to-all traffic matrix its key views
   };
   struct Member {
     Rank* rank = nullptr;
@@ -102,8 +105,24 @@ class Communicator {
   std::map<std::vector<int>, std::uint32_t> group_ids_;
   std::unordered_map<std::uint32_t, Rendezvous> group_rendezvous_;
   std::unordered_map<std::uint64_t, Rendezvous> pair_rendezvous_;
-  // By rendezvous, op, bytes and an all-to-all's traffic matrix (empty otherwise).
-  std::map<std::tuple<const Rendezvous*, std::uint32_t, std::uint64_t, std::vector<std::uint64_t>>, Fluid> fluids_;
+  // Fluids by rendezvous, op, bytes and an all-to-all's traffic matrix (empty otherwise); looked
+  // up by a view of the key, so a collective that was seen before allocates nothing.
+  struct FluidKey {
+    const Rendezvous* rendezvous;
+    std::uint32_t kind;
+    std::uint64_t bytes;
+    std::span<const std::uint64_t> matrix;  // owned by the map's value (Fluid::matrix) once stored
+  };
+  struct FluidKeyLess {
+    using is_transparent = void;
+    bool operator()(const FluidKey& a, const FluidKey& b) const {
+      if (std::tie(a.rendezvous, a.kind, a.bytes) != std::tie(b.rendezvous, b.kind, b.bytes)) {
+        return std::tie(a.rendezvous, a.kind, a.bytes) < std::tie(b.rendezvous, b.kind, b.bytes);
+      }
+      return std::lexicographical_compare(a.matrix.begin(), a.matrix.end(), b.matrix.begin(), b.matrix.end());
+    }
+  };
+  std::map<FluidKey, std::unique_ptr<Fluid>, FluidKeyLess> fluids_;
   std::vector<Running> running_;
   std::vector<std::size_t> order_;  // members by arrival, for traces (reused)
   std::vector<std::uint64_t> matrix_;  // an all-to-all's traffic matrix being assembled (reused)

@@ -44,10 +44,18 @@ bool is_collective(OpKind k) { return op_type(k).op_class == OpClass::communicat
 
 double element_bytes(DType t) { return dtype_bits(t) / 8.0; }
 
+void append_split_sizes(std::uint64_t total, std::uint64_t parts, const std::vector<std::uint64_t>& splits,
+                        std::vector<std::uint64_t>& out) {
+  if (!splits.empty()) {
+    out.insert(out.end(), splits.begin(), splits.end());
+    return;
+  }
+  for (std::uint64_t i = 0; i < parts; ++i) out.push_back(total / parts + (i < total % parts ? 1 : 0));
+}
+
 std::vector<std::uint64_t> split_sizes(std::uint64_t total, std::uint64_t parts, const std::vector<std::uint64_t>& splits) {
-  if (!splits.empty()) return splits;
-  std::vector<std::uint64_t> sizes(parts, parts ? total / parts : 0);
-  for (std::uint64_t i = 0; parts && i < total % parts; ++i) ++sizes[i];
+  std::vector<std::uint64_t> sizes;
+  append_split_sizes(total, parts, splits, sizes);
   return sizes;
 }
 
