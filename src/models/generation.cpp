@@ -66,20 +66,18 @@ void generate(CausalLM& model, const GenerateOptions& o) {
       std::vector<torch::Tensor> nexts;
       for (std::int64_t first = 0; first < mb; first += rows_per_forward) {
         const std::int64_t n = std::min(rows_per_forward, mb - first);
-        std::vector<KVCache> part;
-        if (n == mb) {
-          part = rows[m];
-        } else {
+        std::vector<KVCache> part;  // the group's rows of the caches, when it is not the whole micro-batch
+        if (n < mb) {
           for (const KVCache& kv : rows[m]) part.push_back({kv.keys.narrow(0, first, n), kv.values.narrow(0, first, n)});
         }
         torch::Tensor x;
         if (st.is_first_stage()) {
-          x = model.embed(n == mb ? tokens[m] : tokens[m].narrow(0, first, n), past);
+          x = model.embed(n < mb ? tokens[m].narrow(0, first, n) : tokens[m], past);
         } else {
           x = torch::empty({n, s, model.hidden_size()}, torch::get_default_dtype());
           parallel::recv(x, st.prev_stage_rank());
         }
-        x = model.blocks(x, n == mb ? rows[m] : part, past);
+        x = model.blocks(x, n < mb ? part : rows[m], past);
         if (st.is_last_stage()) {
           nexts.push_back(model.next_token(x));
         } else {

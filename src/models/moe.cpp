@@ -174,9 +174,9 @@ torch::Tensor MoeMlpImpl::forward(const torch::Tensor& x, const std::vector<std:
     }
     pool = std::max(pool, rows);
   }
-  auto padded = [&](const torch::Tensor& t, std::int64_t rows) {
-    if (t.size(0) == rows) return t;
-    return torch::cat({t, torch::zeros({rows - t.size(0), t.size(1)}, torch::TensorOptions(t.dtype()))}, 0);
+  // Rows up to `count` for a collective that needs equal shares.
+  auto padded = [](const torch::Tensor& t, std::int64_t count) {
+    return t.size(0) < count ? torch::nn::functional::pad(t, {0, 0, 0, count - t.size(0)}) : t;
   };
   const bool pooled = st.etp_size > 1 && routed > 0;
   if (pooled) dispatched = parallel::all_gather(padded(dispatched, pool), st.etp_group, 0).narrow(0, 0, routed);

@@ -197,17 +197,16 @@ torch::Tensor TransformerBlockImpl::forward_expert_parallel(const torch::Tensor&
   std::vector<std::int64_t> tokens_per_rank;
   for (int r = 0; r < st.tp_size; ++r) tokens_per_rank.push_back(std::clamp<std::int64_t>(tokens - r * share, 0, share));
   const std::int64_t mine = tokens_per_rank[static_cast<std::size_t>(st.tp_rank)];
-  auto padded = [&](const torch::Tensor& rows, std::int64_t count) {
-    if (rows.size(0) == count) return rows;
-    return torch::cat({rows, torch::zeros({count - rows.size(0), hidden}, torch::TensorOptions(rows.dtype()))}, 0);
-  };
+  namespace F = torch::nn::functional;
   torch::Tensor partial = out_->forward_unreduced(attention_partial(norm_1_(x), cache, past)).reshape({tokens, hidden});
-  torch::Tensor attended = parallel::reduce_scatter(padded(partial, share * st.tp_size), st.tp_group, 0);
+  if (tokens < share * st.tp_size) partial = F::pad(partial, {0, 0, 0, share * st.tp_size - tokens});
+  torch::Tensor attended = parallel::reduce_scatter(partial, st.tp_group, 0);
   torch::Tensor h = x.reshape({tokens, hidden}).narrow(0, std::min(tokens, st.tp_rank * share), mine) +
                     attended.narrow(0, 0, mine);
   if (out_->bias.defined()) h = h + out_->bias;
   h = h + moe_->forward(norm_2_(h), tokens_per_rank);
-  torch::Tensor all = parallel::all_gather(padded(h, share), st.tp_group, 0);
+  if (mine < share) h = F::pad(h, {0, 0, 0, share - mine});
+  torch::Tensor all = parallel::all_gather(h, st.tp_group, 0);
   if (all.size(0) != tokens) all = all.narrow(0, 0, tokens);
   return all.view(x.sizes());
 }

@@ -358,6 +358,29 @@ Tensor _scaled_mm(const Tensor& a, const Tensor& b, const Tensor& scale_a, const
 
 namespace nn::functional {
 
+Tensor pad(const Tensor& input, IntArrayRef pad, double) {
+  detail::check_defined(input, "pad", "input");
+  const auto& s = impl_of(input);
+  if (pad.size() % 2 != 0 || pad.size() / 2 > s.sizes.size()) {
+    fail("pad: Padding length must be divisible by 2 and at most twice the input's {} dims, got {}", s.sizes.size(),
+         pad.size());
+  }
+  Sizes out = s.sizes;
+  for (std::size_t i = 0; i < pad.size() / 2; ++i) {
+    std::int64_t& extent = out[out.size() - 1 - i];
+    extent += pad[2 * i] + pad[2 * i + 1];
+    if (extent < 0) {
+      fail("pad: the padded size of dim {} would be {}, which is negative", out.size() - 1 - i, extent);
+    }
+  }
+  runtime::RankContext* ctx = runtime::current_rank();
+  Tensor result = detail::make_tensor(ctx, out, s.dtype, s.device, "aten::constant_pad_nd");
+  const std::int64_t numel = impl_of(result).numel;
+  detail::dispatch(ctx, detail::elementwise_op(OpKind::copy, numel, s.dtype), "aten::constant_pad_nd", s.device,
+                   numel == 0);
+  return result;
+}
+
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
   detail::check_defined(input, "linear", "input");
   detail::check_defined(weight, "linear", "weight");

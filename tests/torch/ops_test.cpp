@@ -302,6 +302,23 @@ TEST_F(TorchOps, CatCopiesTheOutput) {
   EXPECT_EQ(torch::stack({a, a}, 0).sizes(), (Sizes{2, 2, 3, 8}));
 }
 
+TEST_F(TorchOps, ConstantPadWritesThePaddedOutputInOneKernel) {
+  namespace F = torch::nn::functional;
+  auto x = torch::empty({5, 8});
+  const std::size_t before = rank.launches.size();
+  auto y = F::pad(x, {0, 0, 0, 3});  // 3 rows after, as a batch padded to a multiple of ranks
+  EXPECT_EQ(y.sizes(), (Sizes{8, 8}));
+  EXPECT_EQ(rank.launches.size(), before + 1);
+  EXPECT_EQ(rank.last().kind, OpKind::copy);
+  EXPECT_EQ(rank.last().elements, 64u);
+  EXPECT_EQ(rank.launches.back().name, "aten::constant_pad_nd");
+  EXPECT_EQ(F::pad(x, {1, 2}).sizes(), (Sizes{5, 11}));
+  EXPECT_EQ(F::pad(x, {0, 0, -2, 0}).sizes(), (Sizes{3, 8}));  // negative counts crop
+  EXPECT_EQ(error_of([&] { F::pad(x, {1, 2, 3}); }),
+            "pad: Padding length must be divisible by 2 and at most twice the input's 2 dims, got 3");
+  EXPECT_EQ(error_of([&] { F::pad(x, {-9, 0}); }), "pad: the padded size of dim 1 would be -1, which is negative");
+}
+
 TEST_F(TorchOps, CopyIntoAKvCacheSliceAllocatesNothing) {
   torch::Tensor cache;
   {

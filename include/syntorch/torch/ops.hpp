@@ -110,6 +110,10 @@ inline Tensor layer_norm(const Tensor& x, IntArrayRef normalized_shape, const Te
   return torch::layer_norm(x, normalized_shape, weight, bias, eps);
 }
 inline Tensor embedding(const Tensor& indices, const Tensor& weight) { return torch::embedding(weight, indices); }
+// Constant padding (torch.nn.functional.pad, mode "constant"): `pad` holds (before, after)
+// counts for the last dim, then the one before it, ...; negative counts crop. One kernel writes
+// the padded output (aten::constant_pad_nd: a copy of its elements).
+Tensor pad(const Tensor& input, IntArrayRef pad, double value = 0);
 inline Tensor dropout(const Tensor& x, double p = 0.5, bool training = true) { return torch::dropout(x, p, training); }
 inline Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                            const Tensor& attn_mask = {}, double dropout_p = 0.0,
