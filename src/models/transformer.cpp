@@ -100,8 +100,9 @@ void TransformerModel::check(const RunLayout& l, Diagnostics& d, const std::stri
   } else if (c.moe() && c.experts % l.ep != 0) {
     d.error(where, "ep", fmt::format("{}'s {} experts do not split over ep {}", c.name, c.experts, l.ep));
   }
+  // An MLP (each expert's, under expert parallelism) splits over the ranks that share it.
   const int mlp_split = c.moe() && l.ep > 1 && l.tp % l.ep == 0 ? l.tp / l.ep : l.tp;
-  if (l.tp >= 1 && mlp_split >= 1 && c.ffn % mlp_split != 0) {
+  if (c.ffn % mlp_split != 0) {
     d.error(where, "tp", fmt::format("{}'s MLP width {} does not split over {} ranks", c.name, c.ffn, mlp_split));
   }
   if (c.layers % l.pp != 0) {

@@ -94,6 +94,13 @@ bool set_run_parameter(RunSpec& s, const std::string& key, const std::string& va
   return true;
 }
 
+const std::vector<std::string>& run_parameter_keys() {
+  static const std::vector<std::string> keys{"model", "tp",       "pp",    "ep",        "expert_skew",
+                                             "batch", "input_tokens", "output_tokens", "dtype", "kv_dtype",
+                                             "graph", "framework",    "micro_batches", "max_num_tokens"};
+  return keys;
+}
+
 bool validate_run(const RunSpec& s, const hw::Machine& machine, Diagnostics& d, const std::string& where) {
   const std::size_t before = d.size();
   if (!s.model) {

@@ -25,8 +25,11 @@ constexpr std::uint64_t kDefaultMaxStudyPoints = 100'000;
 namespace fs = std::filesystem;
 
 const std::vector<std::string>& simulate_parameters() {
-  static const std::vector<std::string> p{"hw",    "model",  "tp",        "pp",     "batch",        "input_tokens",
-                                          "output_tokens", "dtype", "kv_dtype", "policy", "graph", "framework", "micro_batches", "ep", "expert_skew", "max_num_tokens"};
+  static const std::vector<std::string> p = [] {
+    std::vector<std::string> out{"hw", "policy"};  // the machine and the kernel policy, then the run's own
+    for (const std::string& k : run_parameter_keys()) out.push_back(k);
+    return out;
+  }();
   return p;
 }
 

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <tuple>
 
 #include "run_helpers.hpp"
@@ -118,8 +119,25 @@ TEST(MoeGeneration, LayoutsThatDoNotFitAreNamedByFlag) {
   EXPECT_NE(problems(skew).find("flags:expert-skew: "), std::string::npos);
   Diagnostics d;
   RunSpec parsed;
-  EXPECT_FALSE(session::set_run_parameter(parsed, "expert_skew", "lots", d, "row 3") && d.empty());
+  EXPECT_TRUE(session::set_run_parameter(parsed, "expert_skew", "lots", d, "row 3"));  // a key it knows...
+  EXPECT_FALSE(d.empty());                                                              // ...with a bad value
   EXPECT_NE(d.to_string().find("row 3:expert_skew: expected a Zipf exponent"), std::string::npos) << d.to_string();
+}
+
+TEST(RunParameters, EveryListedKeyIsOneTheSetterTakes) {
+  // Studies and measurement rows accept exactly these keys; the setter must know each.
+  const std::map<std::string, std::string> values{{"model", "gpt3-125m"}, {"dtype", "bf16"}, {"kv_dtype", "fp8"},
+                                                  {"graph", "true"},      {"framework", "eager"}, {"expert_skew", "0.5"}};
+  for (const std::string& key : session::run_parameter_keys()) {
+    RunSpec spec;
+    Diagnostics d;
+    const auto v = values.find(key);
+    EXPECT_TRUE(session::set_run_parameter(spec, key, v != values.end() ? v->second : "2", d, "test")) << key;
+    EXPECT_TRUE(d.empty()) << key << ": " << d.to_string();
+  }
+  RunSpec spec;
+  Diagnostics d;
+  EXPECT_FALSE(session::set_run_parameter(spec, "hw", "x", d, "test"));  // the machine is not a run parameter
 }
 
 TEST(MoeGeneration, TheMixtralConfigJsonRunsAsTheZoosMixtral) {

@@ -52,6 +52,8 @@ struct RunSpec {
 // that is wrong is reported under `where` and the key, and leaves the spec as it was.
 bool set_run_parameter(RunSpec& spec, const std::string& key, const std::string& value, Diagnostics& diagnostics,
                        const std::string& where);
+// The keys set_run_parameter takes (input and output also as input_tokens and output_tokens).
+const std::vector<std::string>& run_parameter_keys();
 
 // Checks a spec against a machine: a model given, sizes positive, tp x pp devices available, the
 // model's own checks (heads and layers dividing), a dtype models run in. Sequences longer than the model's trained context are allowed

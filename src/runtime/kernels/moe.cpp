@@ -32,13 +32,12 @@ std::vector<Kernel> lower_moe_permute(const OpDesc& op, const LowerContext& cx) 
   // Sort the (token, expert) pairs by expert: read the ids, write the sorted ids and each
   // routed row's source position.
   Kernel sort = stream_kernel(cx, {"moe_permute: sort", routed, kIndexBytes, 2 * kIndexBytes, 1});
+  sort.flops = 0;  // comparisons, not the op's arithmetic
   sort.why.push_back(fmt::format("{} (token, expert) pairs sorted by expert", op.rows * op.k));
   // Each routed row is its token's row copied: the token is read once and written top_k times.
   Kernel gather = stream_kernel(cx, {"moe_permute: gather", routed * static_cast<double>(op.cols),
                                      e / static_cast<double>(op.k), e, 0});
-  gather.flops = 0;
   gather.why.push_back(fmt::format("{} token rows of {} copied to {} expert slots", op.rows, op.cols, op.rows * op.k));
-  sort.flops = 0;
   return {std::move(sort), std::move(gather)};
 }
 
