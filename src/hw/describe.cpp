@@ -41,6 +41,25 @@ class Table {
 };
 
 // "gpu[0..7]" for a run of instances "gpu[0]".."gpu[7]" that share a spec.
+// "simple: step 1.4 us, chunk 128 KiB, 12 x 24 GB/s; ll: ...; in-switch 25 us, 0.85".
+std::string describe_library(const CollectiveSpec& c) {
+  std::vector<std::string> parts;
+  for (const CollectiveProtocol& p : c.protocols) {
+    std::string s = fmt::format("{}: step {}, chunk {}, {} x {}", p.name, units::format_time_s(p.step_latency_s),
+                                units::format_size(p.chunk_bytes), p.channels,
+                                p.channel_bandwidth_bytes_per_s > 0 ? units::format_bandwidth(p.channel_bandwidth_bytes_per_s)
+                                                                    : "unlimited");
+    if (p.launch_latency_s > 0) s += fmt::format(", launch {}", units::format_time_s(p.launch_latency_s));
+    if (p.payload < 1) s += fmt::format(", payload {:g}", p.payload);
+    parts.push_back(std::move(s));
+  }
+  if (c.in_switch_latency_s > 0 || c.in_switch_efficiency < 1) {
+    parts.push_back(fmt::format("in-switch {}, efficiency {:g}", units::format_time_s(c.in_switch_latency_s),
+                                c.in_switch_efficiency));
+  }
+  return join(parts, "; ");
+}
+
 std::string range_name(const std::string& first, const std::string& last, std::size_t count) {
   if (count == 1) return first;
   const auto lb = first.rfind('[');
@@ -111,12 +130,7 @@ std::string describe_machine(const Machine& m) {
              d.compute.unit_bandwidth_bytes_per_s > 0 ? units::format_bandwidth(d.compute.unit_bandwidth_bytes_per_s) : "-",
              units::format_time_s(d.compute.kernel_overhead_s), std::to_string(d.compute.resident_tiles_per_unit),
              tiles.empty() ? "-" : fmt::format("{} shapes", tiles.size()),
-             d.collective ? fmt::format("step {}, chunk {}, {} x {}", units::format_time_s(d.collective->step_latency_s),
-                                        units::format_size(d.collective->chunk_bytes), d.collective->channels,
-                                        d.collective->channel_bandwidth_bytes_per_s > 0
-                                            ? units::format_bandwidth(d.collective->channel_bandwidth_bytes_per_s)
-                                            : "unlimited")
-                          : "-"});
+             d.collective ? describe_library(*d.collective) : "-"});
   }
   out += cal.render();
 

@@ -1,5 +1,6 @@
 #include "syntorch/hw/sim_machine.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "syntorch/base/units.hpp"
@@ -19,9 +20,19 @@ SimMachine::SimMachine(sim::Simulator& sim, const Machine& machine)
   for (const Device& d : machine.devices()) {
     compute_units_.push_back(std::make_unique<sim::ServerPool>(sim, d.name + " compute", d.compute.units));
     hbm_.push_back(network_.add_resource(d.name + " hbm", d.memory.bandwidth_bytes_per_s * d.memory.efficiency));
-    if (d.collective && d.collective->channel_bandwidth_bytes_per_s > 0) {
-      comm_engine_.push_back(network_.add_resource(
-          d.name + " collective engine", d.collective->channels * d.collective->channel_bandwidth_bytes_per_s));
+    // What the library's channels can push on the wire, in its fastest protocol.
+    double engine_bytes_per_s = 0;
+    if (d.collective) {
+      for (const CollectiveProtocol& p : d.collective->protocols) {
+        if (p.channel_bandwidth_bytes_per_s <= 0) {
+          engine_bytes_per_s = 0;  // one protocol without a limit: no engine limit
+          break;
+        }
+        engine_bytes_per_s = std::max(engine_bytes_per_s, p.channels * p.channel_bandwidth_bytes_per_s);
+      }
+    }
+    if (engine_bytes_per_s > 0) {
+      comm_engine_.push_back(network_.add_resource(d.name + " collective engine", engine_bytes_per_s));
     } else {
       comm_engine_.push_back(std::nullopt);
     }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "collectives/collectives.hpp"
+#include "syntorch/base/units.hpp"
 #include "kernels/kernels.hpp"
 #include "ops/op_type.hpp"
 
@@ -44,7 +45,7 @@ CollectivePlan Dispatcher::lower_collective(const OpDesc& op, std::span<const st
   if (!validate_op(op, d, op.describe())) throw InputError(std::move(d));
   if (!is_collective(op.kind)) fail(op.describe(), "not a collective");
   if (devices.size() < 2) fail(op.describe(), "a collective needs at least 2 devices");
-  detail::CollectiveContext cx{machine_, {}, {}};
+  detail::CollectiveContext cx{machine_, {}, {}, {}};
   for (std::uint32_t dev : devices) {
     if (dev >= machine_.devices().size()) {
       fail(machine_.name(), fmt::format("{} ranks requested but the machine has {} device(s)", devices.size(),
@@ -66,7 +67,18 @@ CollectivePlan Dispatcher::lower_collective(const OpDesc& op, std::span<const st
   for (std::uint32_t a : cx.endpoints) {
     for (std::uint32_t b : cx.endpoints) max_hops = std::max(max_hops, machine_.route(a, b).hops.size());
   }
-  std::optional<CollectivePlan> plan;
+  // Every (algorithm, protocol) pair the policy allows and the topology supports is estimated;
+  // the fastest is built, as NCCL's tuner picks an algorithm and a protocol per call.
+  const hw::CollectiveSpec library = cx.library;
+  if (entry.protocol && !library.protocol(*entry.protocol)) {
+    std::vector<std::string> names;
+    for (const auto& p : library.protocols) names.push_back(p.name);
+    fail("--policy", fmt::format("{}={}:{}: the collective library of {} has no protocol \"{}\" (it has: {})",
+                                 op_name(op.kind), entry.impl, *entry.protocol, machine_.name(), *entry.protocol,
+                                 join(names)));
+  }
+  const detail::CollectiveAlgorithm* best_algo = nullptr;
+  const hw::CollectiveProtocol* best_protocol = nullptr;
   double best = 0;
   std::vector<std::string> considered;
   for (const auto& algo : detail::collective_algorithms()) {
@@ -74,31 +86,59 @@ CollectivePlan Dispatcher::lower_collective(const OpDesc& op, std::span<const st
     const bool chosen = entry.impl == algo.name;
     if (entry.impl != "auto" && !chosen) continue;
     if (entry.impl == "auto" && algo.name == "tree" && max_hops <= 2) continue;
-    std::optional<CollectivePlan> p = algo.build(op, cx);
-    if (!p) {
+    if (entry.protocol && *entry.protocol != "simple" && !algo.any_protocol) {
+      if (chosen) {
+        fail("--policy", fmt::format("{}={}:{}: {} runs in the simple protocol only", op_name(op.kind), algo.name,
+                                     *entry.protocol, algo.name));
+      }
+      continue;
+    }
+    cx.protocol = library.simple();
+    if (!algo.build(op, cx)) {  // the topology cannot run it (checked once, in the simple protocol)
       if (chosen) {
         fail(machine_.name(), fmt::format("{} {} needs {}; not here", algo.name, op_name(op.kind), algo.needs));
       }
       continue;
     }
-    considered.emplace_back(algo.name);
-    const double t = algo.estimate ? algo.estimate(op, cx) : 0.0;
-    if (!plan || t < best) {
-      best = t;
-      plan = std::move(p);
+    for (const hw::CollectiveProtocol& protocol : library.protocols) {
+      if (entry.protocol ? protocol.name != *entry.protocol : (!algo.any_protocol && &protocol != &library.simple())) {
+        continue;
+      }
+      cx.protocol = protocol;
+      const double t = protocol.launch_latency_s + (algo.estimate ? algo.estimate(op, cx) : 0.0);
+      considered.push_back(library.protocols.size() > 1 ? fmt::format("{}:{}", algo.name, protocol.name)
+                                                        : std::string(algo.name));
+      if (!best_algo || t < best) {
+        best = t;
+        best_algo = &algo;
+        best_protocol = &protocol;
+      }
     }
   }
-  if (!plan) {
+  if (!best_algo) {
     fail(op.describe(), fmt::format("no collective algorithm {} is registered for {}", entry.impl, op_name(op.kind)));
   }
+  cx.protocol = *best_protocol;
+  std::optional<CollectivePlan> plan = best_algo->build(op, cx);
+  // Transfers carry payload; the protocol's flags travel with it on the wire.
+  plan->protocol = best_protocol->name;
+  plan->launch_latency_s += best_protocol->launch_latency_s;
+  for (Transfer& t : plan->transfers) t.bytes /= best_protocol->payload;
+  const std::string chosen_name = library.protocols.size() > 1
+                                      ? fmt::format("{} in the {} protocol", plan->algorithm, plan->protocol)
+                                      : plan->algorithm;
   const std::string reason =
-      entry.impl == "auto"
-          ? fmt::format("policy {}=auto: {} has the lowest alpha-beta estimate among {} (what this topology supports)",
-                        op_name(op.kind), plan->algorithm, join(considered))
-          : fmt::format("policy {}={}", op_name(op.kind), entry.impl);
+      entry.impl == "auto" || entry.protocol == std::nullopt
+          ? fmt::format("policy {}={}{}: {} has the lowest alpha-beta estimate ({}) among {} (what this topology supports)",
+                        op_name(op.kind), entry.impl, entry.protocol ? ":" + *entry.protocol : "", chosen_name,
+                        units::format_time_s(best), join(considered))
+          : fmt::format("policy {}={}:{}", op_name(op.kind), entry.impl, *entry.protocol);
   plan->why.insert(plan->why.begin(), reason);
-  plan->why.push_back(fmt::format("{} ranks on {}; library step latency {} s, chunk {} B", devices.size(), machine_.name(),
-                                  cx.library.step_latency_s, cx.library.chunk_bytes));
+  const hw::CollectiveProtocol& p = *best_protocol;
+  plan->why.push_back(fmt::format("{} ranks on {}; {} protocol: launch {}, step {}, chunk {}, {} channel(s){}", devices.size(),
+                                  machine_.name(), p.name, units::format_time_s(plan->launch_latency_s),
+                                  units::format_time_s(p.step_latency_s), units::format_size(p.chunk_bytes), p.channels,
+                                  p.payload < 1 ? fmt::format(", {:g} of the wire is payload", p.payload) : ""));
   return std::move(*plan);
 }
 

@@ -27,6 +27,7 @@ struct Executor::RunningCollective {
   void* obj = nullptr;
   std::uint64_t arg = 0;
   std::vector<std::uint32_t> waiting;                 // unfinished dependencies per transfer
+  std::vector<sim::TimePs> ready_ps;                  // earliest start the finished ones allow
   std::vector<std::vector<std::uint32_t>> successors;
   std::size_t finished = 0;
 };
@@ -286,12 +287,15 @@ void Executor::run_collective(const CollectivePlan& plan, sim::EventFn on_done, 
   c.finished = 0;
   const std::size_t n = plan.transfers.size();
   c.waiting.assign(n, 0);
+  c.ready_ps.assign(n, 0);
   c.successors.assign(n, {});
   for (std::uint32_t i = 0; i < n; ++i) {
-    c.waiting[i] = static_cast<std::uint32_t>(plan.transfers[i].deps.size());
-    for (std::uint32_t d : plan.transfers[i].deps) c.successors[d].push_back(i);
+    const Transfer& t = plan.transfers[i];
+    c.waiting[i] = static_cast<std::uint32_t>(t.deps.size()) + (t.follows != kNoTransfer ? 1 : 0);
+    for (std::uint32_t d : t.deps) c.successors[d].push_back(i);
+    if (t.follows != kNoTransfer) c.successors[t.follows].push_back(i);
   }
-  const sim::TimePs latency = units::seconds_to_ps(plan.step_latency_s);
+  const sim::TimePs latency = units::seconds_to_ps(plan.launch_latency_s + plan.step_latency_s);
   if (n == 0) {  // nothing crosses a link (an all-to-all whose ranks keep all they send)
     if (on_done) hw_.simulator().after(0, on_done, obj, arg);
     free_collectives_.push_back(slot);
@@ -317,9 +321,18 @@ void Executor::on_transfer_done(void* obj, std::uint64_t a) {
   auto* self = static_cast<Executor*>(obj);
   const std::uint32_t slot = slot_of(a);
   RunningCollective& c = self->collectives_[slot];
-  const sim::TimePs latency = units::seconds_to_ps(c.plan->step_latency_s);
-  for (std::uint32_t s : c.successors[index_of(a)]) {
-    if (--c.waiting[s] == 0) self->hw_.simulator().after(latency, &Executor::on_transfer_ready, self, pack(slot, s));
+  const sim::TimePs now = self->hw_.simulator().now();
+  const sim::TimePs synced = now + units::seconds_to_ps(c.plan->step_latency_s);
+  const std::uint32_t done = index_of(a);
+  for (std::uint32_t s : c.successors[done]) {
+    // A data dependency costs a synchronisation; the chunk ahead on the same path only its end.
+    const bool ordered_only = c.plan->transfers[s].follows == done &&
+                              std::find(c.plan->transfers[s].deps.begin(), c.plan->transfers[s].deps.end(), done) ==
+                                  c.plan->transfers[s].deps.end();
+    c.ready_ps[s] = std::max(c.ready_ps[s], ordered_only ? now : synced);
+    if (--c.waiting[s] == 0) {
+      self->hw_.simulator().after(c.ready_ps[s] - now, &Executor::on_transfer_ready, self, pack(slot, s));
+    }
   }
   if (++c.finished == c.plan->transfers.size()) {
     const sim::EventFn fn = c.on_done;

@@ -1,5 +1,7 @@
 #include "syntorch/runtime/policy.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -31,14 +33,16 @@ const PolicyEntry& KernelPolicy::entry(OpKind op) const {
 std::string KernelPolicy::describe() const {
   std::vector<std::string> parts;
   for (const auto& [op, e] : entries_) {
-    parts.push_back(e.precision ? fmt::format("{}={}:{}", op_name(op), e.impl, dtype_name(*e.precision))
-                                : fmt::format("{}={}", op_name(op), e.impl));
+    parts.push_back(e.precision  ? fmt::format("{}={}:{}", op_name(op), e.impl, dtype_name(*e.precision))
+                    : e.protocol ? fmt::format("{}={}:{}", op_name(op), e.impl, *e.protocol)
+                                 : fmt::format("{}={}", op_name(op), e.impl));
   }
   return join(parts, ",");
 }
 
 namespace {
-// Adds op -> impl[:precision] after checking both; problems name `where` and `path`.
+// Adds op -> impl[:suffix] after checking both: the suffix is a precision for an op that computes
+// and the library's protocol for a collective. Problems name `where` and `path`.
 void add_entry(KernelPolicy& p, const std::string& op_text, const std::string& impl_text,
                const std::optional<std::string>& precision_text, Diagnostics& d, const std::string& where,
                const std::string& path) {
@@ -58,9 +62,19 @@ void add_entry(KernelPolicy& p, const std::string& op_text, const std::string& i
                                      did_you_mean(impl_text, impls), join(impls)));
     return;
   }
-  PolicyEntry e{impl_text, std::nullopt};
+  PolicyEntry e{impl_text, std::nullopt, std::nullopt};
   if (precision_text && is_collective(*op)) {
-    d.error(where, path, fmt::format("{} moves data as it is: a precision does not apply", op_text));
+    // NCCL_PROTO's names, in any case: the library's protocols (simple, ll, ll128) are lower case.
+    std::string protocol = *precision_text;
+    std::transform(protocol.begin(), protocol.end(), protocol.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (protocol.empty() || protocol.find_first_of(":,= ") != std::string::npos) {
+      d.error(where, path, fmt::format("expected a protocol of the collective library after {}:, such as simple, "
+                                       "ll or ll128, got \"{}\"", impl_text, *precision_text));
+      return;
+    }
+    e.protocol = protocol;
+    p.set(*op, e);
     return;
   }
   if (precision_text) {
@@ -131,29 +145,45 @@ KernelPolicy KernelPolicy::load_file(const std::string& path, Diagnostics& d) {
     }
     const YAML::Node& v = kv.second;
     if (v.IsScalar()) {
-      add_entry(p, op, v.as<std::string>(), std::nullopt, d, path, ptr);
+      std::string impl = v.as<std::string>();
+      std::optional<std::string> suffix;
+      if (const auto colon = impl.find(':'); colon != std::string::npos) {
+        suffix = impl.substr(colon + 1);
+        impl = impl.substr(0, colon);
+      }
+      add_entry(p, op, impl, suffix, d, path, ptr);
     } else if (v.IsMap()) {
       std::string impl = "auto";
       std::optional<std::string> precision;
       bool ok = true;
       for (const auto& f : v) {
         const std::string key = f.first.IsScalar() ? f.first.as<std::string>() : std::string("?");
-        if ((key == "impl" || key == "precision") && !f.second.IsScalar()) {
+        if ((key == "impl" || key == "precision" || key == "protocol") && !f.second.IsScalar()) {
           d.error(path, ptr + "/" + key, "expected a name, got a list or map");
           ok = false;
         } else if (key == "impl") {
           impl = f.second.as<std::string>();
-        } else if (key == "precision") {
+        } else if (key == "precision" || key == "protocol") {
+          const auto kind = parse_op(op);
+          if (kind && is_collective(*kind) != (key == "protocol")) {
+            d.error(path, ptr + "/" + key,
+                    fmt::format("{} {}", op, key == "protocol" ? "is not a collective: it has a precision, not a protocol"
+                                                               : "moves data as it is: it has a protocol, not a precision"));
+            ok = false;
+          } else if (precision) {
+            d.error(path, ptr + "/" + key, "given with precision or protocol already");
+            ok = false;
+          }
           precision = f.second.as<std::string>();
         } else {
           ok = false;
-          d.error(path, ptr + "/" + key, fmt::format("unknown key \"{}\"{} (valid keys: impl, precision)", key,
-                                                     did_you_mean(key, {"impl", "precision"})));
+          d.error(path, ptr + "/" + key, fmt::format("unknown key \"{}\"{} (valid keys: impl, precision, protocol)", key,
+                                                     did_you_mean(key, {"impl", "precision", "protocol"})));
         }
       }
       if (ok) add_entry(p, op, impl, precision, d, path, ptr);
     } else {
-      d.error(path, ptr, "expected an implementation name or {impl: ..., precision: ...}");
+      d.error(path, ptr, "expected an implementation name or {impl: ..., precision: ...} ({impl: ..., protocol: ...} for a collective)");
     }
   }
   return p;

@@ -14,6 +14,27 @@ Predictor::Predictor(const hw::Machine& machine, KernelPolicy policy)
 
 Predictor::~Predictor() = default;
 
+std::string_view timing_name(Timing t) {
+  switch (t) {
+    case Timing::device: return "device";
+    case Timing::host: return "host";
+    case Timing::events: return "events";
+  }
+  return "device";
+}
+
+const std::vector<std::string>& timing_names() {
+  static const std::vector<std::string> kNames{"device", "host", "events"};
+  return kNames;
+}
+
+std::optional<Timing> parse_timing(std::string_view name) {
+  for (Timing t : {Timing::device, Timing::host, Timing::events}) {
+    if (timing_name(t) == name) return t;
+  }
+  return std::nullopt;
+}
+
 namespace {
 struct Flag {
   bool done = false;
@@ -97,9 +118,15 @@ Prediction Predictor::predict_unchecked(const OpDesc& op, Timing timing) {
     }
     const double host_total = end + h.sync_latency_s;
     p.host_overhead_s = host_total - p.device_time_s;
-    if (timing == Timing::host && p.host_overhead_s > p.device_time_s) p.bound = "launch";
+    // Events: the start record reaches the idle stream one launch latency after the host issued
+    // it, and so does every later command; what separates the records is the host's work.
+    p.events_overhead_s = end - h.launch_latency_s - p.device_time_s;
+    const double overhead = timing == Timing::host ? p.host_overhead_s : p.events_overhead_s;
+    if (timing != Timing::device && overhead > p.device_time_s) p.bound = "launch";
   }
-  p.time_s = timing == Timing::host ? p.device_time_s + p.host_overhead_s : p.device_time_s;
+  p.time_s = p.device_time_s + (timing == Timing::host     ? p.host_overhead_s
+                                : timing == Timing::events ? p.events_overhead_s
+                                                           : 0.0);
   return p;
 }
 

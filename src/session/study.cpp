@@ -12,6 +12,7 @@
 
 #include "syntorch/hw/config_loader.hpp"
 #include "syntorch/hw/machine.hpp"
+#include "syntorch/runtime/predictor.hpp"
 #include "syntorch/session/simulate.hpp"
 #include "syntorch/runtime/op_params.hpp"
 #include "syntorch/runtime/policy.hpp"
@@ -138,7 +139,9 @@ std::string check_parameter(StudyKind kind, const std::string& key, const std::s
                                     : fmt::format("unknown op \"{}\"{} (valid: {})", value,
                                                   did_you_mean(value, runtime::op_names()), join(runtime::op_names()));
   }
-  if (key == "timing") return value == "host" || value == "device" ? "" : fmt::format("expected host or device, got \"{}\"", value);
+  if (key == "timing") {
+    return runtime::parse_timing(value) ? "" : fmt::format("expected {}, got \"{}\"", join(runtime::timing_names(), ", "), value);
+  }
   if (key == "causal") return boolean();
   return runtime::parse_count(value) ? "" : fmt::format("expected a non-negative integer, got \"{}\"", value);
 }

@@ -134,7 +134,7 @@ void kernel(const Study& study, const Point& point, SweepRow& row) {
   }
   runtime::Predictor predictor(*machine, policy_of(p, dir));
   const runtime::Timing timing =
-      p.count("timing") && p.at("timing") == "host" ? runtime::Timing::host : runtime::Timing::device;
+      p.count("timing") ? runtime::parse_timing(p.at("timing")).value_or(runtime::Timing::device) : runtime::Timing::device;
   const runtime::Prediction r = predictor.predict(op, timing);
   row.status = "ok";
   row.bound = r.bound;

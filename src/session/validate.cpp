@@ -211,10 +211,10 @@ class Validator {
     runtime::op_from_params(values, {"timing", "impl"}, op, d, where);
     runtime::Timing timing = runtime::Timing::device;
     if (auto t = values.find("timing"); t != values.end()) {
-      if (t->second == "host") {
-        timing = runtime::Timing::host;
-      } else if (t->second != "device") {
-        d.error(where, "timing", fmt::format("expected host or device, got \"{}\"", t->second));
+      if (const auto parsed = runtime::parse_timing(t->second)) {
+        timing = *parsed;
+      } else {
+        d.error(where, "timing", fmt::format("expected {}, got \"{}\"", join(runtime::timing_names(), ", "), t->second));
       }
     }
     runtime::KernelPolicy policy;

@@ -113,7 +113,7 @@ TEST(Topology, DevicesReachEachOtherThroughTheSwitch) {
   EXPECT_TRUE(r.hops[0].forward);    // gpu[0] -> nvswitch
   EXPECT_FALSE(r.hops[1].forward);   // nvswitch -> gpu[5]
   ASSERT_EQ(r.switches.size(), 1u);
-  EXPECT_NEAR(r.latency_s, 0.7e-6 + 0.3e-6 + 0.7e-6, 1e-12);
+  EXPECT_NEAR(r.latency_s, 0.25e-6 + 0.1e-6 + 0.25e-6, 1e-12);
   EXPECT_DOUBLE_EQ(r.bottleneck_bytes_per_s, 450e9);
   EXPECT_TRUE(m.route(g0, g0).hops.empty());
   // The host is reached over PCIe, not through another GPU.
@@ -139,7 +139,7 @@ TEST(Topology, ALatencyWhatIfDoesNotReroutePeerTrafficThroughTheHost) {
   const Route& r = m.route(*m.find_endpoint("gpu[0]"), *m.find_endpoint("gpu[3]"));
   ASSERT_EQ(r.hops.size(), 2u);
   EXPECT_EQ(m.links()[r.hops[0].link].name, "nvlink[0]");
-  EXPECT_NEAR(r.latency_s, 1.5e-6 + 0.3e-6 + 1.5e-6, 1e-12);
+  EXPECT_NEAR(r.latency_s, 1.5e-6 + 0.1e-6 + 1.5e-6, 1e-12);
 }
 
 TEST(Topology, RingRoutesTakeTheShorterWay) {

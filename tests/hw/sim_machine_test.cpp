@@ -25,7 +25,7 @@ void send(SimMachine& hw, Arrivals& a, const char* from, const char* to, double 
               TransferOptions{touch_hbm, false, sim::kUnlimitedRate});
 }
 
-constexpr double kLatencyPs = 1.7e6;  // nvlink 0.7 us + nvswitch 0.3 us + nvlink 0.7 us
+constexpr double kLatencyPs = 0.6e6;  // nvlink 0.25 us + nvswitch 0.1 us + nvlink 0.25 us
 
 // The closed forms below use the peak link bandwidth.
 const std::vector<Override> kPeakLinks{{"/components/nvlink/efficiency", "1"}};

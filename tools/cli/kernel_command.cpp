@@ -1,4 +1,4 @@
-// `syntorch kernel OP --hw FILE [shape flags] [--dtype D] [--policy P] [--timing host|device] [--json]`:
+// `syntorch kernel OP --hw FILE [shape flags] [--dtype D] [--policy P] [--timing device|host|events] [--json]`:
 // predicts one kernel (or collective) by running it on the simulator.
 
 #include <fmt/format.h>
@@ -58,8 +58,7 @@ double bus_bandwidth(const runtime::OpDesc& op, double time_s) {
 void print_text(std::ostream& out, const runtime::OpDesc& op, const hw::Machine& m, const runtime::Prediction& p,
                 runtime::Timing timing) {
   out << fmt::format("{} on {} ({})\n", op.describe(), m.devices()[0].name, m.name());
-  out << fmt::format("  time            {} ({} timing)\n", units::format_time_s(p.time_s),
-                     timing == runtime::Timing::host ? "host" : "device");
+  out << fmt::format("  time            {} ({} timing)\n", units::format_time_s(p.time_s), runtime::timing_name(timing));
   out << fmt::format("  device time     {}; a host-timed call adds {}\n", units::format_time_s(p.device_time_s),
                      units::format_time_s(p.host_overhead_s));
   if (p.plan) {
@@ -91,7 +90,7 @@ nlohmann::ordered_json to_json(const runtime::OpDesc& op, const hw::Machine& m, 
   j["shape"] = op.describe();
   j["hw"] = m.config().file;
   j["device"] = m.devices()[0].name;
-  j["timing"] = timing == runtime::Timing::host ? "host" : "device";
+  j["timing"] = runtime::timing_name(timing);
   j["time_us"] = p.time_s * 1e6;
   j["device_time_us"] = p.device_time_s * 1e6;
   j["host_overhead_us"] = p.host_overhead_s * 1e6;
@@ -143,7 +142,7 @@ int run_kernel(const KernelOptions& o, Context& ctx) {
   }
   const runtime::KernelPolicy policy = make_policy(o, op.kind, d);
   const auto overrides = hw::parse_overrides(o.sets, d);
-  const runtime::Timing timing = o.timing == "host" ? runtime::Timing::host : runtime::Timing::device;
+  const runtime::Timing timing = runtime::parse_timing(o.timing).value_or(runtime::Timing::device);
   std::optional<hw::Machine> machine;
   try {
     machine = hw::Machine::load(o.hw, overrides);
@@ -195,8 +194,10 @@ void add_kernel_command(CLI::App& app, Context& ctx) {
   k->add_option("--dtype", o->dtype, "Data type: " + join(dtype_names()))->capture_default_str();
   k->add_option("--policy", o->policy, "Kernel policy: op=impl[:precision],... or a JSON/YAML file");
   k->add_option("--algo", o->algo, "Implementation for this op (e.g. ring, tree, in_switch for allreduce)");
-  k->add_option("--timing", o->timing, "device: kernel time; host: as a host clock around a synchronised call sees it")
-      ->check(CLI::IsMember({"device", "host"}))
+  k->add_option("--timing", o->timing,
+                "device: kernel time; host: as a host clock around a synchronised call sees it; events: as CUDA "
+                "events around one call on an idle stream see it")
+      ->check(CLI::IsMember(runtime::timing_names()))
       ->capture_default_str();
   k->add_option("--set", o->sets, "Override a config field: /json/pointer=value (repeatable)");
   k->add_flag("--json", o->json, "Print JSON");

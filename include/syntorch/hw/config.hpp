@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -86,15 +87,33 @@ struct SwitchSpec {
   bool in_switch_reduction = false;  // can reduce in the switch (NVLink SHARP / NVLS)
 };
 
-// How a device's communication library moves collective data (NCCL/RCCL-like): every step of a
-// collective algorithm costs `step_latency` of synchronisation; data moves in pipelined chunks of
-// `chunk_bytes` per channel; the library drives up to `channels` channels (one CTA each) of at
-// most `channel_bandwidth` each, one per chunk a step holds, so small messages use few channels.
-struct CollectiveSpec {
+// One protocol of a device's communication library (NCCL's Simple, LL, LL128): a collective run
+// in it pays `launch_latency` once and `step_latency` of synchronisation per algorithm step; data
+// moves in pipelined chunks of `chunk_bytes` per channel over up to `channels` channels (one CTA
+// each) of at most `channel_bandwidth` on the wire each, one per chunk a step holds, so small
+// messages use few channels; `payload` is the share of wire bytes that is data (LL sends a flag
+// with every 4 bytes: 0.5; LL128 one flag word per 128-byte line: 120/128).
+struct CollectiveProtocol {
+  std::string name;
+  double launch_latency_s = 0;
   double step_latency_s = 0;
   double chunk_bytes = 0;
   std::uint32_t channels = 1;
   double channel_bandwidth_bytes_per_s = 0;  // 0 = no limit per channel
+  double payload = 1;
+};
+
+// How a device's communication library (NCCL/RCCL-like) moves collective data: its protocols,
+// "simple" first (the component's own fields), then those under `protocols`; and what a
+// reduction in a switch costs it (NCCL's NVLS): a fixed `in_switch_latency` and the share of the
+// link (`in_switch_efficiency`) its multicast loads and stores reach.
+struct CollectiveSpec {
+  std::vector<CollectiveProtocol> protocols;
+  double in_switch_latency_s = 0;
+  double in_switch_efficiency = 1;
+
+  const CollectiveProtocol& simple() const { return protocols.front(); }
+  const CollectiveProtocol* protocol(std::string_view name) const;
 };
 
 struct ComponentSpec;

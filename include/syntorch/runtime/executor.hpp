@@ -18,21 +18,28 @@
 
 namespace syntorch::runtime {
 
-// A collective algorithm lowered to transfers. Transfer i starts `step_latency` after its last
-// dependency finishes (or at the start, with none) and moves `bytes` from src to dst endpoints.
+// A collective algorithm lowered to transfers. Transfer i moves `bytes` (on the wire) from src to
+// dst endpoints; it starts `step_latency` (the library's synchronisation) after the last of its
+// `deps` finishes, and not before the transfer it `follows` (the previous chunk on its path,
+// which needs no synchronisation: the library keeps several chunks in flight) has finished.
+// Transfers with neither start `launch_latency` + `step_latency` after the collective.
+inline constexpr std::uint32_t kNoTransfer = 0xffffffffu;
 struct Transfer {
   std::uint32_t src_endpoint = 0;
   std::uint32_t dst_endpoint = 0;
   double bytes = 0;
   double rate_cap_bytes_per_s = sim::kUnlimitedRate;  // what the library's channels can push
   std::vector<std::uint32_t> deps;
+  std::uint32_t follows = kNoTransfer;
 };
 
 struct CollectivePlan {
   std::string algorithm;
+  std::string protocol = "simple";  // of the library (NCCL's Simple, LL, LL128)
   std::vector<Transfer> transfers;
+  double launch_latency_s = 0;
   double step_latency_s = 0;
-  double bytes_per_rank = 0;  // bytes each rank sends over the whole collective
+  double bytes_per_rank = 0;  // payload bytes each rank sends over the whole collective
   std::vector<std::string> why;
 };
 

@@ -2,7 +2,8 @@
 // KernelPolicy: policy as code. A map from op to implementation (and optionally the precision to
 // run it in), read from a JSON or YAML file or from a CLI string like
 // "attention=flash_v2,gemm=cublasLt,allreduce=ring". Ops without an entry use "auto": the
-// dispatcher picks the implementation it predicts fastest among those the device supports.
+// dispatcher picks the implementation it predicts fastest among those the device supports. A
+// collective's entry may name the library's protocol as well ("allreduce=ring:ll128").
 
 #include <map>
 #include <optional>
@@ -16,7 +17,8 @@ namespace syntorch::runtime {
 
 struct PolicyEntry {
   std::string impl = "auto";
-  std::optional<DType> precision;  // run the op in this dtype instead of the op's own
+  std::optional<DType> precision;      // run the op in this dtype instead of the op's own
+  std::optional<std::string> protocol;  // a collective: run it in this protocol of the library
 };
 
 class KernelPolicy {
@@ -24,7 +26,8 @@ class KernelPolicy {
   // The implementations an op accepts, "auto" first.
   static std::vector<std::string> implementations(OpKind op);
 
-  // "op=impl[:precision],..." e.g. "gemm=cublasLt,attention=flash_v2:bf16". Problems name `where`.
+  // "op=impl[:precision|:protocol],..." e.g. "gemm=cublasLt,attention=flash_v2:bf16,allreduce=auto:ll".
+  // Problems name `where`.
   static KernelPolicy parse(const std::string& text, Diagnostics& diagnostics, const std::string& where = "--policy");
   // A JSON or YAML file mapping op -> "impl" or {impl: ..., precision: ...}.
   static KernelPolicy load_file(const std::string& path, Diagnostics& diagnostics);

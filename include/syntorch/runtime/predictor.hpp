@@ -2,13 +2,18 @@
 // Predicts one op by running it on the simulator: the Dispatcher lowers it, the Executor runs
 // the kernels (or the collective's transfers) on a SimMachine, and the time is read off the
 // simulated clock. Device timing is first kernel start to last kernel end, as CUDA events around
-// the kernels measure; host timing adds what a host clock around a synchronised call sees:
-// framework dispatch, one launch call per kernel, launch latency and synchronisation, from the
-// host part of the config. The simulator and machine are reused across predictions.
+// the kernels measure back to back (nccl-tests, benchmark loops); host timing adds what a host
+// clock around a synchronised call sees: framework dispatch, one launch call per kernel, launch
+// latency and synchronisation, from the host part of the config; events timing is what CUDA
+// events recorded around one call on an idle stream see (torch.cuda.Event around a
+// torch.distributed call): the host work between the two records shows, the launch latency both
+// records pay and the synchronisation after them do not. The simulator and machine are reused
+// across predictions.
 
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "syntorch/hw/sim_machine.hpp"
@@ -17,12 +22,17 @@
 
 namespace syntorch::runtime {
 
-enum class Timing { device, host };
+enum class Timing { device, host, events };
+
+std::string_view timing_name(Timing t);
+std::optional<Timing> parse_timing(std::string_view name);
+const std::vector<std::string>& timing_names();  // device, host, events
 
 struct Prediction {
   double time_s = 0;         // in the requested timing
   double device_time_s = 0;
   double host_overhead_s = 0;  // host timing minus device timing
+  double events_overhead_s = 0;  // events timing minus device timing
   double flops = 0;
   double hbm_bytes = 0;
   std::string bound;         // compute, memory, latency, launch or communication

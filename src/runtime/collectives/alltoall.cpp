@@ -129,7 +129,7 @@ CollectivePlan plan_of(const Schedule& schedule, const CollectiveContext& cx, st
   };
   CollectivePlan plan;
   plan.algorithm = std::move(algorithm);
-  plan.step_latency_s = cx.library.step_latency_s;
+  plan.step_latency_s = cx.protocol.step_latency_s;
   const std::size_t n = cx.endpoints.size();
   std::vector<std::optional<Sent>> last(n);
   std::vector<std::vector<Sent>> received(n);
@@ -139,16 +139,16 @@ CollectivePlan plan_of(const Schedule& schedule, const CollectiveContext& cx, st
       std::vector<Sent> after;
       if (last[m.from]) after.push_back(*last[m.from]);
       if (r >= schedule.forwarding) after.insert(after.end(), received[m.from].begin(), received[m.from].end());
-      const auto k = static_cast<std::uint32_t>(chunks_for(m.bytes, cx.library));
+      const auto k = static_cast<std::uint32_t>(chunks_for(m.bytes, cx.protocol));
       const Sent sent{static_cast<std::uint32_t>(plan.transfers.size()), k};
-      const double cap = channel_cap(m.bytes, cx.library);
+      const double cap = channel_cap(m.bytes, cx.protocol);
       for (std::uint32_t c = 0; c < k; ++c) {
         Transfer t;
         t.src_endpoint = cx.endpoints[m.from];
         t.dst_endpoint = cx.endpoints[m.to];
         t.bytes = m.bytes / k;
         t.rate_cap_bytes_per_s = cap;
-        if (c > 0) t.deps.push_back(sent.first + c - 1);  // chunks leave in order
+        if (c > 0) t.deps.push_back(sent.first + c - 1);  // the channel's previous chunk
         for (const Sent& d : after) t.deps.push_back(d.first + std::min(d.chunks - 1, c * d.chunks / k));
         plan.transfers.push_back(std::move(t));
       }
@@ -169,8 +169,8 @@ double estimate_s(const Schedule& schedule, const CollectiveContext& cx) {
   for (const auto& round : schedule.rounds) {
     double round_s = 0;
     for (const Message& m : round) {
-      const double rate = std::min(route_bytes_per_s(cx, m.from, m.to), channel_cap(m.bytes, cx.library));
-      const double latency_s = cx.library.step_latency_s + cx.machine.route(cx.endpoints[m.from], cx.endpoints[m.to]).latency_s;
+      const double rate = std::min(route_bytes_per_s(cx, m.from, m.to), channel_cap(m.bytes, cx.protocol));
+      const double latency_s = cx.protocol.step_latency_s + cx.machine.route(cx.endpoints[m.from], cx.endpoints[m.to]).latency_s;
       round_s = std::max(round_s, latency_s + m.bytes / rate);
     }
     total_s += round_s;

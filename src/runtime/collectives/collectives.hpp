@@ -2,7 +2,11 @@
 // Collective algorithms lowered to transfer DAGs over the routed topology, one file each. Data
 // moves in pipelined chunks: a segment is split into k chunks (k from the library's chunk size,
 // at most kMaxChunks simulated), and chunk j of a step may go as soon as chunk j of the previous
-// step has arrived, so steps overlap as in NCCL's pipelined protocols.
+// step has arrived, so steps overlap as in NCCL's pipelined protocols. Point-to-point protocols
+// pay their synchronisation on every chunk, the previous chunk of a channel included: a channel's
+// CTA waits for a free slot, copies, fences and raises a flag before it takes the next chunk.
+// In-switch reduction issues multicast loads and stores from many warps without flags per chunk,
+// so its chunks only follow each other.
 
 #include <optional>
 #include <span>
@@ -17,17 +21,29 @@
 namespace syntorch::runtime::detail {
 
 inline constexpr std::uint64_t kMaxChunks = 32;
+// In-switch reduction pipelines four stages without per-chunk synchronisation; its last chunk's
+// trip through them is not hidden, so it is cut finer to keep that tail near the library's.
+inline constexpr std::uint64_t kMaxSwitchChunks = 128;
 
+// Algorithms build and estimate in one protocol of the library: transfers carry payload bytes and
+// wire rate caps; the dispatcher scales the bytes to the wire (1 / payload) once a plan is built,
+// and estimates count payload bytes at `payload` x the wire rate.
 struct CollectiveContext {
   const hw::Machine& machine;
   std::vector<std::uint32_t> endpoints;  // of the participating devices, in rank order
   hw::CollectiveSpec library;
+  hw::CollectiveProtocol protocol;  // the one being built or estimated
 };
 
-// Chunks a step of `bytes` is pipelined in: one per `channels` x `chunk` bytes, at most kMaxChunks.
-std::uint64_t chunks_for(double bytes, const hw::CollectiveSpec& lib);
-// The rate one transfer of a step of `bytes` can reach: one channel per chunk the step holds.
-double channel_cap(double bytes, const hw::CollectiveSpec& lib);
+// Chunks a step of `bytes` is pipelined in: one per `channels` x `chunk` bytes, at most `max_chunks`.
+std::uint64_t chunks_for(double bytes, const hw::CollectiveProtocol& p, std::uint64_t max_chunks = kMaxChunks);
+// The wire rate one transfer of a step of `bytes` can reach: one channel per chunk the step holds.
+double channel_cap(double bytes, const hw::CollectiveProtocol& p);
+// The payload rate of a route's or channel's wire rate in the context's protocol.
+inline double payload_rate(const CollectiveContext& cx, double wire_bytes_per_s) {
+  return wire_bytes_per_s * cx.protocol.payload;
+}
+
 
 // The achievable bandwidth of the route between ranks `from` and `to` (positions in cx).
 double route_bytes_per_s(const CollectiveContext& cx, std::uint32_t from, std::uint32_t to);
@@ -36,6 +52,19 @@ double route_bytes_per_s(const CollectiveContext& cx, std::uint32_t from, std::u
 std::vector<std::vector<std::uint32_t>> nodes_of(const CollectiveContext& cx);
 // A switch with in-switch reduction on the route from the first of `ranks` to each other one.
 std::optional<std::uint32_t> reducing_switch(const CollectiveContext& cx, std::span<const std::uint32_t> ranks);
+
+// Ranks in nodes of equal size, each node with a switch on its ranks' routes that can reduce.
+struct SwitchLayout {
+  std::vector<std::vector<std::uint32_t>> nodes;  // ranks per node
+  std::vector<std::uint32_t> switch_endpoint;      // per node
+};
+// Several such nodes (nullopt where the ranks do not form them).
+std::optional<SwitchLayout> switch_layout(const CollectiveContext& cx);
+// All-reduce through each node's switch (reduce-scatter, a ring along each rail between nodes,
+// all-gather by multicast), and its alpha-beta estimate; in_switch.cpp.
+CollectivePlan switch_allreduce(const OpDesc& op, const CollectiveContext& cx, const SwitchLayout& layout,
+                                std::string name);
+double estimate_switch_allreduce_s(const OpDesc& op, const CollectiveContext& cx, const SwitchLayout& layout);
 
 // The slowest achievable bandwidth and the largest latency between consecutive ranks.
 double ring_bandwidth(const CollectiveContext& cx);
@@ -55,6 +84,7 @@ struct CollectiveAlgorithm {
   AlgorithmBuilder build;
   AlgorithmEstimate estimate = nullptr;  // needed where an op has several algorithms
   std::string_view needs = "";           // what the topology must have when the builder can decline
+  bool any_protocol = false;             // runs in every protocol of the library, or only in simple
 };
 
 // Every (op, algorithm) pair, registered in registry.cpp.
@@ -63,6 +93,7 @@ std::span<const CollectiveAlgorithm> collective_algorithms();
 std::optional<CollectivePlan> ring_allreduce(const OpDesc& op, const CollectiveContext& cx);
 double estimate_ring_allreduce_s(const OpDesc& op, const CollectiveContext& cx);
 std::optional<CollectivePlan> ring_allgather(const OpDesc& op, const CollectiveContext& cx);
+double estimate_ring_gather_s(const OpDesc& op, const CollectiveContext& cx);  // all-gather and reduce-scatter
 std::optional<CollectivePlan> ring_reducescatter(const OpDesc& op, const CollectiveContext& cx);
 std::optional<CollectivePlan> tree_allreduce(const OpDesc& op, const CollectiveContext& cx);
 double estimate_tree_allreduce_s(const OpDesc& op, const CollectiveContext& cx);

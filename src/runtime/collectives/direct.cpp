@@ -44,10 +44,10 @@ std::optional<CollectivePlan> direct_allreduce(const OpDesc& op, const Collectiv
   if (!full_mesh(cx)) return std::nullopt;
   const auto n = static_cast<std::uint32_t>(cx.endpoints.size());
   const double segment = static_cast<double>(op.bytes) / n;
-  const auto k = static_cast<std::uint32_t>(chunks_for(segment, cx.library));
+  const auto k = static_cast<std::uint32_t>(chunks_for(segment, cx.protocol));
   CollectivePlan plan;
   plan.algorithm = "direct";
-  plan.step_latency_s = cx.library.step_latency_s;
+  plan.step_latency_s = cx.protocol.step_latency_s;
   plan.bytes_per_rank = 2.0 * (n - 1) * segment;
   // Transfer (phase, from, to, chunk); phase 0 reduce-scatter, 1 all-gather.
   auto id = [&](std::uint32_t phase, std::uint32_t from, std::uint32_t to, std::uint32_t j) {
@@ -55,7 +55,7 @@ std::optional<CollectivePlan> direct_allreduce(const OpDesc& op, const Collectiv
   };
   plan.transfers.resize(static_cast<std::size_t>(2) * n * n * k);
   std::vector<bool> used(plan.transfers.size(), false);
-  const double cap = channel_cap(segment, cx.library);
+  const double cap = channel_cap(segment, cx.protocol);
   for (std::uint32_t phase = 0; phase < 2; ++phase) {
     for (std::uint32_t from = 0; from < n; ++from) {
       for (std::uint32_t to = 0; to < n; ++to) {
@@ -67,7 +67,7 @@ std::optional<CollectivePlan> direct_allreduce(const OpDesc& op, const Collectiv
           t.dst_endpoint = cx.endpoints[to];
           t.bytes = segment / k;
           t.rate_cap_bytes_per_s = cap;
-          if (j > 0) t.deps.push_back(id(phase, from, to, j - 1));  // chunks leave in order
+          if (j > 0) t.deps.push_back(id(phase, from, to, j - 1));  // the channel's previous chunk
           if (phase == 1) {
             // `from` sends chunk j of its segment once every peer's chunk j of it has arrived.
             for (std::uint32_t q = 0; q < n; ++q) {
@@ -88,6 +88,7 @@ std::optional<CollectivePlan> direct_allreduce(const OpDesc& op, const Collectiv
   }
   for (Transfer& t : kept) {
     for (std::uint32_t& d : t.deps) d = renumber[d];
+    if (t.follows != kNoTransfer) t.follows = renumber[t.follows];
   }
   plan.transfers = std::move(kept);
   plan.why.push_back(fmt::format("direct: a full mesh of links; reduce-scatter then all-gather, each rank sending "
@@ -99,8 +100,8 @@ std::optional<CollectivePlan> direct_allreduce(const OpDesc& op, const Collectiv
 double estimate_direct_allreduce_s(const OpDesc& op, const CollectiveContext& cx) {
   const double n = static_cast<double>(cx.endpoints.size());
   const double segment = static_cast<double>(op.bytes) / n;
-  const double alpha = cx.library.step_latency_s + ring_hop_latency(cx);
-  const double bw = std::min(slowest_pair_bandwidth(cx), channel_cap(segment, cx.library));
+  const double alpha = cx.protocol.step_latency_s + ring_hop_latency(cx);
+  const double bw = payload_rate(cx, std::min(slowest_pair_bandwidth(cx), channel_cap(segment, cx.protocol)));
   return 2 * alpha + 2 * segment / bw;
 }
 

@@ -14,12 +14,12 @@ namespace syntorch::runtime::detail {
 
 std::optional<CollectivePlan> tree_allreduce(const OpDesc& op, const CollectiveContext& cx) {
   const auto n = static_cast<std::uint32_t>(cx.endpoints.size());
-  const auto k = static_cast<std::uint32_t>(chunks_for(static_cast<double>(op.bytes), cx.library));
+  const auto k = static_cast<std::uint32_t>(chunks_for(static_cast<double>(op.bytes), cx.protocol));
   const double chunk = static_cast<double>(op.bytes) / k;
-  const double cap = channel_cap(static_cast<double>(op.bytes), cx.library);
+  const double cap = channel_cap(static_cast<double>(op.bytes), cx.protocol);
   CollectivePlan plan;
   plan.algorithm = "tree";
-  plan.step_latency_s = cx.library.step_latency_s;
+  plan.step_latency_s = cx.protocol.step_latency_s;
   plan.bytes_per_rank = static_cast<double>(op.bytes);
   // up(i, j): rank i (i > 0) sends chunk j to its parent; down(i, j): the parent sends it to i.
   auto up = [&](std::uint32_t i, std::uint32_t j) { return (i - 1) * k + j; };
@@ -58,17 +58,17 @@ std::optional<CollectivePlan> tree_allreduce(const OpDesc& op, const CollectiveC
 }
 
 std::optional<CollectivePlan> direct_sendrecv(const OpDesc& op, const CollectiveContext& cx) {
-  const auto k = static_cast<std::uint32_t>(chunks_for(static_cast<double>(op.bytes), cx.library));
+  const auto k = static_cast<std::uint32_t>(chunks_for(static_cast<double>(op.bytes), cx.protocol));
   CollectivePlan plan;
   plan.algorithm = "direct";
-  plan.step_latency_s = cx.library.step_latency_s;
+  plan.step_latency_s = cx.protocol.step_latency_s;
   plan.bytes_per_rank = static_cast<double>(op.bytes);
   for (std::uint32_t j = 0; j < k; ++j) {
     Transfer t;
     t.src_endpoint = cx.endpoints[0];
     t.dst_endpoint = cx.endpoints[1];
     t.bytes = static_cast<double>(op.bytes) / k;
-    t.rate_cap_bytes_per_s = channel_cap(static_cast<double>(op.bytes), cx.library);
+    t.rate_cap_bytes_per_s = channel_cap(static_cast<double>(op.bytes), cx.protocol);
     if (j > 0) t.deps.push_back(j - 1);
     plan.transfers.push_back(std::move(t));
   }
@@ -81,8 +81,8 @@ std::optional<CollectivePlan> direct_sendrecv(const OpDesc& op, const Collective
 double estimate_tree_allreduce_s(const OpDesc& op, const CollectiveContext& cx) {
   const double n = static_cast<double>(cx.endpoints.size());
   const double s = static_cast<double>(op.bytes);
-  const double alpha = cx.library.step_latency_s + ring_hop_latency(cx);
-  const double bw = std::min(ring_bandwidth(cx), channel_cap(s, cx.library));
+  const double alpha = cx.protocol.step_latency_s + ring_hop_latency(cx);
+  const double bw = payload_rate(cx, std::min(ring_bandwidth(cx), channel_cap(s, cx.protocol)));
   return 2 * std::ceil(std::log2(n)) * alpha + 3 * s / bw;
 }
 
