@@ -55,6 +55,31 @@ TEST(RmsNorm, EagerComposesEightKernelsTorchTwoFusedOneAndTheyRankSo) {
   EXPECT_EQ(predict(m, norm, "").kernels.size(), 1u);  // auto: the fastest
 }
 
+TEST(RmsNorm, AFusedRowThatFitsOnChipIsReadOnceWithFewerCtasPerUnit) {
+  // A 32768-element bf16 row needs 128 KiB in fp32: three such CTAs fit in an H100 SM's 228 KiB
+  // of shared memory and 256 KiB of registers, so each row is read from HBM once. A row of 2^18
+  // elements (1 MiB in fp32) fits no SM: it is read twice.
+  const hw::Machine h100 = hw::Machine::load(config_path("h100_sxm5_80gb"));
+  const Prediction fits = predict(h100, op("rmsnorm", {{"rows", "1024"}, {"cols", "32768"}, {"dtype", "bf16"}}),
+                                  "rmsnorm=fused");
+  ASSERT_EQ(fits.kernels.size(), 1u);
+  EXPECT_EQ(fits.kernels[0].tiles_per_unit, 3u);
+  EXPECT_DOUBLE_EQ(hbm_bytes(fits), 2.0 * 1024 * 32768 * 2);
+  const Prediction small = predict(h100, op("rmsnorm", {{"rows", "4096"}, {"cols", "4096"}, {"dtype", "bf16"}}),
+                                   "rmsnorm=fused");
+  EXPECT_EQ(small.kernels[0].tiles_per_unit, h100.devices()[0].compute.resident_tiles_per_unit);
+  const Prediction huge = predict(h100, op("rmsnorm", {{"rows", "512"}, {"cols", "262144"}, {"dtype", "bf16"}}),
+                                  "rmsnorm=fused");
+  EXPECT_EQ(huge.kernels[0].tiles_per_unit, 1u);
+  EXPECT_GT(hbm_bytes(huge), 2.0 * 512 * 262144 * 2);  // 256 MiB of rows in flight exceed the L2
+  // With (almost) no register file, shared memory alone holds one such row per unit.
+  const hw::Machine smem_only =
+      hw::Machine::load(config_path("h100_sxm5_80gb"), {{"/components/gpu/components/sm/register_file", "1 KiB"}});
+  const Prediction less = predict(smem_only, op("rmsnorm", {{"rows", "1024"}, {"cols", "32768"}, {"dtype", "bf16"}}),
+                                  "rmsnorm=fused");
+  EXPECT_EQ(less.kernels[0].tiles_per_unit, 1u);
+}
+
 TEST(Rope, FusedRotatesQueriesAndKeysInPlaceInOnePass) {
   const hw::Machine m = hw::Machine::load(config_path("h100_sxm5_80gb"));
   const OpDesc rope = op("rope", {{"tokens", "8192"}, {"heads", "32"}, {"kv_heads", "8"}, {"head_dim", "128"}});

@@ -29,6 +29,7 @@ struct ComputeSpec {
   std::map<DType, double> matrix_ops_per_cycle;  // per unit; an FMA counts as 2 ops
   std::map<DType, double> vector_ops_per_cycle;  // per unit
   double shared_memory_bytes = 0;                // per unit; 0 = not given
+  double register_file_bytes = 0;                // per unit; 0 = not given
   // Calibration: physical and efficiency parameters of kernels on these units.
   std::vector<GemmTile> gemm_tiles;              // CTA tile shapes the matrix units run
   double matrix_efficiency = 1;                  // fraction of matrix peak a GEMM mainloop sustains

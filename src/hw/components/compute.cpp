@@ -49,6 +49,7 @@ void parse_compute(ObjectReader& r, ComponentSpec& out) {
   c.matrix_ops_per_cycle = read_ops_table(r, "matrix_ops_per_cycle", false);
   c.vector_ops_per_cycle = read_ops_table(r, "vector_ops_per_cycle", true);
   c.shared_memory_bytes = r.size("shared_memory", false).value_or(0);
+  c.register_file_bytes = r.size("register_file", false).value_or(0);
   if (const Json* tiles = r.raw("gemm_tiles")) {
     const std::string path = child_pointer(r.pointer(), "gemm_tiles");
     if (!tiles->is_array() || tiles->empty()) {

@@ -3,8 +3,9 @@
 // effects: short rows pack into CTAs; a row up to 1024 elements stays in one warp's registers
 // (the persistent kernels: one read, one write); a longer softmax row is read twice from global
 // memory (online softmax: max and sum in one pass, normalise in a second); a normalisation row
-// that does not fit in a CTA's share of shared memory is read again, from L2 while the rows in
-// flight fit there.
+// stays on chip in a CTA's registers and shared memory, with fewer CTAs resident per unit as rows
+// grow, down to one CTA holding a whole unit; a row beyond that is read again, from L2 while the
+// rows in flight fit there.
 
 #include <algorithm>
 #include <cmath>
@@ -42,19 +43,26 @@ std::vector<Kernel> lower_rowwise(const OpDesc& op, const LowerContext& cx, RowC
     k.why.push_back(fmt::format("rows of {} elements: {} passes over global memory, {}", op.cols, alg.global_passes,
                                 hbm_reads == 1 ? "the second from L2" : "each from HBM"));
   } else {
-    // A CTA keeps its rows on chip when they fit in its share of the unit's shared memory;
-    // otherwise it reads them again, from L2 while the rows in flight fit there.
-    const double on_chip = d.compute.shared_memory_bytes / k.tiles_per_unit;
-    if (static_cast<double>(rows_per_tile) * row_bytes > on_chip && on_chip > 0) {
-      const std::uint64_t in_flight =
-          std::min<std::uint64_t>(k.tiles, std::uint64_t{d.compute.units} * k.tiles_per_unit);
+    // A CTA holds its rows on chip in fp32 for the reduction, in registers and shared memory.
+    // As many CTAs stay resident on a unit as its on-chip storage holds (down to one CTA using
+    // the whole unit); a row too long for a whole unit is read again, from L2 while the rows
+    // in flight fit there.
+    const double on_chip = d.compute.shared_memory_bytes + d.compute.register_file_bytes;
+    const double footprint = static_cast<double>(rows_per_tile * op.cols) * std::max(e, 4.0);
+    const auto fit = on_chip > 0 ? static_cast<std::uint64_t>(on_chip / footprint) : std::uint64_t{k.tiles_per_unit};
+    if (fit == 0) {
+      k.tiles_per_unit = 1;
+      const std::uint64_t in_flight = std::min<std::uint64_t>(k.tiles, d.compute.units);
       const bool hit = static_cast<double>(in_flight * rows_per_tile) * row_bytes <= d.cache.size_bytes;
       hbm_reads = hit ? 1 : 2;
-      k.why.push_back(fmt::format("a {} row exceeds a CTA's {} of shared memory: read twice, {}",
-                                  units::format_size(row_bytes), units::format_size(on_chip),
+      k.why.push_back(fmt::format("a row needs {} in fp32, more than a unit's {} of registers and shared memory: "
+                                  "read twice, {}",
+                                  units::format_size(footprint), units::format_size(on_chip),
                                   hit ? "the second time from L2" : "both from HBM"));
     } else {
-      k.why.push_back(fmt::format("rows of {} stay on chip: one read, one write", units::format_size(row_bytes)));
+      k.tiles_per_unit = static_cast<std::uint32_t>(std::min<std::uint64_t>(k.tiles_per_unit, fit));
+      k.why.push_back(fmt::format("rows of {} stay on chip ({} in fp32 per CTA, {} CTA(s) per unit): one read, one write",
+                                  units::format_size(row_bytes), units::format_size(footprint), k.tiles_per_unit));
     }
   }
   k.tile_compute_s = static_cast<double>(rows_per_tile * op.cols) * alg.ops_per_element / rate;
