@@ -135,8 +135,12 @@ CollectivePlan Dispatcher::lower_collective(const OpDesc& op, std::span<const st
           : fmt::format("policy {}={}:{}", op_name(op.kind), entry.impl, *entry.protocol);
   plan->why.insert(plan->why.begin(), reason);
   const hw::CollectiveProtocol& p = *best_protocol;
-  plan->why.push_back(fmt::format("{} ranks on {}; {} protocol: launch {}, step {}, chunk {}, {} channel(s){}", devices.size(),
-                                  machine_.name(), p.name, units::format_time_s(plan->launch_latency_s),
+  const double algorithm_latency_s = plan->launch_latency_s - p.launch_latency_s;  // in-switch barriers
+  plan->why.push_back(fmt::format("{} ranks on {}; {} protocol: launch {}{}, step {}, chunk {}, {} channel(s){}",
+                                  devices.size(), machine_.name(), p.name, units::format_time_s(p.launch_latency_s),
+                                  algorithm_latency_s > 0
+                                      ? fmt::format(" + {} for the algorithm", units::format_time_s(algorithm_latency_s))
+                                      : "",
                                   units::format_time_s(p.step_latency_s), units::format_size(p.chunk_bytes), p.channels,
                                   p.payload < 1 ? fmt::format(", {:g} of the wire is payload", p.payload) : ""));
   return std::move(*plan);

@@ -62,7 +62,7 @@ void print_text(std::ostream& out, const runtime::OpDesc& op, const hw::Machine&
   out << fmt::format("  device time     {}; a host-timed call adds {}\n", units::format_time_s(p.device_time_s),
                      units::format_time_s(p.host_overhead_s));
   if (p.plan) {
-    out << fmt::format("  algorithm       {}\n", p.plan->algorithm);
+    out << fmt::format("  algorithm       {} ({} protocol)\n", p.plan->algorithm, p.plan->protocol);
     out << fmt::format("  bus bandwidth   {} (as nccl-tests reports it; {} sent per rank)\n",
                        units::format_bandwidth(bus_bandwidth(op, p.time_s)), units::format_size(p.plan->bytes_per_rank));
     out << fmt::format("  bound           {}\n", p.bound);
@@ -97,6 +97,7 @@ nlohmann::ordered_json to_json(const runtime::OpDesc& op, const hw::Machine& m, 
   j["bound"] = p.bound;
   if (p.plan) {
     j["impl"] = p.plan->algorithm;
+    j["protocol"] = p.plan->protocol;
     j["bytes_per_rank"] = p.plan->bytes_per_rank;
     j["bus_bandwidth_gbps"] = bus_bandwidth(op, p.time_s) / 1e9;
     j["transfers"] = p.plan->transfers.size();
