@@ -78,8 +78,41 @@ std::optional<double> ObjectReader::bandwidth(std::string_view key, bool require
                   {1e6, 1e18, "between 1 MB/s and 1 EB/s"});
 }
 std::optional<double> ObjectReader::size(std::string_view key, bool required) {
+  // A plain number is a count of bytes (the design's own form: "size": 16777216).
+  if (auto it = object_.find(key); it != object_.end() && it->is_number()) {
+    known_.emplace_back(key);
+    const bool whole = it->is_number_integer();
+    const double bytes = it->get<double>();
+    if (!whole) {
+      error(key, fmt::format("expected a size like \"80 GiB\" or a whole number of bytes, got {}", describe_json(*it)));
+      return std::nullopt;
+    }
+    if (bytes <= 0 || bytes > 0x1p50) {
+      error(key, fmt::format("size must be positive and at most 1 PiB, got {} bytes", describe_json(*it)));
+      return std::nullopt;
+    }
+    return bytes;
+  }
   return quantity(key, required, "size", "80 GiB", &units::parse_size_bytes, false,
                   {0, 0x1p50, "at most 1 PiB"});
+}
+
+std::optional<std::uint64_t> ObjectReader::address(std::string_view key, bool required) {
+  const std::string expected = "an address: a whole number of bytes or a hexadecimal string like \"0x7f0000000000\"";
+  const Json* v = lookup(key, required, expected);
+  if (!v) return std::nullopt;
+  if (v->is_number_unsigned() || (v->is_number_integer() && v->get<std::int64_t>() >= 0)) {
+    return v->get<std::uint64_t>();
+  }
+  if (v->is_string()) {
+    const std::string& text = v->get_ref<const std::string&>();
+    if (text.size() > 2 && text.size() <= 18 && (text.rfind("0x", 0) == 0 || text.rfind("0X", 0) == 0) &&
+        text.find_first_not_of("0123456789abcdefABCDEF", 2) == std::string::npos) {
+      return std::stoull(text.substr(2), nullptr, 16);
+    }
+  }
+  error(key, fmt::format("expected {}, got {}", expected, describe_json(*v)));
+  return std::nullopt;
 }
 std::optional<double> ObjectReader::frequency(std::string_view key, bool required) {
   return quantity(key, required, "frequency", "1.83 GHz", &units::parse_frequency_hz, false,

@@ -43,7 +43,8 @@ class ObjectReader {
 
   // Quantities with units. Missing optional ones return nullopt; `required` ones report it.
   std::optional<double> bandwidth(std::string_view key, bool required);
-  std::optional<double> size(std::string_view key, bool required);
+  std::optional<double> size(std::string_view key, bool required);  // a quantity or a whole number of bytes
+  std::optional<std::uint64_t> address(std::string_view key, bool required);  // bytes, or "0x..." 
   std::optional<double> frequency(std::string_view key, bool required);
   std::optional<double> time(std::string_view key, bool required);  // >= 0 allowed
   std::optional<std::uint32_t> count(std::string_view key, bool required, std::uint32_t min_value);

@@ -9,7 +9,21 @@
 
 namespace syntorch::runtime {
 
-Dispatcher::Dispatcher(const hw::Machine& machine, KernelPolicy policy) : machine_(machine), policy_(std::move(policy)) {}
+Dispatcher::Dispatcher(const hw::Machine& machine, KernelPolicy policy) : machine_(machine), policy_(std::move(policy)) {
+  Diagnostics d;
+  supported_ = ops_supported(machine_, d);
+  if (!d.empty()) throw InputError(std::move(d));
+}
+
+void Dispatcher::check_supported(const OpDesc& op, std::uint32_t device) const {
+  if (supported_[device].test(static_cast<std::size_t>(op.kind))) return;
+  const hw::Device& dev = machine_.devices()[device];
+  Diagnostics d;
+  d.error(machine_.config().file, dev.compute.ops_supported_pointer,
+          fmt::format("{} may run only {} (its compute unit's metadata.ops_supported); {} is not among them", dev.name,
+                      join(dev.compute.ops_supported), op_name(op.kind)));
+  throw InputError(std::move(d));
+}
 
 namespace {
 [[noreturn]] void fail(const std::string& where, const std::string& message) {
@@ -24,6 +38,7 @@ std::vector<Kernel> Dispatcher::lower(const OpDesc& op, std::uint32_t device) co
   if (!validate_op(op, d, op.describe())) throw InputError(std::move(d));
   if (is_collective(op.kind)) fail(op.describe(), "a collective needs lower_collective");
   if (device >= machine_.devices().size()) fail(machine_.name(), fmt::format("no device {}", device));
+  check_supported(op, device);
   const hw::Device& dev = machine_.devices()[device];
   const PolicyEntry& entry = policy_.entry(op.kind);
   const DType dtype = entry.precision.value_or(op.dtype);
@@ -53,6 +68,7 @@ CollectivePlan Dispatcher::lower_collective(const OpDesc& op, std::span<const st
     }
   }
   for (std::uint32_t dev : devices) {
+    check_supported(op, dev);
     const hw::Device& device = machine_.devices()[dev];
     if (!device.collective) {
       fail(device.name, "has no collective component (step_latency, chunk) describing its communication library");

@@ -8,6 +8,7 @@
 #include "commands.hpp"
 #include "syntorch/hw/describe.hpp"
 #include "syntorch/hw/machine.hpp"
+#include "syntorch/runtime/ops_supported.hpp"
 
 namespace syntorch::cli {
 
@@ -24,6 +25,9 @@ int validate(const HwOptions& o, Context& ctx) {
   for (const auto& f : o.files) {
     try {
       const hw::Machine m = hw::Machine::load(f);
+      Diagnostics ops;  // op names in metadata.ops_supported are the runtime's to check
+      runtime::ops_supported(m, ops);
+      if (!ops.empty()) throw InputError(std::move(ops));
       ctx.out << fmt::format("ok: {}: {} ({} device(s), {} link(s))\n", f, m.name(), m.devices().size(),
                              m.links().size());
     } catch (const InputError& e) {

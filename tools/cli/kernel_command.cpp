@@ -165,9 +165,12 @@ int run_kernel(const KernelOptions& o, Context& ctx) {
     p = predictor.predict(op, timing);
   } catch (const InputError& e) {
     // The shape was checked above: what the device cannot run is the implementation or the
-    // precision asked for, so name that flag.
+    // precision asked for, so name that flag; an op the config itself rules out names the config.
     const char* flag = !o.algo.empty() ? "--algo" : !o.policy.empty() ? "--policy" : "--dtype";
-    for (const auto& x : e.diagnostics().items()) ctx.err << flag << ": " << x.to_string() << "\n";
+    for (const auto& x : e.diagnostics().items()) {
+      if (x.where != machine->config().file && x.where.rfind("--", 0) != 0) ctx.err << flag << ": ";
+      ctx.err << x.to_string() << "\n";
+    }
     return kExitBadInput;
   }
   if (o.json) {

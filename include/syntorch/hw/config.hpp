@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -43,6 +44,8 @@ struct ComputeSpec {
   double sync_matrix_efficiency = 1;             // on async_matrix devices: the fraction of the matrix rate that
                                                  // synchronous (pre-Hopper mma.sync) instructions reach
 
+  std::vector<std::string> ops_supported;         // the ops the unit may run (op or PyTorch names); empty = all
+  std::string ops_supported_pointer;              // where the config says so, for messages
   double peak_matrix_ops_per_s(DType t) const;   // 0 when the dtype is not supported
   double peak_vector_ops_per_s(DType t) const;
 };
@@ -53,6 +56,7 @@ struct MemorySpec {
   double bandwidth_bytes_per_s = 0;
   double latency_s = 0;
   double efficiency = 1;  // fraction of peak bandwidth streaming kernels achieve
+  std::optional<std::uint64_t> start_address;  // where it sits in the device's address space
 };
 
 // An on-device cache (L2): capacity and, optionally, bandwidth.

@@ -62,7 +62,8 @@ class CachingAllocator {
   };
 
   // `capacity_bytes` of device memory starting at `base_address`.
-  explicit CachingAllocator(std::uint64_t capacity_bytes, std::uint64_t base_address = 0x7f0000000000ULL);
+  static constexpr std::uint64_t kDefaultBaseAddress = 0x7f0000000000ULL;  // where CUDA's device heap starts
+  explicit CachingAllocator(std::uint64_t capacity_bytes, std::uint64_t base_address = kDefaultBaseAddress);
 
   // nullopt: out of memory even after emptying the cache (stats().ooms counts it).
   std::optional<Block> allocate(std::uint64_t bytes, MemoryUse use = MemoryUse::other);

@@ -80,6 +80,23 @@ void parse_compute(ObjectReader& r, ComponentSpec& out) {
   c.async_matrix = r.boolean("async_matrix", false).value_or(false);
   c.special_ops_per_cycle = r.number("special_ops_per_cycle", false, 0).value_or(0);
   c.sync_matrix_efficiency = r.fraction("sync_matrix_efficiency", false).value_or(1.0);
+  // The design's own form: "metadata": {"ops_supported": ["matmul", "add"]} restricts what the unit
+  // may run. The names are the runtime's to check (hw knows no ops); here only their form.
+  if (const Json* metadata = r.raw("metadata")) {
+    const std::string path = child_pointer(r.pointer(), "metadata");
+    if (!metadata->is_object()) {
+      r.context().error(path, "expected an object such as {\"ops_supported\": [\"matmul\", \"add\"]}, got " +
+                                  describe_json(*metadata));
+    } else {
+      ObjectReader m(*metadata, path, r.context(), "a compute component's metadata");
+      if (auto ops = m.strings("ops_supported", false)) {
+        if (ops->empty()) m.error("ops_supported", "expected at least one op name; leave the key out to allow every op");
+        c.ops_supported = std::move(*ops);
+        c.ops_supported_pointer = child_pointer(path, "ops_supported");
+      }
+      m.finish();
+    }
+  }
   out.body = std::move(c);
 }
 

@@ -79,7 +79,8 @@ EngineResult Engine::run(const std::function<void(RankContext&)>& program) {
   for (int r = 0; r < core.world_size; ++r) {
     const auto d = static_cast<std::uint32_t>(r);
     const hw::Device& dev = machine_.devices()[d];
-    auto rank = std::make_unique<detail::Rank>(core, r, d, static_cast<std::uint64_t>(dev.memory.size_bytes));
+    auto rank = std::make_unique<detail::Rank>(core, r, d, static_cast<std::uint64_t>(dev.memory.size_bytes),
+                                               dev.memory.start_address);
     rank->bind();
     if (core.tracer) {
       core.tracer->declare_rank(r, dev.name, core.options.streams_per_rank);  // p2p streams: declared when used

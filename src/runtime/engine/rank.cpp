@@ -10,8 +10,12 @@
 
 namespace syntorch::runtime::detail {
 
-Rank::Rank(EngineCore& core, int index, std::uint32_t device, std::uint64_t capacity_bytes)
-    : core_(core), index_(index), device_(device), allocator_(capacity_bytes) {}
+Rank::Rank(EngineCore& core, int index, std::uint32_t device, std::uint64_t capacity_bytes,
+           std::optional<std::uint64_t> base_address)
+    : core_(core),
+      index_(index),
+      device_(device),
+      allocator_(capacity_bytes, base_address.value_or(os::CachingAllocator::kDefaultBaseAddress)) {}
 
 void Rank::bind() {
   const std::uint32_t n = core_.streams.total;
@@ -247,8 +251,13 @@ void Rank::recv(int peer, std::uint64_t bytes, std::string_view name) {
 void Rank::copy(bool to_device, std::uint64_t bytes, std::string_view name) {
   check_bytes(bytes, name);
   if (!core_.machine.host_of_device(device_)) {
-    throw std::invalid_argument(
-        fmt::format("{}: {} has no host to copy to or from", name, core_.machine.devices()[device_].name));
+    // A config problem: the program copies to or from the host, and the device is linked to none.
+    Diagnostics d;
+    d.error(core_.machine.config().file, "/components",
+            fmt::format("{} copies between {} and the host, but no host component is linked to it (add a host and "
+                        "a link such as PCIe between them)",
+                        name, core_.machine.devices()[device_].name));
+    throw InputError(std::move(d));
   }
   const CommCall* call =
       intern_call({to_device ? CommCall::Kind::to_device : CommCall::Kind::to_host, OpKind::copy, 0, bytes, {}});

@@ -66,7 +66,10 @@ struct OpRecord {
 
 class Rank final : public RankContext {
  public:
-  Rank(EngineCore& core, int index, std::uint32_t device, std::uint64_t capacity_bytes);
+  // The device's memory of `capacity_bytes` starts at `base_address` (the config's start_address) or
+  // where CUDA's device heap does.
+  Rank(EngineCore& core, int index, std::uint32_t device, std::uint64_t capacity_bytes,
+       std::optional<std::uint64_t> base_address);
 
   // ---- RankContext (the program's thread) ----
   int rank() const override { return index_; }
