@@ -40,8 +40,7 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
-// "gpu[0..7]" for a run of instances "gpu[0]".."gpu[7]" that share a spec.
-// "simple: step 1.4 us, chunk 128 KiB, 12 x 24 GB/s; ll: ...; in-switch 25 us, 0.85".
+// "simple: step 1.4 us, chunk 128 KiB, 12 x 24 GB/s; ll: ...; in-switch 25 us, efficiency 0.85".
 std::string describe_library(const CollectiveSpec& c) {
   std::vector<std::string> parts;
   for (const CollectiveProtocol& p : c.protocols) {
@@ -60,6 +59,7 @@ std::string describe_library(const CollectiveSpec& c) {
   return join(parts, "; ");
 }
 
+// "gpu[0..7]" for a run of instances "gpu[0]".."gpu[7]" that share a spec.
 std::string range_name(const std::string& first, const std::string& last, std::size_t count) {
   if (count == 1) return first;
   const auto lb = first.rfind('[');

@@ -1,6 +1,7 @@
 #include "syntorch/hw/sim_machine.hpp"
 
 #include <algorithm>
+#include <fmt/format.h>
 #include <cmath>
 
 #include "syntorch/base/units.hpp"
@@ -20,22 +21,18 @@ SimMachine::SimMachine(sim::Simulator& sim, const Machine& machine)
   for (const Device& d : machine.devices()) {
     compute_units_.push_back(std::make_unique<sim::ServerPool>(sim, d.name + " compute", d.compute.units));
     hbm_.push_back(network_.add_resource(d.name + " hbm", d.memory.bandwidth_bytes_per_s * d.memory.efficiency));
-    // What the library's channels can push on the wire, in its fastest protocol.
-    double engine_bytes_per_s = 0;
+    // What the library's channels can push on the wire, per protocol (none where unlimited).
+    std::vector<std::optional<sim::ResourceId>> engines;
     if (d.collective) {
       for (const CollectiveProtocol& p : d.collective->protocols) {
-        if (p.channel_bandwidth_bytes_per_s <= 0) {
-          engine_bytes_per_s = 0;  // one protocol without a limit: no engine limit
-          break;
-        }
-        engine_bytes_per_s = std::max(engine_bytes_per_s, p.channels * p.channel_bandwidth_bytes_per_s);
+        engines.push_back(p.channel_bandwidth_bytes_per_s > 0
+                              ? std::optional(network_.add_resource(
+                                    fmt::format("{} collective engine ({})", d.name, p.name),
+                                    p.channels * p.channel_bandwidth_bytes_per_s))
+                              : std::nullopt);
       }
     }
-    if (engine_bytes_per_s > 0) {
-      comm_engine_.push_back(network_.add_resource(d.name + " collective engine", engine_bytes_per_s));
-    } else {
-      comm_engine_.push_back(std::nullopt);
-    }
+    comm_engine_.push_back(std::move(engines));
   }
   for (const Switch& s : machine.switches()) {
     if (s.spec.bandwidth_bytes_per_s > 0) {
@@ -44,6 +41,11 @@ SimMachine::SimMachine(sim::Simulator& sim, const Machine& machine)
       switch_resource_.push_back(std::nullopt);
     }
   }
+}
+
+std::optional<sim::ResourceId> SimMachine::comm_engine(std::uint32_t device, std::uint32_t protocol) const {
+  const auto& engines = comm_engine_[device];
+  return protocol < engines.size() ? engines[protocol] : std::nullopt;
 }
 
 void SimMachine::path_resources(std::uint32_t from_endpoint, std::uint32_t to_endpoint,
@@ -60,8 +62,8 @@ void SimMachine::transfer(std::uint32_t from_endpoint, std::uint32_t to_endpoint
   scratch_path_.clear();
   path_resources(from_endpoint, to_endpoint, scratch_path_);
   const Endpoint& source = machine_.endpoints()[from_endpoint];
-  if (options.via_comm_engine && source.kind == EndpointKind::device && comm_engine_[source.index]) {
-    scratch_path_.push_back(*comm_engine_[source.index]);
+  if (options.via_comm_engine && source.kind == EndpointKind::device) {
+    if (const auto engine = comm_engine(source.index, options.protocol)) scratch_path_.push_back(*engine);
   }
   if (options.touch_hbm) {
     for (std::uint32_t e : {from_endpoint, to_endpoint}) {

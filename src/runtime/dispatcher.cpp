@@ -12,6 +12,22 @@ namespace syntorch::runtime {
 Dispatcher::Dispatcher(const hw::Machine& machine, KernelPolicy policy) : machine_(machine), policy_(std::move(policy)) {
   Diagnostics d;
   supported_ = ops_supported(machine_, d);
+  // A protocol the policy names must be one the machine's collective libraries have, whether or
+  // not this run reaches that collective.
+  for (std::size_t i = 0; i < kOpKinds; ++i) {
+    const auto k = static_cast<OpKind>(i);
+    const PolicyEntry& e = policy_.entry(k);
+    if (!e.protocol) continue;
+    for (const hw::Device& dev : machine_.devices()) {
+      if (!dev.collective || dev.collective->protocol(*e.protocol)) continue;
+      std::vector<std::string> names;
+      for (const auto& p : dev.collective->protocols) names.push_back(p.name);
+      d.error(fmt::format("{}={}:{}", op_name(k), e.impl, *e.protocol), "",
+              fmt::format("the collective library of {} ({}) has no protocol \"{}\" (it has: {})", dev.name,
+                          machine_.config().file, *e.protocol, join(names)));
+      break;
+    }
+  }
   if (!d.empty()) throw InputError(std::move(d));
 }
 
@@ -86,16 +102,20 @@ CollectivePlan Dispatcher::lower_collective(const OpDesc& op, std::span<const st
   // Every (algorithm, protocol) pair the policy allows and the topology supports is estimated;
   // the fastest is built, as NCCL's tuner picks an algorithm and a protocol per call.
   const hw::CollectiveSpec library = cx.library;
+  const std::string asked = entry.protocol ? fmt::format("{}={}:{}", op_name(op.kind), entry.impl, *entry.protocol)
+                                           : fmt::format("{}={}", op_name(op.kind), entry.impl);
   if (entry.protocol && !library.protocol(*entry.protocol)) {
     std::vector<std::string> names;
     for (const auto& p : library.protocols) names.push_back(p.name);
-    fail("--policy", fmt::format("{}={}:{}: the collective library of {} has no protocol \"{}\" (it has: {})",
-                                 op_name(op.kind), entry.impl, *entry.protocol, machine_.name(), *entry.protocol,
-                                 join(names)));
+    fail(op.describe(), fmt::format("policy {}: the collective library of {} has no protocol \"{}\" (it has: {})",
+                                    asked, machine_.name(), *entry.protocol, join(names)));
   }
   const detail::CollectiveAlgorithm* best_algo = nullptr;
   const hw::CollectiveProtocol* best_protocol = nullptr;
+  std::optional<CollectivePlan> best_simple_plan;  // the winner's plan when it won in simple
   double best = 0;
+  std::size_t candidates = 0;
+  bool skipped_for_protocol = false;
   std::vector<std::string> considered;
   for (const auto& algo : detail::collective_algorithms()) {
     if (algo.op != op.kind) continue;
@@ -103,14 +123,13 @@ CollectivePlan Dispatcher::lower_collective(const OpDesc& op, std::span<const st
     if (entry.impl != "auto" && !chosen) continue;
     if (entry.impl == "auto" && algo.name == "tree" && max_hops <= 2) continue;
     if (entry.protocol && *entry.protocol != "simple" && !algo.any_protocol) {
-      if (chosen) {
-        fail("--policy", fmt::format("{}={}:{}: {} runs in the simple protocol only", op_name(op.kind), algo.name,
-                                     *entry.protocol, algo.name));
-      }
+      if (chosen) fail(op.describe(), fmt::format("policy {}: {} runs in the simple protocol only", asked, algo.name));
+      skipped_for_protocol = true;
       continue;
     }
     cx.protocol = library.simple();
-    if (!algo.build(op, cx)) {  // the topology cannot run it (checked once, in the simple protocol)
+    std::optional<CollectivePlan> simple_plan = algo.build(op, cx);
+    if (!simple_plan) {  // the topology cannot run it (checked once, in the simple protocol)
       if (chosen) {
         fail(machine_.name(), fmt::format("{} {} needs {}; not here", algo.name, op_name(op.kind), algo.needs));
       }
@@ -124,18 +143,27 @@ CollectivePlan Dispatcher::lower_collective(const OpDesc& op, std::span<const st
       const double t = protocol.launch_latency_s + (algo.estimate ? algo.estimate(op, cx) : 0.0);
       considered.push_back(library.protocols.size() > 1 ? fmt::format("{}:{}", algo.name, protocol.name)
                                                         : std::string(algo.name));
+      ++candidates;
       if (!best_algo || t < best) {
         best = t;
         best_algo = &algo;
         best_protocol = &protocol;
+        if (&protocol == &library.simple()) best_simple_plan = std::move(simple_plan);
       }
     }
   }
   if (!best_algo) {
+    if (skipped_for_protocol) {
+      fail(op.describe(), fmt::format("policy {}: no {} algorithm runs in the {} protocol (only in simple)", asked,
+                                      op_name(op.kind), *entry.protocol));
+    }
     fail(op.describe(), fmt::format("no collective algorithm {} is registered for {}", entry.impl, op_name(op.kind)));
   }
   cx.protocol = *best_protocol;
-  std::optional<CollectivePlan> plan = best_algo->build(op, cx);
+  std::optional<CollectivePlan> plan = best_protocol == &library.simple() && best_simple_plan
+                                           ? std::move(best_simple_plan)
+                                           : best_algo->build(op, cx);
+  plan->protocol_index = static_cast<std::uint32_t>(best_protocol - library.protocols.data());
   // Transfers carry payload; the protocol's flags travel with it on the wire.
   plan->protocol = best_protocol->name;
   plan->launch_latency_s += best_protocol->launch_latency_s;
@@ -144,11 +172,10 @@ CollectivePlan Dispatcher::lower_collective(const OpDesc& op, std::span<const st
                                       ? fmt::format("{} in the {} protocol", plan->algorithm, plan->protocol)
                                       : plan->algorithm;
   const std::string reason =
-      entry.impl == "auto" || entry.protocol == std::nullopt
-          ? fmt::format("policy {}={}{}: {} has the lowest alpha-beta estimate ({}) among {} (what this topology supports)",
-                        op_name(op.kind), entry.impl, entry.protocol ? ":" + *entry.protocol : "", chosen_name,
-                        units::format_time_s(best), join(considered))
-          : fmt::format("policy {}={}:{}", op_name(op.kind), entry.impl, *entry.protocol);
+      candidates > 1 ? fmt::format("policy {}: {} has the lowest alpha-beta estimate ({}) among {} (what this topology "
+                                   "supports)",
+                                   asked, chosen_name, units::format_time_s(best), join(considered))
+                     : fmt::format("policy {}: {}", asked, chosen_name);
   plan->why.insert(plan->why.begin(), reason);
   const hw::CollectiveProtocol& p = *best_protocol;
   const double algorithm_latency_s = plan->launch_latency_s - p.launch_latency_s;  // in-switch barriers

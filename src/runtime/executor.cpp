@@ -314,6 +314,7 @@ void Executor::on_transfer_ready(void* obj, std::uint64_t a) {
   options.touch_hbm = true;
   options.via_comm_engine = true;
   options.rate_cap_bytes_per_s = t.rate_cap_bytes_per_s;
+  options.protocol = c.plan->protocol_index;
   self->hw_.transfer(t.src_endpoint, t.dst_endpoint, t.bytes, &Executor::on_transfer_done, self, a, options);
 }
 

@@ -190,7 +190,8 @@ class Validator {
   }
 
   // A kernel or collective row: its latency by the Predictor. Params: the op's shape, dtype, and
-  // optionally timing=host|device and impl= (the policy's implementation for the op).
+  // optionally timing=device|host|events and impl= (the policy's implementation for the op, with
+  // a collective's protocol after a colon).
   void predict_op(ValidationRow& row, const std::string& where) {
     const auto kind = runtime::parse_op(row.op);
     if (!kind) {

@@ -223,16 +223,50 @@ TEST(Collectives, EachProtocolPaysItsLatencyAndCarriesItsPayload) {
   EXPECT_NEAR(wire_ll / wire_simple, 2.0, 1e-9);
   EXPECT_DOUBLE_EQ(big_ll.plan->bytes_per_rank, big_simple.plan->bytes_per_rank);
   EXPECT_GT(big_ll.time_s, 1.8 * big_simple.time_s);
-  // A protocol the library lacks, or one an algorithm cannot run in, names the policy.
-  Predictor missing(h100, KernelPolicy::parse("allreduce=ring:ll64", d));
+  // A protocol the library lacks is refused as the machine is met, whether or not a collective of
+  // that kind runs; one an algorithm cannot run in when the collective is lowered. Both name the
+  // policy entry.
+  auto error_of = [&](const std::string& policy) -> std::string {
+    try {
+      Predictor p(h100, KernelPolicy::parse(policy, d));
+      p.predict(op);
+    } catch (const InputError& e) {
+      return e.diagnostics().to_string();
+    }
+    return "";
+  };
+  EXPECT_NE(error_of("allgather=ring:ll64").find("allgather=ring:ll64: the collective library of gpu[0] "
+                                                 "(" + config_path("dgx_h100") + ") has no protocol \"ll64\" (it has: "
+                                                 "simple, ll, ll128)"), std::string::npos);
+  EXPECT_NE(error_of("allreduce=nvls:ll").find("policy allreduce=in_switch:ll: in_switch runs in the simple protocol only"),
+            std::string::npos) << error_of("allreduce=nvls:ll");
+  OpDesc a2a;
+  a2a.kind = OpKind::alltoall;
+  a2a.ranks = 8;
+  a2a.bytes = 1 << 20;
   try {
-    missing.predict(op);
-    ADD_FAILURE() << "expected an error";
+    Predictor p(h100, KernelPolicy::parse("alltoall=auto:ll", d));
+    p.predict(a2a);
+    ADD_FAILURE() << "all-to-all runs in simple only";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("no protocol \"ll64\" (it has: simple, ll, ll128)"), std::string::npos) << e.what();
+    EXPECT_NE(e.diagnostics().to_string().find("policy alltoall=auto:ll: no alltoall algorithm runs in the ll protocol"),
+              std::string::npos) << e.diagnostics().to_string();
   }
-  Predictor nvls_ll(h100, KernelPolicy::parse("allreduce=nvls:ll", d));
-  EXPECT_THROW(nvls_ll.predict(op), InputError);
+}
+
+TEST(Collectives, AProtocolsChannelsBoundWhatARankSendsInIt) {
+  // LL's 16 channels push at most 16 x 17.6 GB/s on the wire, half of it data: a large LL ring on
+  // 8 H100s moves its data at no more than 141 GB/s of bus bandwidth, though NVLink carries 360.
+  const hw::Machine h100 = hw::Machine::load(config_path("dgx_h100"));
+  Diagnostics d;
+  Predictor ll(h100, KernelPolicy::parse("allreduce=ring:ll", d));
+  OpDesc op;
+  op.kind = OpKind::allreduce;
+  op.ranks = 8;
+  op.bytes = 1ULL << 30;
+  const double bus_bytes_per_s = 2.0 * 7 / 8 * static_cast<double>(op.bytes) / ll.predict(op).time_s;
+  EXPECT_LT(bus_bytes_per_s, 16 * 17.6e9 * 0.5 * 1.001);
+  EXPECT_GT(bus_bytes_per_s, 0.8 * 16 * 17.6e9 * 0.5);
 }
 
 TEST(Executor, ConcurrentMemoryBoundKernelsShareHbm) {
@@ -344,6 +378,42 @@ TEST(Collectives, ConcurrentAllReducesShareTheLinks) {
   EXPECT_NEAR(static_cast<double>(sim.now() - start) / one, 2.0, 0.1);
 }
 
+TEST(Executor, AChunkThatOnlyFollowsAnotherPaysNoSynchronisation) {
+  // Two 1 MB transfers gpu[0] -> gpu[1] on a 1 TB/s link with a 1 us route and a 5 us step
+  // latency: as data dependencies the second starts 5 us after the first arrives; following it,
+  // as soon as it has arrived.
+  const hw::Machine m = hw::Machine::load(config_path("dgx_h100"),
+                                          {{"/components/nvlink/bandwidth", "1 TB/s"},
+                                           {"/components/nvlink/efficiency", "1"},
+                                           {"/components/gpu/components/nccl/channel_bandwidth", "1 TB/s"}});
+  const std::uint32_t a = m.devices()[0].endpoint, b = m.devices()[1].endpoint;
+  auto run = [&](bool follows) {
+    CollectivePlan plan;
+    plan.step_latency_s = 5e-6;
+    plan.transfers.resize(2);
+    for (Transfer& t : plan.transfers) {
+      t.src_endpoint = a;
+      t.dst_endpoint = b;
+      t.bytes = 1e6;
+    }
+    if (follows) {
+      plan.transfers[1].follows = 0;
+    } else {
+      plan.transfers[1].deps.push_back(0);
+    }
+    sim::Simulator sim;
+    hw::SimMachine hw(sim, m);
+    Executor ex(hw);
+    ex.run_collective(plan, nullptr, nullptr, 0);
+    sim.run();
+    return static_cast<double>(sim.now()) * 1e-12;
+  };
+  const double route_s = m.route(a, b).latency_s;
+  const double one_s = route_s + 1e6 / 1e12;
+  EXPECT_NEAR(run(false), 5e-6 + one_s + 5e-6 + one_s, 1e-12);
+  EXPECT_NEAR(run(true), 5e-6 + one_s + one_s, 1e-12);
+}
+
 TEST(Collectives, TheLibrarysChannelsBoundWhatARankSends) {
   // One channel of 10 GB/s per rank: bus bandwidth cannot exceed it, even with steps overlapping.
   const hw::Machine m = hw::Machine::load(config_path("dgx_a100"), {{"/components/gpu/components/nccl/channels", "1"},
@@ -367,6 +437,22 @@ TEST(Predictor, HostTimingAddsDispatchLaunchAndSync) {
   const hw::HostSpec& h = m.hosts()[0].spec;
   EXPECT_NEAR(host.time_s - dev.time_s, h.op_dispatch_s + h.kernel_launch_s + h.launch_latency_s + h.sync_latency_s, 1e-9);
   EXPECT_EQ(host.bound, "launch");
+}
+
+TEST(Predictor, EventsTimingShowsTheHostWorkBetweenTheRecordsOnly) {
+  // CUDA events around one call on an idle stream: both records pay the launch latency, so what
+  // separates them is the host's dispatch and launch call; the synchronisation comes after.
+  const hw::Machine m = hw::Machine::load(config_path("a100_sxm4_80gb"));
+  Predictor p(m, KernelPolicy{});
+  OpDesc tiny = gemm(16, 16, 16);
+  const Prediction dev = p.predict(tiny, Timing::device);
+  const Prediction events = p.predict(tiny, Timing::events);
+  const hw::HostSpec& h = m.hosts()[0].spec;
+  EXPECT_NEAR(events.time_s - dev.time_s, h.op_dispatch_s + h.kernel_launch_s, 1e-12);
+  EXPECT_NEAR(events.events_overhead_s, h.op_dispatch_s + h.kernel_launch_s, 1e-12);
+  EXPECT_EQ(events.bound, "launch");
+  EXPECT_EQ(parse_timing("events"), Timing::events);
+  EXPECT_FALSE(parse_timing("wall"));
 }
 
 TEST(Predictor, HostTimingPacesSeveralKernelsByTheirLaunches) {

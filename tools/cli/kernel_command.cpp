@@ -59,8 +59,9 @@ void print_text(std::ostream& out, const runtime::OpDesc& op, const hw::Machine&
                 runtime::Timing timing) {
   out << fmt::format("{} on {} ({})\n", op.describe(), m.devices()[0].name, m.name());
   out << fmt::format("  time            {} ({} timing)\n", units::format_time_s(p.time_s), runtime::timing_name(timing));
-  out << fmt::format("  device time     {}; a host-timed call adds {}\n", units::format_time_s(p.device_time_s),
-                     units::format_time_s(p.host_overhead_s));
+  out << fmt::format("  device time     {}; a host-timed call adds {}, events around one call {}\n",
+                     units::format_time_s(p.device_time_s), units::format_time_s(p.host_overhead_s),
+                     units::format_time_s(p.events_overhead_s));
   if (p.plan) {
     out << fmt::format("  algorithm       {} ({} protocol)\n", p.plan->algorithm, p.plan->protocol);
     out << fmt::format("  bus bandwidth   {} (as nccl-tests reports it; {} sent per rank)\n",
@@ -94,6 +95,7 @@ nlohmann::ordered_json to_json(const runtime::OpDesc& op, const hw::Machine& m, 
   j["time_us"] = p.time_s * 1e6;
   j["device_time_us"] = p.device_time_s * 1e6;
   j["host_overhead_us"] = p.host_overhead_s * 1e6;
+  j["events_overhead_us"] = p.events_overhead_s * 1e6;
   j["bound"] = p.bound;
   if (p.plan) {
     j["impl"] = p.plan->algorithm;
@@ -159,9 +161,9 @@ int run_kernel(const KernelOptions& o, Context& ctx) {
                            machine->devices().size());
     return kExitBadInput;
   }
-  runtime::Predictor predictor(*machine, policy);
   runtime::Prediction p;
   try {
+    runtime::Predictor predictor(*machine, policy);
     p = predictor.predict(op, timing);
   } catch (const InputError& e) {
     // The shape was checked above: what the device cannot run is the implementation or the
@@ -196,8 +198,10 @@ void add_kernel_command(CLI::App& app, Context& ctx) {
   }
   k->add_flag("--causal", o->causal, "Causal attention mask");
   k->add_option("--dtype", o->dtype, "Data type: " + join(dtype_names()))->capture_default_str();
-  k->add_option("--policy", o->policy, "Kernel policy: op=impl[:precision],... or a JSON/YAML file");
-  k->add_option("--algo", o->algo, "Implementation for this op (e.g. ring, tree, in_switch for allreduce)");
+  k->add_option("--policy", o->policy,
+                "Kernel policy: op=impl[:precision],... (a collective: op=impl[:protocol]) or a JSON/YAML file");
+  k->add_option("--algo", o->algo,
+                "Implementation for this op (e.g. ring, tree, in_switch for allreduce; ring:ll128 pins the protocol)");
   k->add_option("--timing", o->timing,
                 "device: kernel time; host: as a host clock around a synchronised call sees it; events: as CUDA "
                 "events around one call on an idle stream see it")

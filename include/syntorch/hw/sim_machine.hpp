@@ -22,6 +22,7 @@ struct TransferOptions {
   bool touch_hbm = false;            // the HBM of a device at either end is on the path too
   bool via_comm_engine = false;      // the source device's collective library engine carries it
   double rate_cap_bytes_per_s = sim::kUnlimitedRate;  // never faster than this (e.g. its CTAs)
+  std::uint32_t protocol = 0;        // the library's protocol whose channels' ceiling applies
 };
 
 class SimMachine {
@@ -51,7 +52,8 @@ class SimMachine {
 
   // A device's collective engine: all its library's channels together (channels x channel
   // bandwidth), when its config gives a channel bandwidth.
-  std::optional<sim::ResourceId> comm_engine(std::uint32_t device) const { return comm_engine_[device]; }
+  // What the device's library channels can push on the wire in `protocol`, as a resource.
+  std::optional<sim::ResourceId> comm_engine(std::uint32_t device, std::uint32_t protocol = 0) const;
 
   // Told, before a transfer starts, of each device whose HBM it crosses (so a component that
   // models a device's work in closed form while nothing else touches it can stop doing so).
@@ -77,7 +79,7 @@ class SimMachine {
   std::vector<std::unique_ptr<sim::ServerPool>> compute_units_;
   std::vector<sim::ResourceId> hbm_;
   std::vector<std::optional<sim::ResourceId>> switch_resource_;
-  std::vector<std::optional<sim::ResourceId>> comm_engine_;
+  std::vector<std::vector<std::optional<sim::ResourceId>>> comm_engine_;  // per device, per protocol
   std::vector<Transfer> transfers_;       // slots, reused
   std::vector<std::uint32_t> free_transfers_;
   std::vector<sim::ResourceId> scratch_path_;

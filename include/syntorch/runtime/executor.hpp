@@ -36,6 +36,7 @@ struct Transfer {
 struct CollectivePlan {
   std::string algorithm;
   std::string protocol = "simple";  // of the library (NCCL's Simple, LL, LL128)
+  std::uint32_t protocol_index = 0;  // its place in the library's protocols (whose channels carry it)
   std::vector<Transfer> transfers;
   double launch_latency_s = 0;
   double step_latency_s = 0;

@@ -32,9 +32,12 @@ void parse_collective(ObjectReader& r, ComponentSpec& out) {
     } else {
       for (auto it = protocols->begin(); it != protocols->end(); ++it) {
         const std::string at = child_pointer(pointer, it.key());
-        if (it.key() == "simple" || it.key().empty() || it.key().find_first_of(":,= ") != std::string::npos) {
-          r.context().error(at, "a protocol needs a name of its own (not \"simple\", which the component's own "
-                                "fields describe, and without ':', ',', '=' or spaces)");
+        const bool lower_case = !it.key().empty() && it.key().find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") ==
+                                                         std::string::npos;
+        if (it.key() == "simple" || !lower_case) {
+          r.context().error(at, "a protocol needs a name of its own in lower case letters, digits and '_' (policies "
+                                "name it so, as in allreduce=ring:ll128), and not \"simple\", which the component's "
+                                "own fields describe");
           continue;
         }
         if (!it.value().is_object()) {

@@ -80,8 +80,10 @@ class ComponentsParser {
         } else if (member == it.key()) {
           ctx_.error(at, "a group cannot list itself");
         } else if (auto [o, fresh] = owner_.emplace(member, it.key()); !fresh) {
-          ctx_.error(at, fmt::format("\"{}\" is already listed by group \"{}\"; a component belongs to one group",
-                                     member, o->second));
+          ctx_.error(at, o->second == it.key()
+                             ? fmt::format("\"{}\" is listed twice", member)
+                             : fmt::format("\"{}\" is already listed by group \"{}\"; a component belongs to one group",
+                                           member, o->second));
         }
       }
     }
@@ -143,10 +145,13 @@ class ComponentsParser {
     reader.finish();
     if (lists_members(body) && cyclic_.count(name) == 0) {
       auto& group = std::get<GroupSpec>(spec.body);
+      std::set<std::string> placed;  // a name listed twice is placed once (and reported above)
       for (const Json& member : body.at("components")) {
         if (!member.is_string()) continue;
         const auto o = owner_.find(member.get<std::string>());
-        if (o != owner_.end() && o->second == name) parse_one(o->first, map_.at(o->first), group);
+        if (o != owner_.end() && o->second == name && placed.insert(o->first).second) {
+          parse_one(o->first, map_.at(o->first), group);
+        }
       }
     }
     out.components.push_back(std::move(spec));

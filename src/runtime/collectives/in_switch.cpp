@@ -94,10 +94,12 @@ CollectivePlan switch_allreduce(const OpDesc& op, const CollectiveContext& cx, c
       for (std::uint32_t ni = 0; ni < nodes; ++ni) {
         for (std::uint32_t l = 0; l < local; ++l) {
           const std::uint32_t prev = (ni + nodes - 1) % nodes;
+          // A point-to-point ring: each chunk pays the synchronisation, the channel's previous one too.
           std::vector<std::uint32_t> deps{scattered[ni][l][j]};
           if (s > 0) deps.push_back(ring[s - 1][prev][l][j]);  // the segment this rank forwards
+          if (j > 0) deps.push_back(ring[s][ni][l][j - 1]);
           ring[s][ni][l][j] = add(cx.endpoints[layout.nodes[ni][l]], cx.endpoints[layout.nodes[(ni + 1) % nodes][l]],
-                                  segment, deps, share_cap, j > 0 ? ring[s][ni][l][j - 1] : kNoTransfer);
+                                  segment, deps, share_cap, kNoTransfer);
         }
       }
     }

@@ -134,7 +134,7 @@ const Communicator::Fluid& Communicator::fluid_for(const Rendezvous& rv, OpKind 
   Fluid f;
   f.duration_ps = scratch.now();
   f.devices = rv.devices;
-  f.algorithm = plan.algorithm;
+  f.algorithm = plan.protocol == "simple" ? plan.algorithm : plan.algorithm + ":" + plan.protocol;
   std::vector<std::pair<double, sim::ResourceId>> loads;
   for (sim::ResourceId r = 0; r < hw.network().resource_count(); ++r) {
     const double b = hw.network().bytes_carried(r);
