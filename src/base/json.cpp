@@ -30,7 +30,7 @@ std::optional<Json> parse_json_document(const std::string& text, const std::stri
   try {
     return parse_json_checked(text, file, d);
   } catch (const Json::exception& e) {  // parse errors, and numbers out of range such as 1e999
-    std::string what = e.what();
+    std::string what = json_exception_text(e);
     // nlohmann's text repeats the position: keep what follows "parse error at ...: ".
     if (auto p = what.find("parse error"); p != std::string::npos) {
       const auto colon = what.find(": ", p);
@@ -43,6 +43,14 @@ std::optional<Json> parse_json_document(const std::string& text, const std::stri
     }
     return std::nullopt;
   }
+}
+
+std::string json_exception_text(const std::exception& e) {
+  std::string what = e.what();
+  if (what.rfind("[json.exception.", 0) == 0) {
+    if (const auto end = what.find("] "); end != std::string::npos) what.erase(0, end + 2);
+  }
+  return what;
 }
 
 std::string json_child_pointer(const std::string& parent, std::string_view key) {

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <sstream>
 #include <memory>
+#include <sstream>
 
 #include "syntorch/base/input_file.hpp"
 #include "syntorch/base/key_value.hpp"
@@ -182,11 +182,25 @@ class Validator {
       fail(row, d);
       return;
     }
-    record(row, scale, [&] {
-      const RunReport r = simulate_generation(*m, {}, spec);
-      if (r.oom) throw std::runtime_error(fmt::format("simulated out of memory on rank {}", r.engine.oom->rank));
-      return metric->value(r, spec);
-    });
+    // Rows of one run (its metrics, or a file that repeats rows) simulate it once.
+    auto& run = runs_[row.hw + "|" + row.params];
+    if (!run.report && run.error.empty()) {
+      try {
+        run.report = std::make_shared<const RunReport>(simulate_generation(*m, {}, spec));
+        if (run.report->oom) {
+          run.error = fmt::format("simulated out of memory on rank {}", run.report->engine.oom->rank);
+        }
+      } catch (const InputError& e) {
+        run.error = e.diagnostics().items().empty() ? "" : e.diagnostics().items()[0].to_string();
+      } catch (const std::exception& e) {
+        run.error = e.what();
+      }
+    }
+    if (!run.error.empty()) {
+      mark(row, "error", run.error);
+      return;
+    }
+    record(row, scale, [&] { return metric->value(*run.report, spec); });
   }
 
   // A kernel or collective row: its latency by the Predictor. Params: the op's shape, dtype, and
@@ -229,14 +243,27 @@ class Validator {
       fail(row, d);
       return;
     }
-    auto& predictor = predictors_[row.hw + "|" + policy_key];
-    if (!predictor) predictor = std::make_unique<runtime::Predictor>(*m, policy);
-    record(row, scale, [&] { return predictor->predict(op, timing).time_s; });
+    record(row, scale, [&] {
+      // A row seen before (a file may repeat one) is predicted once.
+      const std::string key = fmt::format("{}|{}|{}", row.hw, row.op, row.params);
+      if (const auto seen = op_times_.find(key); seen != op_times_.end()) return seen->second;
+      auto& predictor = predictors_[row.hw + "|" + policy_key];
+      if (!predictor) predictor = std::make_unique<runtime::Predictor>(*m, policy);
+      return op_times_[key] = predictor->predict(op, timing).time_s;
+    });
   }
+
+  // A generation run shared by the rows that name it: its report, or why it has none.
+  struct Run {
+    std::shared_ptr<const RunReport> report;
+    std::string error;
+  };
 
   const ValidateOptions& o_;
   std::map<std::string, std::unique_ptr<hw::Machine>> machines_;
   std::map<std::string, std::unique_ptr<runtime::Predictor>> predictors_;
+  std::map<std::string, Run> runs_;          // by hw and params
+  std::map<std::string, double> op_times_;   // by hw, op and params: seconds
 };
 
 double percentile(std::vector<double> v, double q) {

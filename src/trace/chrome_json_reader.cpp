@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "syntorch/base/json.hpp"
 #include "trace_reader.hpp"
 
 namespace syntorch::trace::detail {
@@ -70,7 +71,7 @@ class ChromeSax {
     return true;
   }
   bool parse_error(std::size_t, const std::string&, const nlohmann::json::exception& e) {
-    error_ = e.what();
+    error_ = json_exception_text(e);
     return false;
   }
 

@@ -30,4 +30,7 @@ std::string json_child_pointer(const std::string& parent, std::size_t index);
 // A short rendering of a JSON value for messages ("3350", "\"fast\"", "an object").
 std::string describe_json(const Json& v);
 
+// An nlohmann exception's message without the library's "[json.exception.parse_error.101] " tag.
+std::string json_exception_text(const std::exception& e);
+
 }  // namespace syntorch
