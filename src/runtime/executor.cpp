@@ -58,18 +58,24 @@ KernelPhases plan_phases(const Kernel& kernel, const hw::Device& dev) {
   const std::uint64_t full = tiles / slots;
   const std::uint64_t rem = tiles % slots;
   const double unit_bw = dev.compute.unit_bandwidth_bytes_per_s;
+  // Written bytes hold HBM longer than read ones (efficiency / write_efficiency of a read each):
+  // the phases carry the time-equivalent bytes at the read rate.
+  const hw::MemorySpec& mem = dev.memory;
+  const double write_cost = mem.write_efficiency > 0 ? mem.efficiency / mem.write_efficiency : 1.0;
+  const double bytes_scale =
+      kernel.hbm_bytes > 0 ? 1.0 + kernel.hbm_write_bytes / kernel.hbm_bytes * (write_cost - 1.0) : 1.0;
   auto cap = [&](std::uint64_t u) { return unit_bw > 0 ? unit_bw * static_cast<double>(u) : sim::kUnlimitedRate; };
   plan.units = static_cast<std::uint32_t>(units);
   plan.waves = static_cast<double>(tiles) / static_cast<double>(slots);
   if (full > 0) {
     const std::uint64_t stacked = slots / units;  // CTAs sharing one unit in a full wave
     plan.phases[plan.count++] = {static_cast<double>(full * stacked) * kernel.tile_compute_s,
-                                 static_cast<double>(full * slots) * kernel.tile_hbm_bytes, cap(units)};
+                                 static_cast<double>(full * slots) * kernel.tile_hbm_bytes * bytes_scale, cap(units)};
   }
   if (rem > 0) {
     const std::uint64_t busiest = (rem + units - 1) / units;  // tiles on the busiest unit
     plan.phases[plan.count++] = {static_cast<double>(busiest) * kernel.tile_compute_s,
-                                 static_cast<double>(rem) * kernel.tile_hbm_bytes, cap(std::min(rem, units))};
+                                 static_cast<double>(rem) * kernel.tile_hbm_bytes * bytes_scale, cap(std::min(rem, units))};
   }
   return plan;
 }

@@ -55,7 +55,8 @@ struct MemorySpec {
   double size_bytes = 0;
   double bandwidth_bytes_per_s = 0;
   double latency_s = 0;
-  double efficiency = 1;  // fraction of peak bandwidth streaming kernels achieve
+  double efficiency = 1;  // fraction of peak bandwidth streaming kernels achieve reading
+  double write_efficiency = 0;  // ... writing (DRAM bus turnarounds); 0 = as reading
   std::optional<std::uint64_t> start_address;  // where it sits in the device's address space
 };
 

@@ -23,6 +23,7 @@ struct Kernel {
   double tile_hbm_bytes = 0;           // HBM bytes one tile moves, on average, after cache reuse
   double flops = 0;                    // useful work (for achieved FLOP/s)
   double hbm_bytes = 0;                // total HBM traffic
+  double hbm_write_bytes = 0;          // of which written (writes take longer on HBM: write_efficiency)
   std::vector<std::string> why;        // the dispatcher's reasons, in order
 };
 

@@ -12,6 +12,7 @@ void parse_memory(ObjectReader& r, ComponentSpec& out) {
   m.bandwidth_bytes_per_s = r.bandwidth("bandwidth", true).value_or(0);
   m.latency_s = r.time("latency", false).value_or(0);
   m.efficiency = r.fraction("efficiency", false).value_or(1.0);
+  m.write_efficiency = r.fraction("write_efficiency", false).value_or(m.efficiency);
   m.start_address = r.address("start_address", false);
   if (m.start_address && m.size_bytes > 0 &&
       static_cast<double>(*m.start_address) + m.size_bytes > static_cast<double>(std::numeric_limits<std::uint64_t>::max())) {

@@ -47,6 +47,7 @@ Kernel fused(const OpDesc& op, const LowerContext& cx, bool v3) {
   const double kv_bytes = 2.0 * static_cast<double>(op.batch * op.kv_heads * op.seq_kv * op.head_dim) *
                           element_bytes(op.kv_dtype.value_or(op.dtype));
   k.hbm_bytes = qo_bytes + kv_bytes;
+  k.hbm_write_bytes = qo_bytes / 2;  // the output
   // Useful FLOPs: QK^T and AV, each 2*seq_q*seq_kv*head_dim per head; causal keeps the lower
   // triangle (for seq_q == seq_kv about half).
   double pairs = static_cast<double>(op.seq_q) * static_cast<double>(op.seq_kv);

@@ -56,6 +56,7 @@ Kernel tiled(const OpDesc& op, const LowerContext& cx, const hw::GemmTile& t, st
   // Split-K writes fp32 partial sums and reads them back to reduce.
   const double split_bytes = split > 1 ? 2.0 * static_cast<double>(op.batch * op.m * op.n) * 4.0 * split : 0.0;
   k.hbm_bytes = in_bytes + c_bytes + split_bytes;
+  k.hbm_write_bytes = c_bytes + split_bytes / 2;
   k.tile_hbm_bytes = k.hbm_bytes / static_cast<double>(k.tiles);
   k.tile = fmt::format("{}x{}x{}", t.m, t.n, t.k);
   k.impl = split > 1 ? "splitk" : "tiled";
@@ -88,6 +89,7 @@ Kernel gemv(const OpDesc& op, const LowerContext& cx) {
   k.flops = 2.0 * static_cast<double>(op.batch * op.m) * static_cast<double>(op.n) * static_cast<double>(op.k);
   k.hbm_bytes = static_cast<double>(op.batch) * e *
                 static_cast<double>(big * op.k + small * op.k + small * big);
+  k.hbm_write_bytes = static_cast<double>(op.batch) * e * static_cast<double>(small * big);
   k.tile_hbm_bytes = k.hbm_bytes / static_cast<double>(k.tiles);
   k.why.push_back(fmt::format("GEMV path: min(m, n) = {} is tiny; {} CTAs stream the {}x{} operand once", small,
                               k.tiles, big, op.k));
@@ -194,16 +196,19 @@ std::vector<Kernel> lower_grouped_gemm(const OpDesc& op, const LowerContext& cx)
       Kernel k = one_group(part);
       const std::uint64_t tiles = k.tiles * count;
       const double hbm_bytes = k.hbm_bytes * static_cast<double>(count);
+      const double hbm_write_bytes = k.hbm_write_bytes * static_cast<double>(count);
       const double flops = k.flops * static_cast<double>(count);
       if (used == 0) {
         g = k;  // tile shape, implementation and bound are the same for every group
         g.tiles = 0;
         g.hbm_bytes = 0;
+        g.hbm_write_bytes = 0;
         g.flops = 0;
         g.why.erase(g.why.begin());  // the per-GEMM wave count, or the GEMV's per-group CTA count
       }
       g.tiles += tiles;
       g.hbm_bytes += hbm_bytes;
+      g.hbm_write_bytes += hbm_write_bytes;
       g.flops += flops;
       work_s += k.tile_compute_s * static_cast<double>(k.tiles * count);
       used += count;

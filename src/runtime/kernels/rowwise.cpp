@@ -67,6 +67,7 @@ std::vector<Kernel> lower_rowwise(const OpDesc& op, const LowerContext& cx, RowC
   }
   k.tile_compute_s = static_cast<double>(rows_per_tile * op.cols) * alg.ops_per_element / rate;
   k.hbm_bytes = static_cast<double>(op.rows) * row_bytes * (hbm_reads + 1);  // real rows only
+  k.hbm_write_bytes = static_cast<double>(op.rows) * row_bytes;
   k.tile_hbm_bytes = k.hbm_bytes / static_cast<double>(k.tiles);
   k.flops = static_cast<double>(op.rows * op.cols) * alg.ops_per_element;
   k.why.insert(k.why.begin(), fmt::format("{} rows in {} CTAs of {} row(s), {} resident per unit", op.rows, k.tiles,
@@ -89,6 +90,7 @@ std::vector<Kernel> lower_embedding(const OpDesc& op, const LowerContext& cx) {
   k.tile_compute_s = static_cast<double>(op.cols) / rate;
   k.tile_hbm_bytes = 2.0 * static_cast<double>(op.cols) * e;
   k.hbm_bytes = k.tile_hbm_bytes * static_cast<double>(k.tiles);
+  k.hbm_write_bytes = k.hbm_bytes / 2;
   k.flops = 0;
   k.why.push_back(fmt::format("gather: {} rows of {} from a {}-row table", op.rows, op.cols, op.vocab));
   return {std::move(k)};

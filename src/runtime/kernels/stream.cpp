@@ -27,6 +27,7 @@ Kernel stream_kernel(const LowerContext& cx, const StreamPass& pass) {
   k.tiles = static_cast<std::uint64_t>(std::ceil(elements / kElementsPerTile));
   k.tile_compute_s = std::min(elements, kElementsPerTile) * pass.ops_per_element / rate;
   k.hbm_bytes = elements * (pass.read_bytes_per_element + pass.write_bytes_per_element);
+  k.hbm_write_bytes = elements * pass.write_bytes_per_element;
   k.tile_hbm_bytes = k.hbm_bytes / static_cast<double>(k.tiles);
   k.flops = elements * pass.ops_per_element;
   return k;
