@@ -160,7 +160,7 @@ TEST(TransformerGeneration, MaxNumTokensRunsThePrefillInGroupsWithSmallerActivat
   EXPECT_EQ(session_testing::peak_bytes(b, 0, os::MemoryUse::kv_cache),
             session_testing::peak_bytes(a, 0, os::MemoryUse::kv_cache));
   EXPECT_GT(b.ttft_s, a.ttft_s);  // four forwards instead of one: weights read four times
-  EXPECT_EQ(b.tpot_s, a.tpot_s);  // decode is the same
+  EXPECT_NEAR(b.tpot_s, a.tpot_s, 1e-12);  // decode is the same (to the rounding of e2e - ttft)
   Diagnostics d;
   RunSpec bad = whole;
   bad.max_num_tokens = -1;
