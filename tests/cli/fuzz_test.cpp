@@ -133,18 +133,25 @@ TEST_F(Fuzz, MutatedHardwareConfigsAreResultsOrInputErrors) {
   const fs::path root(SYNTORCH_SOURCE_DIR);
   const std::vector<std::string> seeds{read(root / "hw_configs" / "h100_sxm5_80gb.json"),
                                        read(root / "hw_configs" / "dgx_h100.json"),
-                                       read(root / "hw_configs" / "simple_gpu.json")};
+                                       read(root / "hw_configs" / "simple_gpu.json"),
+                                       read(root / "tests" / "data" / "design_form_gpu.json")};
   // Mutated configs sit beside the bundled ones so their "extends" still resolve.
-  for (int i = 0; i < 1500; ++i) {
-    std::string text = seeds[static_cast<std::size_t>(i) % seeds.size()];
+  for (int i = 0; i < 1600; ++i) {
+    const std::size_t seed = static_cast<std::size_t>(i) % seeds.size();
+    std::string text = seeds[seed];
     for (int m = 0, n = 1 + static_cast<int>(rng_() % 3); m < n; ++m) text = mutate(text, rng_);
     const fs::path file = dir_ / "hw_configs" / "fuzz.json";
     std::ofstream(file, std::ios::binary) << text;
     expect_clean({"hw", "validate", file.string()}, text);
     if (i % 8 == 0) expect_clean({"hw", "show", file.string()}, text);
+    // The design's form restricts ops: a kernel it lists and one it does not.
+    if (seed == 3 && i % 16 == 3) {
+      expect_clean({"kernel", "softmax", "--hw", file.string(), "--rows", "64", "--cols", "64"}, text);
+      expect_clean({"kernel", "gelu", "--hw", file.string(), "--elements", "64"}, text);
+    }
     fs::remove(file);
   }
-  EXPECT_GT(runs_, 1500);
+  EXPECT_GT(runs_, 1600);
   // The mutations reach both sides: configs still whole, and configs broken in every way.
   EXPECT_GT(accepted_, 10);
   EXPECT_GT(refused_, 100);
