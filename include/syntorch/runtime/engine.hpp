@@ -116,9 +116,19 @@ class Engine {
   // program throws (a shape error, an input error) is rethrown here, the lowest rank's first.
   EngineResult run(const std::function<void(RankContext&)>& program);
 
+  // Attached mode, for a front end whose program is the calling thread itself (a Python script
+  // running `import syntorch.torch as torch`): attach() makes the one rank of a one-rank run
+  // current on this thread and simulates what it issues on a thread of its own; detach(), on the
+  // same thread, ends the program, waits for the simulation and gathers the result. An op the
+  // program issues after the simulation stopped (an OOM) throws os::QueueAborted.
+  void attach();
+  EngineResult detach();
+
   const hw::Machine& machine() const { return machine_; }
 
  private:
+  void prepare();         // the shared core, the ranks and their tracks
+  EngineResult gather();  // after the simulation: scopes closed, results per rank
   struct Impl;
   const hw::Machine& machine_;
   std::unique_ptr<Impl> impl_;

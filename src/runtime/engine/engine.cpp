@@ -31,6 +31,10 @@ struct Engine::Impl {
   detail::EngineCore core;
   detail::HardwareCounters counters;
   std::vector<std::unique_ptr<detail::Rank>> ranks;
+  // Attached mode: the caller's thread is rank 0's program; the simulator runs on its own.
+  std::unique_ptr<RankGuard> attached;
+  std::thread simulation;
+  std::exception_ptr simulation_error;
 };
 
 Engine::Engine(const hw::Machine& machine, KernelPolicy policy, int world_size, EngineOptions options)
@@ -47,49 +51,18 @@ Engine::Engine(const hw::Machine& machine, KernelPolicy policy, int world_size, 
   }
 }
 
-Engine::~Engine() = default;
+Engine::~Engine() {
+  // An attached program that never detached (its front end went away): stop the simulation.
+  if (impl_ && impl_->simulation.joinable()) {
+    impl_->ranks[0]->queue().close();
+    impl_->simulation.join();
+  }
+}
 
 EngineResult Engine::run(const std::function<void(RankContext&)>& program) {
+  prepare();
   Impl& e = *impl_;
   detail::EngineCore& core = e.core;
-  if (!e.ranks.empty()) throw std::logic_error("Engine::run may be called once");
-  if (core.options.recorder != nullptr && core.options.recorder->enabled()) {
-    core.tracer = std::make_unique<detail::EngineTrace>(*core.options.recorder, core.options.trace_level);
-    core.trace_memory = core.tracer->memory();
-    core.trace_device = core.tracer->device_work();
-  }
-  const auto compute_streams = static_cast<std::uint32_t>(core.options.streams_per_rank);
-  core.streams = {compute_streams, compute_streams, compute_streams + 1, compute_streams + 2};
-  core.hw = std::make_unique<hw::SimMachine>(core.sim, machine_);
-  core.executor = std::make_unique<Executor>(*core.hw);
-  if (core.tracer && core.tracer->hardware()) core.executor->set_closed_form(false);
-  core.comm = std::make_unique<detail::Communicator>(core);
-  core.copies = std::make_unique<detail::Copies>(core);
-
-  // Host costs come from the host nearest rank 0's device (all ranks of a run share one kind).
-  hw::HostSpec host_spec;
-  if (auto h = machine_.host_of_device(0)) host_spec = machine_.hosts()[*h].spec;
-  detail::HostCosts& costs = core.costs;
-  costs.dispatch_ps = core.options.framework == Framework::eager ? units::seconds_to_ps(host_spec.op_dispatch_s) : 0;
-  costs.launch_ps = units::seconds_to_ps(host_spec.kernel_launch_s);
-  costs.latency_ps = units::seconds_to_ps(host_spec.launch_latency_s);
-  costs.graph_ps = units::seconds_to_ps(host_spec.graph_launch_s);
-  costs.sync_ps = units::seconds_to_ps(host_spec.sync_latency_s);
-
-  for (int r = 0; r < core.world_size; ++r) {
-    const auto d = static_cast<std::uint32_t>(r);
-    const hw::Device& dev = machine_.devices()[d];
-    auto rank = std::make_unique<detail::Rank>(core, r, d, static_cast<std::uint64_t>(dev.memory.size_bytes),
-                                               dev.memory.start_address);
-    rank->bind();
-    if (core.tracer) {
-      core.tracer->declare_rank(r, dev.name, core.options.streams_per_rank);  // p2p streams: declared when used
-      if (core.tracer->hardware()) e.counters.watch_device(r, d);
-    }
-    e.ranks.push_back(std::move(rank));
-  }
-  if (core.tracer && core.tracer->hardware()) e.counters.watch_links();
-
   std::vector<std::thread> threads;
   threads.reserve(e.ranks.size());
   for (auto& rank_ptr : e.ranks) {
@@ -127,6 +100,81 @@ EngineResult Engine::run(const std::function<void(RankContext&)>& program) {
   for (auto& rank : e.ranks) {
     if (rank->error()) std::rethrow_exception(rank->error());
   }
+  return gather();
+}
+
+void Engine::attach() {
+  if (impl_->core.world_size != 1) throw std::logic_error("Engine::attach runs a one-rank program");
+  prepare();
+  Impl& e = *impl_;
+  e.attached = std::make_unique<RankGuard>(e.ranks[0].get());
+  e.ranks[0]->host_thread().start();
+  e.simulation = std::thread([&e] {
+    try {
+      e.core.sim.run();
+    } catch (...) {
+      e.simulation_error = std::current_exception();
+    }
+    // Nothing more will be consumed: an op issued from now on must not wait for room.
+    e.ranks[0]->queue().abort();
+  });
+}
+
+EngineResult Engine::detach() {
+  Impl& e = *impl_;
+  if (!e.attached) throw std::logic_error("Engine::detach without attach");
+  e.ranks[0]->queue().close();
+  e.simulation.join();
+  e.attached.reset();
+  if (e.simulation_error) std::rethrow_exception(e.simulation_error);
+  return gather();
+}
+
+void Engine::prepare() {
+  Impl& e = *impl_;
+  detail::EngineCore& core = e.core;
+  if (!e.ranks.empty()) throw std::logic_error("an Engine runs once");
+  if (core.options.recorder != nullptr && core.options.recorder->enabled()) {
+    core.tracer = std::make_unique<detail::EngineTrace>(*core.options.recorder, core.options.trace_level);
+    core.trace_memory = core.tracer->memory();
+    core.trace_device = core.tracer->device_work();
+  }
+  const auto compute_streams = static_cast<std::uint32_t>(core.options.streams_per_rank);
+  core.streams = {compute_streams, compute_streams, compute_streams + 1, compute_streams + 2};
+  core.hw = std::make_unique<hw::SimMachine>(core.sim, machine_);
+  core.executor = std::make_unique<Executor>(*core.hw);
+  if (core.tracer && core.tracer->hardware()) core.executor->set_closed_form(false);
+  core.comm = std::make_unique<detail::Communicator>(core);
+  core.copies = std::make_unique<detail::Copies>(core);
+
+  // Host costs come from the host nearest rank 0's device (all ranks of a run share one kind).
+  hw::HostSpec host_spec;
+  if (auto h = machine_.host_of_device(0)) host_spec = machine_.hosts()[*h].spec;
+  detail::HostCosts& costs = core.costs;
+  costs.dispatch_ps = core.options.framework == Framework::eager ? units::seconds_to_ps(host_spec.op_dispatch_s) : 0;
+  costs.launch_ps = units::seconds_to_ps(host_spec.kernel_launch_s);
+  costs.latency_ps = units::seconds_to_ps(host_spec.launch_latency_s);
+  costs.graph_ps = units::seconds_to_ps(host_spec.graph_launch_s);
+  costs.sync_ps = units::seconds_to_ps(host_spec.sync_latency_s);
+
+  for (int r = 0; r < core.world_size; ++r) {
+    const auto d = static_cast<std::uint32_t>(r);
+    const hw::Device& dev = machine_.devices()[d];
+    auto rank = std::make_unique<detail::Rank>(core, r, d, static_cast<std::uint64_t>(dev.memory.size_bytes),
+                                               dev.memory.start_address);
+    rank->bind();
+    if (core.tracer) {
+      core.tracer->declare_rank(r, dev.name, core.options.streams_per_rank);  // p2p streams: declared when used
+      if (core.tracer->hardware()) e.counters.watch_device(r, d);
+    }
+    e.ranks.push_back(std::move(rank));
+  }
+  if (core.tracer && core.tracer->hardware()) e.counters.watch_links();
+}
+
+EngineResult Engine::gather() {
+  Impl& e = *impl_;
+  detail::EngineCore& core = e.core;
   if (core.trace_device) {
     for (auto& rank : e.ranks) rank->close_all_scopes();
   }
