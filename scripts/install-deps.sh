@@ -9,6 +9,7 @@ packages=(
   libprotobuf-dev protobuf-compiler zlib1g-dev
   libopenmpi-dev openmpi-bin
   libgtest-dev libgmock-dev libbenchmark-dev
+  pybind11-dev python3-dev python3-pytest
 )
 
 missing=()

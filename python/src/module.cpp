@@ -1,0 +1,273 @@
+// _syntorch: the C++ simulator behind `import syntorch.torch as torch`. A Session loads a machine
+// and attaches a one-rank engine to the Python thread; the torch layer's Tensor and functions are
+// bound as they are, so a Python program issues the same ops a C++ one does. The Python package
+// (python/syntorch) gives them PyTorch's module layout, and nn.Module its Python form.
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "syntorch/base/diagnostics.hpp"
+#include "syntorch/hw/machine.hpp"
+#include "syntorch/os/host_thread.hpp"
+#include "syntorch/runtime/engine.hpp"
+#include "syntorch/torch/torch.hpp"
+#include "syntorch/trace/recorder.hpp"
+#include "syntorch/hw/config_loader.hpp"
+#include "syntorch/trace/open_trace_writer.hpp"
+
+namespace py = pybind11;
+using namespace syntorch;
+
+namespace {
+
+// One simulated run: a machine, and the engine the Python thread is attached to.
+class Session {
+ public:
+  Session(const std::string& hw, const std::vector<std::string>& sets, const std::string& framework,
+          const std::string& trace) {
+    Diagnostics d;
+    const std::vector<hw::Override> overrides = hw::parse_overrides(sets, d);
+    if (!d.empty()) throw InputError(std::move(d));
+    machine_ = std::make_unique<hw::Machine>(hw::Machine::load(hw, overrides));
+    if (framework != "eager" && framework != "native") {
+      throw std::invalid_argument("framework must be \"eager\" or \"native\", got \"" + framework + "\"");
+    }
+    runtime::EngineOptions options;
+    options.framework = framework == "eager" ? runtime::Framework::eager : runtime::Framework::native;
+    if (!trace.empty()) {
+      recorder_.attach(trace::open_trace_writer(trace, std::nullopt));
+      options.recorder = &recorder_;
+    }
+    engine_ = std::make_unique<runtime::Engine>(*machine_, runtime::KernelPolicy{}, 1, options);
+    engine_->attach();
+  }
+
+  // Ends the program, waits for the simulation and returns what it measured.
+  py::dict finish() {
+    if (!result_) {
+      result_ = engine_->detach();
+      recorder_.finish();
+    }
+    const runtime::EngineResult& r = *result_;
+    py::dict out;
+    out["simulated_time_s"] = static_cast<double>(r.end_ps) * 1e-12;
+    out["kernels"] = r.ranks.empty() ? 0 : r.ranks[0].kernels;
+    out["flops"] = r.ranks.empty() ? 0.0 : r.ranks[0].flops;
+    out["hbm_bytes"] = r.ranks.empty() ? 0.0 : r.ranks[0].hbm_bytes;
+    py::list peaks;
+    for (const auto& rank : r.ranks) peaks.append(rank.memory.peak_allocated_bytes);
+    out["peak_memory_bytes"] = peaks;
+    out["events"] = r.events;
+    out["out_of_memory"] = r.oom.has_value();
+    out["device"] = machine_->devices().empty() ? "" : machine_->devices()[0].name;
+    out["machine"] = machine_->name();
+    return out;
+  }
+
+  bool finished() const { return result_.has_value(); }
+
+ private:
+  std::unique_ptr<hw::Machine> machine_;
+  trace::Recorder recorder_;
+  std::unique_ptr<runtime::Engine> engine_;
+  std::optional<runtime::EngineResult> result_;
+};
+
+torch::IntArrayRef sizes_of(const std::vector<std::int64_t>& v) { return torch::IntArrayRef(v); }
+
+torch::TensorOptions options_of(std::optional<torch::ScalarType> dtype, const std::string& device) {
+  torch::TensorOptions o;
+  if (dtype) o = o.dtype(*dtype);
+  if (device == "cpu") {
+    o = o.device(torch::Device(torch::kCPU));
+  } else if (device == "cuda" || device.rfind("cuda:", 0) == 0) {
+    o = o.device(torch::Device(torch::kCUDA));
+  } else {
+    throw std::invalid_argument("Expected one of cpu, cuda device type at start of device string: " + device);
+  }
+  return o;
+}
+
+std::string dtype_repr(torch::ScalarType t) {
+  switch (t) {
+    case torch::ScalarType::Double: return "torch.float64";
+    case torch::ScalarType::Float: return "torch.float32";
+    case torch::ScalarType::Half: return "torch.float16";
+    case torch::ScalarType::BFloat16: return "torch.bfloat16";
+    case torch::ScalarType::Float8_e4m3fn: return "torch.float8_e4m3fn";
+    case torch::ScalarType::Float4: return "torch.float4_e2m1fn_x2";
+    case torch::ScalarType::Char: return "torch.int8";
+    case torch::ScalarType::Int: return "torch.int32";
+    case torch::ScalarType::Long: return "torch.int64";
+    case torch::ScalarType::Bool: return "torch.bool";
+  }
+  return "torch.unknown";
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_syntorch, m) {
+  m.doc() = "syntorch's simulator, bound for the syntorch Python package";
+
+  // Errors of PyTorch's kind: shape and argument errors are RuntimeError, a simulated OOM is
+  // torch.cuda.OutOfMemoryError (a RuntimeError), bad configs and flags ValueError.
+  static py::exception<runtime::OutOfMemory> oom(m, "OutOfMemoryError", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const runtime::OutOfMemory& e) {
+      oom(e.what());
+    } catch (const torch::Error& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    } catch (const InputError& e) {
+      PyErr_SetString(PyExc_ValueError, e.diagnostics().to_string().c_str());
+    } catch (const os::QueueAborted&) {
+      PyErr_SetString(PyExc_RuntimeError, "the simulation has stopped (an earlier out-of-memory)");
+    }
+  });
+
+  py::class_<Session>(m, "Session")
+      .def(py::init<const std::string&, const std::vector<std::string>&, const std::string&, const std::string&>(),
+           py::arg("hw"), py::arg("set"), py::arg("framework"), py::arg("trace"))
+      .def("finish", &Session::finish)
+      .def_property_readonly("finished", &Session::finished);
+
+  py::class_<torch::ScalarType>(m, "dtype")
+      .def("__repr__", &dtype_repr)
+      .def("__str__", &dtype_repr)
+      .def("__eq__", [](torch::ScalarType a, torch::ScalarType b) { return a == b; })
+      .def("__hash__", [](torch::ScalarType a) { return static_cast<int>(a); })
+      .def_property_readonly("is_floating_point", [](torch::ScalarType t) { return torch::is_floating_point(t); })
+      .def_property_readonly("itemsize", [](torch::ScalarType t) { return torch::element_bits(t) / 8.0; });
+  const std::pair<const char*, torch::ScalarType> dtypes[] = {
+      {"float64", torch::kFloat64}, {"double", torch::kFloat64}, {"float32", torch::kFloat32},
+      {"float", torch::kFloat32},   {"float16", torch::kFloat16}, {"half", torch::kFloat16},
+      {"bfloat16", torch::kBFloat16}, {"float8_e4m3fn", torch::kFloat8_e4m3fn}, {"int8", torch::kInt8},
+      {"int32", torch::kInt32},     {"int", torch::kInt32},     {"int64", torch::kInt64},
+      {"long", torch::kInt64},      {"bool", torch::kBool}};
+  for (const auto& [name, t] : dtypes) m.attr(name) = t;
+  m.def("set_default_dtype", &torch::set_default_dtype);
+  m.def("get_default_dtype", &torch::get_default_dtype);
+
+  using torch::Tensor;
+  py::class_<Tensor>(m, "Tensor")
+      .def_property_readonly("shape", [](const Tensor& t) { return py::tuple(py::cast(t.sizes())); })
+      .def_property_readonly("dtype", [](const Tensor& t) { return t.dtype(); })
+      .def_property_readonly("device", [](const Tensor& t) { return t.device().str(); })
+      .def_property_readonly("is_cuda", &Tensor::is_cuda)
+      .def_property_readonly("ndim", &Tensor::dim)
+      .def("size", [](const Tensor& t, std::optional<std::int64_t> dim) -> py::object {
+        if (dim) return py::int_(t.size(*dim));
+        return py::tuple(py::cast(t.sizes()));
+      }, py::arg("dim") = py::none())
+      .def("stride", [](const Tensor& t, std::optional<std::int64_t> dim) -> py::object {
+        if (dim) return py::int_(t.stride(*dim));
+        return py::tuple(py::cast(t.strides()));
+      }, py::arg("dim") = py::none())
+      .def("dim", &Tensor::dim)
+      .def("numel", &Tensor::numel)
+      .def("element_size", &Tensor::element_size)
+      .def("is_contiguous", &Tensor::is_contiguous)
+      .def("is_floating_point", &Tensor::is_floating_point)
+      .def("_view", [](const Tensor& t, const std::vector<std::int64_t>& s) { return t.view(sizes_of(s)); })
+      .def("_reshape", [](const Tensor& t, const std::vector<std::int64_t>& s) { return t.reshape(sizes_of(s)); })
+      .def("_permute", [](const Tensor& t, const std::vector<std::int64_t>& s) { return t.permute(sizes_of(s)); })
+      .def("_expand", [](const Tensor& t, const std::vector<std::int64_t>& s) { return t.expand(sizes_of(s)); })
+      .def("transpose", &Tensor::transpose)
+      .def("t", &Tensor::t)
+      .def("flatten", &Tensor::flatten, py::arg("start_dim") = 0, py::arg("end_dim") = -1)
+      .def("unsqueeze", &Tensor::unsqueeze)
+      .def("squeeze", [](const Tensor& t, std::optional<std::int64_t> dim) { return dim ? t.squeeze(*dim) : t.squeeze(); },
+           py::arg("dim") = py::none())
+      .def("narrow", &Tensor::narrow)
+      .def("select", &Tensor::select)
+      .def("split", &Tensor::split, py::arg("split_size"), py::arg("dim") = 0)
+      .def("chunk", &Tensor::chunk, py::arg("chunks"), py::arg("dim") = 0)
+      .def("contiguous", &Tensor::contiguous)
+      .def("clone", &Tensor::clone)
+      .def("_to_dtype", [](const Tensor& t, torch::ScalarType d) { return t.to(d); })
+      .def("_to_device", [](const Tensor& t, const std::string& device) {
+        return t.to(options_of(std::nullopt, device).device());
+      })
+      .def("copy_", &Tensor::copy_, py::return_value_policy::reference_internal)
+      .def("fill_", &Tensor::fill_, py::return_value_policy::reference_internal)
+      .def("zero_", &Tensor::zero_, py::return_value_policy::reference_internal)
+      .def("__add__", [](const Tensor& a, const Tensor& b) { return a + b; })
+      .def("__add__", [](const Tensor& a, double b) { return a + b; })
+      .def("__radd__", [](const Tensor& a, double b) { return a + b; })
+      .def("__sub__", [](const Tensor& a, const Tensor& b) { return a - b; })
+      .def("__sub__", [](const Tensor& a, double b) { return a - b; })
+      .def("__mul__", [](const Tensor& a, const Tensor& b) { return a * b; })
+      .def("__mul__", [](const Tensor& a, double b) { return a * b; })
+      .def("__rmul__", [](const Tensor& a, double b) { return a * b; })
+      .def("__truediv__", [](const Tensor& a, const Tensor& b) { return a / b; })
+      .def("__truediv__", [](const Tensor& a, double b) { return a / b; })
+      .def("__matmul__", [](const Tensor& a, const Tensor& b) { return torch::matmul(a, b); })
+      .def("__repr__", [](const Tensor& t) {
+        std::string s = "tensor(..., size=(";
+        for (std::size_t i = 0; i < t.sizes().size(); ++i) s += (i ? ", " : "") + std::to_string(t.sizes()[i]);
+        if (t.sizes().size() == 1) s += ",";
+        return s + "), dtype=" + dtype_repr(t.dtype()) + ", device='" + t.device().str() + "')";
+      });
+
+  // Factories take sizes, a dtype or None (the default dtype) and a device name.
+  m.def("_empty", [](const std::vector<std::int64_t>& s, std::optional<torch::ScalarType> dt, const std::string& dev) {
+    return torch::empty(sizes_of(s), options_of(dt, dev));
+  });
+  m.def("_zeros", [](const std::vector<std::int64_t>& s, std::optional<torch::ScalarType> dt, const std::string& dev) {
+    return torch::zeros(sizes_of(s), options_of(dt, dev));
+  });
+  m.def("_ones", [](const std::vector<std::int64_t>& s, std::optional<torch::ScalarType> dt, const std::string& dev) {
+    return torch::ones(sizes_of(s), options_of(dt, dev));
+  });
+  m.def("_randn", [](const std::vector<std::int64_t>& s, std::optional<torch::ScalarType> dt, const std::string& dev) {
+    return torch::randn(sizes_of(s), options_of(dt, dev));
+  });
+  m.def("_rand", [](const std::vector<std::int64_t>& s, std::optional<torch::ScalarType> dt, const std::string& dev) {
+    return torch::rand(sizes_of(s), options_of(dt, dev));
+  });
+  m.def("_full", [](const std::vector<std::int64_t>& s, double v, std::optional<torch::ScalarType> dt,
+                    const std::string& dev) { return torch::full(sizes_of(s), v, options_of(dt, dev)); });
+  m.def("_arange", [](std::int64_t start, std::int64_t end, std::optional<torch::ScalarType> dt, const std::string& dev) {
+    return torch::arange(start, end, options_of(dt.value_or(torch::kInt64), dev));
+  });
+
+  m.def("matmul", &torch::matmul);
+  m.def("mm", &torch::mm);
+  m.def("bmm", &torch::bmm);
+  m.def("add", [](const Tensor& a, const Tensor& b) { return torch::add(a, b); });
+  m.def("sub", [](const Tensor& a, const Tensor& b) { return torch::sub(a, b); });
+  m.def("mul", [](const Tensor& a, const Tensor& b) { return torch::mul(a, b); });
+  m.def("div", [](const Tensor& a, const Tensor& b) { return torch::div(a, b); });
+  m.def("gelu", &torch::gelu, py::arg("input"), py::arg("approximate") = "none");
+  m.def("relu", &torch::relu);
+  m.def("silu", &torch::silu);
+  m.def("tanh", &torch::tanh);
+  m.def("sigmoid", &torch::sigmoid);
+  m.def("softmax", &torch::softmax, py::arg("input"), py::arg("dim"), py::arg("dtype") = py::none());
+  m.def("log_softmax", &torch::log_softmax, py::arg("input"), py::arg("dim"), py::arg("dtype") = py::none());
+  m.def("_layer_norm", [](const Tensor& x, const std::vector<std::int64_t>& shape, std::optional<Tensor> w,
+                          std::optional<Tensor> b, double eps) {
+    return torch::layer_norm(x, sizes_of(shape), w.value_or(Tensor()), b.value_or(Tensor()), eps);
+  });
+  m.def("_rms_norm", [](const Tensor& x, const std::vector<std::int64_t>& shape, std::optional<Tensor> w,
+                        std::optional<double> eps) {
+    return torch::rms_norm(x, sizes_of(shape), w.value_or(Tensor()), eps);
+  });
+  m.def("linear", [](const Tensor& x, const Tensor& w, std::optional<Tensor> b) {
+    return torch::nn::functional::linear(x, w, b.value_or(Tensor()));
+  }, py::arg("input"), py::arg("weight"), py::arg("bias") = py::none());
+  m.def("embedding", [](const Tensor& indices, const Tensor& weight) { return torch::embedding(weight, indices); });
+  m.def("dropout", &torch::dropout, py::arg("input"), py::arg("p") = 0.5, py::arg("train") = true);
+  m.def("argmax", &torch::argmax, py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
+  m.def("cat", &torch::cat, py::arg("tensors"), py::arg("dim") = 0);
+  m.def("stack", &torch::stack, py::arg("tensors"), py::arg("dim") = 0);
+  m.def("scaled_dot_product_attention", [](const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal) {
+    return torch::scaled_dot_product_attention(q, k, v, {}, 0.0, is_causal);
+  }, py::arg("query"), py::arg("key"), py::arg("value"), py::arg("is_causal") = false);
+}

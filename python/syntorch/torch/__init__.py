@@ -1,0 +1,165 @@
+"""PyTorch's names over syntorch's meta tensors: `import syntorch.torch as torch`."""
+
+import builtins as _builtins
+
+import _syntorch
+from _syntorch import (Tensor, dtype, float64, double, float32, float, float16, half, bfloat16, float8_e4m3fn,
+                       int8, int32, int, int64, long, bool, set_default_dtype, get_default_dtype, matmul, mm, bmm,
+                       add, sub, mul, div, relu, silu, tanh, sigmoid, softmax, log_softmax, argmax, cat, stack)
+
+import syntorch as _syntorch_package
+
+from . import nn  # noqa: E402
+from . import cuda  # noqa: E402
+
+_default_device = ["cuda"]
+
+
+class device:
+    """A device name, as torch.device; also a context manager setting the factories' default."""
+
+    def __init__(self, type, index=None):
+        if isinstance(type, device):
+            type, index = type.type, type.index
+        name = str(type)
+        if ":" in name:
+            name, idx = name.split(":", 1)
+            index = _builtins.int(idx)
+        if name not in ("cuda", "cpu"):
+            raise RuntimeError(f"Expected one of cpu, cuda device type at start of device string: {type}")
+        self.type, self.index = name, index
+
+    def __str__(self):
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __repr__(self):
+        return f"device(type='{self.type}'" + ("" if self.index is None else f", index={self.index}") + ")"
+
+    def __eq__(self, other):
+        return str(self) == str(other)
+
+    def __enter__(self):
+        _default_device.append(str(self))
+        return self
+
+    def __exit__(self, *exc):
+        _default_device.pop()
+        return False
+
+
+def _device_name(d):
+    return str(device(d)) if d is not None else _default_device[-1]
+
+
+def _sizes(size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    for s in size:
+        if not isinstance(s, _builtins.int) or isinstance(s, _builtins.bool):
+            raise TypeError(f"size must be a tuple of ints, got {size!r}")
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
+    return list(size)
+
+
+def _factory(make):
+    def factory(*size, dtype=None, device=None, requires_grad=False, **_ignored):
+        _syntorch_package.current_session()
+        return make(_sizes(size), dtype, _device_name(device))
+    return factory
+
+
+empty = _factory(_syntorch._empty)
+zeros = _factory(_syntorch._zeros)
+ones = _factory(_syntorch._ones)
+randn = _factory(_syntorch._randn)
+rand = _factory(_syntorch._rand)
+
+
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    _syntorch_package.current_session()
+    return _syntorch._full(_sizes((size,)), _builtins.float(fill_value), dtype, _device_name(device))
+
+
+def arange(start, end=None, *, dtype=None, device=None, requires_grad=False):
+    _syntorch_package.current_session()
+    if end is None:
+        start, end = 0, start
+    return _syntorch._arange(_builtins.int(start), _builtins.int(end), dtype, _device_name(device))
+
+
+def _like(make):
+    def like(t, *, dtype=None, device=None, requires_grad=False):
+        return make(list(t.shape), dtype if dtype is not None else t.dtype, _device_name(device or t.device))
+    return like
+
+
+empty_like = _like(_syntorch._empty)
+zeros_like = _like(_syntorch._zeros)
+ones_like = _like(_syntorch._ones)
+randn_like = _like(_syntorch._randn)
+
+
+def transpose(x, dim0, dim1):
+    return x.transpose(dim0, dim1)
+
+
+def reshape(x, shape):
+    return x.reshape(shape)
+
+
+class no_grad:
+    """Gradients are not simulated yet: a context that changes nothing, as torch.no_grad reads."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def __call__(self, fn):
+        return fn
+
+
+inference_mode = no_grad
+
+
+# Tensor methods in PyTorch's spellings, over the extension's fixed-signature ones.
+def _shape_args(args):
+    return _sizes(args)
+
+
+def _to(self, *args, dtype=None, device=None, **_ignored):
+    out = self
+    for a in args:
+        if isinstance(a, _syntorch.dtype):
+            dtype = a
+        elif isinstance(a, (str, device_class)):
+            device = a
+    if dtype is not None:
+        out = out._to_dtype(dtype)
+    if device is not None:
+        out = out._to_device(_device_name(device))
+    return out
+
+
+device_class = device
+Tensor.view = lambda self, *shape: self._view(_shape_args(shape))
+Tensor.reshape = lambda self, *shape: self._reshape(_shape_args(shape))
+Tensor.permute = lambda self, *dims: self._permute(_shape_args(dims) if dims and all(d >= 0 for d in _flat(dims)) else _flat(dims))
+Tensor.expand = lambda self, *shape: self._expand(_flat(shape))
+Tensor.to = _to
+Tensor.cuda = lambda self, device=None: self._to_device("cuda")
+Tensor.cpu = lambda self: self._to_device("cpu")
+Tensor.half = lambda self: self._to_dtype(float16)
+Tensor.float = lambda self: self._to_dtype(float32)
+Tensor.bfloat16 = lambda self: self._to_dtype(bfloat16)
+Tensor.matmul = lambda self, other: matmul(self, other)
+Tensor.softmax = lambda self, dim, dtype=None: softmax(self, dim, dtype)
+Tensor.__len__ = lambda self: self.shape[0]
+
+
+def _flat(args):
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        return list(args[0])
+    return list(args)

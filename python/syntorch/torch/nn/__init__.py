@@ -1,0 +1,314 @@
+"""torch.nn: Module subclassable in Python as in PyTorch, and the common layers."""
+
+import math
+from collections import OrderedDict
+
+import _syntorch
+
+from . import functional
+from . import init
+
+
+class Parameter(_syntorch.Tensor):
+    """A tensor that a Module registers as a parameter (meta: its shape, dtype and device)."""
+
+    def __new__(cls, data=None, requires_grad=True):
+        return data
+
+
+def _is_parameter(value, name, module):
+    return isinstance(value, _syntorch.Tensor) and name in module.__dict__.get("_parameter_names", ())
+
+
+class Module:
+    def __init__(self):
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "training", True)
+
+    def __setattr__(self, name, value):
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("cannot assign attributes before Module.__init__() call")
+        for store in (self._parameters, self._buffers, self._modules):
+            store.pop(name, None)
+        if isinstance(value, Module):
+            self._modules[name] = value
+        elif isinstance(value, _syntorch.Tensor) and not isinstance(value, type(None)):
+            # Tensors assigned as attributes are parameters, as nn.Parameter(...) makes them.
+            self._parameters[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name):
+        for store in ("_parameters", "_buffers", "_modules"):
+            d = self.__dict__.get(store)
+            if d is not None and name in d:
+                return d[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def register_buffer(self, name, tensor, persistent=True):
+        self._buffers[name] = tensor
+
+    def register_parameter(self, name, param):
+        self._parameters[name] = param
+
+    def add_module(self, name, module):
+        self._modules[name] = module
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f"Module [{type(self).__name__}] is missing the required \"forward\" function")
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    def named_modules(self, prefix=""):
+        yield prefix, self
+        for name, m in self._modules.items():
+            yield from m.named_modules(f"{prefix}.{name}" if prefix else name)
+
+    def modules(self):
+        for _, m in self.named_modules():
+            yield m
+
+    def children(self):
+        return iter(self._modules.values())
+
+    def named_parameters(self, prefix=""):
+        for mname, m in self.named_modules(prefix):
+            for pname, p in m._parameters.items():
+                yield (f"{mname}.{pname}" if mname else pname), p
+
+    def parameters(self):
+        for _, p in self.named_parameters():
+            yield p
+
+    def named_buffers(self, prefix=""):
+        for mname, m in self.named_modules(prefix):
+            for bname, b in m._buffers.items():
+                yield (f"{mname}.{bname}" if mname else bname), b
+
+    def buffers(self):
+        for _, b in self.named_buffers():
+            yield b
+
+    def state_dict(self):
+        out = OrderedDict(self.named_parameters())
+        out.update(self.named_buffers())
+        return out
+
+    def apply(self, fn):
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
+
+    def train(self, mode=True):
+        for m in self.modules():
+            object.__setattr__(m, "training", mode)
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    def to(self, *args, **kwargs):
+        for m in self.modules():
+            for store in (m._parameters, m._buffers):
+                for k, v in store.items():
+                    store[k] = v.to(*args, **kwargs)
+        return self
+
+    def half(self):
+        return self.to(_syntorch.float16)
+
+    def bfloat16(self):
+        return self.to(_syntorch.bfloat16)
+
+    def float(self):
+        return self.to(_syntorch.float32)
+
+    def cuda(self):
+        return self.to("cuda")
+
+    def requires_grad_(self, requires_grad=True):
+        return self
+
+    def zero_grad(self, set_to_none=True):
+        return None
+
+
+def _factory_kwargs(device, dtype):
+    import syntorch.torch as torch
+    return dict(device=device, dtype=dtype)
+
+
+class Linear(Module):
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
+        super().__init__()
+        import syntorch.torch as torch
+        self.in_features, self.out_features = in_features, out_features
+        self.weight = torch.empty(out_features, in_features, device=device, dtype=dtype)
+        if bias:
+            self.bias = torch.empty(out_features, device=device, dtype=dtype)
+        else:
+            object.__setattr__(self, "bias", None)
+
+    def forward(self, x):
+        return functional.linear(x, self.weight, self.bias)
+
+
+class Embedding(Module):
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, device=None, dtype=None):
+        super().__init__()
+        import syntorch.torch as torch
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        self.weight = torch.empty(num_embeddings, embedding_dim, device=device, dtype=dtype)
+
+    def forward(self, indices):
+        return functional.embedding(indices, self.weight)
+
+
+class LayerNorm(Module):
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
+        super().__init__()
+        import syntorch.torch as torch
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape, self.eps = tuple(normalized_shape), eps
+        if elementwise_affine:
+            self.weight = torch.empty(*normalized_shape, device=device, dtype=dtype)
+            if bias:
+                self.bias = torch.empty(*normalized_shape, device=device, dtype=dtype)
+            else:
+                object.__setattr__(self, "bias", None)
+        else:
+            object.__setattr__(self, "weight", None)
+            object.__setattr__(self, "bias", None)
+
+    def forward(self, x):
+        return functional.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+
+class RMSNorm(Module):
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None):
+        super().__init__()
+        import syntorch.torch as torch
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape, self.eps = tuple(normalized_shape), eps
+        if elementwise_affine:
+            self.weight = torch.empty(*normalized_shape, device=device, dtype=dtype)
+        else:
+            object.__setattr__(self, "weight", None)
+
+    def forward(self, x):
+        return functional.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+
+class _Activation(Module):
+    _fn = None
+
+    def forward(self, x):
+        return type(self)._fn(x)
+
+
+class GELU(Module):
+    def __init__(self, approximate="none"):
+        super().__init__()
+        self.approximate = approximate
+
+    def forward(self, x):
+        return functional.gelu(x, approximate=self.approximate)
+
+
+class SiLU(Module):
+    def forward(self, x):
+        return functional.silu(x)
+
+
+class ReLU(Module):
+    def forward(self, x):
+        return functional.relu(x)
+
+
+class Dropout(Module):
+    def __init__(self, p=0.5, inplace=False):
+        super().__init__()
+        self.p = p
+
+    def forward(self, x):
+        return functional.dropout(x, self.p, self.training)
+
+
+class Identity(Module):
+    def forward(self, x):
+        return x
+
+
+class Sequential(Module):
+    def __init__(self, *modules):
+        super().__init__()
+        for i, m in enumerate(modules):
+            self._modules[str(i)] = m
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __getitem__(self, i):
+        return list(self._modules.values())[i]
+
+    def forward(self, x):
+        for m in self._modules.values():
+            x = m(x)
+        return x
+
+
+class ModuleList(Module):
+    def __init__(self, modules=()):
+        super().__init__()
+        for m in modules:
+            self.append(m)
+
+    def append(self, m):
+        self._modules[str(len(self._modules))] = m
+        return self
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __getitem__(self, i):
+        return list(self._modules.values())[i]
+
+
+class ModuleDict(Module):
+    def __init__(self, modules=None):
+        super().__init__()
+        for k, v in (modules or {}).items():
+            self._modules[k] = v
+
+    def __getitem__(self, k):
+        return self._modules[k]
+
+    def __setitem__(self, k, v):
+        self._modules[k] = v
+
+    def __iter__(self):
+        return iter(self._modules)
+
+    def __len__(self):
+        return len(self._modules)
+
+    def items(self):
+        return self._modules.items()
+
+    def keys(self):
+        return self._modules.keys()
+
+    def values(self):
+        return self._modules.values()

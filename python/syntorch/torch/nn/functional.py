@@ -1,0 +1,36 @@
+"""torch.nn.functional over syntorch's ops."""
+
+import _syntorch
+from _syntorch import relu, silu, tanh, sigmoid, scaled_dot_product_attention  # noqa: F401
+
+
+def linear(input, weight, bias=None):
+    return _syntorch.linear(input, weight, bias)
+
+
+def gelu(input, approximate="none"):
+    return _syntorch.gelu(input, approximate)
+
+
+def softmax(input, dim=None, dtype=None):
+    return _syntorch.softmax(input, -1 if dim is None else dim, dtype)
+
+
+def log_softmax(input, dim=None, dtype=None):
+    return _syntorch.log_softmax(input, -1 if dim is None else dim, dtype)
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    return _syntorch._layer_norm(input, list(normalized_shape), weight, bias, eps)
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    return _syntorch._rms_norm(input, list(normalized_shape), weight, eps)
+
+
+def embedding(input, weight, padding_idx=None):
+    return _syntorch.embedding(input, weight)
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    return _syntorch.dropout(input, p, training)

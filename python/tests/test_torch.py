@@ -1,0 +1,89 @@
+"""The Python package runs PyTorch-style code on the simulated machine."""
+
+import os
+
+import pytest
+
+import syntorch
+import syntorch.torch as torch
+import syntorch.torch.nn as nn
+import syntorch.torch.nn.functional as F
+
+SOURCE = os.environ.get("SYNTORCH_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def config(name):
+    return os.path.join(SOURCE, "hw_configs", name)
+
+
+def test_tensors_have_pytorchs_shapes_dtypes_and_devices():
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    x = torch.empty(4, 8, dtype=torch.float16, device="cuda")
+    assert x.shape == (4, 8) and x.size() == (4, 8) and x.size(1) == 8 and x.size(-1) == 8
+    assert x.dim() == 2 and x.numel() == 32 and x.dtype == torch.float16 and repr(x.dtype) == "torch.float16"
+    assert x.device == "cuda" and x.is_cuda and x.stride() == (8, 1)
+    y = x.view(2, 16).transpose(0, 1)
+    assert y.shape == (16, 2) and not y.is_contiguous()
+    assert torch.zeros((3, 5)).dtype == torch.float32  # the default dtype
+    assert (x @ torch.empty(8, 2, dtype=torch.float16)).shape == (4, 2)
+    assert (x * 0.5 + x).shape == (4, 8)
+    with pytest.raises(RuntimeError):
+        x @ torch.empty(3, 2, dtype=torch.float16)  # the inner sizes differ, as PyTorch refuses
+    with pytest.raises(RuntimeError):
+        torch.empty(2, -1)
+    syntorch.trace_manager.stats()
+
+
+def test_a_python_module_runs_as_kernels_with_their_flops():
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+
+    class MLP(nn.Module):
+        def __init__(self, d, h):
+            super().__init__()
+            self.up = nn.Linear(d, h, bias=False, dtype=torch.float16)
+            self.act = nn.GELU()
+            self.down = nn.Linear(h, d, bias=False, dtype=torch.float16)
+
+        def forward(self, x):
+            return self.down(self.act(self.up(x)))
+
+    model = MLP(1024, 4096)
+    names = [n for n, _ in model.named_parameters()]
+    assert names == ["up.weight", "down.weight"]
+    assert sum(p.numel() for p in model.parameters()) == 2 * 1024 * 4096
+    x = torch.randn(256, 1024, dtype=torch.float16)
+    y = model(x)
+    assert y.shape == (256, 1024)
+    s = syntorch.trace_manager.stats()
+    gemm_flops = 2 * (2 * 256 * 1024 * 4096)
+    assert s["flops"] >= gemm_flops and s["flops"] < 1.01 * gemm_flops + 256 * 4096 * 20
+    assert s["kernels"] >= 3 and s["simulated_time_s"] > 0
+    assert s["peak_memory_bytes"][0] >= 2 * 1024 * 4096 * 2
+
+
+def test_the_machine_decides_the_time():
+    def run(hw):
+        syntorch.init(hw=config(hw))
+        a = torch.empty(8192, 8192, dtype=torch.float16)
+        b = torch.empty(8192, 8192, dtype=torch.float16)
+        for _ in range(4):
+            torch.matmul(a, b)
+        return syntorch.trace_manager.stats()["simulated_time_s"]
+
+    assert run("a100_sxm4_80gb.json") > 2 * run("h100_sxm5_80gb.json")
+
+
+def test_a_simulated_out_of_memory_is_pytorchs_error():
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    with pytest.raises(torch.cuda.OutOfMemoryError):
+        torch.empty(100 * 2**30, dtype=torch.float16)
+    assert syntorch.trace_manager.stats()["out_of_memory"]
+
+
+def test_bad_machine_arguments_are_value_errors():
+    with pytest.raises(ValueError, match="no such file"):
+        syntorch.init(hw="does_not_exist.json")
+    with pytest.raises(ValueError, match="--set"):
+        syntorch.init(hw=config("h100_sxm5_80gb.json"), set=["/components/gpu/components/hbm/bandwidth"])
+    with pytest.raises(TypeError):
+        syntorch.init(set="/name=x")
