@@ -185,6 +185,14 @@ PYBIND11_MODULE(_syntorch, m) {
       .def("squeeze", [](const Tensor& t, std::optional<std::int64_t> dim) { return dim ? t.squeeze(*dim) : t.squeeze(); },
            py::arg("dim") = py::none())
       .def("narrow", &Tensor::narrow)
+      .def("_slice", &Tensor::slice)
+      .def("item", [](const Tensor& t) -> py::object {
+        // Values are not simulated: the copy to the host and the wait happen, the value is 0.
+        const double v = t.item<double>();
+        if (t.is_floating_point()) return py::float_(v);
+        if (t.dtype() == torch::kBool) return py::bool_(false);
+        return py::int_(0);
+      })
       .def("select", &Tensor::select)
       .def("split", &Tensor::split, py::arg("split_size"), py::arg("dim") = 0)
       .def("chunk", &Tensor::chunk, py::arg("chunks"), py::arg("dim") = 0)
@@ -237,6 +245,7 @@ PYBIND11_MODULE(_syntorch, m) {
     return torch::arange(start, end, options_of(dt.value_or(torch::kInt64), dev));
   });
 
+  m.def("cuda_synchronize", [] { torch::cuda::synchronize(); });
   m.def("matmul", &torch::matmul);
   m.def("mm", &torch::mm);
   m.def("bmm", &torch::bmm);

@@ -87,3 +87,25 @@ def test_bad_machine_arguments_are_value_errors():
         syntorch.init(hw=config("h100_sxm5_80gb.json"), set=["/components/gpu/components/hbm/bandwidth"])
     with pytest.raises(TypeError):
         syntorch.init(set="/name=x")
+
+
+def test_indexing_gives_views_and_index_assignment_copies_into_them():
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    cache = torch.zeros(2, 8, 1024, 128, dtype=torch.float16)
+    assert cache[0].shape == (8, 1024, 128)
+    assert cache[:, :, 5].shape == (2, 8, 128)
+    assert cache[..., :64].shape == (2, 8, 1024, 64)
+    assert cache[:, None, 1:3].shape == (2, 1, 2, 1024, 128)
+    assert cache[:, :, ::2].shape == (2, 8, 512, 128)
+    assert cache[-1, -1, -1, -1].shape == ()
+    with pytest.raises(IndexError):
+        cache[2]
+    with pytest.raises(IndexError):
+        cache[0, 0, 0, 0, 0]
+    kv = torch.randn(2, 8, 128, dtype=torch.float16)
+    cache[:, :, 7] = kv        # a copy kernel into the cache's slice
+    cache[:, :, 8] = 0.0       # a fill kernel
+    assert torch.empty(1, dtype=torch.float16).item() == 0.0
+    torch.cuda.synchronize()
+    s = syntorch.trace_manager.stats()
+    assert s["kernels"] >= 4  # zeros, randn, the copy, the fill (and the item's copy)

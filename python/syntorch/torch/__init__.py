@@ -163,3 +163,59 @@ def _flat(args):
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         return list(args[0])
     return list(args)
+
+
+# Indexing: integers select, slices narrow (or stride), None adds a dim, ... stands for the rest;
+# all are views, as in PyTorch. Index assignment copies into the view (a copy kernel), as a KV
+# cache update `cache[:, :, pos] = kv` does.
+def _index(self, key):
+    if not isinstance(key, tuple):
+        key = (key,)
+    consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if sum(1 for k in key if k is Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    expanded = []
+    for k in key:
+        if k is Ellipsis:
+            expanded.extend([slice(None)] * (self.dim() - consumed))
+        else:
+            expanded.append(k)
+    if sum(1 for k in expanded if k is not None) > self.dim():
+        raise IndexError(f"too many indices for tensor of dimension {self.dim()}")
+    out, dim = self, 0
+    for k in expanded:
+        if k is None:
+            out = out.unsqueeze(dim)
+            dim += 1
+        elif isinstance(k, _builtins.bool):
+            raise IndexError("indexing with a bool is not supported; use a slice")
+        elif isinstance(k, _builtins.int):
+            size = out.size(dim)
+            if not -size <= k < size:
+                raise IndexError(f"index {k} is out of bounds for dimension {dim} with size {size}")
+            out = out.select(dim, k)
+        elif isinstance(k, slice):
+            size = out.size(dim)
+            start, stop, step = k.indices(size)
+            if step <= 0:
+                raise ValueError("step must be greater than zero")
+            out = out._slice(dim, start, _builtins.max(start, stop), step)
+            dim += 1
+        else:
+            raise IndexError(f"indexing with {type(k).__name__} is not supported yet (integers, slices, None and "
+                             "... are)")
+    return out
+
+
+def _setindex(self, key, value):
+    view = _index(self, key)
+    if isinstance(value, Tensor):
+        if tuple(value.shape) != tuple(view.shape):
+            value = value._expand(list(view.shape))
+        view.copy_(value)
+    else:
+        view.fill_(_builtins.float(value))
+
+
+Tensor.__getitem__ = _index
+Tensor.__setitem__ = _setindex

@@ -10,9 +10,10 @@ def device_count():
 
 
 def synchronize(device=None):
-    """Meta tensors carry no data: the program never waits for the device, so this returns at once.
-    The simulated host still pays the synchronisation (issued as ops need it)."""
-    return None
+    """Waits, on the simulated host, until the device has finished everything issued (the
+    program itself never waits: meta tensors carry no data)."""
+    import _syntorch
+    _syntorch.cuda_synchronize()
 
 
 class OutOfMemoryError(RuntimeError):
