@@ -246,6 +246,11 @@ PYBIND11_MODULE(_syntorch, m) {
   });
 
   m.def("cuda_synchronize", [] { torch::cuda::synchronize(); });
+  m.def("cuda_memory_allocated", &torch::cuda::memory_allocated);
+  m.def("cuda_max_memory_allocated", &torch::cuda::max_memory_allocated);
+  m.def("cuda_memory_reserved", &torch::cuda::memory_reserved);
+  m.def("cuda_max_memory_reserved", &torch::cuda::max_memory_reserved);
+  m.def("cuda_empty_cache", &torch::cuda::empty_cache);
   m.def("matmul", &torch::matmul);
   m.def("mm", &torch::mm);
   m.def("bmm", &torch::bmm);

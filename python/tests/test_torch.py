@@ -109,3 +109,31 @@ def test_indexing_gives_views_and_index_assignment_copies_into_them():
     torch.cuda.synchronize()
     s = syntorch.trace_manager.stats()
     assert s["kernels"] >= 4  # zeros, randn, the copy, the fill (and the item's copy)
+
+
+def test_memory_queries_follow_the_caching_allocator():
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    assert torch.cuda.memory_allocated() == 0
+    x = torch.empty(1024, 1024, dtype=torch.float16)   # 2 MiB
+    assert torch.cuda.memory_allocated() == 2 * 2**20
+    assert torch.cuda.memory_reserved() >= 2 * 2**20
+    del x
+    assert torch.cuda.memory_allocated() == 0
+    assert torch.cuda.max_memory_allocated() == 2 * 2**20
+    assert torch.cuda.memory_reserved() >= 2 * 2**20     # cached, as PyTorch's allocator keeps it
+    torch.cuda.empty_cache()
+    assert torch.cuda.memory_reserved() == 0
+    assert "allocated" in torch.cuda.memory_summary()
+    syntorch.trace_manager.stats()
+
+
+def test_a_tensor_outliving_its_run_does_not_touch_the_next_one():
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    old = torch.empty(1024, 1024, dtype=torch.float16)
+    syntorch.trace_manager.stats()
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    new = torch.empty(512, 1024, dtype=torch.float16)
+    del old                                            # released with its run gone: nothing to free
+    assert torch.cuda.memory_allocated() == 2**20
+    assert new.shape == (512, 1024)
+    syntorch.trace_manager.stats()

@@ -1,5 +1,7 @@
 #include "syntorch/runtime/rank_context.hpp"
 
+#include <atomic>
+
 #include <fmt/format.h>
 
 namespace syntorch::runtime {
@@ -15,6 +17,11 @@ namespace {
 thread_local RankContext* t_current = nullptr;
 thread_local os::MemoryUse t_use = os::MemoryUse::activations;
 }  // namespace
+
+RankContext::RankContext() {
+  static std::atomic<std::uint64_t> next{1};
+  serial_ = next.fetch_add(1, std::memory_order_relaxed);
+}
 
 RankContext* current_rank() { return t_current; }
 

@@ -14,6 +14,21 @@ void synchronize() {
   if (runtime::RankContext* ctx = runtime::current_rank()) ctx->synchronize("cuda::synchronize");
 }
 
+namespace {
+os::AllocatorStats stats() {
+  const runtime::RankContext* ctx = runtime::current_rank();
+  return ctx ? ctx->memory_stats() : os::AllocatorStats{};
+}
+}  // namespace
+
+std::uint64_t memory_allocated() { return stats().allocated_bytes; }
+std::uint64_t max_memory_allocated() { return stats().peak_allocated_bytes; }
+std::uint64_t memory_reserved() { return stats().reserved_bytes; }
+std::uint64_t max_memory_reserved() { return stats().peak_reserved_bytes; }
+void empty_cache() {
+  if (runtime::RankContext* ctx = runtime::current_rank()) ctx->empty_cache();
+}
+
 bool is_available() { return runtime::current_rank() != nullptr; }
 
 Stream::Stream() {

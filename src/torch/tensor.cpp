@@ -52,6 +52,7 @@ void recycle(TensorImpl* impl) noexcept {
   }
   impl->base = nullptr;
   impl->context = nullptr;
+  impl->context_serial = 0;
   impl->handle = 0;
   impl->storage_bytes = 0;
   impl->offset = 0;
@@ -66,7 +67,8 @@ void release(TensorImpl* impl) noexcept {
   if (!impl || impl->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   if (impl->base) {
     release(impl->base);
-  } else if (impl->context && runtime::current_rank() == impl->context) {
+  } else if (impl->context && runtime::current_rank() == impl->context &&
+             runtime::current_rank()->serial() == impl->context_serial) {
     // Only the rank's own program frees its memory: a tensor outliving the simulation (its
     // context no longer current) has nothing left to give back.
     impl->context->free(impl->handle);
@@ -167,6 +169,7 @@ Tensor make_tensor(runtime::RankContext* context, IntArrayRef sizes, ScalarType 
   if (allocate) {
     impl->handle = handle;
     impl->context = context;
+    impl->context_serial = context->serial();
     impl->storage_bytes = bytes;
   }
   return Tensor(impl);

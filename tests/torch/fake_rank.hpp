@@ -54,6 +54,13 @@ class FakeRank : public runtime::RankContext {
     live.erase(it);
     ++frees;
   }
+  os::AllocatorStats memory_stats() const override {
+    os::AllocatorStats s;
+    s.allocated_bytes = live_bytes;
+    s.peak_allocated_bytes = peak_bytes;
+    return s;
+  }
+  void empty_cache() override {}
   void launch(const runtime::OpDesc& op, std::string_view name) override {
     launches.push_back(Launch{op, std::string(name)});
   }

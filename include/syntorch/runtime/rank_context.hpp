@@ -39,7 +39,12 @@ struct GroupId {
 
 class RankContext {
  public:
+  RankContext();
   virtual ~RankContext() = default;
+
+  // Unique in the process: a tensor made on one context and released after it is gone (a Python
+  // tensor outliving its run) can tell a new context at the same address from its own.
+  std::uint64_t serial() const { return serial_; }
 
   virtual int rank() const = 0;
   virtual int world_size() const = 0;
@@ -48,6 +53,10 @@ class RankContext {
   // allocator cannot serve it. `what` names the tensor or purpose (for the OOM summary, traces).
   virtual std::uint32_t allocate(std::uint64_t bytes, os::MemoryUse use, std::string_view what) = 0;
   virtual void free(std::uint32_t handle) = 0;
+  // The device allocator's statistics as the program stands (torch.cuda.memory_allocated and
+  // friends), and torch.cuda.empty_cache(): cached segments holding no live block go back.
+  virtual os::AllocatorStats memory_stats() const = 0;
+  virtual void empty_cache() = 0;
 
   // Streams, as CUDA's: launches, collectives, sends, receives and copies go to the current
   // stream (0, the default stream, until set_stream). Work on different streams may overlap and
@@ -97,6 +106,9 @@ class RankContext {
   // Registers a process group over global ranks (the same call on every member, in the same
   // order, gives the same id).
   virtual GroupId new_group(const std::vector<int>& ranks) = 0;
+
+ private:
+  std::uint64_t serial_;
 };
 
 // The context of the rank whose host program runs on this thread; nullptr outside a simulation

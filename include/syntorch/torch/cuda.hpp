@@ -75,6 +75,15 @@ void synchronize();
 // Whether a simulated device is there to run on (a rank's program is running on this thread).
 bool is_available();
 
+// The caching allocator of this rank's device, as torch.cuda reports it (0 outside a simulation):
+// bytes in live tensors, the most there were, bytes reserved from the device, the most reserved;
+// empty_cache() gives cached segments that hold no live tensor back to the device.
+std::uint64_t memory_allocated();
+std::uint64_t max_memory_allocated();
+std::uint64_t memory_reserved();
+std::uint64_t max_memory_reserved();
+void empty_cache();
+
 // Captures the ops launched between capture_begin and capture_end into one CUDA graph. Our
 // meaning: the captured ops pay no per-kernel launch and are issued together, as one graph
 // launch, at capture_end (the capture and its replay folded into one). There is no replay(): to

@@ -33,6 +33,7 @@ struct TensorImpl {
   std::int64_t offset = 0;  // in elements, into the base's memory
   TensorImpl* base = nullptr;
   runtime::RankContext* context = nullptr;
+  std::uint64_t context_serial = 0;  // context->serial(), to recognise it (or not) when released
   std::uint64_t storage_bytes = 0;  // of the owned memory (the base's, for a view)
   std::vector<std::int64_t> sizes;
   std::vector<std::int64_t> strides;

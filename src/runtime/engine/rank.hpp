@@ -76,6 +76,8 @@ class Rank final : public RankContext {
   int world_size() const override { return core_.world_size; }
   std::uint32_t allocate(std::uint64_t bytes, os::MemoryUse use, std::string_view what) override;
   void free(std::uint32_t handle) override;
+  os::AllocatorStats memory_stats() const override { return allocator_.stats(); }
+  void empty_cache() override { allocator_.empty_cache(); }
   void launch(const OpDesc& op, std::string_view name) override;
   void host_op(std::string_view name) override;
   void collective(const OpDesc& op, GroupId group, std::string_view name) override;
