@@ -29,7 +29,7 @@ namespace {
 class Session {
  public:
   Session(const std::string& hw, const std::vector<std::string>& sets, const std::string& framework,
-          const std::string& trace) {
+          const std::string& trace, const std::string& policy_text) {
     Diagnostics d;
     const std::vector<hw::Override> overrides = hw::parse_overrides(sets, d);
     if (!d.empty()) throw InputError(std::move(d));
@@ -43,7 +43,10 @@ class Session {
       recorder_.attach(trace::open_trace_writer(trace, std::nullopt));
       options.recorder = &recorder_;
     }
-    engine_ = std::make_unique<runtime::Engine>(*machine_, runtime::KernelPolicy{}, 1, options);
+    Diagnostics pd;
+    runtime::KernelPolicy policy = runtime::KernelPolicy::load(policy_text, pd, "policy");
+    if (!pd.empty()) throw InputError(std::move(pd));
+    engine_ = std::make_unique<runtime::Engine>(*machine_, std::move(policy), 1, options);
     engine_->attach();
   }
 
@@ -132,8 +135,9 @@ PYBIND11_MODULE(_syntorch, m) {
   });
 
   py::class_<Session>(m, "Session")
-      .def(py::init<const std::string&, const std::vector<std::string>&, const std::string&, const std::string&>(),
-           py::arg("hw"), py::arg("set"), py::arg("framework"), py::arg("trace"))
+      .def(py::init<const std::string&, const std::vector<std::string>&, const std::string&, const std::string&,
+                    const std::string&>(),
+           py::arg("hw"), py::arg("set"), py::arg("framework"), py::arg("trace"), py::arg("policy"))
       .def("finish", &Session::finish)
       .def_property_readonly("finished", &Session::finished);
 
@@ -246,6 +250,15 @@ PYBIND11_MODULE(_syntorch, m) {
   });
 
   m.def("cuda_synchronize", [] { torch::cuda::synchronize(); });
+  // Policy as code: "op=impl[:precision],..." for the ops launched from now on.
+  m.def("set_policy", [](const std::string& text) {
+    Diagnostics d;
+    const runtime::KernelPolicy policy = runtime::KernelPolicy::parse(text, d, "policy");
+    if (!d.empty()) throw InputError(std::move(d));
+    runtime::RankContext* ctx = runtime::current_rank();
+    if (!ctx) throw std::invalid_argument("no run is going (syntorch.init() starts one)");
+    ctx->set_policy(policy);
+  });
   m.def("cuda_memory_allocated", &torch::cuda::memory_allocated);
   m.def("cuda_max_memory_allocated", &torch::cuda::max_memory_allocated);
   m.def("cuda_memory_reserved", &torch::cuda::memory_reserved);

@@ -17,7 +17,8 @@ import os
 
 import _syntorch
 
-__all__ = ["init", "trace_manager", "current_session"]
+__all__ = ["init", "trace_manager", "current_session", "KernelPolicy", "set_kernel_policy", "get_kernel_policy",
+           "clear_kernel_policy"]
 
 _here = os.path.dirname(os.path.abspath(__file__))
 _session = None
@@ -31,20 +32,85 @@ def _bundled_config(name):
     raise FileNotFoundError(f"syntorch: the bundled hardware config {name} was not found; pass init(hw=...)")
 
 
-def init(hw=None, set=(), framework="eager", trace=None):
+def init(hw=None, set=(), framework="eager", trace=None, policy=None):
     """Starts a simulated run on the machine `hw` (a hardware config JSON file; default: the
     SYNTORCH_HW environment variable, else the bundled H100). `set` overrides config fields
     ("/json/pointer=value", as the CLI's --set); `framework` is "eager" (PyTorch's dispatch cost per
-    op) or "native"; `trace` a trace file to write (.json, .pftrace, .et) when the run ends. A run
-    already going is ended first."""
+    op) or "native"; `trace` a trace file to write (.json, .pftrace, .et) when the run ends;
+    `policy` a KernelPolicy, "op=impl,..." text or a policy file. A run already going is ended
+    first."""
     global _session
     if isinstance(set, str):
         raise TypeError("init(set=...) takes a list of \"/json/pointer=value\" strings, not one string")
     if _session is not None and not _session.finished:
         _session.finish()
     hw = hw or os.environ.get("SYNTORCH_HW") or _bundled_config("h100_sxm5_80gb.json")
-    _session = _syntorch.Session(str(hw), [str(s) for s in set], framework, str(trace) if trace else "")
+    global _policy
+    _policy = policy if isinstance(policy, KernelPolicy) or policy is None else KernelPolicy._from_text(str(policy))
+    _session = _syntorch.Session(str(hw), [str(s) for s in set], framework, str(trace) if trace else "",
+                                 str(policy) if policy is not None else "")
     return _session
+
+
+# PyTorch's and the design's names for the ops a policy chooses kernels for.
+_POLICY_OPS = {"matmul": ("gemm", "bmm"), "mm": ("gemm",), "linear": ("gemm",), "bmm": ("bmm",),
+               "scaled_dot_product_attention": ("attention",), "layer_norm": ("layernorm",),
+               "rms_norm": ("rmsnorm",), "all_reduce": ("allreduce",), "all_gather": ("allgather",),
+               "reduce_scatter": ("reducescatter",), "all_to_all": ("alltoall",)}
+
+
+class KernelPolicy:
+    """Policy as code: which implementation runs each op, as KernelPolicy(matmul="cublasLt",
+    attention="flash_v2"). Keys are the op table's names (gemm, attention, layernorm, allreduce,
+    ...) or PyTorch's (matmul, scaled_dot_product_attention, layer_norm, all_reduce, ...); values an
+    implementation, with ":precision" (or ":protocol" for a collective) as the CLI's --policy."""
+
+    def __init__(self, **choices):
+        self._entries = {}
+        for key, value in choices.items():
+            for op in _POLICY_OPS.get(key, (key,)):
+                self._entries[op] = str(value)
+
+    @classmethod
+    def _from_text(cls, text):
+        p = cls()
+        p._text = text
+        return p
+
+    def __str__(self):
+        if getattr(self, "_text", None) is not None:
+            return self._text
+        return ",".join(f"{op}={impl}" for op, impl in self._entries.items())
+
+    def __repr__(self):
+        return f"KernelPolicy({str(self)!r})"
+
+
+_policy = None
+
+
+def set_kernel_policy(policy=None, **choices):
+    """Ops launched from now on run by `policy` (a KernelPolicy or "op=impl,..." text) or by the
+    keyword choices; the ops already launched keep their kernels."""
+    global _policy
+    if policy is None:
+        policy = KernelPolicy(**choices)
+    elif choices:
+        raise TypeError("set_kernel_policy takes a policy or keyword choices, not both")
+    elif not isinstance(policy, KernelPolicy):
+        policy = KernelPolicy._from_text(str(policy))
+    current_session()
+    _syntorch.set_policy(str(policy))
+    _policy = policy
+
+
+def get_kernel_policy():
+    return _policy if _policy is not None else KernelPolicy()
+
+
+def clear_kernel_policy():
+    """Back to `auto` for every op: the fastest implementation the device supports."""
+    set_kernel_policy(KernelPolicy())
 
 
 def current_session():

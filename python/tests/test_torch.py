@@ -137,3 +137,30 @@ def test_a_tensor_outliving_its_run_does_not_touch_the_next_one():
     assert torch.cuda.memory_allocated() == 2**20
     assert new.shape == (512, 1024)
     syntorch.trace_manager.stats()
+
+
+def test_policy_as_code_takes_effect_from_the_next_op():
+    def attention_time(**policy):
+        syntorch.init(hw=config("h100_sxm5_80gb.json"))
+        q = torch.empty(4, 32, 4096, 128, dtype=torch.float16)
+        if policy:
+            syntorch.set_kernel_policy(**policy)
+        F.scaled_dot_product_attention(q, q, q, is_causal=True)
+        return syntorch.trace_manager.stats()["simulated_time_s"]
+
+    fa2 = attention_time(scaled_dot_product_attention="flash_v2")
+    fa3 = attention_time(attention="flash_v3")
+    assert fa3 < fa2                                   # FlashAttention-3 overlaps its softmax on H100
+    assert str(syntorch.get_kernel_policy()) == "attention=flash_v3"
+    assert str(syntorch.KernelPolicy(matmul="cublasLt")) == "gemm=cublasLt,bmm=cublasLt"
+    syntorch.init(hw=config("a100_sxm4_80gb.json"))
+    syntorch.set_kernel_policy(attention="flash_v3")
+    q = torch.empty(1, 8, 128, 64, dtype=torch.float16)
+    with pytest.raises(ValueError, match="flash_v3"):
+        F.scaled_dot_product_attention(q, q, q)         # A100 has no asynchronous matrix units
+    with pytest.raises(ValueError, match="unknown implementation"):
+        syntorch.set_kernel_policy("gemm=fastest")
+    syntorch.clear_kernel_policy()
+    syntorch.trace_manager.stats()
+    with pytest.raises(ValueError, match="unknown op"):
+        syntorch.init(hw=config("h100_sxm5_80gb.json"), policy="matmull=tiled")

@@ -61,6 +61,7 @@ class FakeRank : public runtime::RankContext {
     return s;
   }
   void empty_cache() override {}
+  void set_policy(const runtime::KernelPolicy&) override {}
   void launch(const runtime::OpDesc& op, std::string_view name) override {
     launches.push_back(Launch{op, std::string(name)});
   }

@@ -13,6 +13,7 @@
 
 #include "syntorch/os/caching_allocator.hpp"
 #include "syntorch/runtime/op.hpp"
+#include "syntorch/runtime/policy.hpp"
 
 namespace syntorch::runtime {
 
@@ -57,6 +58,10 @@ class RankContext {
   // friends), and torch.cuda.empty_cache(): cached segments holding no live block go back.
   virtual os::AllocatorStats memory_stats() const = 0;
   virtual void empty_cache() = 0;
+
+  // Policy as code while the program runs: ops launched from now on are lowered by `policy`
+  // (those already launched keep their kernels). Throws InputError when the machine cannot run it.
+  virtual void set_policy(const KernelPolicy& policy) = 0;
 
   // Streams, as CUDA's: launches, collectives, sends, receives and copies go to the current
   // stream (0, the default stream, until set_stream). Work on different streams may overlap and

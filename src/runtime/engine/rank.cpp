@@ -100,7 +100,7 @@ const std::vector<LoweredKernel>& Rank::lower(const OpDesc& op) {
   auto [it, fresh] = lowered_.try_emplace(op);
   if (fresh) {
     auto kernels = std::make_unique<std::vector<LoweredKernel>>();
-    for (Kernel& k : core_.dispatcher.lower(op, device_)) {
+    for (Kernel& k : (own_dispatcher_ ? *own_dispatcher_ : core_.dispatcher).lower(op, device_)) {
       LoweredKernel lk;
       if (core_.tracer) lk.why = join(k.why, "; ");
       lk.kernel = std::move(k);
@@ -153,6 +153,13 @@ os::HostAction Rank::launch_action() const {
   a.host_ps = core_.costs.dispatch_ps + core_.costs.launch_ps;
   a.ready_delay_ps = core_.costs.latency_ps;
   return a;
+}
+
+void Rank::set_policy(const KernelPolicy& policy) {
+  auto dispatcher = std::make_unique<Dispatcher>(core_.machine, policy);  // checks it first
+  retired_.push_back(std::move(lowered_));
+  lowered_.clear();
+  own_dispatcher_ = std::move(dispatcher);
 }
 
 void Rank::launch(const OpDesc& op, std::string_view name) {

@@ -78,6 +78,7 @@ class Rank final : public RankContext {
   void free(std::uint32_t handle) override;
   os::AllocatorStats memory_stats() const override { return allocator_.stats(); }
   void empty_cache() override { allocator_.empty_cache(); }
+  void set_policy(const KernelPolicy& policy) override;
   void launch(const OpDesc& op, std::string_view name) override;
   void host_op(std::string_view name) override;
   void collective(const OpDesc& op, GroupId group, std::string_view name) override;
@@ -206,6 +207,10 @@ class Rank final : public RankContext {
   os::CachingAllocator allocator_;
   os::ActionQueue queue_;
   std::unordered_map<OpDesc, std::unique_ptr<std::vector<LoweredKernel>>, OpDescHash> lowered_;
+  // A policy the program set (set_policy): its dispatcher, and the kernels lowered under earlier
+  // policies, which launched actions still point to.
+  std::unique_ptr<Dispatcher> own_dispatcher_;
+  std::vector<std::unordered_map<OpDesc, std::unique_ptr<std::vector<LoweredKernel>>, OpDescHash>> retired_;
   std::unordered_map<CommCall, std::unique_ptr<const CommCall>, CommCallHash> calls_;
   std::map<std::pair<const void*, const void*>, std::unique_ptr<OpRecord>> op_records_;  // by (name, what)
   struct StringHash {
