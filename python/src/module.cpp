@@ -52,10 +52,16 @@ class Session {
 
   // Ends the program, waits for the simulation and returns what it measured.
   py::dict finish() {
-    if (!result_) {
-      result_ = engine_->detach();
-      recorder_.finish();
+    if (!result_ && !error_) {
+      try {
+        py::gil_scoped_release release;  // the simulation touches no Python object
+        result_ = engine_->detach();
+        recorder_.finish();
+      } catch (...) {
+        error_ = std::current_exception();  // the run is over either way
+      }
     }
+    if (error_) std::rethrow_exception(error_);
     const runtime::EngineResult& r = *result_;
     py::dict out;
     out["simulated_time_s"] = static_cast<double>(r.end_ps) * 1e-12;
@@ -72,13 +78,26 @@ class Session {
     return out;
   }
 
-  bool finished() const { return result_.has_value(); }
+  bool finished() const { return result_.has_value() || error_ != nullptr; }
 
  private:
   std::unique_ptr<hw::Machine> machine_;
   trace::Recorder recorder_;
   std::unique_ptr<runtime::Engine> engine_;
   std::optional<runtime::EngineResult> result_;
+  std::exception_ptr error_;  // why finishing failed
+};
+
+// Ops launch on the run attached to this thread: without one (the run ended with stats(), or
+// another thread) they would silently run nowhere, so they refuse.
+struct RequireRun {
+  RequireRun() {
+    if (!runtime::current_rank()) {
+      throw torch::Error("syntorch: no run is going on this thread (the last one ended with "
+                         "trace_manager.stats(), or the run belongs to another thread); call syntorch.init() or make "
+                         "a new tensor to start one");
+    }
+  }
 };
 
 torch::IntArrayRef sizes_of(const std::vector<std::int64_t>& v) { return torch::IntArrayRef(v); }
@@ -144,7 +163,8 @@ PYBIND11_MODULE(_syntorch, m) {
   py::class_<torch::ScalarType>(m, "dtype")
       .def("__repr__", &dtype_repr)
       .def("__str__", &dtype_repr)
-      .def("__eq__", [](torch::ScalarType a, torch::ScalarType b) { return a == b; })
+      .def("__eq__", [](torch::ScalarType a, torch::ScalarType b) { return a == b; }, py::is_operator())
+      .def("__ne__", [](torch::ScalarType a, torch::ScalarType b) { return a != b; }, py::is_operator())
       .def("__hash__", [](torch::ScalarType a) { return static_cast<int>(a); })
       .def_property_readonly("is_floating_point", [](torch::ScalarType t) { return torch::is_floating_point(t); })
       .def_property_readonly("itemsize", [](torch::ScalarType t) { return torch::element_bits(t) / 8.0; });
@@ -196,30 +216,33 @@ PYBIND11_MODULE(_syntorch, m) {
         if (t.is_floating_point()) return py::float_(v);
         if (t.dtype() == torch::kBool) return py::bool_(false);
         return py::int_(0);
-      })
+      }, py::call_guard<RequireRun>())
       .def("select", &Tensor::select)
       .def("split", &Tensor::split, py::arg("split_size"), py::arg("dim") = 0)
       .def("chunk", &Tensor::chunk, py::arg("chunks"), py::arg("dim") = 0)
-      .def("contiguous", &Tensor::contiguous)
-      .def("clone", &Tensor::clone)
-      .def("_to_dtype", [](const Tensor& t, torch::ScalarType d) { return t.to(d); })
+      .def("contiguous", &Tensor::contiguous, py::call_guard<RequireRun>())
+      .def("clone", &Tensor::clone, py::call_guard<RequireRun>())
+      .def("_to_dtype", [](const Tensor& t, torch::ScalarType d) { return t.to(d); }, py::call_guard<RequireRun>())
       .def("_to_device", [](const Tensor& t, const std::string& device) {
         return t.to(options_of(std::nullopt, device).device());
-      })
-      .def("copy_", &Tensor::copy_, py::return_value_policy::reference_internal)
-      .def("fill_", &Tensor::fill_, py::return_value_policy::reference_internal)
-      .def("zero_", &Tensor::zero_, py::return_value_policy::reference_internal)
-      .def("__add__", [](const Tensor& a, const Tensor& b) { return a + b; })
-      .def("__add__", [](const Tensor& a, double b) { return a + b; })
-      .def("__radd__", [](const Tensor& a, double b) { return a + b; })
-      .def("__sub__", [](const Tensor& a, const Tensor& b) { return a - b; })
-      .def("__sub__", [](const Tensor& a, double b) { return a - b; })
-      .def("__mul__", [](const Tensor& a, const Tensor& b) { return a * b; })
-      .def("__mul__", [](const Tensor& a, double b) { return a * b; })
-      .def("__rmul__", [](const Tensor& a, double b) { return a * b; })
-      .def("__truediv__", [](const Tensor& a, const Tensor& b) { return a / b; })
-      .def("__truediv__", [](const Tensor& a, double b) { return a / b; })
-      .def("__matmul__", [](const Tensor& a, const Tensor& b) { return torch::matmul(a, b); })
+      }, py::call_guard<RequireRun>())
+      .def("copy_", &Tensor::copy_, py::return_value_policy::reference_internal, py::call_guard<RequireRun>())
+      .def("fill_", &Tensor::fill_, py::return_value_policy::reference_internal, py::call_guard<RequireRun>())
+      .def("zero_", &Tensor::zero_, py::return_value_policy::reference_internal, py::call_guard<RequireRun>())
+      .def("__add__", [](const Tensor& a, const Tensor& b) { return a + b; }, py::call_guard<RequireRun>())
+      .def("__add__", [](const Tensor& a, double b) { return a + b; }, py::call_guard<RequireRun>())
+      .def("__radd__", [](const Tensor& a, double b) { return a + b; }, py::call_guard<RequireRun>())
+      .def("__sub__", [](const Tensor& a, const Tensor& b) { return a - b; }, py::call_guard<RequireRun>())
+      .def("__sub__", [](const Tensor& a, double b) { return a - b; }, py::call_guard<RequireRun>())
+      .def("__mul__", [](const Tensor& a, const Tensor& b) { return a * b; }, py::call_guard<RequireRun>())
+      .def("__mul__", [](const Tensor& a, double b) { return a * b; }, py::call_guard<RequireRun>())
+      .def("__rmul__", [](const Tensor& a, double b) { return a * b; }, py::call_guard<RequireRun>())
+      .def("__truediv__", [](const Tensor& a, const Tensor& b) { return a / b; }, py::call_guard<RequireRun>())
+      .def("__truediv__", [](const Tensor& a, double b) { return a / b; }, py::call_guard<RequireRun>())
+      .def("__neg__", [](const Tensor& a) { return a.neg(); }, py::call_guard<RequireRun>())
+      // b - a as neg then add: two elementwise kernels where PyTorch's rsub launches one.
+      .def("__rsub__", [](const Tensor& a, double b) { return a.neg() + b; }, py::call_guard<RequireRun>())
+      .def("__matmul__", [](const Tensor& a, const Tensor& b) { return torch::matmul(a, b); }, py::call_guard<RequireRun>())
       .def("__repr__", [](const Tensor& t) {
         std::string s = "tensor(..., size=(";
         for (std::size_t i = 0; i < t.sizes().size(); ++i) s += (i ? ", " : "") + std::to_string(t.sizes()[i]);
@@ -230,24 +253,24 @@ PYBIND11_MODULE(_syntorch, m) {
   // Factories take sizes, a dtype or None (the default dtype) and a device name.
   m.def("_empty", [](const std::vector<std::int64_t>& s, std::optional<torch::ScalarType> dt, const std::string& dev) {
     return torch::empty(sizes_of(s), options_of(dt, dev));
-  });
+  }, py::call_guard<RequireRun>());
   m.def("_zeros", [](const std::vector<std::int64_t>& s, std::optional<torch::ScalarType> dt, const std::string& dev) {
     return torch::zeros(sizes_of(s), options_of(dt, dev));
-  });
+  }, py::call_guard<RequireRun>());
   m.def("_ones", [](const std::vector<std::int64_t>& s, std::optional<torch::ScalarType> dt, const std::string& dev) {
     return torch::ones(sizes_of(s), options_of(dt, dev));
-  });
+  }, py::call_guard<RequireRun>());
   m.def("_randn", [](const std::vector<std::int64_t>& s, std::optional<torch::ScalarType> dt, const std::string& dev) {
     return torch::randn(sizes_of(s), options_of(dt, dev));
-  });
+  }, py::call_guard<RequireRun>());
   m.def("_rand", [](const std::vector<std::int64_t>& s, std::optional<torch::ScalarType> dt, const std::string& dev) {
     return torch::rand(sizes_of(s), options_of(dt, dev));
-  });
+  }, py::call_guard<RequireRun>());
   m.def("_full", [](const std::vector<std::int64_t>& s, double v, std::optional<torch::ScalarType> dt,
-                    const std::string& dev) { return torch::full(sizes_of(s), v, options_of(dt, dev)); });
+                    const std::string& dev) { return torch::full(sizes_of(s), v, options_of(dt, dev)); }, py::call_guard<RequireRun>());
   m.def("_arange", [](std::int64_t start, std::int64_t end, std::optional<torch::ScalarType> dt, const std::string& dev) {
     return torch::arange(start, end, options_of(dt.value_or(torch::kInt64), dev));
-  });
+  }, py::call_guard<RequireRun>());
 
   m.def("cuda_synchronize", [] { torch::cuda::synchronize(); });
   // Policy as code: "op=impl[:precision],..." for the ops launched from now on.
@@ -264,37 +287,43 @@ PYBIND11_MODULE(_syntorch, m) {
   m.def("cuda_memory_reserved", &torch::cuda::memory_reserved);
   m.def("cuda_max_memory_reserved", &torch::cuda::max_memory_reserved);
   m.def("cuda_empty_cache", &torch::cuda::empty_cache);
-  m.def("matmul", &torch::matmul);
-  m.def("mm", &torch::mm);
-  m.def("bmm", &torch::bmm);
-  m.def("add", [](const Tensor& a, const Tensor& b) { return torch::add(a, b); });
-  m.def("sub", [](const Tensor& a, const Tensor& b) { return torch::sub(a, b); });
-  m.def("mul", [](const Tensor& a, const Tensor& b) { return torch::mul(a, b); });
-  m.def("div", [](const Tensor& a, const Tensor& b) { return torch::div(a, b); });
-  m.def("gelu", &torch::gelu, py::arg("input"), py::arg("approximate") = "none");
-  m.def("relu", &torch::relu);
-  m.def("silu", &torch::silu);
-  m.def("tanh", &torch::tanh);
-  m.def("sigmoid", &torch::sigmoid);
-  m.def("softmax", &torch::softmax, py::arg("input"), py::arg("dim"), py::arg("dtype") = py::none());
-  m.def("log_softmax", &torch::log_softmax, py::arg("input"), py::arg("dim"), py::arg("dtype") = py::none());
+  m.def("matmul", &torch::matmul, py::call_guard<RequireRun>());
+  m.def("mm", &torch::mm, py::call_guard<RequireRun>());
+  m.def("bmm", &torch::bmm, py::call_guard<RequireRun>());
+  m.def("add", [](const Tensor& a, const Tensor& b) { return torch::add(a, b); }, py::call_guard<RequireRun>());
+  m.def("sub", [](const Tensor& a, const Tensor& b) { return torch::sub(a, b); }, py::call_guard<RequireRun>());
+  m.def("mul", [](const Tensor& a, const Tensor& b) { return torch::mul(a, b); }, py::call_guard<RequireRun>());
+  m.def("div", [](const Tensor& a, const Tensor& b) { return torch::div(a, b); }, py::call_guard<RequireRun>());
+  m.def("gelu", &torch::gelu, py::arg("input"), py::arg("approximate") = "none", py::call_guard<RequireRun>());
+  m.def("relu", &torch::relu, py::call_guard<RequireRun>());
+  m.def("silu", &torch::silu, py::call_guard<RequireRun>());
+  m.def("tanh", &torch::tanh, py::call_guard<RequireRun>());
+  m.def("sigmoid", &torch::sigmoid, py::call_guard<RequireRun>());
+  m.def("softmax", &torch::softmax, py::arg("input"), py::arg("dim"), py::arg("dtype") = py::none(), py::call_guard<RequireRun>());
+  m.def("log_softmax", &torch::log_softmax, py::arg("input"), py::arg("dim"), py::arg("dtype") = py::none(), py::call_guard<RequireRun>());
   m.def("_layer_norm", [](const Tensor& x, const std::vector<std::int64_t>& shape, std::optional<Tensor> w,
                           std::optional<Tensor> b, double eps) {
     return torch::layer_norm(x, sizes_of(shape), w.value_or(Tensor()), b.value_or(Tensor()), eps);
-  });
+  }, py::call_guard<RequireRun>());
   m.def("_rms_norm", [](const Tensor& x, const std::vector<std::int64_t>& shape, std::optional<Tensor> w,
                         std::optional<double> eps) {
     return torch::rms_norm(x, sizes_of(shape), w.value_or(Tensor()), eps);
-  });
+  }, py::call_guard<RequireRun>());
   m.def("linear", [](const Tensor& x, const Tensor& w, std::optional<Tensor> b) {
     return torch::nn::functional::linear(x, w, b.value_or(Tensor()));
-  }, py::arg("input"), py::arg("weight"), py::arg("bias") = py::none());
-  m.def("embedding", [](const Tensor& indices, const Tensor& weight) { return torch::embedding(weight, indices); });
-  m.def("dropout", &torch::dropout, py::arg("input"), py::arg("p") = 0.5, py::arg("train") = true);
-  m.def("argmax", &torch::argmax, py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
-  m.def("cat", &torch::cat, py::arg("tensors"), py::arg("dim") = 0);
-  m.def("stack", &torch::stack, py::arg("tensors"), py::arg("dim") = 0);
-  m.def("scaled_dot_product_attention", [](const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal) {
-    return torch::scaled_dot_product_attention(q, k, v, {}, 0.0, is_causal);
-  }, py::arg("query"), py::arg("key"), py::arg("value"), py::arg("is_causal") = false);
+  }, py::arg("input"), py::arg("weight"), py::arg("bias") = py::none(), py::call_guard<RequireRun>());
+  m.def("embedding", [](const Tensor& indices, const Tensor& weight) { return torch::embedding(weight, indices); }, py::call_guard<RequireRun>());
+  m.def("dropout", &torch::dropout, py::arg("input"), py::arg("p") = 0.5, py::arg("train") = true, py::call_guard<RequireRun>());
+  m.def("argmax", &torch::argmax, py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false, py::call_guard<RequireRun>());
+  m.def("cat", &torch::cat, py::arg("tensors"), py::arg("dim") = 0, py::call_guard<RequireRun>());
+  m.def("stack", &torch::stack, py::arg("tensors"), py::arg("dim") = 0, py::call_guard<RequireRun>());
+  m.def("scaled_dot_product_attention",
+        [](const Tensor& q, const Tensor& k, const Tensor& v, std::optional<Tensor> attn_mask, double dropout_p,
+           bool is_causal, std::optional<double> scale, bool enable_gqa) {
+          return torch::scaled_dot_product_attention(q, k, v, attn_mask.value_or(Tensor()), dropout_p, is_causal,
+                                                     scale, enable_gqa);
+        },
+        py::arg("query"), py::arg("key"), py::arg("value"), py::arg("attn_mask") = py::none(),
+        py::arg("dropout_p") = 0.0, py::arg("is_causal") = false, py::arg("scale") = py::none(),
+        py::arg("enable_gqa") = false, py::call_guard<RequireRun>());
 }

@@ -14,6 +14,7 @@ carry shapes, not values).
 
 import atexit
 import os
+import threading
 
 import _syntorch
 
@@ -22,6 +23,8 @@ __all__ = ["init", "trace_manager", "current_session", "KernelPolicy", "set_kern
 
 _here = os.path.dirname(os.path.abspath(__file__))
 _session = None
+_session_thread = None
+_init_args = {}
 
 
 def _bundled_config(name):
@@ -39,17 +42,30 @@ def init(hw=None, set=(), framework="eager", trace=None, policy=None):
     op) or "native"; `trace` a trace file to write (.json, .pftrace, .et) when the run ends;
     `policy` a KernelPolicy, "op=impl,..." text or a policy file. A run already going is ended
     first."""
-    global _session
+    global _session, _session_thread, _init_args
     if isinstance(set, str):
         raise TypeError("init(set=...) takes a list of \"/json/pointer=value\" strings, not one string")
     if _session is not None and not _session.finished:
-        _session.finish()
+        _check_thread()
+        try:
+            _session.finish()
+        except Exception:
+            pass  # a failed run is over; the new one starts clean
+    _session = None  # the old run's engine goes before the new one is built
+    _init_args = dict(hw=hw, set=list(set), framework=framework, trace=trace, policy=policy)
     hw = hw or os.environ.get("SYNTORCH_HW") or _bundled_config("h100_sxm5_80gb.json")
     global _policy
+    session = _syntorch.Session(str(hw), [str(s) for s in set], framework, str(trace) if trace else "",
+                                str(policy) if policy is not None else "")
+    _session, _session_thread = session, threading.get_ident()
     _policy = policy if isinstance(policy, KernelPolicy) or policy is None else KernelPolicy._from_text(str(policy))
-    _session = _syntorch.Session(str(hw), [str(s) for s in set], framework, str(trace) if trace else "",
-                                 str(policy) if policy is not None else "")
     return _session
+
+
+def _check_thread():
+    if _session_thread is not None and threading.get_ident() != _session_thread:
+        raise RuntimeError("syntorch runs a program on the thread that started its run (called syntorch.init() "
+                           "or made its first tensor); this is another thread")
 
 
 # PyTorch's and the design's names for the ops a policy chooses kernels for.
@@ -114,9 +130,11 @@ def clear_kernel_policy():
 
 
 def current_session():
-    """The run ops go to, started on first use."""
+    """The run ops go to: started on first use, and after a finished run started again with the
+    arguments the last init() had."""
     if _session is None or _session.finished:
-        init()
+        init(**_init_args)
+    _check_thread()
     return _session
 
 
@@ -126,6 +144,7 @@ class _TraceManager:
     def stats(self):
         if _session is None:
             raise RuntimeError("syntorch: no run has started (call syntorch.init() or issue an op)")
+        _check_thread()
         return _session.finish()
 
     def dump(self, format="console", path=None):
@@ -153,5 +172,8 @@ trace_manager = _TraceManager()
 
 @atexit.register
 def _finish_at_exit():
-    if _session is not None and not _session.finished:
-        _session.finish()
+    if _session is not None and not _session.finished and threading.get_ident() == _session_thread:
+        try:
+            _session.finish()
+        except Exception:
+            pass

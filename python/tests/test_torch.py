@@ -164,3 +164,48 @@ def test_policy_as_code_takes_effect_from_the_next_op():
     syntorch.trace_manager.stats()
     with pytest.raises(ValueError, match="unknown op"):
         syntorch.init(hw=config("h100_sxm5_80gb.json"), policy="matmull=tiled")
+
+
+def test_pytorch_spellings_users_reach_for_first():
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    x = torch.empty(2, 3, 4, dtype=torch.float16)
+    assert x.view(-1).shape == (24,) and x.reshape(2, -1).shape == (2, 12) and torch.reshape(x, (-1, 4)).shape == (6, 4)
+    assert x.permute(2, 0, 1).shape == (4, 2, 3) and x.permute((2, 0, 1)).shape == (4, 2, 3)
+    assert torch.arange(0, 128, 2).shape == (64,) and torch.arange(10).shape == (10,)
+    assert (-x).shape == x.shape and (1 - x).shape == x.shape
+    assert torch.float16 != None and not (torch.float16 == "auto")  # noqa: E711
+    q = torch.empty(1, 8, 16, 64, dtype=torch.float16)
+    y = F.scaled_dot_product_attention(q, q, q, attn_mask=None, dropout_p=0.0, is_causal=True)
+    assert y.shape == (1, 8, 16, 64)
+
+    class WithIds(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.empty(4, 4)
+            self.register_buffer("ids", torch.arange(4))
+
+    m = WithIds().half()
+    assert m.w.dtype == torch.float16 and m.ids.dtype == torch.int64   # integer buffers keep their dtype
+    syntorch.trace_manager.stats()
+
+
+def test_an_op_the_device_refuses_can_be_issued_again():
+    syntorch.init(hw=config("a100_sxm4_80gb.json"), policy="attention=flash_v3")
+    q = torch.empty(1, 8, 128, 64, dtype=torch.float16)
+    for _ in range(2):                                  # the refusal leaves nothing half-made behind
+        with pytest.raises(ValueError, match="flash_v3"):
+            F.scaled_dot_product_attention(q, q, q)
+    syntorch.clear_kernel_policy()
+    assert F.scaled_dot_product_attention(q, q, q).shape == (1, 8, 128, 64)
+    syntorch.trace_manager.stats()
+
+
+def test_ops_after_the_run_ended_refuse_and_a_new_run_keeps_the_machine():
+    syntorch.init(hw=config("a100_sxm4_80gb.json"))
+    a = torch.empty(64, 64, dtype=torch.float16)
+    syntorch.trace_manager.stats()
+    with pytest.raises(RuntimeError, match="no run is going"):
+        a @ a
+    b = torch.empty(8, dtype=torch.float16)             # a new tensor starts a new run, on the same machine
+    assert "A100" in syntorch.trace_manager.stats()["machine"]
+    assert b.shape == (8,)

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <thread>
 
 #include "syntorch/runtime/engine.hpp"
 #include "syntorch/torch/torch.hpp"
@@ -42,9 +43,26 @@ TEST(AttachedEngine, AnEngineLeftAttachedStopsCleanly) {
     runtime::Engine e(m, {}, 1);
     e.attach();
     torch::empty({16, 16}, torch::kFloat16).fill_(1.0);
-  });  // destroyed without detach
+  });  // destroyed without detach, its simulation joined
   t.join();
-  SUCCEED();
+  EXPECT_EQ(runtime::current_rank(), nullptr);
+}
+
+TEST(AttachedEngine, AnOpTheDeviceRefusesCanBeIssuedAgainAndAPolicyChangesLaterOps) {
+  // A Python program catches errors and carries on: the refused op leaves no half-lowered entry,
+  // and set_policy lowers later ops by the new policy while earlier kernels stay valid.
+  const hw::Machine m = hw::Machine::load(config_path("a100_sxm4_80gb"));
+  runtime::Engine e(m, {}, 1);
+  e.attach();
+  const auto q = torch::empty({1, 8, 128, 64}, torch::kFloat16);
+  torch::scaled_dot_product_attention(q, q, q);  // auto: runs
+  Diagnostics d;
+  runtime::current_rank()->set_policy(runtime::KernelPolicy::parse("attention=flash_v3", d));
+  for (int i = 0; i < 2; ++i) EXPECT_THROW(torch::scaled_dot_product_attention(q, q, q), InputError);
+  runtime::current_rank()->set_policy(runtime::KernelPolicy{});
+  torch::scaled_dot_product_attention(q, q, q);
+  const runtime::EngineResult r = e.detach();
+  EXPECT_EQ(r.ranks[0].kernels, 2u);
 }
 
 }  // namespace

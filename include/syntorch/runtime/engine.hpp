@@ -120,7 +120,8 @@ class Engine {
   // running `import syntorch.torch as torch`): attach() makes the one rank of a one-rank run
   // current on this thread and simulates what it issues on a thread of its own; detach(), on the
   // same thread, ends the program, waits for the simulation and gathers the result. An op the
-  // program issues after the simulation stopped (an OOM) throws os::QueueAborted.
+  // program issues after the simulation stopped (it failed) throws os::QueueAborted; detach then
+  // rethrows the simulation's error.
   void attach();
   EngineResult detach();
 

@@ -60,7 +60,9 @@ class RankContext {
   virtual void empty_cache() = 0;
 
   // Policy as code while the program runs: ops launched from now on are lowered by `policy`
-  // (those already launched keep their kernels). Throws InputError when the machine cannot run it.
+  // (those already launched keep their kernels; collectives keep the run's policy). Throws
+  // InputError when the policy names a collective protocol the machine lacks; an implementation
+  // the device cannot run is refused when an op needs it.
   virtual void set_policy(const KernelPolicy& policy) = 0;
 
   // Streams, as CUDA's: launches, collectives, sends, receives and copies go to the current

@@ -51,15 +51,23 @@ def _device_name(d):
     return str(device(d)) if d is not None else _default_device[-1]
 
 
+def _ints(args):
+    """PyTorch's *size or (size,) arguments as a list of ints (numpy integers included)."""
+    import operator
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        args = tuple(args[0])
+    try:
+        return [operator.index(a) for a in args]
+    except TypeError:
+        raise TypeError(f"expected a sequence of integers, got {args!r}") from None
+
+
 def _sizes(size):
-    if len(size) == 1 and isinstance(size[0], (tuple, list)):
-        size = tuple(size[0])
+    size = _ints(size)
     for s in size:
-        if not isinstance(s, _builtins.int) or isinstance(s, _builtins.bool):
-            raise TypeError(f"size must be a tuple of ints, got {size!r}")
         if s < 0:
-            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
-    return list(size)
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {size}")
+    return size
 
 
 def _factory(make):
@@ -81,11 +89,15 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
     return _syntorch._full(_sizes((size,)), _builtins.float(fill_value), dtype, _device_name(device))
 
 
-def arange(start, end=None, *, dtype=None, device=None, requires_grad=False):
+def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
     _syntorch_package.current_session()
     if end is None:
         start, end = 0, start
-    return _syntorch._arange(_builtins.int(start), _builtins.int(end), dtype, _device_name(device))
+    start, end, step = _builtins.int(start), _builtins.int(end), _builtins.int(step)
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    count = _builtins.max(0, -(-(end - start) // step))
+    return _syntorch._arange(0, count, dtype, _device_name(device))  # the same shape and kernel
 
 
 def _like(make):
@@ -105,7 +117,7 @@ def transpose(x, dim0, dim1):
 
 
 def reshape(x, shape):
-    return x.reshape(shape)
+    return x._reshape(_ints((shape,)))
 
 
 class no_grad:
@@ -126,7 +138,7 @@ inference_mode = no_grad
 
 # Tensor methods in PyTorch's spellings, over the extension's fixed-signature ones.
 def _shape_args(args):
-    return _sizes(args)
+    return _ints(args)  # -1 infers a size, as view and reshape do
 
 
 def _to(self, *args, dtype=None, device=None, **_ignored):
@@ -146,7 +158,7 @@ def _to(self, *args, dtype=None, device=None, **_ignored):
 device_class = device
 Tensor.view = lambda self, *shape: self._view(_shape_args(shape))
 Tensor.reshape = lambda self, *shape: self._reshape(_shape_args(shape))
-Tensor.permute = lambda self, *dims: self._permute(_shape_args(dims) if dims and all(d >= 0 for d in _flat(dims)) else _flat(dims))
+Tensor.permute = lambda self, *dims: self._permute(_ints(dims))
 Tensor.expand = lambda self, *shape: self._expand(_flat(shape))
 Tensor.to = _to
 Tensor.cuda = lambda self, device=None: self._to_device("cuda")

@@ -97,18 +97,17 @@ void Rank::mark_memory(bool allocated, const Live& l, std::uint32_t handle) {
 // ---- ops and kernels ----
 
 const std::vector<LoweredKernel>& Rank::lower(const OpDesc& op) {
-  auto [it, fresh] = lowered_.try_emplace(op);
-  if (fresh) {
-    auto kernels = std::make_unique<std::vector<LoweredKernel>>();
-    for (Kernel& k : (own_dispatcher_ ? *own_dispatcher_ : core_.dispatcher).lower(op, device_)) {
-      LoweredKernel lk;
-      if (core_.tracer) lk.why = join(k.why, "; ");
-      lk.kernel = std::move(k);
-      kernels->push_back(std::move(lk));
-    }
-    it->second = std::move(kernels);
+  if (const auto it = lowered_.find(op); it != lowered_.end()) return *it->second;
+  // Lowered before it is remembered: an op the device refuses leaves nothing behind, so a
+  // program that catches the error (a Python session) can issue it again.
+  auto kernels = std::make_unique<std::vector<LoweredKernel>>();
+  for (Kernel& k : (own_dispatcher_ ? *own_dispatcher_ : core_.dispatcher).lower(op, device_)) {
+    LoweredKernel lk;
+    if (core_.tracer) lk.why = join(k.why, "; ");
+    lk.kernel = std::move(k);
+    kernels->push_back(std::move(lk));
   }
-  return *it->second;
+  return *lowered_.emplace(op, std::move(kernels)).first->second;
 }
 
 // The record a traced launch's note reads: the op's name and shape. `describe` gives the shape

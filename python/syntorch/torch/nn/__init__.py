@@ -112,10 +112,23 @@ class Module:
         return self.train(False)
 
     def to(self, *args, **kwargs):
+        # As PyTorch: a dtype applies to floating-point tensors only (integer buffers such as
+        # position ids keep theirs); a device to all.
+        dtype = kwargs.pop("dtype", None)
+        rest = []
+        for a in args:
+            if isinstance(a, _syntorch.dtype):
+                dtype = a
+            else:
+                rest.append(a)
         for m in self.modules():
             for store in (m._parameters, m._buffers):
                 for k, v in store.items():
-                    store[k] = v.to(*args, **kwargs)
+                    if dtype is not None and v.is_floating_point():
+                        v = v.to(dtype)
+                    if rest or kwargs:
+                        v = v.to(*rest, **kwargs)
+                    store[k] = v
         return self
 
     def half(self):

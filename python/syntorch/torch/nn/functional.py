@@ -2,6 +2,8 @@
 
 import _syntorch
 from _syntorch import relu, silu, tanh, sigmoid, scaled_dot_product_attention  # noqa: F401
+# scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+# scale=None, enable_gqa=False), as PyTorch's
 
 
 def linear(input, weight, bias=None):
