@@ -18,7 +18,7 @@ import threading
 
 import _syntorch
 
-__all__ = ["init", "trace_manager", "current_session", "KernelPolicy", "set_kernel_policy", "get_kernel_policy",
+__all__ = ["init", "trace_manager", "current_session", "profile", "KernelPolicy", "set_kernel_policy", "get_kernel_policy",
            "clear_kernel_policy"]
 
 _here = os.path.dirname(os.path.abspath(__file__))
@@ -136,6 +136,35 @@ def current_session():
         init(**_init_args)
     _check_thread()
     return _session
+
+
+class profile:
+    """Profiles what runs inside it into a trace, as torch.profiler's export_chrome_trace does:
+
+        with syntorch.profile(export_chrome_trace="trace.json"):
+            model(x)
+
+    The block runs as a run of its own on the machine of the last init() (ended on leaving it,
+    when the trace is written complete); `stats` holds what it measured. The format follows the
+    file's extension (.json, .json.gz, .pftrace, .et)."""
+
+    def __init__(self, export_chrome_trace=None, **init_args):
+        if export_chrome_trace is None:
+            raise TypeError("profile() needs export_chrome_trace=PATH")
+        self.path = str(export_chrome_trace)
+        self.init_args = init_args
+        self.stats = None
+
+    def __enter__(self):
+        args = dict(_init_args)
+        args.update(self.init_args)
+        args["trace"] = self.path
+        init(**args)
+        return self
+
+    def __exit__(self, *exc):
+        self.stats = trace_manager.stats()
+        return False
 
 
 class _TraceManager:

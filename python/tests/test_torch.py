@@ -209,3 +209,18 @@ def test_ops_after_the_run_ended_refuse_and_a_new_run_keeps_the_machine():
     b = torch.empty(8, dtype=torch.float16)             # a new tensor starts a new run, on the same machine
     assert "A100" in syntorch.trace_manager.stats()["machine"]
     assert b.shape == (8,)
+
+
+def test_profile_writes_a_chrome_trace_of_what_ran_inside(tmp_path):
+    import json
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    path = tmp_path / "trace.json"
+    with syntorch.profile(export_chrome_trace=path) as prof:
+        a = torch.empty(1024, 1024, dtype=torch.float16)
+        torch.matmul(a, a)
+    assert prof.stats["kernels"] >= 1
+    events = json.loads(path.read_text())["traceEvents"]
+    names = {e.get("name") for e in events}
+    assert any(n and "gemm" in n for n in names), sorted(n for n in names if n)[:20]
+    with pytest.raises(TypeError):
+        syntorch.profile()
