@@ -251,21 +251,15 @@ PYBIND11_MODULE(_syntorch, m) {
       });
 
   // Factories take sizes, a dtype or None (the default dtype) and a device name.
-  m.def("_empty", [](const std::vector<std::int64_t>& s, std::optional<torch::ScalarType> dt, const std::string& dev) {
-    return torch::empty(sizes_of(s), options_of(dt, dev));
-  }, py::call_guard<RequireRun>());
-  m.def("_zeros", [](const std::vector<std::int64_t>& s, std::optional<torch::ScalarType> dt, const std::string& dev) {
-    return torch::zeros(sizes_of(s), options_of(dt, dev));
-  }, py::call_guard<RequireRun>());
-  m.def("_ones", [](const std::vector<std::int64_t>& s, std::optional<torch::ScalarType> dt, const std::string& dev) {
-    return torch::ones(sizes_of(s), options_of(dt, dev));
-  }, py::call_guard<RequireRun>());
-  m.def("_randn", [](const std::vector<std::int64_t>& s, std::optional<torch::ScalarType> dt, const std::string& dev) {
-    return torch::randn(sizes_of(s), options_of(dt, dev));
-  }, py::call_guard<RequireRun>());
-  m.def("_rand", [](const std::vector<std::int64_t>& s, std::optional<torch::ScalarType> dt, const std::string& dev) {
-    return torch::rand(sizes_of(s), options_of(dt, dev));
-  }, py::call_guard<RequireRun>());
+  using Factory = Tensor (*)(torch::IntArrayRef, torch::TensorOptions);
+  const std::pair<const char*, Factory> factories[] = {
+      {"_empty", &torch::empty}, {"_zeros", &torch::zeros}, {"_ones", &torch::ones},
+      {"_randn", &torch::randn}, {"_rand", &torch::rand}};
+  for (const auto& [name, make] : factories) {
+    m.def(name, [make = make](const std::vector<std::int64_t>& s, std::optional<torch::ScalarType> dt,
+                              const std::string& dev) { return make(sizes_of(s), options_of(dt, dev)); },
+          py::call_guard<RequireRun>());
+  }
   m.def("_full", [](const std::vector<std::int64_t>& s, double v, std::optional<torch::ScalarType> dt,
                     const std::string& dev) { return torch::full(sizes_of(s), v, options_of(dt, dev)); }, py::call_guard<RequireRun>());
   m.def("_arange", [](std::int64_t start, std::int64_t end, std::optional<torch::ScalarType> dt, const std::string& dev) {

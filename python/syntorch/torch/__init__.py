@@ -136,10 +136,8 @@ class no_grad:
 inference_mode = no_grad
 
 
-# Tensor methods in PyTorch's spellings, over the extension's fixed-signature ones.
-def _shape_args(args):
-    return _ints(args)  # -1 infers a size, as view and reshape do
-
+# Tensor methods in PyTorch's spellings, over the extension's fixed-signature ones (sizes as
+# *args or one sequence; -1 infers a size, as view and reshape do).
 
 def _to(self, *args, dtype=None, device=None, **_ignored):
     out = self
@@ -156,10 +154,10 @@ def _to(self, *args, dtype=None, device=None, **_ignored):
 
 
 device_class = device
-Tensor.view = lambda self, *shape: self._view(_shape_args(shape))
-Tensor.reshape = lambda self, *shape: self._reshape(_shape_args(shape))
+Tensor.view = lambda self, *shape: self._view(_ints(shape))
+Tensor.reshape = lambda self, *shape: self._reshape(_ints(shape))
 Tensor.permute = lambda self, *dims: self._permute(_ints(dims))
-Tensor.expand = lambda self, *shape: self._expand(_flat(shape))
+Tensor.expand = lambda self, *shape: self._expand(_ints(shape))
 Tensor.to = _to
 Tensor.cuda = lambda self, device=None: self._to_device("cuda")
 Tensor.cpu = lambda self: self._to_device("cpu")
@@ -170,11 +168,6 @@ Tensor.matmul = lambda self, other: matmul(self, other)
 Tensor.softmax = lambda self, dim, dtype=None: softmax(self, dim, dtype)
 Tensor.__len__ = lambda self: self.shape[0]
 
-
-def _flat(args):
-    if len(args) == 1 and isinstance(args[0], (tuple, list)):
-        return list(args[0])
-    return list(args)
 
 
 # Indexing: integers select, slices narrow (or stride), None adds a dim, ... stands for the rest;

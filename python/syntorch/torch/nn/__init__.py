@@ -1,6 +1,5 @@
 """torch.nn: Module subclassable in Python as in PyTorch, and the common layers."""
 
-import math
 from collections import OrderedDict
 
 import _syntorch
@@ -14,10 +13,6 @@ class Parameter(_syntorch.Tensor):
 
     def __new__(cls, data=None, requires_grad=True):
         return data
-
-
-def _is_parameter(value, name, module):
-    return isinstance(value, _syntorch.Tensor) and name in module.__dict__.get("_parameter_names", ())
 
 
 class Module:
@@ -74,23 +69,22 @@ class Module:
     def children(self):
         return iter(self._modules.values())
 
-    def named_parameters(self, prefix=""):
+    def _named(self, store, prefix):
         for mname, m in self.named_modules(prefix):
-            for pname, p in m._parameters.items():
-                yield (f"{mname}.{pname}" if mname else pname), p
+            for name, t in getattr(m, store).items():
+                yield (f"{mname}.{name}" if mname else name), t
+
+    def named_parameters(self, prefix=""):
+        return self._named("_parameters", prefix)
 
     def parameters(self):
-        for _, p in self.named_parameters():
-            yield p
+        return (p for _, p in self.named_parameters())
 
     def named_buffers(self, prefix=""):
-        for mname, m in self.named_modules(prefix):
-            for bname, b in m._buffers.items():
-                yield (f"{mname}.{bname}" if mname else bname), b
+        return self._named("_buffers", prefix)
 
     def buffers(self):
-        for _, b in self.named_buffers():
-            yield b
+        return (b for _, b in self.named_buffers())
 
     def state_dict(self):
         out = OrderedDict(self.named_parameters())
@@ -148,11 +142,6 @@ class Module:
 
     def zero_grad(self, set_to_none=True):
         return None
-
-
-def _factory_kwargs(device, dtype):
-    import syntorch.torch as torch
-    return dict(device=device, dtype=dtype)
 
 
 class Linear(Module):
@@ -216,13 +205,6 @@ class RMSNorm(Module):
 
     def forward(self, x):
         return functional.rms_norm(x, self.normalized_shape, self.weight, self.eps)
-
-
-class _Activation(Module):
-    _fn = None
-
-    def forward(self, x):
-        return type(self)._fn(x)
 
 
 class GELU(Module):
