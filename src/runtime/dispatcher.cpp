@@ -104,12 +104,7 @@ CollectivePlan Dispatcher::lower_collective(const OpDesc& op, std::span<const st
   const hw::CollectiveSpec library = cx.library;
   const std::string asked = entry.protocol ? fmt::format("{}={}:{}", op_name(op.kind), entry.impl, *entry.protocol)
                                            : fmt::format("{}={}", op_name(op.kind), entry.impl);
-  if (entry.protocol && !library.protocol(*entry.protocol)) {
-    std::vector<std::string> names;
-    for (const auto& p : library.protocols) names.push_back(p.name);
-    fail(op.describe(), fmt::format("policy {}: the collective library of {} has no protocol \"{}\" (it has: {})",
-                                    asked, machine_.name(), *entry.protocol, join(names)));
-  }
+  // A protocol the policy names exists in every library: the constructor checked.
   const detail::CollectiveAlgorithm* best_algo = nullptr;
   const hw::CollectiveProtocol* best_protocol = nullptr;
   std::optional<CollectivePlan> best_simple_plan;  // the winner's plan when it won in simple
