@@ -13,6 +13,8 @@
 namespace syntorch::models {
 
 void generate(CausalLM& model, const GenerateOptions& o) {
+  // Inference: nothing records a backward (torch.inference_mode), so no activation is kept.
+  torch::NoGradGuard no_grad;
   const parallel::ParallelState& st = parallel::state();
   if (o.batch < 1 || o.input_tokens < 1 || o.output_tokens < 1) {
     throw std::invalid_argument("generate: batch, input tokens and output tokens must be at least 1");

@@ -12,6 +12,8 @@ std::string_view memory_use_name(MemoryUse u) {
     case MemoryUse::activations: return "activations";
     case MemoryUse::workspace: return "workspace";
     case MemoryUse::other: return "other";
+    case MemoryUse::gradients: return "gradients";
+    case MemoryUse::optimizer_state: return "optimizer state";
   }
   return "?";
 }
@@ -151,6 +153,18 @@ std::optional<CachingAllocator::Block> CachingAllocator::allocate(std::uint64_t 
   stats_.peak_allocated_bytes = std::max(stats_.peak_allocated_bytes, stats_.allocated_bytes);
   ++stats_.allocations;
   return Block{b.address, b.size, id};
+}
+
+void CachingAllocator::set_use(std::uint32_t id, MemoryUse use) {
+  if (id >= nodes_.size() || !nodes_[id].live || nodes_[id].free) {
+    throw std::logic_error("CachingAllocator::set_use: not a live allocation");
+  }
+  Node& n = nodes_[id];
+  stats_.allocated_by_use[static_cast<std::size_t>(n.use)] -= n.size;
+  n.use = use;
+  const auto u = static_cast<std::size_t>(use);
+  stats_.allocated_by_use[u] += n.size;
+  stats_.peak_allocated_by_use[u] = std::max(stats_.peak_allocated_by_use[u], stats_.allocated_by_use[u]);
 }
 
 void CachingAllocator::free(std::uint32_t id) {

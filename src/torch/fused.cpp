@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "backward_ops.hpp"
+#include "grad.hpp"
 #include "internal.hpp"
 #include "syntorch/torch/float8.hpp"
 
@@ -26,6 +28,12 @@ Tensor silu_and_mul(const Tensor& x) {
   Tensor out = detail::make_tensor(ctx, out_sizes, s.dtype, s.device, "syntorch::silu_and_mul");
   const std::int64_t n = s.numel / 2;
   detail::dispatch(ctx, detail::elementwise_op(OpKind::swiglu, n, s.dtype), "syntorch::silu_and_mul", s.device, n == 0);
+  if (autograd::any_requires_grad({&x})) {
+    detail::record("SiluAndMulBackward", {&x}, {&out}, {x},
+                   [](detail::Grads& g, detail::Grads& sv, const autograd::Node&) {
+                     return detail::Grads{detail::swiglu_backward(g[0], sv[0])};
+                   });
+  }
   return out;
 }
 
@@ -33,6 +41,7 @@ void rotary_embedding_(const Tensor& query, const Tensor& key, std::int64_t rota
   const char* op = "rotary_embedding_";
   detail::check_defined(query, op, "query");
   detail::check_defined(key, op, "key");
+  detail::no_backward({&query, &key}, op);
   detail::check_same(query, key, op);
   const auto& q = impl_of(query);
   const auto& k = impl_of(key);
@@ -89,6 +98,7 @@ OpDesc moe_rows_op(OpKind kind, std::int64_t tokens, std::int64_t dim, std::int6
 }  // namespace
 
 std::tuple<Tensor, Tensor> topk_softmax(const Tensor& gating_output, std::int64_t k) {
+  detail::no_backward({&gating_output}, "topk_softmax");
   const char* op = "topk_softmax";
   const auto [tokens, experts] = matrix_of(gating_output, op, "gating_output", "[tokens, experts]");
   if (k < 1 || k > experts) fail("{}: k ({}) must be in [1, experts = {}]", op, k, experts);
@@ -102,6 +112,7 @@ std::tuple<Tensor, Tensor> topk_softmax(const Tensor& gating_output, std::int64_
 }
 
 Tensor moe_permute(const Tensor& hidden, const Tensor& expert_ids) {
+  detail::no_backward({&hidden}, "moe_permute");
   const char* op = "moe_permute";
   const auto [tokens, dim] = matrix_of(hidden, op, "hidden", "[tokens, dim]");
   const auto [id_rows, k] = matrix_of(expert_ids, op, "expert_ids", "[tokens, k]");
@@ -116,6 +127,7 @@ Tensor moe_permute(const Tensor& hidden, const Tensor& expert_ids) {
 }
 
 Tensor moe_unpermute(const Tensor& expert_output, const Tensor& routing_weights) {
+  detail::no_backward({&expert_output, &routing_weights}, "moe_unpermute");
   const char* op = "moe_unpermute";
   const auto [rows, dim] = matrix_of(expert_output, op, "expert_output", "[tokens x k, dim]");
   const auto [tokens, k] = matrix_of(routing_weights, op, "routing_weights", "[tokens, k]");
@@ -131,6 +143,7 @@ Tensor moe_unpermute(const Tensor& expert_output, const Tensor& routing_weights)
 }
 
 Tensor grouped_mm(const Tensor& input, const Tensor& weight, const std::vector<std::int64_t>& group_rows) {
+  detail::no_backward({&input, &weight}, "grouped_mm");
   const char* op = "grouped_mm";
   detail::check_defined(input, op, "input");
   detail::check_defined(weight, op, "weight");

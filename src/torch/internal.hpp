@@ -12,12 +12,27 @@
 
 #include "syntorch/runtime/op.hpp"
 #include "syntorch/runtime/rank_context.hpp"
+#include "syntorch/torch/autograd.hpp"
 #include "syntorch/torch/tensor.hpp"
 #include "syntorch/torch/types.hpp"
 
 namespace syntorch::torch::detail {
 
 using Sizes = std::vector<std::int64_t>;
+
+// A tensor's gradient state: whether it requires a gradient, the node that made it (none for a
+// leaf), the accumulator that feeds a leaf's .grad, and that .grad.
+struct AutogradMeta {
+  bool requires_grad = false;
+  bool retains_grad = false;
+  std::uint32_t output_nr = 0;
+  std::shared_ptr<autograd::Node> grad_fn;
+  std::weak_ptr<autograd::Node> grad_accumulator;
+  Tensor grad;
+};
+AutogradMeta& autograd_meta(TensorImpl& impl);  // made on first use
+inline const AutogradMeta* autograd_meta_if(const Tensor& t) { return t.defined() ? t.unsafe_get_impl()->autograd : nullptr; }
+void destroy_autograd_meta(TensorImpl& impl) noexcept;
 
 template <typename... Args>
 [[noreturn]] void fail(fmt::format_string<Args...> format, Args&&... args) {

@@ -23,8 +23,12 @@ void throw_empty_holder() {
   throw Error("Accessing empty ModuleHolder (constructed with nullptr): assign a module to it first");
 }
 
-Tensor& Module::register_parameter(std::string name, Tensor tensor, bool) {
+Tensor& Module::register_parameter(std::string name, Tensor tensor, bool requires_grad) {
   check_name(name, "Parameter");
+  // A parameter is a leaf that requires a gradient (unless asked otherwise), as nn.Parameter.
+  if (tensor.defined() && (requires_grad ? tensor.is_floating_point() : tensor.requires_grad())) {
+    tensor.requires_grad_(requires_grad);
+  }
   if (!parameters_.insert(name, std::move(tensor))) {
     throw Error(fmt::format("Parameter '{}' already defined in {}", name, name_));
   }

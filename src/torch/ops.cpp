@@ -4,16 +4,21 @@
 
 #include <algorithm>
 
+#include "backward_ops.hpp"
+#include "grad.hpp"
 #include "internal.hpp"
 #include "syntorch/torch/float8.hpp"
 
 namespace syntorch::torch {
 
 using detail::fail;
+using detail::Grads;
 using detail::impl_of;
+using detail::needs;
 using detail::Sizes;
 using runtime::OpDesc;
 using runtime::OpKind;
+using Node = autograd::Node;
 
 namespace {
 
@@ -100,6 +105,90 @@ Sizes broadcast(IntArrayRef a, IntArrayRef b, const char* op) {
   return out;
 }
 
+// Backward of a + b, a - b, a * b, a / b, each gradient summed back to its input's shape.
+void record_binary(OpKind kind, const Tensor& a, const Tensor& b, Tensor& out) {
+  Sizes sa = a.sizes(), sb = b.sizes();
+  switch (kind) {
+    case OpKind::add:
+    case OpKind::sub:
+      detail::record(kind == OpKind::add ? "AddBackward0" : "SubBackward0", {&a, &b}, {&out}, {},
+                     [sa, sb, kind](Grads& g, Grads&, const Node& n) {
+                       Tensor gb = needs(n, 1) ? detail::sum_to(g[0], sb) : Tensor();
+                       if (gb.defined() && kind == OpKind::sub) gb = -gb;
+                       return Grads{needs(n, 0) ? detail::sum_to(g[0], sa) : Tensor(), gb};
+                     });
+      return;
+    case OpKind::mul:
+      detail::record("MulBackward0", {&a, &b}, {&out}, {a, b}, [sa, sb](Grads& g, Grads& s, const Node& n) {
+        return Grads{needs(n, 0) ? detail::sum_to(g[0] * s[1], sa) : Tensor(),
+                     needs(n, 1) ? detail::sum_to(g[0] * s[0], sb) : Tensor()};
+      });
+      return;
+    default:  // div: d/da = g / b, d/db = -g * a / b^2
+      detail::record("DivBackward0", {&a, &b}, {&out}, {a, b}, [sa, sb](Grads& g, Grads& s, const Node& n) {
+        return Grads{needs(n, 0) ? detail::sum_to(g[0] / s[1], sa) : Tensor(),
+                     needs(n, 1) ? detail::sum_to(-(g[0] * s[0] / (s[1] * s[1])), sb) : Tensor()};
+      });
+  }
+}
+
+// Backward of the one-input elementwise ops: tensor-scalar arithmetic (the scalar's value is not
+// kept: mul and div cost one kernel, add and sub none), negation and the activations (their
+// backward kernels read the saved input or output).
+void record_unary(OpKind kind, std::string_view aten, const Tensor& a, Tensor& out) {
+  switch (kind) {
+    case OpKind::add:
+    case OpKind::sub:
+      if (aten == "aten::rsub") {
+        detail::record("RsubBackward1", {&a}, {&out}, {}, [](Grads& g, Grads&, const Node&) { return Grads{-g[0]}; });
+      } else {
+        detail::record(kind == OpKind::add ? "AddBackward1" : "SubBackward1", {&a}, {&out}, {},
+                       [](Grads& g, Grads&, const Node&) { return Grads{g[0]}; });
+      }
+      return;
+    case OpKind::mul:
+    case OpKind::div:
+      detail::record(kind == OpKind::mul ? "MulBackward1" : "DivBackward1", {&a}, {&out}, {},
+                     [](Grads& g, Grads&, const Node&) { return Grads{g[0] * 1.0}; });
+      return;
+    case OpKind::neg:
+      detail::record("NegBackward0", {&a}, {&out}, {}, [](Grads& g, Grads&, const Node&) { return Grads{-g[0]}; });
+      return;
+    case OpKind::gelu:
+    case OpKind::silu:
+      // From the saved input.
+      detail::record(kind == OpKind::gelu ? "GeluBackward0" : "SiluBackward0", {&a}, {&out}, {a},
+                     [kind](Grads& g, Grads& s, const Node&) {
+                       return kind == OpKind::gelu
+                                  ? Grads{detail::elementwise_backward(OpKind::gelu_backward, g[0], s[0],
+                                                                       "aten::gelu_backward")}
+                                  : Grads{detail::elementwise_backward(OpKind::silu_backward, g[0], s[0],
+                                                                       "aten::silu_backward")};
+                     });
+      return;
+    case OpKind::relu:
+    case OpKind::tanh:
+    case OpKind::sigmoid: {
+      // From the saved output.
+      const OpKind back = kind == OpKind::relu   ? OpKind::relu_backward
+                          : kind == OpKind::tanh ? OpKind::tanh_backward
+                                                 : OpKind::sigmoid_backward;
+      const std::string_view aten_back = kind == OpKind::relu   ? "aten::threshold_backward"
+                                         : kind == OpKind::tanh ? "aten::tanh_backward"
+                                                                : "aten::sigmoid_backward";
+      const std::string_view name = kind == OpKind::relu   ? "ReluBackward0"
+                                    : kind == OpKind::tanh ? "TanhBackward0"
+                                                           : "SigmoidBackward0";
+      detail::record(name, {&a}, {&out}, {out}, [back, aten_back](Grads& g, Grads& s, const Node&) {
+        return Grads{detail::elementwise_backward(back, g[0], s[0], aten_back)};
+      });
+      return;
+    }
+    default:
+      detail::no_backward({&a}, std::string(aten).c_str());
+  }
+}
+
 Tensor binary(const Tensor& a, const Tensor& b, OpKind kind, const char* op, std::string_view aten) {
   detail::check_defined(a, op, "self");
   detail::check_defined(b, op, "other");
@@ -112,6 +201,7 @@ Tensor binary(const Tensor& a, const Tensor& b, OpKind kind, const char* op, std
                                   : detail::make_tensor(ctx, broadcast(x.sizes, y.sizes, op), x.dtype, x.device, aten);
   const std::int64_t n = impl_of(out).numel;
   detail::dispatch(ctx, detail::elementwise_op(kind, n, x.dtype), aten, x.device, n == 0);
+  if (autograd::any_requires_grad({&a, &b})) record_binary(kind, a, b, out);
   return out;
 }
 
@@ -122,7 +212,35 @@ Tensor unary(const Tensor& a, OpKind kind, const char* op, std::string_view aten
   runtime::RankContext* ctx = runtime::current_rank();
   Tensor out = detail::make_tensor(ctx, x.sizes, x.dtype, x.device, aten);
   detail::dispatch(ctx, detail::elementwise_op(kind, x.numel, x.dtype), aten, x.device, x.numel == 0);
+  if (autograd::any_requires_grad({&a})) record_unary(kind, aten, a, out);
   return out;
+}
+
+// The history of an in-place update of self (by other, or by a scalar when other is null): a leaf
+// that requires grad refuses it, as PyTorch does; otherwise self's history becomes a node over its
+// previous history and other's. add_ and sub_ pass the gradient through; mul_ and div_ by a
+// scalar scale it (one kernel); by a tensor they would need the overwritten values.
+void record_inplace(Tensor& self, const Tensor* other, OpKind kind, const char* op) {
+  if (!autograd::GradMode::is_enabled()) return;
+  if (self.requires_grad() && self.is_leaf()) {
+    fail("{}: a leaf Variable that requires grad is being used in an in-place operation.", op);
+  }
+  const Tensor none;
+  const Tensor& o = other ? *other : none;
+  if (!autograd::any_requires_grad({&self, &o})) return;
+  if (other && (kind == OpKind::mul || kind == OpKind::div)) detail::no_backward({&self, &o}, op);
+  Sizes so = other ? other->sizes() : Sizes{};
+  const bool negate = kind == OpKind::sub;
+  const bool scale = kind == OpKind::mul || kind == OpKind::div;
+  detail::record(op, {&self, &o}, {&self}, {}, [so, negate, scale](Grads& g, Grads&, const Node& n) {
+    Tensor gs = needs(n, 0) ? (scale ? g[0] * 1.0 : g[0]) : Tensor();
+    Tensor go;
+    if (needs(n, 1)) {
+      go = detail::sum_to(g[0], so);
+      if (negate) go = -go;
+    }
+    return Grads{gs, go};
+  });
 }
 
 // self op= other, in place: other must broadcast to self's shape.
@@ -136,6 +254,7 @@ Tensor& inplace(Tensor& self, const Tensor& other, OpKind kind, const char* op, 
     fail("{}: output with shape {} doesn't match the broadcast shape {}", op, format_sizes(x.sizes),
          format_sizes(broadcast(x.sizes, y.sizes, op)));
   }
+  record_inplace(self, &other, kind, op);
   detail::dispatch(runtime::current_rank(), detail::elementwise_op(kind, x.numel, x.dtype), aten, x.device,
                    x.numel == 0);
   return self;
@@ -143,6 +262,7 @@ Tensor& inplace(Tensor& self, const Tensor& other, OpKind kind, const char* op, 
 
 Tensor& inplace_scalar(Tensor& self, OpKind kind, const char* op, std::string_view aten) {
   detail::check_defined(self, op, "self");
+  record_inplace(self, nullptr, kind, op);
   const auto& x = impl_of(self);
   detail::dispatch(runtime::current_rank(), detail::elementwise_op(kind, x.numel, x.dtype), aten, x.device,
                    x.numel == 0);
@@ -196,7 +316,19 @@ Tensor dropout(const Tensor& x, double p, bool train) {
   detail::check_defined(x, "dropout", "input");
   if (p < 0 || p > 1) fail("dropout: dropout probability has to be between 0 and 1, but got {}", p);
   if (!train || p == 0) return x;
-  return unary(x, OpKind::dropout, "dropout", "aten::dropout");
+  // native_dropout: the output and a one-byte mask, which the backward multiplies by.
+  const auto& s = impl_of(x);
+  runtime::RankContext* ctx = runtime::current_rank();
+  Tensor out = detail::make_tensor(ctx, s.sizes, s.dtype, s.device, "aten::native_dropout");
+  Tensor mask = detail::make_tensor(ctx, s.sizes, ScalarType::Bool, s.device, "aten::native_dropout");
+  detail::dispatch(ctx, detail::elementwise_op(OpKind::dropout, s.numel, s.dtype), "aten::native_dropout", s.device,
+                   s.numel == 0);
+  if (autograd::any_requires_grad({&x})) {
+    detail::record("NativeDropoutBackward0", {&x}, {&out}, {mask}, [](Grads& g, Grads&, const Node&) {
+      return Grads{unary(g[0], OpKind::mul, "native_dropout_backward", "aten::native_dropout_backward")};
+    });
+  }
+  return out;
 }
 
 // --- Matrix products ---
@@ -269,7 +401,18 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     out.assign(x.sizes.begin(), x.sizes.end() - 1);
     if (db == 2) out.push_back(n);
     const std::int64_t m = detail::product(IntArrayRef(x.sizes.data(), da - 1));
-    return product_op(out, x, 1, m, n, k, false, "aten::matmul");
+    Tensor result = product_op(out, x, 1, m, n, k, false, "aten::matmul");
+    if (autograd::any_requires_grad({&a, &b})) {
+      if (da < 2 || db < 2) detail::no_backward({&a, &b}, "matmul with a 1-D operand");
+      // [..., m, k] x [k, n] as one mm over the folded rows: dA = dC B^T, dB = A^T dC (folded).
+      detail::record("MmBackward0", {&a, &b}, {&result}, {a, b}, [k, n](Grads& g, Grads& s, const Node& nd) {
+        Tensor ga, gb;
+        if (needs(nd, 0)) ga = matmul(g[0], s[1].t());
+        if (needs(nd, 1)) gb = mm(s[0].reshape({-1, k}).t(), g[0].reshape({-1, n}));
+        return Grads{ga, gb};
+      });
+    }
+    return result;
   }
   // b has batch dims: [..., m, k] x [..., k, n] with the batch dims broadcast; one bmm.
   const std::int64_t m = da >= 2 ? x.sizes[da - 2] : 1;
@@ -283,7 +426,19 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   const std::int64_t batch = detail::product(out);
   if (da >= 2) out.push_back(m);
   out.push_back(n);
-  return product_op(out, x, static_cast<std::uint64_t>(batch), m, n, k, true, "aten::matmul");
+  Tensor result = product_op(out, x, static_cast<std::uint64_t>(batch), m, n, k, true, "aten::matmul");
+  if (autograd::any_requires_grad({&a, &b})) {
+    if (da < 2) detail::no_backward({&a, &b}, "matmul with a 1-D operand");
+    // Batched: dA = dC B^T and dB = A^T dC, each summed over the batch dims it was broadcast along.
+    Sizes sa = x.sizes, sb = y.sizes;
+    detail::record("BmmBackward0", {&a, &b}, {&result}, {a, b}, [sa, sb](Grads& g, Grads& s, const Node& nd) {
+      Tensor ga, gb;
+      if (needs(nd, 0)) ga = detail::sum_to(matmul(g[0], s[1].transpose(-1, -2)), sa);
+      if (needs(nd, 1)) gb = detail::sum_to(matmul(s[0].transpose(-1, -2), g[0]), sb);
+      return Grads{ga, gb};
+    });
+  }
+  return result;
 }
 
 Tensor mm(const Tensor& a, const Tensor& b) {
@@ -293,7 +448,13 @@ Tensor mm(const Tensor& a, const Tensor& b) {
   if (x.sizes.size() != 2) fail("mm: self must be a matrix, got {}", format_sizes(x.sizes));
   if (y.sizes.size() != 2) fail("mm: mat2 must be a matrix, got {}", format_sizes(y.sizes));
   if (x.sizes[1] != y.sizes[0]) fail_shapes("mm", x.sizes, y.sizes);
-  return product_op({x.sizes[0], y.sizes[1]}, x, 1, x.sizes[0], y.sizes[1], x.sizes[1], false, "aten::mm");
+  Tensor result = product_op({x.sizes[0], y.sizes[1]}, x, 1, x.sizes[0], y.sizes[1], x.sizes[1], false, "aten::mm");
+  if (autograd::any_requires_grad({&a, &b})) {
+    detail::record("MmBackward0", {&a, &b}, {&result}, {a, b}, [](Grads& g, Grads& s, const Node& nd) {
+      return Grads{needs(nd, 0) ? mm(g[0], s[1].t()) : Tensor(), needs(nd, 1) ? mm(s[0].t(), g[0]) : Tensor()};
+    });
+  }
+  return result;
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
@@ -306,8 +467,15 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
     fail("bmm: batch1 and batch2 must have same number of batches, got {} and {}", x.sizes[0], y.sizes[0]);
   }
   if (x.sizes[2] != y.sizes[1]) fail_shapes("bmm", x.sizes, y.sizes);
-  return product_op({x.sizes[0], x.sizes[1], y.sizes[2]}, x, static_cast<std::uint64_t>(x.sizes[0]), x.sizes[1],
-                    y.sizes[2], x.sizes[2], true, "aten::bmm");
+  Tensor result = product_op({x.sizes[0], x.sizes[1], y.sizes[2]}, x, static_cast<std::uint64_t>(x.sizes[0]),
+                             x.sizes[1], y.sizes[2], x.sizes[2], true, "aten::bmm");
+  if (autograd::any_requires_grad({&a, &b})) {
+    detail::record("BmmBackward0", {&a, &b}, {&result}, {a, b}, [](Grads& g, Grads& s, const Node& nd) {
+      return Grads{needs(nd, 0) ? bmm(g[0], s[1].transpose(1, 2)) : Tensor(),
+                   needs(nd, 1) ? bmm(s[0].transpose(1, 2), g[0]) : Tensor()};
+    });
+  }
+  return result;
 }
 
 Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b) {
@@ -324,7 +492,17 @@ Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b) {
     fail("addmm: the bias {} does not broadcast to the product's shape {}", format_sizes(impl_of(bias).sizes),
          format_sizes(out));
   }
-  return product_op(out, x, 1, x.sizes[0], y.sizes[1], x.sizes[1], false, "aten::addmm");
+  Tensor result = product_op(out, x, 1, x.sizes[0], y.sizes[1], x.sizes[1], false, "aten::addmm");
+  if (autograd::any_requires_grad({&bias, &a, &b})) {
+    Sizes sbias = impl_of(bias).sizes;
+    detail::record("AddmmBackward0", {&bias, &a, &b}, {&result}, {a, b},
+                   [sbias](Grads& g, Grads& s, const Node& nd) {
+                     return Grads{needs(nd, 0) ? detail::sum_to(g[0], sbias) : Tensor(),
+                                  needs(nd, 1) ? mm(g[0], s[1].t()) : Tensor(),
+                                  needs(nd, 2) ? mm(s[0].t(), g[0]) : Tensor()};
+                   });
+  }
+  return result;
 }
 
 Tensor _scaled_mm(const Tensor& a, const Tensor& b, const Tensor& scale_a, const Tensor& scale_b, const Tensor& bias,
@@ -352,6 +530,7 @@ Tensor _scaled_mm(const Tensor& a, const Tensor& b, const Tensor& scale_a, const
          impl_of(bias).numel, scalar_type_name(impl_of(bias).dtype));
   }
   const std::int64_t out[2] = {x.sizes[0], y.sizes[1]};
+  detail::no_backward({&a, &b, &bias}, "_scaled_mm");
   return product_op(IntArrayRef(out, 2), x, 1, x.sizes[0], y.sizes[1], x.sizes[1], false, "aten::_scaled_mm",
                     out_type);
 }
@@ -412,10 +591,25 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
       fail("linear: bias of shape {} does not match out_features ({})", format_sizes(b.sizes), out_features);
     }
   }
+  if (quantised.defined()) detail::no_backward({&input, &weight, &bias}, "linear with fp8 weights");
   Sizes& out = detail::scratch(0);
   out.assign(x.sizes.begin(), x.sizes.end() - 1);
   out.push_back(out_features);
-  return product_op(out, x, 1, m, out_features, in_features, false, "aten::linear", out_dtype);
+  Tensor result = product_op(out, x, 1, m, out_features, in_features, false, "aten::linear", out_dtype);
+  if (autograd::any_requires_grad({&input, &weight, &bias})) {
+    // dX = dY W (one GEMM), dW = dY^T X over the folded rows (another), db = dY summed over rows.
+    detail::record("LinearBackward0", {&input, &weight, &bias}, {&result}, {input, weight},
+                   [in_features, out_features](Grads& g, Grads& s, const Node& nd) {
+                     Tensor gx, gw, gb;
+                     if (needs(nd, 0)) gx = matmul(g[0], s[1]);
+                     if (needs(nd, 1)) {
+                       gw = mm(g[0].reshape({-1, out_features}).t(), s[0].reshape({-1, in_features}));
+                     }
+                     if (needs(nd, 2)) gb = detail::sum_to(g[0], {out_features});
+                     return Grads{gx, gw, gb};
+                   });
+  }
+  return result;
 }
 
 }  // namespace nn::functional
@@ -441,6 +635,18 @@ Tensor rowwise(const Tensor& x, std::int64_t dim, std::optional<ScalarType> dtyp
     o.cols = static_cast<std::uint64_t>(cols);
     o.rows = cols == 0 ? 0 : static_cast<std::uint64_t>(s.numel / cols);
     detail::dispatch(ctx, o, aten, s.device, s.numel == 0);
+  }
+  if (autograd::any_requires_grad({&x})) {
+    if (kind != OpKind::softmax) detail::no_backward({&x}, op);
+    // From the saved output: one softmax_backward kernel (log_softmax's costs the same).
+    const ScalarType in_type = s.dtype;
+    const bool log = std::string_view(op) == "log_softmax";
+    detail::record(log ? "LogSoftmaxBackward0" : "SoftmaxBackward0", {&x}, {&out}, {out},
+                   [d, in_type, log](Grads& g, Grads& sv, const Node&) {
+                     return Grads{detail::softmax_backward(g[0], sv[0], d, in_type,
+                                                           log ? "aten::_log_softmax_backward_data"
+                                                               : "aten::_softmax_backward_data")};
+                   });
   }
   return out;
 }
@@ -477,6 +683,15 @@ Tensor norm(const Tensor& x, IntArrayRef shape, const Tensor& weight, const Tens
   const std::int64_t cols = detail::product(shape);
   runtime::RankContext* ctx = runtime::current_rank();
   Tensor out = detail::make_tensor(ctx, s.sizes, s.dtype, s.device, aten);
+  const bool grad = autograd::any_requires_grad({&x, &weight, &bias});
+  // Training keeps each row's statistics (mean and reciprocal deviation in fp32; RMSNorm only the
+  // latter) for the backward, as native_layer_norm returns them.
+  Tensor stats;
+  if (grad) {
+    const std::int64_t rows = cols == 0 ? 0 : s.numel / cols;
+    const std::int64_t n[1] = {rows * (kind == OpKind::layernorm ? 2 : 1)};
+    stats = detail::make_tensor(ctx, IntArrayRef(n, 1), ScalarType::Float, s.device, aten);
+  }
   if (ctx) {
     OpDesc o;
     o.kind = kind;
@@ -484,6 +699,16 @@ Tensor norm(const Tensor& x, IntArrayRef shape, const Tensor& weight, const Tens
     o.cols = static_cast<std::uint64_t>(cols);
     o.rows = cols == 0 ? 0 : static_cast<std::uint64_t>(s.numel / cols);
     detail::dispatch(ctx, o, aten, s.device, s.numel == 0);
+  }
+  if (grad) {
+    const bool layer = kind == OpKind::layernorm;
+    detail::record(layer ? "NativeLayerNormBackward0" : "RmsNormBackward0", {&x, &weight, &bias}, {&out},
+                   {x, weight, bias, stats}, [kind, cols, layer](Grads& g, Grads& sv, const Node&) {
+                     auto [dx, dw, db] = detail::norm_backward(kind, g[0], sv[0], sv[1], sv[2], cols,
+                                                               layer ? "aten::native_layer_norm_backward"
+                                                                     : "aten::_fused_rms_norm_backward");
+                     return Grads{dx, dw, db};
+                   });
   }
   return out;
 }
@@ -508,6 +733,7 @@ Tensor rms_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& wei
 
 std::tuple<Tensor, Tensor> topk(const Tensor& x, std::int64_t k, std::int64_t dim, bool, bool) {
   detail::check_defined(x, "topk", "self");
+  detail::no_backward({&x}, "topk");
   const auto& s = impl_of(x);
   const auto d = static_cast<std::size_t>(detail::wrap_dim(dim, static_cast<std::int64_t>(s.sizes.size()), "topk"));
   const std::int64_t cols = s.sizes.empty() ? 1 : s.sizes[d];
@@ -603,6 +829,27 @@ Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim) {
   const std::int64_t numel = impl_of(result).numel;
   detail::dispatch(ctx, detail::elementwise_op(OpKind::copy, numel, first.dtype), "aten::cat", first.device,
                    numel == 0);
+  std::vector<const Tensor*> inputs;
+  bool grad = false;
+  for (const Tensor& t : tensors) {
+    inputs.push_back(&t);
+    grad = grad || autograd::any_requires_grad({&t});
+  }
+  if (grad) {
+    // Each input's gradient is its slice of the output's: a view, no kernel.
+    std::vector<std::int64_t> extents;
+    for (const Tensor& t : tensors) extents.push_back(t.size(static_cast<std::int64_t>(d)));
+    const auto dim_d = static_cast<std::int64_t>(d);
+    detail::record_n("CatBackward0", inputs, {&result}, {}, [extents, dim_d](Grads& g, Grads&, const Node&) {
+      Grads parts;
+      std::int64_t start = 0;
+      for (std::int64_t e : extents) {
+        parts.push_back(g[0].narrow(dim_d, start, e));
+        start += e;
+      }
+      return parts;
+    });
+  }
   return result;
 }
 
@@ -726,6 +973,19 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
     detail::dispatch(ctx, o, "aten::scaled_dot_product_attention", q.device,
                      batch == 0 || heads == 0 || seq_q == 0 || seq_kv == 0 || head_dim == 0);
   }
+  if (autograd::any_requires_grad({&query, &key, &value})) {
+    if (fp8_kv || attn_mask.defined()) detail::no_backward({&query, &key, &value}, "scaled_dot_product_attention with "
+                                                                                   "an fp8 KV cache or a mask");
+    // FlashAttention keeps the output and each query row's log-sum-exp (fp32) for its backward,
+    // which recomputes the scores from Q and K.
+    Sizes rows(q.sizes.begin(), q.sizes.end() - 1);
+    Tensor lse = detail::make_tensor(ctx, rows, ScalarType::Float, q.device, "aten::scaled_dot_product_attention");
+    detail::record("ScaledDotProductFlashAttentionBackward0", {&query, &key, &value}, {&out},
+                   {query, key, value, out, lse}, [is_causal](Grads& g, Grads& s, const Node&) {
+                     auto [dq, dk, dv] = detail::attention_backward(g[0], s[0], s[1], s[2], is_causal);
+                     return Grads{dq, dk, dv};
+                   });
+  }
   return out;
 }
 
@@ -756,6 +1016,12 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
     o.cols = static_cast<std::uint64_t>(w.sizes[1]);
     o.vocab = static_cast<std::uint64_t>(w.sizes[0]);
     detail::dispatch(ctx, o, "aten::embedding", w.device, o.rows == 0 || o.cols == 0 || o.vocab == 0);
+  }
+  if (autograd::any_requires_grad({&weight})) {
+    const std::int64_t vocab = w.sizes[0];
+    detail::record("EmbeddingBackward0", {&weight}, {&result}, {indices}, [vocab](Grads& g, Grads&, const Node&) {
+      return Grads{detail::embedding_backward(g[0], vocab)};
+    });
   }
   return result;
 }

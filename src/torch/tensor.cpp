@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "backward_ops.hpp"
+#include "grad.hpp"
 #include "internal.hpp"
 #include "syntorch/torch/ops.hpp"
 
@@ -46,6 +48,7 @@ TensorImpl* new_impl() {
 }
 
 void recycle(TensorImpl* impl) noexcept {
+  if (impl->autograd) destroy_autograd_meta(*impl);
   if (t_pool_state == PoolState::destroyed || t_pool.free.size() >= kPoolCapacity) {
     delete impl;
     return;
@@ -314,6 +317,53 @@ bool Tensor::is_alias_of(const Tensor& other) const {
 
 // --- Views ---
 
+namespace {
+
+// How a view's gradient goes back to its input's layout: reshaped (view, reshape, flatten,
+// unsqueeze, squeeze), transposed or permuted back (views of the gradient, no kernel), summed
+// over expanded dims, or, for a slice of the input, written into a zeroed gradient of the whole
+// input (zeros, then a copy: ATen's slice_backward).
+struct ViewGrad {
+  enum class Kind : std::uint8_t { reshape, transpose, permute, expand, slice, select };
+  ViewGrad(Kind k = Kind::reshape, std::int64_t d0 = 0, std::int64_t d1 = 0, std::int64_t from = 0,
+           std::int64_t to = 0, std::int64_t by = 1)
+      : kind(k), dim(d0), dim1(d1), start(from), end(to), step(by) {}
+  Kind kind;
+  std::int64_t dim, dim1, start, end, step;
+  Sizes dims;  // permute's order
+};
+
+void record_view(const Tensor& self, Tensor& out, const char* name, ViewGrad v) {
+  if (!autograd::any_requires_grad({&self})) return;
+  Sizes in = self.sizes();
+  detail::record(name, {&self}, {&out}, {}, [in, v](detail::Grads& g, detail::Grads&, const autograd::Node&) {
+    using K = ViewGrad::Kind;
+    switch (v.kind) {
+      case K::reshape: return detail::Grads{g[0].reshape(in)};
+      case K::transpose: return detail::Grads{g[0].transpose(v.dim, v.dim1)};
+      case K::permute: {
+        Sizes inverse(v.dims.size());
+        for (std::size_t i = 0; i < v.dims.size(); ++i) inverse[static_cast<std::size_t>(v.dims[i])] = static_cast<std::int64_t>(i);
+        return detail::Grads{g[0].permute(inverse)};
+      }
+      case K::expand: return detail::Grads{detail::sum_to(g[0], in)};
+      case K::slice: {
+        Tensor z = zeros(in, TensorOptions(g[0].dtype()).device(g[0].device()));
+        z.slice(v.dim, v.start, v.end, v.step).copy_(g[0]);
+        return detail::Grads{z};
+      }
+      case K::select: {
+        Tensor z = zeros(in, TensorOptions(g[0].dtype()).device(g[0].device()));
+        z.select(v.dim, v.start).copy_(g[0]);
+        return detail::Grads{z};
+      }
+    }
+    return detail::Grads{Tensor()};
+  });
+}
+
+}  // namespace
+
 Tensor Tensor::view(IntArrayRef sizes) const {
   const auto& s = checked();
   Sizes& shape = detail::scratch(0);
@@ -326,6 +376,7 @@ Tensor Tensor::view(IntArrayRef sizes) const {
   }
   Tensor out = detail::make_view(*this, shape, strides, s.offset);
   detail::host_op("aten::view");
+  record_view(*this, out, "ViewBackward0", {});
   return out;
 }
 
@@ -339,12 +390,14 @@ Tensor reshape_as(const Tensor& self, IntArrayRef sizes, const char* op, std::st
   if (detail::view_strides(s.sizes, s.strides, shape, strides)) {
     Tensor out = detail::make_view(self, shape, strides, s.offset);
     detail::host_op(aten);
+    record_view(self, out, "ViewBackward0", {});
     return out;
   }
   // No view can express it: a contiguous copy.
   runtime::RankContext* ctx = runtime::current_rank();
   Tensor out = detail::make_tensor(ctx, shape, s.dtype, s.device, aten);
   detail::dispatch(ctx, detail::elementwise_op(runtime::OpKind::copy, s.numel, s.dtype), aten, s.device, s.numel == 0);
+  record_view(self, out, "UnsafeViewBackward0", {});
   return out;
 }
 
@@ -382,6 +435,8 @@ Tensor Tensor::transpose(std::int64_t dim0, std::int64_t dim1) const {
   }
   Tensor out = detail::finish_view(v);
   detail::host_op("aten::transpose");
+  record_view(*this, out, "TransposeBackward0", {ViewGrad::Kind::transpose, static_cast<std::int64_t>(a),
+                                                 static_cast<std::int64_t>(b)});
   return out;
 }
 
@@ -391,6 +446,7 @@ Tensor Tensor::t() const {
   if (s.sizes.size() < 2) {
     Tensor out = detail::finish_view(detail::begin_view(*this));
     detail::host_op("aten::t");
+    record_view(*this, out, "TBackward0", {});
     return out;
   }
   return transpose(0, 1);
@@ -419,6 +475,9 @@ Tensor Tensor::permute(IntArrayRef dims) const {
   }
   Tensor out = detail::finish_view(v);
   detail::host_op("aten::permute");
+  ViewGrad grad{ViewGrad::Kind::permute};
+  grad.dims.assign(order.begin(), order.end());
+  record_view(*this, out, "PermuteBackward0", std::move(grad));
   return out;
 }
 
@@ -433,6 +492,7 @@ Tensor Tensor::unsqueeze(std::int64_t dim) const {
   v->strides.insert(v->strides.begin() + d, stride);
   Tensor out = detail::finish_view(v);
   detail::host_op("aten::unsqueeze");
+  record_view(*this, out, "UnsqueezeBackward0", {});
   return out;
 }
 
@@ -449,6 +509,7 @@ Tensor Tensor::squeeze() const {
   }
   Tensor out = detail::finish_view(v);
   detail::host_op("aten::squeeze");
+  record_view(*this, out, "SqueezeBackward0", {});
   return out;
 }
 
@@ -463,6 +524,7 @@ Tensor Tensor::squeeze(std::int64_t dim) const {
   }
   Tensor out = detail::finish_view(v);
   detail::host_op("aten::squeeze");
+  record_view(*this, out, "SqueezeBackward0", {});
   return out;
 }
 
@@ -493,6 +555,7 @@ Tensor Tensor::slice(std::int64_t dim, std::int64_t start, std::int64_t end, std
   checked();
   Tensor out = slice_view(*this, dim, start, end, step, "slice");
   detail::host_op("aten::slice");
+  record_view(*this, out, "SliceBackward0", {ViewGrad::Kind::slice, dim, 0, start, end, step});
   return out;
 }
 
@@ -510,6 +573,8 @@ Tensor Tensor::narrow(std::int64_t dim, std::int64_t start, std::int64_t length)
   }
   Tensor out = slice_view(*this, static_cast<std::int64_t>(d), start, start + length, 1, "narrow");
   detail::host_op("aten::narrow");
+  record_view(*this, out, "SliceBackward0",
+              {ViewGrad::Kind::slice, static_cast<std::int64_t>(d), 0, start, start + length, 1});
   return out;
 }
 
@@ -529,6 +594,7 @@ Tensor Tensor::select(std::int64_t dim, std::int64_t index) const {
   v->offset = s.offset + index * s.strides[d];
   Tensor out = detail::finish_view(v);
   detail::host_op("aten::select");
+  record_view(*this, out, "SelectBackward0", {ViewGrad::Kind::select, static_cast<std::int64_t>(d), 0, index});
   return out;
 }
 
@@ -572,6 +638,7 @@ Tensor Tensor::expand(IntArrayRef target) const {
   }
   Tensor out = detail::finish_view(v);
   detail::host_op("aten::expand");
+  record_view(*this, out, "ExpandBackward0", {ViewGrad::Kind::expand});
   return out;
 }
 
@@ -595,6 +662,27 @@ std::vector<Tensor> Tensor::split(std::int64_t split_size, std::int64_t dim) con
     }
   }
   detail::host_op("aten::split");
+  if (autograd::any_requires_grad({this})) {
+    // One node for all pieces: their gradients (zeros for a piece that got none) concatenated.
+    std::vector<Tensor*> outs;
+    std::vector<Sizes> shapes;
+    for (Tensor& t : out) {
+      outs.push_back(&t);
+      shapes.push_back(t.sizes());
+    }
+    detail::record_n("SplitBackward0", {this}, outs, {},
+                     [d, shapes](detail::Grads& g, detail::Grads&, const autograd::Node&) {
+                       std::vector<Tensor> parts;
+                       TensorOptions options;
+                       for (const Tensor& piece : g) {
+                         if (piece.defined()) options = TensorOptions(piece.dtype()).device(piece.device());
+                       }
+                       for (std::size_t i = 0; i < g.size(); ++i) {
+                         parts.push_back(g[i].defined() ? g[i] : zeros(shapes[i], options));
+                       }
+                       return detail::Grads{cat(parts, d)};
+                     });
+  }
   return out;
 }
 
@@ -616,6 +704,10 @@ Tensor Tensor::contiguous() const {
   Tensor out = detail::make_tensor(ctx, s.sizes, s.dtype, s.device, "aten::contiguous");
   detail::dispatch(ctx, detail::elementwise_op(runtime::OpKind::copy, s.numel, s.dtype), "aten::contiguous", s.device,
                    s.numel == 0);
+  if (autograd::any_requires_grad({this})) {
+    detail::record("CloneBackward0", {this}, {&out}, {},
+                   [](detail::Grads& g, detail::Grads&, const autograd::Node&) { return detail::Grads{g[0]}; });
+  }
   return out;
 }
 
@@ -625,6 +717,10 @@ Tensor Tensor::clone() const {
   Tensor out = detail::make_tensor(ctx, s.sizes, s.dtype, s.device, "aten::clone");
   detail::dispatch(ctx, detail::elementwise_op(runtime::OpKind::copy, s.numel, s.dtype), "aten::clone", s.device,
                    s.numel == 0);
+  if (autograd::any_requires_grad({this})) {
+    detail::record("CloneBackward0", {this}, {&out}, {},
+                   [](detail::Grads& g, detail::Grads&, const autograd::Node&) { return detail::Grads{g[0]}; });
+  }
   return out;
 }
 
@@ -635,12 +731,18 @@ Tensor Tensor::to(ScalarType dtype) const {
   Tensor out = detail::make_tensor(ctx, s.sizes, dtype, s.device, "aten::to");
   detail::dispatch(ctx, detail::elementwise_op(runtime::OpKind::copy, s.numel, dtype), "aten::to", s.device,
                    s.numel == 0);
+  if (autograd::any_requires_grad({this})) {
+    const ScalarType from = s.dtype;
+    detail::record("ToCopyBackward0", {this}, {&out}, {},
+                   [from](detail::Grads& g, detail::Grads&, const autograd::Node&) { return detail::Grads{g[0].to(from)}; });
+  }
   return out;
 }
 
 Tensor Tensor::to(Device device) const {
   const auto& s = checked();
   if (s.device.type() == device.type()) return *this;
+  detail::no_backward({this}, "to(device)");
   runtime::RankContext* ctx = runtime::current_rank();
   Tensor out = detail::make_tensor(ctx, s.sizes, s.dtype, device, "aten::to");
   if (ctx) {
@@ -665,6 +767,18 @@ Tensor& Tensor::copy_(const Tensor& src) {
   if (!detail::broadcasts_to(from.sizes, s.sizes)) {
     fail("copy_: the source of shape {} doesn't match (does not broadcast to) the destination's shape {}",
          format_sizes(from.sizes), format_sizes(s.sizes));
+  }
+  if (autograd::GradMode::is_enabled() && requires_grad() && is_leaf()) {
+    fail("copy_: a leaf Variable that requires grad is being used in an in-place operation.");
+  }
+  if (autograd::any_requires_grad({&src})) {
+    // This tensor now holds src's values: the gradient flows to src (summed where it broadcast).
+    if (s.device.type() != from.device.type()) detail::no_backward({&src}, "copy_ across devices");
+    Sizes src_sizes = from.sizes;
+    detail::record("CopyBackwards", {&src}, {this}, {},
+                   [src_sizes](detail::Grads& g, detail::Grads&, const autograd::Node&) {
+                     return detail::Grads{detail::sum_to(g[0], src_sizes)};
+                   });
   }
   runtime::RankContext* ctx = runtime::current_rank();
   if (!ctx) return *this;

@@ -9,6 +9,7 @@
 #include "syntorch/models/moe.hpp"
 #include "syntorch/parallel/distributed.hpp"
 #include "syntorch/torch/ops.hpp"
+#include "syntorch/torch/utils.hpp"
 
 namespace {
 
@@ -64,6 +65,7 @@ TEST(Routing, EveryRanksTokensSpreadOverTheExpertsAndAgreeWithTheLoads) {
 double expert_flops(std::int64_t experts, std::int64_t top_k) {
   torch::testing::FakeRank rank;
   runtime::RankGuard guard(&rank);
+  torch::NoGradGuard no_grad;  // inference
   parallel::initialize_model_parallel(1, 1);
   models::MoeMlp moe(models::MoeOptions{256, 512, experts, top_k, 0});
   (void)moe->forward(torch::empty({64, 256}));
@@ -85,6 +87,7 @@ TEST(MoeMlp, ExpertFlopsScaleWithTopKNotWithTheExpertCount) {
 TEST(MoeMlp, LaunchesTheServingEnginesKernels) {
   torch::testing::FakeRank rank;
   runtime::RankGuard guard(&rank);
+  torch::NoGradGuard no_grad;  // inference
   parallel::initialize_model_parallel(1, 1);
   models::MoeMlp moe(models::MoeOptions{256, 512, 8, 2, 0});
   const auto out = moe->forward(torch::empty({64, 256}));

@@ -17,6 +17,7 @@
 #include "syntorch/runtime/predictor.hpp"
 #include "syntorch/torch/fused.hpp"
 #include "syntorch/torch/ops.hpp"
+#include "syntorch/torch/optim.hpp"
 
 namespace {
 
@@ -63,7 +64,7 @@ runtime::OpDesc small_op(OpKind k) {
       {"kv_heads", "2"}, {"seq_q", "128"}, {"seq_kv", "128"},   {"head_dim", "64"}, {"causal", "true"},
       {"rows", "64"},    {"cols", "1024"}, {"elements", "4096"}, {"tokens", "64"}, {"hidden", "1024"},
       {"vocab", "5000"}, {"ranks", "8"},   {"bytes", "1 MiB"}, {"rotary_dim", "32"}, {"top_k", "2"},
-      {"groups", "8"}};
+      {"groups", "8"},   {"tensors", "4"}, {"momentum", "1"}, {"inputs", "2"}};
   std::map<std::string, std::string> params;
   for (const std::string& key : runtime::op_param_keys(k)) {
     EXPECT_TRUE(kValues.count(key)) << runtime::op_name(k) << " has a parameter this test does not know: " << key;
@@ -170,6 +171,24 @@ TEST(OpTable, EveryKindHasAFunctionInTheTorchOrParallelApi) {
   auto expert_out = torch::fused::grouped_mm(routed, torch::empty({2, 32, 64}), {5, 3});
   (void)torch::fused::moe_unpermute(torch::empty({8, 64}), routing);
   (void)expert_out;
+  {
+    // The backward kinds through autograd, the optimizer kinds through torch::optim.
+    auto w = torch::empty({64, 64}).requires_grad_();
+    auto table = torch::empty({100, 64}).requires_grad_();
+    auto norm_w = torch::empty({64}).requires_grad_();
+    auto h = torch::embedding(table, torch::empty({4}, torch::kInt64));
+    h = torch::layer_norm(h, {64}, norm_w) + torch::rms_norm(h, {64}, norm_w);
+    h = F::gelu(h) + F::silu(h) + F::relu(h) + torch::tanh(h) + torch::sigmoid(h);
+    h = torch::fused::silu_and_mul(torch::matmul(h, w));
+    auto qkv = h.reshape({1, 2, 4, 16});
+    h = torch::scaled_dot_product_attention(qkv, qkv, qkv, {}, 0.0, true).reshape({4, 32});
+    auto loss = F::cross_entropy(h, torch::empty({4}, torch::kInt64));
+    loss.backward();
+    torch::optim::AdamW({w}, torch::optim::AdamOptions().fused(true)).step();
+    torch::optim::SGD({table}, torch::optim::SGDOptions(0.1).momentum(0.9).fused(true)).step();
+    torch::optim::Adam adam({norm_w});
+    adam.step();
+  }
   std::set<OpKind> reached;
   for (const auto& l : rank.launches) reached.insert(l.op.kind);
   if (rank.p2p) reached.insert(OpKind::sendrecv);

@@ -54,6 +54,13 @@ class FakeRank : public runtime::RankContext {
     live.erase(it);
     ++frees;
   }
+  void set_memory_use(std::uint32_t handle, os::MemoryUse use) override {
+    const auto it = live.find(handle);
+    if (it == live.end()) return;
+    by_use[static_cast<std::size_t>(it->second.use)] -= it->second.bytes;
+    it->second.use = use;
+    by_use[static_cast<std::size_t>(use)] += it->second.bytes;
+  }
   os::AllocatorStats memory_stats() const override {
     os::AllocatorStats s;
     s.allocated_bytes = live_bytes;

@@ -16,6 +16,7 @@ using torch::testing::FakeRank;
 TEST(Float8, ModelInitBuildsFp8WeightsAndAutocastRunsTheGemmInFp8) {
   FakeRank rank;
   runtime::RankGuard guard(&rank);
+  torch::NoGradGuard no_grad;  // inference: fp8 Linear has no backward here
   torch::DefaultDtypeGuard dtype(torch::kFloat16);
   torch::nn::Linear linear{nullptr};
   {

@@ -21,8 +21,8 @@
 namespace syntorch::os {
 
 // What memory is for, so an OOM can say who holds it.
-enum class MemoryUse : std::uint8_t { weights, kv_cache, activations, workspace, other };
-inline constexpr std::size_t kMemoryUses = 5;
+enum class MemoryUse : std::uint8_t { weights, kv_cache, activations, workspace, other, gradients, optimizer_state };
+inline constexpr std::size_t kMemoryUses = 7;
 std::string_view memory_use_name(MemoryUse u);
 
 struct AllocatorStats {
@@ -68,6 +68,9 @@ class CachingAllocator {
   // nullopt: out of memory even after emptying the cache (stats().ooms counts it).
   std::optional<Block> allocate(std::uint64_t bytes, MemoryUse use = MemoryUse::other);
   void free(std::uint32_t id);
+  // Files a live allocation under another purpose (a gradient an op made, kept as a parameter's
+  // .grad). Throws std::logic_error for an id that is not live.
+  void set_use(std::uint32_t id, MemoryUse use);
   // Gives every entirely free segment back to the device.
   void empty_cache();
 

@@ -27,7 +27,12 @@ namespace syntorch::runtime {
   X(add) X(sub) X(mul) X(div)                                      /* elementwise, two inputs */   \
   X(embedding) X(copy)                                             /* gathers and copies */        \
   X(topk) X(moe_permute) X(moe_unpermute) X(grouped_gemm)          /* mixture of experts */        \
-  X(allreduce) X(allgather) X(reducescatter) X(sendrecv) X(alltoall) /* communication */
+  X(allreduce) X(allgather) X(reducescatter) X(sendrecv) X(alltoall) /* communication */     \
+  X(attention_backward) X(layernorm_backward) X(rmsnorm_backward)  /* backward (autograd) */  \
+  X(softmax_backward) X(swiglu_backward) X(embedding_backward)                                \
+  X(gelu_backward) X(silu_backward) X(relu_backward) X(tanh_backward) X(sigmoid_backward)     \
+  X(sum)                                                           /* reductions */           \
+  X(adam) X(sgd) X(foreach)                                        /* optimizer steps */
 
 enum class OpKind : std::uint8_t {
 #define SYNTORCH_OP_ENUMERATOR(name) name,

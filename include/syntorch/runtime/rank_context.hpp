@@ -54,6 +54,8 @@ class RankContext {
   // allocator cannot serve it. `what` names the tensor or purpose (for the OOM summary, traces).
   virtual std::uint32_t allocate(std::uint64_t bytes, os::MemoryUse use, std::string_view what) = 0;
   virtual void free(std::uint32_t handle) = 0;
+  // Files a live allocation under another purpose (autograd keeping an op's output as a .grad).
+  virtual void set_memory_use(std::uint32_t handle, os::MemoryUse use) { (void)handle, (void)use; }
   // The device allocator's statistics as the program stands (torch.cuda.memory_allocated and
   // friends), and torch.cuda.empty_cache(): cached segments holding no live block go back.
   virtual os::AllocatorStats memory_stats() const = 0;

@@ -65,6 +65,9 @@ Tensor layer_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& w
                   double eps = 1e-5);
 Tensor rms_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& weight = {},
                 std::optional<double> eps = std::nullopt);
+// The sum (mean) of all elements: a 0-dim tensor, one reduction kernel.
+Tensor sum(const Tensor& x);
+Tensor mean(const Tensor& x);
 // Indices (Long) of the largest value along dim; over all elements without dim.
 Tensor argmax(const Tensor& x, std::optional<std::int64_t> dim = std::nullopt, bool keepdim = false);
 // The k largest (smallest) values along dim and their indices (Long): one topk op.
@@ -110,6 +113,11 @@ inline Tensor layer_norm(const Tensor& x, IntArrayRef normalized_shape, const Te
   return torch::layer_norm(x, normalized_shape, weight, bias, eps);
 }
 inline Tensor embedding(const Tensor& indices, const Tensor& weight) { return torch::embedding(weight, indices); }
+// The mean negative log-likelihood of `target` (Long class ids [N]) under `log_probs` [N, C]: a
+// gather and a sum; its backward writes a zeroed [N, C] gradient and scatters into it.
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target);
+// log_softmax over classes, then nll_loss (torch.nn.functional.cross_entropy, mean reduction).
+Tensor cross_entropy(const Tensor& input, const Tensor& target);
 // Constant padding (torch.nn.functional.pad, mode "constant"): `pad` holds (before, after)
 // counts for the last dim, then the one before it, ...; negative counts crop. One kernel writes
 // the padded output (aten::constant_pad_nd: a copy of its elements).

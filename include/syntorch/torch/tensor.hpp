@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -17,7 +18,13 @@ class RankContext;
 
 namespace syntorch::torch {
 
+namespace autograd {
+class Node;
+}
+
 namespace detail {
+
+struct AutogradMeta;  // a tensor's gradient state (src/torch/internal.hpp)
 
 // The state a tensor handle points at: its layout, and either the device memory it owns (a tensor
 // made by a factory or op) or a reference to the tensor whose memory it views (`base`).
@@ -35,6 +42,7 @@ struct TensorImpl {
   runtime::RankContext* context = nullptr;
   std::uint64_t context_serial = 0;  // context->serial(), to recognise it (or not) when released
   std::uint64_t storage_bytes = 0;  // of the owned memory (the base's, for a view)
+  AutogradMeta* autograd = nullptr;  // owned; null for tensors that never required a gradient
   std::vector<std::int64_t> sizes;
   std::vector<std::int64_t> strides;
 };
@@ -174,6 +182,22 @@ class Tensor {
     item_sync();
     return T{};
   }
+
+  // --- Autograd (autograd.hpp) ---
+  bool requires_grad() const;
+  // Makes a leaf require (or not) a gradient, as nn.Parameter does; an op's output cannot be changed.
+  Tensor& requires_grad_(bool requires_grad = true);
+  Tensor& set_requires_grad(bool requires_grad) { return requires_grad_(requires_grad); }
+  bool is_leaf() const;  // made by the user (no grad_fn)
+  // The gradient backward accumulated into this leaf (or a tensor that retains it); undefined
+  // until one arrives and after zero_grad(set_to_none).
+  const Tensor& grad() const;
+  Tensor& mutable_grad();
+  std::shared_ptr<autograd::Node> grad_fn() const;
+  // Backpropagates from this tensor (a scalar unless `gradient` is given).
+  void backward() const;
+  void backward(const Tensor& gradient, bool retain_graph = false) const;
+  Tensor detach() const;  // the same memory, no history, requires no gradient
 
   detail::TensorImpl* unsafe_get_impl() const { return impl_; }
 

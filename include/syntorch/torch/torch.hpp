@@ -3,6 +3,7 @@
 //   namespace torch = syntorch::torch;
 // then use torch::Tensor, torch::matmul, torch::nn::Linear, ... as with libtorch.
 
+#include "syntorch/torch/autograd.hpp"
 #include "syntorch/torch/cuda.hpp"
 #include "syntorch/torch/float8.hpp"
 #include "syntorch/torch/fused.hpp"

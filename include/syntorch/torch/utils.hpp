@@ -3,6 +3,7 @@
 // not simulated), trace scopes for model structure, and the memory-purpose guard that says what
 // new allocations are for (weights, KV cache, activations).
 
+#include "syntorch/torch/autograd.hpp"
 #include <string_view>
 
 #include "syntorch/os/caching_allocator.hpp"
@@ -12,18 +13,20 @@
 
 namespace syntorch::torch {
 
-// libtorch's NoGradGuard and InferenceMode. No-ops: no gradients are simulated.
-class NoGradGuard {
- public:
-  NoGradGuard() = default;
-  NoGradGuard(const NoGradGuard&) = delete;
-  NoGradGuard& operator=(const NoGradGuard&) = delete;
-};
+// libtorch's NoGradGuard and InferenceMode: no backward is recorded in their scope
+// (InferenceMode(false) leaves grad mode as it was).
+using NoGradGuard = autograd::NoGradGuard;
 class InferenceMode {
  public:
-  explicit InferenceMode(bool enabled = true) { (void)enabled; }
+  explicit InferenceMode(bool enabled = true) : previous_(autograd::GradMode::is_enabled()) {
+    if (enabled) autograd::GradMode::set_enabled(false);
+  }
+  ~InferenceMode() { autograd::GradMode::set_enabled(previous_); }
   InferenceMode(const InferenceMode&) = delete;
   InferenceMode& operator=(const InferenceMode&) = delete;
+
+ private:
+  bool previous_;
 };
 
 // A named scope of the rank's host program for its lifetime (a layer, a generation step), like

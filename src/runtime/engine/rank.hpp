@@ -77,6 +77,7 @@ class Rank final : public RankContext {
   std::uint32_t allocate(std::uint64_t bytes, os::MemoryUse use, std::string_view what) override;
   void free(std::uint32_t handle) override;
   os::AllocatorStats memory_stats() const override { return allocator_.stats(); }
+  void set_memory_use(std::uint32_t handle, os::MemoryUse use) override { allocator_.set_use(handle, use); }
   void empty_cache() override { allocator_.empty_cache(); }
   void set_policy(const KernelPolicy& policy) override;
   void launch(const OpDesc& op, std::string_view name) override;

@@ -28,6 +28,7 @@ constexpr std::uint64_t kBlockKv = 128;
 constexpr std::uint64_t kDecodeQueries = 16;  // FlashAttention's decode path (flash-decoding) threshold
 constexpr double kSoftmaxVectorOpsPerScore = 4;  // max, scaled subtraction, running sum, conversion of P
 constexpr double kSoftwareExpOps = 4;            // an exponential on the vector units (range reduction, polynomial)
+constexpr double kBackwardVectorOpsPerScore = 6;  // S - LSE, dP - D, times P, scaling, conversions of P and dS
 
 Kernel fused(const OpDesc& op, const LowerContext& cx, bool v3) {
   const hw::Device& d = cx.device;
@@ -116,7 +117,87 @@ Kernel fused(const OpDesc& op, const LowerContext& cx, bool v3) {
   }
   return k;
 }
+// FlashAttention's backward, one CTA per (batch, head, block of 128 keys) visiting every query
+// block that attends to it (those at or below the diagonal when causal): Q, dO and the saved
+// log-sum-exp and D = rowsum(dO * O) of each query block stream through, the scores and P are
+// recomputed (one exponential a score), and five products follow: dV += P^T dO, dP = dO V^T,
+// dS = P (dP - D), dK += dS^T Q and dQ += dS K, the last added atomically to an fp32 dQ in L2.
+// Three kernels: D, the main kernel, and dQ's conversion to the input dtype.
+std::vector<Kernel> backward(const OpDesc& op, const LowerContext& cx, bool v3) {
+  const hw::Device& d = cx.device;
+  const double e = element_bytes(cx.dtype);
+  const double mm = unit_matrix_ops_per_s(d, cx.dtype);
+  const double vec = unit_vector_ops_per_s(d, DType::fp32);
+  if (mm == 0) unsupported(cx, fmt::format("fused attention needs {} matrix units", dtype_name(cx.dtype)));
+  const std::string impl = v3 ? "flash_v3" : "flash_v2";
+  const double q_elems = static_cast<double>(op.batch * op.heads * op.seq_q * op.head_dim);
+  const double kv_elems = static_cast<double>(op.batch * op.kv_heads * op.seq_kv * op.head_dim);
+  const double lse_rows = static_cast<double>(op.batch * op.heads * op.seq_q);
+  Kernel pre = stream_kernel(cx, {"", q_elems, 2.0 * e, 4.0 / static_cast<double>(op.head_dim), 0});
+  pre.name = fmt::format("{} backward: D = rowsum(dO * O)", impl);
+  Kernel k;
+  k.device = cx.device_index;
+  k.impl = impl;
+  k.tiles_per_unit = 1;
+  const std::uint64_t q_blocks = ceil_div(op.seq_q, kBlockQ);
+  const std::uint64_t kv_blocks = ceil_div(op.seq_kv, kBlockKv);
+  k.tiles = op.batch * op.heads * kv_blocks;
+  // Query blocks a key block meets: all, or those at or below the diagonal when causal.
+  double visited = static_cast<double>(q_blocks);
+  if (op.causal) {
+    // The block pairs at or below the diagonal (as the forward visits them), spread over the key
+    // blocks.
+    const double diag = static_cast<double>(kv_blocks - q_blocks);
+    visited = static_cast<double>(q_blocks) * (diag + (static_cast<double>(q_blocks) + 1) / 2) /
+              static_cast<double>(kv_blocks);
+  }
+  const double scores_per_tile = static_cast<double>(kBlockQ * kBlockKv) * visited;
+  // Q, dO, K, V read once (a head's query blocks are shared by its key-block CTAs through L2);
+  // dK, dV written; dQ written in fp32 (its atomic additions land in L2), the log-sum-exp and D
+  // read.
+  k.hbm_bytes = 2.0 * q_elems * e + 4.0 * kv_elems * e + q_elems * 4.0 + 8.0 * lse_rows;
+  k.hbm_write_bytes = 2.0 * kv_elems * e + q_elems * 4.0;
+  k.tile_hbm_bytes = k.hbm_bytes / static_cast<double>(k.tiles);
+  k.flops = 2.5 * ops::attention_flops(op);
+  const double sync = !v3 && d.compute.async_matrix ? d.compute.sync_matrix_efficiency : 1.0;
+  const double mm_s = 10.0 * static_cast<double>(op.head_dim) * scores_per_tile / (mm * sync);
+  const double special = d.compute.special_ops_per_cycle * d.compute.clock_hz;
+  const double exp_s = special > 0 ? scores_per_tile / special
+                                   : (vec > 0 ? kSoftwareExpOps * scores_per_tile / vec : 0);
+  // P from S and the log-sum-exp, dS = P (dP - D), and the conversions of P and dS.
+  const double vector_s = vec > 0 ? kBackwardVectorOpsPerScore * scores_per_tile / vec : 0;
+  const double softmax_s = exp_s + vector_s;
+  k.tile_compute_s = v3 ? std::max(mm_s, softmax_s) : mm_s + softmax_s;
+  k.name = fmt::format("{} backward", impl);
+  k.why.push_back(fmt::format("backward: {} CTAs (batch x heads x {}-key blocks), {:.1f} of {} query blocks each{}; "
+                              "five matrix products a block, the scores recomputed",
+                              k.tiles, kBlockKv, visited, q_blocks, op.causal ? " (causal)" : ""));
+  k.why.push_back(fmt::format("per CTA: matrix {:.2f} us{}, exponentials {:.2f} us, other {:.2f} us; {}",
+                              mm_s * 1e6,
+                              sync < 1 ? fmt::format(" (synchronous mma at {:.0f}% of the matrix rate)", sync * 100)
+                                       : std::string(),
+                              exp_s * 1e6, vector_s * 1e6,
+                              v3 ? "flash_v3 overlaps the softmax with the products"
+                                 : "flash_v2 runs them in turn"));
+  Kernel post = stream_kernel(cx, {"", q_elems, 4.0, e, 0});
+  post.name = fmt::format("{} backward: dQ to {}", impl, dtype_name(cx.dtype));
+  std::vector<Kernel> ks{std::move(pre), std::move(k), std::move(post)};
+  for (Kernel& kk : ks) kk.impl = impl;
+  return ks;
+}
 }  // namespace
+
+std::vector<Kernel> lower_attention_backward(const OpDesc& op, const LowerContext& cx) {
+  const hw::Device& d = cx.device;
+  const std::string& impl = cx.policy.impl;
+  if (impl == "flash_v3" && !d.compute.async_matrix) {
+    unsupported(cx, "flash_v3 needs asynchronous matrix units (async_matrix: Hopper-class wgmma/TMA); use flash_v2");
+  }
+  std::vector<std::vector<Kernel>> options;
+  if (impl != "flash_v3") options.push_back(backward(op, cx, false));
+  if (impl == "flash_v3" || (impl == "auto" && d.compute.async_matrix)) options.push_back(backward(op, cx, true));
+  return choose_implementation(std::move(options), cx);
+}
 
 std::vector<Kernel> lower_attention(const OpDesc& op, const LowerContext& cx) {
   const hw::Device& d = cx.device;

@@ -43,6 +43,7 @@ std::vector<Kernel> lower_attention(const OpDesc& op, const LowerContext& cx);
 struct RowCost {
   double ops_per_element;
   int global_passes;
+  int inputs = 1;  // [rows, cols] tensors read per row (a backward reads the gradient and x or y)
 };
 std::vector<Kernel> lower_rowwise(const OpDesc& op, const LowerContext& cx, RowCost cost);  // norms, softmax
 
@@ -75,6 +76,24 @@ std::vector<Kernel> choose_implementation(std::vector<std::vector<Kernel>> optio
 // reads the row again), eager (RMSNorm as Hugging Face modeling code composes it from
 // elementwise kernels in fp32).
 std::vector<Kernel> lower_norm(const OpDesc& op, const LowerContext& cx, RowCost fused_cost);
+// Their backward: the input gradient (reads x and dy, writes dx) and the weight (and bias)
+// gradient, a reduction over rows: fused in one pass with per-CTA partial sums (Apex, Megatron,
+// Liger, Transformer Engine), or PyTorch's native pair of kernels that read x and dy twice.
+std::vector<Kernel> lower_norm_backward(const OpDesc& op, const LowerContext& cx, RowCost fused_cost);
+// FlashAttention's backward (kernels/attention.cpp): the scores recomputed block by block from Q,
+// K and the saved log-sum-exp, five matrix products a block (Dao, "FlashAttention-2", 2023,
+// algorithm 2), dQ accumulated in fp32.
+std::vector<Kernel> lower_attention_backward(const OpDesc& op, const LowerContext& cx);
+// Embedding's dense backward: the gradient table zeroed, then each token's gradient row added
+// into its row of the table (PyTorch's embedding_dense_backward: sort the ids, sum per id).
+std::vector<Kernel> lower_embedding_backward(const OpDesc& op, const LowerContext& cx);
+// A sum over the `cols` of each of `rows` outputs (bias gradients, losses, norms).
+std::vector<Kernel> lower_sum(const OpDesc& op, const LowerContext& cx);
+// Fused optimizer steps and foreach ops over `elements` parameters in `batch` tensors, as
+// PyTorch's multi-tensor-apply kernels run them (kernels/optimizer.cpp).
+std::vector<Kernel> lower_adam(const OpDesc& op, const LowerContext& cx);
+std::vector<Kernel> lower_sgd(const OpDesc& op, const LowerContext& cx);
+std::vector<Kernel> lower_foreach(const OpDesc& op, const LowerContext& cx);
 // Rotary position embedding of query and key heads, fused (one in-place pass, the cos/sin table
 // from L2) or eager (Hugging Face's rotate_half composition, per tensor).
 std::vector<Kernel> lower_rope(const OpDesc& op, const LowerContext& cx);

@@ -72,4 +72,40 @@ std::vector<Kernel> lower_norm(const OpDesc& op, const LowerContext& cx, RowCost
   return choose_implementation(std::move(options), cx);
 }
 
+std::vector<Kernel> lower_norm_backward(const OpDesc& op, const LowerContext& cx, RowCost cost) {
+  const double e = element_bytes(cx.dtype);
+  const double elements = static_cast<double>(op.rows) * static_cast<double>(op.cols);
+  const double cols = static_cast<double>(op.cols);
+  // Weight and bias (LayerNorm) or weight alone (RMSNorm): the reductions over rows.
+  const double params = op.kind == OpKind::layernorm_backward ? 2.0 : 1.0;
+  // Fused: dx row by row with x and dy on chip; each CTA adds its rows into fp32 partial sums of
+  // the weight gradient, one partial row per resident CTA, which a second small kernel reduces.
+  RowCost two_inputs = cost;
+  two_inputs.inputs = 2;
+  std::vector<Kernel> fused = lower_rowwise(op, cx, two_inputs);
+  const double partial_rows = std::min(static_cast<double>(op.rows),
+                                       static_cast<double>(cx.device.compute.units) * fused[0].tiles_per_unit);
+  const double partial_bytes = partial_rows * cols * 4.0 * params;
+  fused[0].hbm_bytes += partial_bytes;
+  fused[0].hbm_write_bytes += partial_bytes;
+  fused[0].tile_hbm_bytes = fused[0].hbm_bytes / static_cast<double>(fused[0].tiles);
+  fused[0].name = fmt::format("{} dx", op_name(op.kind));
+  fused[0].why.push_back(fmt::format("dx from x and dy in one pass; the weight gradient as {:.0f} fp32 partial rows",
+                                     partial_rows));
+  Kernel reduce = stream_kernel(cx, {"", cols, partial_rows * 4.0 * params, e * params, 0});
+  reduce.name = fmt::format("{} dweight", op_name(op.kind));
+  reduce.why.push_back(fmt::format("{:.0f} partial rows reduced to the weight gradient", partial_rows));
+  fused.push_back(std::move(reduce));
+  // PyTorch's native backward: dx (reads x, dy and the row statistics), then a column-wise
+  // kernel that reads x and dy again for the weight (and bias) gradients.
+  Kernel dx = stream_kernel(cx, {"", elements, 2.0 * e + 8.0 / cols, e, cost.ops_per_element});
+  dx.name = fmt::format("{} dx", op_name(op.kind));
+  dx.why.push_back("PyTorch's native kernels: dx, then the weight gradient reading x and dy again");
+  Kernel dw = stream_kernel(cx, {"", elements, 2.0 * e + 8.0 / cols, params * e / static_cast<double>(op.rows), 0});
+  dw.name = fmt::format("{} dweight", op_name(op.kind));
+  std::vector<Kernel> torch{std::move(dx), std::move(dw)};
+  for (Kernel& k : torch) k.impl = "torch";
+  return choose_implementation({std::move(fused), std::move(torch)}, cx);
+}
+
 }  // namespace syntorch::runtime::detail

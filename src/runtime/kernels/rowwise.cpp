@@ -38,7 +38,7 @@ std::vector<Kernel> lower_rowwise(const OpDesc& op, const LowerContext& cx, RowC
   int hbm_reads = 1;
   if (op.cols > kPersistentCols && alg.global_passes > 1) {
     // The second pass finds the row in L2 only if input and output together fit there.
-    const double footprint = 2.0 * static_cast<double>(op.rows) * row_bytes;
+    const double footprint = (alg.inputs + 1.0) * static_cast<double>(op.rows) * row_bytes;
     hbm_reads = footprint <= d.cache.size_bytes ? 1 : alg.global_passes;
     k.why.push_back(fmt::format("rows of {} elements: {} passes over global memory, {}", op.cols, alg.global_passes,
                                 hbm_reads == 1 ? "the second from L2" : "each from HBM"));
@@ -48,12 +48,12 @@ std::vector<Kernel> lower_rowwise(const OpDesc& op, const LowerContext& cx, RowC
     // the whole unit); a row too long for a whole unit is read again, from L2 while the rows
     // in flight fit there.
     const double on_chip = d.compute.shared_memory_bytes + d.compute.register_file_bytes;
-    const double footprint = static_cast<double>(rows_per_tile * op.cols) * std::max(e, 4.0);
+    const double footprint = static_cast<double>(rows_per_tile * op.cols) * std::max(e, 4.0) * alg.inputs;
     const auto fit = on_chip > 0 ? static_cast<std::uint64_t>(on_chip / footprint) : std::uint64_t{k.tiles_per_unit};
     if (fit == 0) {
       k.tiles_per_unit = 1;
       const std::uint64_t in_flight = std::min<std::uint64_t>(k.tiles, d.compute.units);
-      const bool hit = static_cast<double>(in_flight * rows_per_tile) * row_bytes <= d.cache.size_bytes;
+      const bool hit = static_cast<double>(in_flight * rows_per_tile) * row_bytes * alg.inputs <= d.cache.size_bytes;
       hbm_reads = hit ? 1 : 2;
       k.why.push_back(fmt::format("a row needs {} in fp32, more than a unit's {} of registers and shared memory: "
                                   "read twice, {}",
@@ -61,12 +61,13 @@ std::vector<Kernel> lower_rowwise(const OpDesc& op, const LowerContext& cx, RowC
                                   hit ? "the second time from L2" : "both from HBM"));
     } else {
       k.tiles_per_unit = static_cast<std::uint32_t>(std::min<std::uint64_t>(k.tiles_per_unit, fit));
-      k.why.push_back(fmt::format("rows of {} stay on chip ({} in fp32 per CTA, {} CTA(s) per unit): one read, one write",
-                                  units::format_size(row_bytes), units::format_size(footprint), k.tiles_per_unit));
+      k.why.push_back(fmt::format("rows of {} stay on chip ({} in fp32 per CTA, {} CTA(s) per unit): {}, one write",
+                                  units::format_size(row_bytes), units::format_size(footprint), k.tiles_per_unit,
+                                  alg.inputs == 1 ? "one read" : fmt::format("each of {} inputs read once", alg.inputs)));
     }
   }
   k.tile_compute_s = static_cast<double>(rows_per_tile * op.cols) * alg.ops_per_element / rate;
-  k.hbm_bytes = static_cast<double>(op.rows) * row_bytes * (hbm_reads + 1);  // real rows only
+  k.hbm_bytes = static_cast<double>(op.rows) * row_bytes * (hbm_reads * alg.inputs + 1);  // real rows only
   k.hbm_write_bytes = static_cast<double>(op.rows) * row_bytes;
   k.tile_hbm_bytes = k.hbm_bytes / static_cast<double>(k.tiles);
   k.flops = static_cast<double>(op.rows * op.cols) * alg.ops_per_element;

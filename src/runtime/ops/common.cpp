@@ -42,6 +42,27 @@ double elements_bytes(const OpDesc& op, double tensors) {
   return static_cast<double>(op.elements) * element_bytes(op.dtype) * tensors;
 }
 
+const OpParam kOptimizerParams[2] = {{"elements", "parameters updated (optimizer steps)", &OpDesc::elements},
+                                     {"tensors", "parameter tensors (optimizer steps)", &OpDesc::batch}};
+
+void optimizer_defaults(OpDesc& op) {
+  if (op.batch == 0) op.batch = 1;
+}
+
+void check_optimizer(const OpDesc& op, OpCheck& c) {
+  c.need(op.elements, "elements");
+  c.need(op.batch, "tensors");
+  if (op.batch > op.elements) {
+    c.error(fmt::format("{}: {} tensors cannot hold {} elements (each holds at least one)", op_name(op.kind), op.batch,
+                        op.elements));
+  }
+  c.fits({op.elements, 16}, "elements");
+}
+
+std::string describe_optimizer(const OpDesc& op) {
+  return fmt::format("{} elements={} tensors={} {}", op_name(op.kind), op.elements, op.batch, dtype_name(op.dtype));
+}
+
 const OpParam kRowsParams[2] = {{"rows", "rows (norms, softmax)", &OpDesc::rows},
                                 {"cols", "columns (norms, softmax)", &OpDesc::cols}};
 

@@ -73,6 +73,13 @@ void check_matmul(const OpDesc& op, OpCheck& c);
 double matmul_flops(const OpDesc& op);
 double matmul_bytes(const OpDesc& op);
 
+// Attention and its backward (defined in attention.cpp): parameters, defaults, checks, accounting.
+extern const OpParam kAttentionParams[7];
+void attention_defaults(OpDesc& op);
+void check_attention(const OpDesc& op, OpCheck& c);
+double attention_flops(const OpDesc& op);
+double attention_min_bytes(const OpDesc& op);
+
 // Elementwise ops over `elements`: their parameter, check and description.
 extern const OpParam kElementsParam[1];
 void check_elements(const OpDesc& op, OpCheck& c);
@@ -96,6 +103,13 @@ constexpr OpType elementwise_type(OpKind kind, std::string_view name) {
   };
 }
 
+// Optimizer steps over `elements` parameters in `tensors` tensors (batch; 1 when not given):
+// their parameters, defaults, check and description (defined in common.cpp).
+extern const OpParam kOptimizerParams[2];
+void optimizer_defaults(OpDesc& op);
+void check_optimizer(const OpDesc& op, OpCheck& c);
+std::string describe_optimizer(const OpDesc& op);
+
 // Row-wise ops over [rows, cols].
 extern const OpParam kRowsParams[2];
 void check_rows(const OpDesc& op, OpCheck& c);
@@ -113,7 +127,7 @@ constexpr OpType rowwise_type(OpKind kind, std::string_view name) {
       .check = &check_rows,
       .describe = &describe_rows,
       .flops = [](const OpDesc& op) { return rows_elements(op) * Cost.ops_per_element; },
-      .min_bytes = [](const OpDesc& op) { return 2.0 * rows_elements(op) * element_bytes(op.dtype); },
+      .min_bytes = [](const OpDesc& op) { return (Cost.inputs + 1.0) * rows_elements(op) * element_bytes(op.dtype); },
       .lower = [](const OpDesc& op, const detail::LowerContext& cx) { return detail::lower_rowwise(op, cx, Cost); },
   };
 }
@@ -125,6 +139,16 @@ constexpr OpType norm_type(OpKind kind, std::string_view name, std::span<const s
   OpType t = rowwise_type<Cost>(kind, name);
   t.implementations = implementations;
   t.lower = [](const OpDesc& op, const detail::LowerContext& cx) { return detail::lower_norm(op, cx, Cost); };
+  return t;
+}
+
+// The backward of a normalisation: the row-wise op reading x and dy, with the fused and torch
+// implementations of kernels/norm.cpp (lower_norm_backward).
+template <detail::RowCost Cost>
+constexpr OpType norm_backward_type(OpKind kind, std::string_view name, std::span<const std::string_view> implementations) {
+  OpType t = rowwise_type<Cost>(kind, name);
+  t.implementations = implementations;
+  t.lower = [](const OpDesc& op, const detail::LowerContext& cx) { return detail::lower_norm_backward(op, cx, Cost); };
   return t;
 }
 

@@ -1,0 +1,91 @@
+#pragma once
+// Autograd on meta tensors, as PyTorch's: an op whose inputs require gradients records a backward
+// node (Node) holding the tensors its backward needs, so those stay allocated until backward
+// frees them; Tensor::backward() runs the nodes in reverse order of recording, each issuing its
+// backward kernels (a linear's two GEMMs, FlashAttention's backward, a norm's backward kernels),
+// and leaves' gradients accumulate in .grad. No values are computed: only what runs, and what
+// memory it holds, when.
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "syntorch/torch/tensor.hpp"
+
+namespace syntorch::torch::autograd {
+
+class Node;
+
+// Where a gradient goes: input `input_nr` of node `fn` (none when fn is null).
+struct Edge {
+  std::shared_ptr<Node> fn;
+  std::uint32_t input_nr = 0;
+  bool valid() const { return fn != nullptr; }
+};
+
+// One recorded op's backward (a "grad_fn"). apply() receives one gradient per output of the op
+// (undefined where an output received none) and returns one per next edge (per differentiable
+// input; undefined where none flows).
+class Node {
+ public:
+  explicit Node(std::string_view name, std::uint32_t num_outputs = 1);
+  virtual ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  virtual std::vector<Tensor> apply(std::vector<Tensor>&& grads) = 0;
+  // Frees what forward saved (after backward, unless the graph is retained).
+  virtual void release_saved() {}
+
+  std::string_view name() const { return name_; }  // "MmBackward0", as PyTorch names them
+  std::uint64_t sequence_nr() const { return sequence_nr_; }
+  std::uint32_t num_outputs() const { return num_outputs_; }
+  std::vector<Edge> next_edges;
+
+ private:
+  std::string_view name_;
+  std::uint64_t sequence_nr_;
+  std::uint32_t num_outputs_;
+};
+
+// Whether ops record backward nodes on this thread (PyTorch's grad mode; on by default).
+struct GradMode {
+  static bool is_enabled();
+  static void set_enabled(bool enabled);
+};
+
+// torch.no_grad(): no recording in its scope.
+class NoGradGuard {
+ public:
+  NoGradGuard() : previous_(GradMode::is_enabled()) { GradMode::set_enabled(false); }
+  ~NoGradGuard() { GradMode::set_enabled(previous_); }
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// torch.autograd.backward: the gradients of `tensors` (each a scalar when its grad_tensors entry
+// is missing or undefined: then ones) flow back through their graphs into the leaves' .grad.
+// The graph's saved tensors are freed as each node runs, unless retain_graph.
+void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& grad_tensors = {},
+              bool retain_graph = false);
+
+// For the torch layer's ops and custom backward functions (parallel layers): whether an op over
+// `inputs` records a node (grad mode on and an input requires grad) ...
+bool any_requires_grad(std::initializer_list<const Tensor*> inputs);
+// ... the edges of a new node to those inputs' histories (in order; invalid for inputs that
+// require no gradient) ...
+std::vector<Edge> collect_next_edges(std::initializer_list<const Tensor*> inputs);
+// ... and the outputs' history: output `output_nr` of `fn`. The handle becomes a view of the
+// output's memory carrying the history, so that what a node saves of its own outputs (saved())
+// keeps the memory alive without keeping the node alive through itself.
+void set_history(Tensor& output, const std::shared_ptr<Node>& fn, std::uint32_t output_nr = 0);
+
+// A handle on the memory and layout of `t` without its autograd history: what a node saves (a
+// node saving its own output must not own itself through it).
+Tensor saved(const Tensor& t);
+
+}  // namespace syntorch::torch::autograd

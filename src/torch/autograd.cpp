@@ -1,0 +1,315 @@
+// Autograd's engine and a tensor's gradient state: recording (edges, history), the backward pass
+// (nodes run in reverse order of recording once every gradient they wait for has arrived), and
+// AccumulateGrad, which feeds a leaf's .grad.
+
+#include "syntorch/torch/autograd.hpp"
+
+#include <algorithm>
+#include <queue>
+#include <unordered_map>
+
+#include "grad.hpp"
+#include "internal.hpp"
+#include "syntorch/torch/ops.hpp"
+
+namespace syntorch::torch {
+
+namespace autograd {
+
+namespace {
+
+thread_local bool t_grad_enabled = true;
+thread_local std::uint64_t t_next_sequence_nr = 0;
+
+// A leaf's gradient sink: the first gradient becomes its .grad (kept as it is when nothing else
+// holds it, as PyTorch steals it, and filed under gradients), later ones are added in place.
+class AccumulateGrad final : public Node {
+ public:
+  explicit AccumulateGrad(Tensor variable) : Node("AccumulateGrad"), variable_(std::move(variable)) {}
+
+  std::vector<Tensor> apply(std::vector<Tensor>&& grads) override {
+    Tensor& incoming = grads[0];
+    if (!incoming.defined()) return {};
+    detail::AutogradMeta& meta = detail::autograd_meta(*variable_.unsafe_get_impl());
+    if (!meta.grad.defined()) {
+      detail::TensorImpl* in = incoming.unsafe_get_impl();
+      if (in->refs.load(std::memory_order_relaxed) == 1 && !in->base && in->sizes == variable_.sizes() &&
+          in->dtype == variable_.dtype()) {
+        meta.grad = std::move(incoming);
+      } else {
+        runtime::MemoryUseGuard use(os::MemoryUse::gradients);
+        meta.grad = incoming.reshape(variable_.sizes()).to(variable_.dtype());
+        if (meta.grad.is_same(incoming) || meta.grad.is_alias_of(incoming)) meta.grad = meta.grad.clone();
+      }
+      detail::TensorImpl* g = meta.grad.unsafe_get_impl();
+      runtime::RankContext* ctx = runtime::current_rank();
+      if (ctx && g->context == ctx && g->context_serial == ctx->serial()) {
+        ctx->set_memory_use(g->handle, os::MemoryUse::gradients);
+      }
+    } else {
+      meta.grad.add_(incoming);
+    }
+    return {};
+  }
+
+ private:
+  Tensor variable_;
+};
+
+// Nodes whose last owner goes away are destroyed here one at a time, not recursively: a graph
+// can be thousands of nodes deep.
+thread_local std::vector<std::shared_ptr<Node>>* t_graveyard = nullptr;
+
+void bury(std::vector<Edge>& edges) noexcept {
+  if (edges.empty()) return;
+  std::vector<std::shared_ptr<Node>> local;
+  const bool outermost = t_graveyard == nullptr;
+  if (outermost) t_graveyard = &local;
+  for (Edge& e : edges) {
+    if (e.fn) t_graveyard->push_back(std::move(e.fn));
+  }
+  edges.clear();
+  if (!outermost) return;
+  while (!local.empty()) {
+    std::shared_ptr<Node> n = std::move(local.back());
+    local.pop_back();
+    n.reset();  // may add its own edges to `local`
+  }
+  t_graveyard = nullptr;
+}
+
+}  // namespace
+
+Node::Node(std::string_view name, std::uint32_t num_outputs)
+    : name_(name), sequence_nr_(t_next_sequence_nr++), num_outputs_(num_outputs) {}
+
+Node::~Node() { bury(next_edges); }
+
+bool GradMode::is_enabled() { return t_grad_enabled; }
+void GradMode::set_enabled(bool enabled) { t_grad_enabled = enabled; }
+
+bool any_requires_grad(std::initializer_list<const Tensor*> inputs) {
+  if (!t_grad_enabled) return false;
+  for (const Tensor* t : inputs) {
+    const detail::AutogradMeta* m = detail::autograd_meta_if(*t);
+    if (m && m->requires_grad) return true;
+  }
+  return false;
+}
+
+namespace {
+Edge edge_of(const Tensor& t) {
+  const detail::AutogradMeta* m = detail::autograd_meta_if(t);
+  if (!m || !m->requires_grad) return {};
+  if (m->grad_fn) return {m->grad_fn, m->output_nr};
+  detail::AutogradMeta& meta = detail::autograd_meta(*t.unsafe_get_impl());
+  std::shared_ptr<Node> acc = meta.grad_accumulator.lock();
+  if (!acc) {
+    acc = std::make_shared<AccumulateGrad>(t);
+    meta.grad_accumulator = acc;
+  }
+  return {std::move(acc), 0};
+}
+}  // namespace
+
+std::vector<Edge> collect_next_edges(std::initializer_list<const Tensor*> inputs) {
+  std::vector<Edge> edges;
+  edges.reserve(inputs.size());
+  for (const Tensor* t : inputs) edges.push_back(edge_of(*t));
+  return edges;
+}
+
+void set_history(Tensor& output, const std::shared_ptr<Node>& fn, std::uint32_t output_nr) {
+  const detail::TensorImpl& o = *output.unsafe_get_impl();
+  if (!o.base) output = detail::make_view(output, o.sizes, o.strides, o.offset);
+  detail::AutogradMeta& meta = detail::autograd_meta(*output.unsafe_get_impl());
+  meta.requires_grad = true;
+  meta.grad_fn = fn;
+  meta.output_nr = output_nr;
+}
+
+Tensor saved(const Tensor& t) {
+  if (!t.defined()) return {};
+  const detail::TensorImpl& s = *t.unsafe_get_impl();
+  return detail::make_view(t, s.sizes, s.strides, s.offset);
+}
+
+void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& grad_tensors, bool retain_graph) {
+  if (!grad_tensors.empty() && grad_tensors.size() != tensors.size()) {
+    detail::fail("backward: got {} tensors and {} gradients", tensors.size(), grad_tensors.size());
+  }
+  NoGradGuard no_grad;
+  struct Pending {
+    std::vector<Tensor> grads;
+    std::size_t waiting = 0;  // edges into the node not yet delivered
+  };
+  std::unordered_map<Node*, Pending> pending;
+  // The roots' gradients, and every node reachable from them with the edges that reach it.
+  std::vector<std::pair<Edge, Tensor>> roots;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    detail::check_defined(t, "backward", "tensors");
+    const detail::AutogradMeta* m = detail::autograd_meta_if(t);
+    if (!m || !m->requires_grad) {
+      detail::fail("backward: element {} of tensors does not require grad and does not have a grad_fn", i);
+    }
+    Tensor g = grad_tensors.empty() ? Tensor() : grad_tensors[i];
+    if (!g.defined()) {
+      if (t.numel() != 1) detail::fail("backward: grad can be implicitly created only for scalar outputs (got {})",
+                                       format_sizes(t.sizes()));
+      g = ones_like(t);
+    } else if (g.sizes() != t.sizes()) {
+      detail::fail("backward: Mismatch in shape: grad_output[{}] has a shape of {} and output[{}] has a shape of {}", i,
+                   format_sizes(g.sizes()), i, format_sizes(t.sizes()));
+    }
+    roots.emplace_back(edge_of(t), std::move(g));
+  }
+  std::vector<Node*> stack;
+  std::unordered_map<Node*, bool> seen;
+  for (auto& [e, g] : roots) {
+    if (!seen[e.fn.get()]) {
+      seen[e.fn.get()] = true;
+      stack.push_back(e.fn.get());
+    }
+  }
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    for (const Edge& e : n->next_edges) {
+      if (!e.valid()) continue;
+      ++pending[e.fn.get()].waiting;
+      if (!seen[e.fn.get()]) {
+        seen[e.fn.get()] = true;
+        stack.push_back(e.fn.get());
+      }
+    }
+  }
+  // Ready nodes, the most recently recorded first (PyTorch's order on one device).
+  auto later = [](const std::shared_ptr<Node>& a, const std::shared_ptr<Node>& b) {
+    return a->sequence_nr() < b->sequence_nr();
+  };
+  std::priority_queue<std::shared_ptr<Node>, std::vector<std::shared_ptr<Node>>, decltype(later)> ready(later);
+  auto deliver = [&](const Edge& e, Tensor&& g) {
+    Pending& p = pending[e.fn.get()];
+    if (p.grads.empty()) p.grads.resize(e.fn->num_outputs());
+    Tensor& slot = p.grads[e.input_nr];
+    if (!g.defined()) {
+    } else if (!slot.defined()) {
+      slot = std::move(g);
+    } else {
+      slot = add(slot, g);  // two gradients meet: one add kernel, as PyTorch's input buffer
+    }
+  };
+  for (auto& [e, g] : roots) deliver(e, std::move(g));
+  for (auto& [e, g] : roots) {
+    if (pending[e.fn.get()].waiting == 0 && seen[e.fn.get()]) {
+      seen[e.fn.get()] = false;  // queued once
+      ready.push(e.fn);
+    }
+  }
+  while (!ready.empty()) {
+    std::shared_ptr<Node> n = ready.top();
+    ready.pop();
+    Pending p = std::move(pending[n.get()]);
+    pending.erase(n.get());
+    std::vector<Tensor> out;
+    const bool any = std::any_of(p.grads.begin(), p.grads.end(), [](const Tensor& g) { return g.defined(); });
+    if (any) out = n->apply(std::move(p.grads));
+    p.grads.clear();
+    if (!retain_graph) n->release_saved();
+    for (std::size_t i = 0; i < n->next_edges.size(); ++i) {
+      const Edge& e = n->next_edges[i];
+      if (!e.valid()) continue;
+      deliver(e, i < out.size() ? std::move(out[i]) : Tensor());
+      if (--pending[e.fn.get()].waiting == 0) ready.push(e.fn);
+    }
+    out.clear();
+    if (!retain_graph) bury(n->next_edges);
+  }
+}
+
+}  // namespace autograd
+
+namespace detail {
+
+void no_backward(std::initializer_list<const Tensor*> inputs, const char* op) {
+  if (autograd::any_requires_grad(inputs)) {
+    fail("{}: its backward is not modelled yet; run it under NoGradGuard (torch.no_grad()) or on tensors that do "
+         "not require grad",
+         op);
+  }
+}
+
+AutogradMeta& autograd_meta(TensorImpl& impl) {
+  if (!impl.autograd) impl.autograd = new AutogradMeta;
+  return *impl.autograd;
+}
+
+void destroy_autograd_meta(TensorImpl& impl) noexcept {
+  AutogradMeta* m = impl.autograd;
+  impl.autograd = nullptr;
+  delete m;
+}
+
+}  // namespace detail
+
+// --- Tensor's autograd members ---
+
+bool Tensor::requires_grad() const {
+  checked();
+  const detail::AutogradMeta* m = impl_->autograd;
+  return m && m->requires_grad;
+}
+
+Tensor& Tensor::requires_grad_(bool requires_grad) {
+  checked();
+  detail::AutogradMeta* m = impl_->autograd;
+  if (m && m->grad_fn) {
+    detail::fail("requires_grad_: you can only change requires_grad flags of leaf variables.{}",
+                 requires_grad ? ""
+                               : " If you want to use a computed variable in a subgraph that doesn't require "
+                                 "differentiation use var_no_grad = var.detach().");
+  }
+  if (requires_grad && !torch::is_floating_point(impl_->dtype)) {
+    detail::fail("requires_grad_: only Tensors of floating point dtype can require gradients (got {})",
+                 scalar_type_name(impl_->dtype));
+  }
+  if (requires_grad || m) detail::autograd_meta(*impl_).requires_grad = requires_grad;
+  return *this;
+}
+
+bool Tensor::is_leaf() const {
+  checked();
+  return !impl_->autograd || !impl_->autograd->grad_fn;
+}
+
+const Tensor& Tensor::grad() const {
+  static const Tensor kUndefined;
+  checked();
+  return impl_->autograd ? impl_->autograd->grad : kUndefined;
+}
+
+Tensor& Tensor::mutable_grad() {
+  checked();
+  return detail::autograd_meta(*impl_).grad;
+}
+
+std::shared_ptr<autograd::Node> Tensor::grad_fn() const {
+  checked();
+  return impl_->autograd ? impl_->autograd->grad_fn : nullptr;
+}
+
+void Tensor::backward() const { autograd::backward({*this}); }
+
+void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
+  autograd::backward({*this}, {gradient}, retain_graph);
+}
+
+Tensor Tensor::detach() const {
+  checked();
+  Tensor out = autograd::saved(*this);
+  detail::host_op("aten::detach");
+  return out;
+}
+
+}  // namespace syntorch::torch

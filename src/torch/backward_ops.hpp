@@ -1,0 +1,35 @@
+#pragma once
+// The kernels of backward passes that have no forward counterpart in the torch API, each named as
+// ATen names it (aten::gelu_backward, aten::native_layer_norm_backward, ...): called by the
+// autograd nodes (derivatives.cpp) with grad mode off.
+
+#include <cstdint>
+#include <tuple>
+
+#include "syntorch/runtime/op.hpp"
+#include "syntorch/torch/tensor.hpp"
+#include "syntorch/torch/types.hpp"
+
+namespace syntorch::torch::detail {
+
+// dy and a saved tensor of dy's shape -> dx (gelu, silu, relu, tanh, sigmoid backward kinds).
+Tensor elementwise_backward(runtime::OpKind kind, const Tensor& grad, const Tensor& saved, std::string_view aten);
+// softmax (and log_softmax) backward along dim from the saved output -> dx in `dtype`.
+Tensor softmax_backward(const Tensor& grad, const Tensor& output, std::int64_t dim, ScalarType dtype,
+                        std::string_view aten);
+// A norm's backward over the last `normalized` elements: dx, and the weight and bias gradients
+// when they are defined (bias only for layernorm).
+std::tuple<Tensor, Tensor, Tensor> norm_backward(runtime::OpKind kind, const Tensor& grad, const Tensor& input,
+                                                 const Tensor& weight, const Tensor& bias, std::int64_t normalized,
+                                                 std::string_view aten);
+// FlashAttention's backward: dq, dk, dv shaped as q, k, v.
+std::tuple<Tensor, Tensor, Tensor> attention_backward(const Tensor& grad, const Tensor& q, const Tensor& k,
+                                                      const Tensor& v, bool causal);
+// The dense gradient of an embedding table of `vocab` rows from the gradients of its lookups.
+Tensor embedding_backward(const Tensor& grad, std::int64_t vocab);
+// silu(gate) * up's backward: d[gate, up] shaped as the fused input.
+Tensor swiglu_backward(const Tensor& grad, const Tensor& input);
+// Sums `grad` down to `sizes` over the dims broadcasting added or expanded (itself when equal).
+Tensor sum_to(const Tensor& grad, IntArrayRef sizes);
+
+}  // namespace syntorch::torch::detail

@@ -1,0 +1,106 @@
+// Reductions and losses: sum, mean, nll_loss and cross_entropy, with their backward.
+
+#include "backward_ops.hpp"
+#include "grad.hpp"
+#include "internal.hpp"
+#include "syntorch/torch/ops.hpp"
+
+namespace syntorch::torch {
+
+using detail::Grads;
+using detail::impl_of;
+using runtime::OpDesc;
+using runtime::OpKind;
+
+namespace {
+
+// A 0-dim result of one reduction kernel over `cols` elements of x.
+Tensor reduce_all(const Tensor& x, std::int64_t cols, std::string_view aten) {
+  runtime::RankContext* ctx = runtime::current_rank();
+  const auto& s = impl_of(x);
+  Tensor out = detail::make_tensor(ctx, {}, s.dtype, s.device, aten);
+  if (ctx) {
+    OpDesc o;
+    o.kind = OpKind::sum;
+    o.dtype = to_runtime_dtype(s.dtype);
+    o.rows = 1;
+    o.cols = static_cast<std::uint64_t>(cols);
+    detail::dispatch(ctx, o, aten, s.device, cols == 0);
+  }
+  return out;
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& x) {
+  detail::check_defined(x, "sum", "self");
+  Tensor out = reduce_all(x, x.numel(), "aten::sum");
+  if (autograd::any_requires_grad({&x})) {
+    detail::Sizes in = x.sizes();
+    // The gradient broadcast back: a view, no kernel.
+    detail::record("SumBackward0", {&x}, {&out}, {}, [in](Grads& g, Grads&, const autograd::Node&) {
+      return Grads{g[0].expand(in)};
+    });
+  }
+  return out;
+}
+
+Tensor mean(const Tensor& x) {
+  detail::check_defined(x, "mean", "self");
+  if (!x.is_floating_point()) {
+    detail::fail("mean: could not infer output dtype. Input dtype must be either a floating point or complex dtype. "
+                 "Got: {}",
+                 scalar_type_name(x.dtype()));
+  }
+  Tensor out = reduce_all(x, x.numel(), "aten::mean");
+  if (autograd::any_requires_grad({&x})) {
+    detail::Sizes in = x.sizes();
+    // The gradient broadcast back and divided by the count: one kernel over the input's size.
+    detail::record("MeanBackward0", {&x}, {&out}, {}, [in](Grads& g, Grads&, const autograd::Node&) {
+      return Grads{g[0].expand(in) / 1.0};
+    });
+  }
+  return out;
+}
+
+namespace nn::functional {
+
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target) {
+  detail::check_defined(log_probs, "nll_loss", "input");
+  detail::check_defined(target, "nll_loss", "target");
+  const auto& x = impl_of(log_probs);
+  const auto& t = impl_of(target);
+  if (x.sizes.size() != 2) detail::fail("nll_loss: expected input of 2 dims [N, C], got {}", format_sizes(x.sizes));
+  if (t.dtype != ScalarType::Long && t.dtype != ScalarType::Int) {
+    detail::fail("nll_loss: expected target of class indices (Long), got {}", scalar_type_name(t.dtype));
+  }
+  if (t.sizes.size() != 1 || t.sizes[0] != x.sizes[0]) {
+    detail::fail("nll_loss: Expected input batch_size ({}) to match target batch_size ({}).", x.sizes[0],
+                 t.sizes.empty() ? 1 : t.sizes[0]);
+  }
+  // One log-probability gathered per row, then averaged.
+  Tensor out = reduce_all(log_probs, x.sizes[0], "aten::nll_loss_forward");
+  if (autograd::any_requires_grad({&log_probs})) {
+    detail::Sizes in = x.sizes;
+    const std::int64_t rows = x.sizes[0];
+    detail::record("NllLossBackward0", {&log_probs}, {&out}, {target},
+                   [in, rows](Grads& g, Grads&, const autograd::Node&) {
+                     // A zeroed [N, C] gradient, then -grad/N scattered into each row's target.
+                     Tensor grad = zeros(in, TensorOptions(g[0].dtype()).device(g[0].device()));
+                     runtime::RankContext* ctx = runtime::current_rank();
+                     detail::dispatch(ctx, detail::elementwise_op(OpKind::copy, rows, g[0].dtype()),
+                                      "aten::nll_loss_backward", g[0].device(), rows == 0);
+                     return Grads{grad};
+                   });
+  }
+  return out;
+}
+
+Tensor cross_entropy(const Tensor& input, const Tensor& target) {
+  detail::check_defined(input, "cross_entropy", "input");
+  return nll_loss(torch::log_softmax(input, -1), target);
+}
+
+}  // namespace nn::functional
+
+}  // namespace syntorch::torch
