@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "syntorch/parallel/cross_entropy.hpp"
 #include "syntorch/parallel/distributed.hpp"
+#include "syntorch/parallel/mappings.hpp"
 #include "syntorch/torch/fused.hpp"
 #include "syntorch/torch/ops.hpp"
 #include "syntorch/torch/utils.hpp"
@@ -128,7 +130,7 @@ torch::Tensor NormLayer::operator()(const torch::Tensor& x) const {
   return layer_norm_ ? layer_norm_->forward(x) : rms_norm_->forward(x);
 }
 
-TransformerBlockImpl::TransformerBlockImpl(const TransformerConfig& c, int tp, int rank, double expert_skew)
+TransformerBlockImpl::TransformerBlockImpl(const TransformerConfig& c, int tp, int rank, double expert_skew, bool sp)
     : torch::nn::Module("TransformerBlock"), config_(c) {
   if (c.heads % tp != 0) {
     throw std::invalid_argument(fmt::format("{}: {} heads do not split over tensor parallel {}", c.name, c.heads, tp));
@@ -139,9 +141,9 @@ TransformerBlockImpl::TransformerBlockImpl(const TransformerConfig& c, int tp, i
   const std::int64_t mlp_in = c.mlp == TransformerConfig::Mlp::swiglu ? 2 * c.ffn : c.ffn;
   norm_1_ = NormLayer(*this, "input_layernorm", c);
   qkv_ = register_module("qkv_proj", parallel::ColumnParallelLinear(c.hidden, qkv_width * tp, tp, rank, false,
-                                                                    c.qkv_bias));
+                                                                    c.qkv_bias, sp));
   out_ = register_module("o_proj", parallel::RowParallelLinear(c.heads * c.head_dim, c.hidden, tp, rank, true,
-                                                               c.out_bias));
+                                                               c.out_bias, sp));
   if (!c.parallel_block) norm_2_ = NormLayer(*this, "post_attention_layernorm", c);
   if (c.moe()) {
     moe_ = register_module("block_sparse_moe",
@@ -149,27 +151,34 @@ TransformerBlockImpl::TransformerBlockImpl(const TransformerConfig& c, int tp, i
     return;
   }
   up_ = register_module("gate_up_proj", parallel::ColumnParallelLinear(c.hidden, mlp_in, tp, rank, false,
-                                                                       c.mlp_bias));
-  down_ = register_module("down_proj", parallel::RowParallelLinear(c.ffn, c.hidden, tp, rank, true, c.mlp_bias));
+                                                                       c.mlp_bias, sp));
+  down_ = register_module("down_proj", parallel::RowParallelLinear(c.ffn, c.hidden, tp, rank, true, c.mlp_bias, sp));
 }
 
-torch::Tensor TransformerBlockImpl::attention(const torch::Tensor& x, KVCache& cache, std::int64_t past) {
+torch::Tensor TransformerBlockImpl::attention(const torch::Tensor& x, KVCache* cache, std::int64_t past) {
   return out_->forward(attention_partial(x, cache, past));
 }
 
-torch::Tensor TransformerBlockImpl::attention_partial(const torch::Tensor& x, KVCache& cache, std::int64_t past) {
-  const std::int64_t b = x.size(0), s = x.size(1), d = config_.head_dim;
-  torch::Tensor heads = qkv_->forward(x).view({b, s, local_heads_ + 2 * local_kv_heads_, d});
+torch::Tensor TransformerBlockImpl::attention_partial(const torch::Tensor& x, KVCache* cache, std::int64_t past) {
+  torch::Tensor qkv = qkv_->forward(x);  // the whole sequence (gathered under sequence parallelism)
+  const std::int64_t b = qkv.size(0), s = qkv.size(1), d = config_.head_dim;
+  torch::Tensor heads = qkv.view({b, s, local_heads_ + 2 * local_kv_heads_, d});
   torch::Tensor q = heads.narrow(2, 0, local_heads_);
   torch::Tensor k = heads.narrow(2, local_heads_, local_kv_heads_);
   torch::Tensor v = heads.narrow(2, local_heads_ + local_kv_heads_, local_kv_heads_);
   if (config_.positions == TransformerConfig::Positions::rotary) {
     torch::fused::rotary_embedding_(q, k, config_.rotary_dim);
   }
-  cache.keys.narrow(2, past, s).copy_(k.transpose(1, 2));
-  cache.values.narrow(2, past, s).copy_(v.transpose(1, 2));
-  torch::Tensor keys = cache.keys.narrow(2, 0, past + s);
-  torch::Tensor values = cache.values.narrow(2, 0, past + s);
+  torch::Tensor keys, values;
+  if (cache) {
+    cache->keys.narrow(2, past, s).copy_(k.transpose(1, 2));
+    cache->values.narrow(2, past, s).copy_(v.transpose(1, 2));
+    keys = cache->keys.narrow(2, 0, past + s);
+    values = cache->values.narrow(2, 0, past + s);
+  } else {
+    keys = k.transpose(1, 2);
+    values = v.transpose(1, 2);
+  }
   torch::Tensor a = torch::scaled_dot_product_attention(q.transpose(1, 2), keys, values, {}, 0.0, /*is_causal=*/s > 1,
                                                         std::nullopt, /*enable_gqa=*/true);
   return a.transpose(1, 2).reshape({b, s, local_heads_ * d});
@@ -199,7 +208,7 @@ torch::Tensor TransformerBlockImpl::forward_expert_parallel(const torch::Tensor&
   for (int r = 0; r < st.tp_size; ++r) tokens_per_rank.push_back(std::clamp<std::int64_t>(tokens - r * share, 0, share));
   const std::int64_t mine = tokens_per_rank[static_cast<std::size_t>(st.tp_rank)];
   namespace F = torch::nn::functional;
-  torch::Tensor partial = out_->forward_unreduced(attention_partial(norm_1_(x), cache, past)).reshape({tokens, hidden});
+  torch::Tensor partial = out_->forward_unreduced(attention_partial(norm_1_(x), &cache, past)).reshape({tokens, hidden});
   if (tokens < share * st.tp_size) partial = F::pad(partial, {0, 0, 0, share * st.tp_size - tokens});
   torch::Tensor attended = parallel::reduce_scatter(partial, st.tp_group, 0);
   torch::Tensor h = x.reshape({tokens, hidden}).narrow(0, std::min(tokens, st.tp_rank * share), mine) +
@@ -214,6 +223,17 @@ torch::Tensor TransformerBlockImpl::forward_expert_parallel(const torch::Tensor&
 
 torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x, KVCache& cache, std::int64_t past) {
   if (moe_ && parallel::state().ep_size > 1) return forward_expert_parallel(x, cache, past);
+  return block(x, &cache, past);
+}
+
+torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x) {
+  if (moe_ && parallel::state().ep_size > 1) {
+    throw std::invalid_argument(fmt::format("{}: training with expert parallelism is not modelled yet", config_.name));
+  }
+  return block(x, nullptr, 0);
+}
+
+torch::Tensor TransformerBlockImpl::block(const torch::Tensor& x, KVCache* cache, std::int64_t past) {
   if (config_.parallel_block) {
     torch::Tensor n = norm_1_(x);
     return x + attention(n, cache, past) + mlp(n);
@@ -222,8 +242,8 @@ torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x, KVCache& cac
   return h + mlp(norm_2_(h));
 }
 
-TransformerImpl::TransformerImpl(const TransformerConfig& c, double expert_skew)
-    : CausalLM(c.architecture), config_(c) {
+TransformerImpl::TransformerImpl(const TransformerConfig& c, double expert_skew, bool sequence_parallel)
+    : CausalLM(c.architecture), config_(c), sequence_parallel_(sequence_parallel && parallel::state().tp_size > 1) {
   const parallel::ParallelState& st = parallel::state();
   if (c.layers % st.pp_size != 0) {
     throw std::invalid_argument(
@@ -235,15 +255,19 @@ TransformerImpl::TransformerImpl(const TransformerConfig& c, double expert_skew)
   const std::int64_t per_stage = c.layers / st.pp_size;
   first_layer_ = st.pp_rank * per_stage;
   if (st.is_first_stage()) {
+    // Under sequence parallelism the embedding reduce-scatters to the sequence shards, unless
+    // learned positions are added first (then the sum is split: Megatron's embedding).
     embed_tokens_ = register_module(
-        "embed_tokens", parallel::VocabParallelEmbedding(padded_vocab_, c.hidden, st.tp_size, st.tp_rank));
+        "embed_tokens", parallel::VocabParallelEmbedding(padded_vocab_, c.hidden, st.tp_size, st.tp_rank,
+                                                         sequence_parallel_ &&
+                                                             c.positions != TransformerConfig::Positions::learned));
     if (c.positions == TransformerConfig::Positions::learned) {
       embed_positions_ = register_module("embed_positions", torch::nn::Embedding(c.context, c.hidden));
     }
   }
   for (std::int64_t i = 0; i < per_stage; ++i) {
-    blocks_.push_back(
-        register_module(fmt::format("layers_{}", first_layer_ + i), TransformerBlock(c, st.tp_size, st.tp_rank, expert_skew)));
+    blocks_.push_back(register_module(fmt::format("layers_{}", first_layer_ + i),
+                                      TransformerBlock(c, st.tp_size, st.tp_rank, expert_skew, sequence_parallel_)));
   }
   if (st.is_last_stage()) {
     norm_ = NormLayer(*this, "norm", c);
@@ -293,6 +317,30 @@ torch::Tensor TransformerImpl::next_token(const torch::Tensor& x) {
                                    return parallel::all_gather(local, parallel::state().tp_group, -1);
                                  }();
   return logits.argmax(-1);  // [b, 1]
+}
+
+torch::Tensor TransformerImpl::forward_train(const torch::Tensor& input) {
+  const parallel::ParallelState& st = parallel::state();
+  torch::Tensor x;
+  if (st.is_first_stage()) {
+    x = embed(input, 0);
+    if (sequence_parallel_ && embed_positions_) x = parallel::scatter_to_sequence_parallel_region(x, 1);
+  } else {
+    x = input;
+  }
+  for (std::size_t i = 0; i < blocks_.size(); ++i) {
+    torch::RecordScope layer(fmt::format("layer {}", first_layer_ + static_cast<std::int64_t>(i)));
+    x = blocks_[i]->forward(x);
+  }
+  if (!st.is_last_stage()) return x;
+  torch::Tensor h = norm_(x);
+  // The output layer: this rank's vocabulary columns, the input gathered over the sequence.
+  return head_ ? head_->forward_local(h)
+               : parallel::column_parallel_linear(h, embed_tokens_->weight, torch::Tensor(), sequence_parallel_);
+}
+
+torch::Tensor TransformerImpl::loss(const torch::Tensor& logits, const torch::Tensor& labels) {
+  return torch::mean(parallel::vocab_parallel_cross_entropy(logits, labels));
 }
 
 }  // namespace syntorch::models

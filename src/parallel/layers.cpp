@@ -4,6 +4,8 @@
 
 #include <stdexcept>
 
+#include "syntorch/parallel/mappings.hpp"
+#include "syntorch/torch/autograd.hpp"
 #include "syntorch/torch/float8.hpp"
 #include "syntorch/torch/ops.hpp"
 #include "syntorch/torch/utils.hpp"
@@ -32,34 +34,85 @@ torch::Tensor linear_weight(std::vector<std::int64_t> sizes, std::string_view wh
 }  // namespace
 
 ColumnParallelLinearImpl::ColumnParallelLinearImpl(std::int64_t in, std::int64_t out, int tp, int rank, bool gather,
-                                                   bool with_bias)
+                                                   bool with_bias, bool sp)
     : torch::nn::Module("ColumnParallelLinear"),
       input_size(in),
       output_size(out),
       output_size_per_partition(divide(out, tp, "ColumnParallelLinear", "output_size")),
       tp_size(tp),
       tp_rank(rank),
-      gather_output(gather) {
+      gather_output(gather),
+      sequence_parallel(sp && tp > 1) {
   check_rank(tp, rank, "ColumnParallelLinear");
   weight = register_parameter("weight", linear_weight({output_size_per_partition, input_size}, "ColumnParallelLinear.weight"));
   if (with_bias) bias = register_parameter("bias", parameter({output_size_per_partition}, "ColumnParallelLinear.bias"));
 }
 
+namespace {
+constexpr std::int64_t kSequenceDim = 1;  // of [batch, seq, hidden]
+using Grads = std::vector<torch::Tensor>;
+}  // namespace
+
+torch::Tensor column_parallel_linear(const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias,
+                                     bool sequence_parallel) {
+  namespace F = torch::nn::functional;
+  const bool sp = sequence_parallel && state().tp_size > 1;
+  if (!torch::autograd::any_requires_grad({&input, &weight, &bias})) {
+    return F::linear(sp ? all_gather(input, state().tp_group, kSequenceDim) : input, weight, bias);
+  }
+  // The whole input (all-gathered under sequence parallelism, then dropped) through one GEMM;
+  // the backward keeps only the input shard, gathers it again for the weight's gradient, and
+  // reduces the input's gradient over the TP group (an all-reduce, or a reduce-scatter back to
+  // the shards).
+  torch::Tensor y;
+  {
+    torch::autograd::NoGradGuard no_grad;
+    y = F::linear(sp ? all_gather(input, state().tp_group, kSequenceDim) : input, weight, bias);
+  }
+  const std::int64_t in = weight.size(1), out = weight.size(0);
+  torch::autograd::record(
+      "LinearWithGradAccumulationAndAsyncCommunicationBackward", {&input, &weight, &bias}, {&y}, {input, weight},
+      [sp, in, out](Grads& g, Grads& s, const torch::autograd::Node& n) {
+        const ProcessGroup& tp = state().tp_group;
+        torch::Tensor gx, gw, gb;
+        if (n.needs_input_grad(0)) {
+          gx = torch::matmul(g[0], s[1]);
+          if (sp) {
+            gx = reduce_scatter(gx, tp, kSequenceDim);
+          } else {
+            all_reduce(gx, tp);
+          }
+        }
+        if (n.needs_input_grad(1)) {
+          torch::Tensor total = sp ? all_gather(s[0], tp, kSequenceDim) : s[0];
+          gw = torch::mm(g[0].reshape({-1, out}).t(), total.reshape({-1, in}));
+        }
+        if (n.needs_input_grad(2)) gb = torch::sum(g[0].reshape({-1, out}), {0});
+        return Grads{gx, gw, gb};
+      });
+  return y;
+}
+
+torch::Tensor ColumnParallelLinearImpl::forward_local(const torch::Tensor& input) {
+  return column_parallel_linear(input, weight, bias, sequence_parallel);
+}
+
 torch::Tensor ColumnParallelLinearImpl::forward(const torch::Tensor& input) {
-  torch::Tensor y = torch::nn::functional::linear(input, weight, bias);
-  if (gather_output && tp_size > 1) return all_gather(y, state().tp_group, -1);
+  torch::Tensor y = forward_local(input);
+  if (gather_output && tp_size > 1) return gather_from_tensor_model_parallel_region(y);
   return y;
 }
 
 RowParallelLinearImpl::RowParallelLinearImpl(std::int64_t in, std::int64_t out, int tp, int rank, bool parallel_input,
-                                             bool with_bias)
+                                             bool with_bias, bool sp)
     : torch::nn::Module("RowParallelLinear"),
       input_size(in),
       output_size(out),
       input_size_per_partition(divide(in, tp, "RowParallelLinear", "input_size")),
       tp_size(tp),
       tp_rank(rank),
-      input_is_parallel(parallel_input) {
+      input_is_parallel(parallel_input),
+      sequence_parallel(sp && tp > 1) {
   check_rank(tp, rank, "RowParallelLinear");
   weight = register_parameter("weight", linear_weight({output_size, input_size_per_partition}, "RowParallelLinear.weight"));
   if (with_bias) bias = register_parameter("bias", parameter({output_size}, "RowParallelLinear.bias"));
@@ -75,18 +128,22 @@ torch::Tensor RowParallelLinearImpl::forward_unreduced(const torch::Tensor& inpu
 
 torch::Tensor RowParallelLinearImpl::forward(const torch::Tensor& input) {
   torch::Tensor y = forward_unreduced(input);
-  if (tp_size > 1) all_reduce(y, state().tp_group);
+  if (tp_size > 1) {
+    y = sequence_parallel ? reduce_scatter_to_sequence_parallel_region(y, kSequenceDim)
+                          : reduce_from_tensor_model_parallel_region(y);
+  }
   if (bias.defined()) y = y + bias;
   return y;
 }
 
-VocabParallelEmbeddingImpl::VocabParallelEmbeddingImpl(std::int64_t num, std::int64_t dim, int tp, int rank)
+VocabParallelEmbeddingImpl::VocabParallelEmbeddingImpl(std::int64_t num, std::int64_t dim, int tp, int rank, bool sp)
     : torch::nn::Module("VocabParallelEmbedding"),
       num_embeddings(num),
       embedding_dim(dim),
       num_embeddings_per_partition(divide(num, tp, "VocabParallelEmbedding", "num_embeddings")),
       tp_size(tp),
-      tp_rank(rank) {
+      tp_rank(rank),
+      sequence_parallel(sp && tp > 1) {
   check_rank(tp, rank, "VocabParallelEmbedding");
   weight = register_parameter("weight", parameter({num_embeddings_per_partition, embedding_dim}, "VocabParallelEmbedding.weight"));
 }
@@ -94,7 +151,10 @@ VocabParallelEmbeddingImpl::VocabParallelEmbeddingImpl(std::int64_t num, std::in
 torch::Tensor VocabParallelEmbeddingImpl::forward(const torch::Tensor& indices) {
   // Tokens outside this rank's range read zeros (Megatron masks them); the all-reduce sums.
   torch::Tensor y = torch::embedding(weight, indices);
-  if (tp_size > 1) all_reduce(y, state().tp_group);
+  if (tp_size > 1) {
+    y = sequence_parallel ? reduce_scatter_to_sequence_parallel_region(y, kSequenceDim)
+                          : reduce_from_tensor_model_parallel_region(y);
+  }
   return y;
 }
 

@@ -97,8 +97,7 @@ bool any_requires_grad(std::initializer_list<const Tensor*> inputs) {
   return false;
 }
 
-namespace {
-Edge edge_of(const Tensor& t) {
+Edge edge_to(const Tensor& t) {
   const detail::AutogradMeta* m = detail::autograd_meta_if(t);
   if (!m || !m->requires_grad) return {};
   if (m->grad_fn) return {m->grad_fn, m->output_nr};
@@ -110,12 +109,18 @@ Edge edge_of(const Tensor& t) {
   }
   return {std::move(acc), 0};
 }
-}  // namespace
+
+void Node::throw_released() const {
+  detail::fail("{}: Trying to backward through the graph a second time (or directly access saved tensors after they "
+               "have already been freed). Specify retain_graph=True if you need to backward through the graph a "
+               "second time.",
+               name_);
+}
 
 std::vector<Edge> collect_next_edges(std::initializer_list<const Tensor*> inputs) {
   std::vector<Edge> edges;
   edges.reserve(inputs.size());
-  for (const Tensor* t : inputs) edges.push_back(edge_of(*t));
+  for (const Tensor* t : inputs) edges.push_back(edge_to(*t));
   return edges;
 }
 
@@ -162,7 +167,7 @@ void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& gra
       detail::fail("backward: Mismatch in shape: grad_output[{}] has a shape of {} and output[{}] has a shape of {}", i,
                    format_sizes(g.sizes()), i, format_sizes(t.sizes()));
     }
-    roots.emplace_back(edge_of(t), std::move(g));
+    roots.emplace_back(edge_to(t), std::move(g));
   }
   std::vector<Node*> stack;
   std::unordered_map<Node*, bool> seen;

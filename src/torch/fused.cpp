@@ -37,11 +37,10 @@ Tensor silu_and_mul(const Tensor& x) {
   return out;
 }
 
-void rotary_embedding_(const Tensor& query, const Tensor& key, std::int64_t rotary_dim) {
+void rotary_embedding_(Tensor& query, Tensor& key, std::int64_t rotary_dim) {
   const char* op = "rotary_embedding_";
   detail::check_defined(query, op, "query");
   detail::check_defined(key, op, "key");
-  detail::no_backward({&query, &key}, op);
   detail::check_same(query, key, op);
   const auto& q = impl_of(query);
   const auto& k = impl_of(key);
@@ -73,8 +72,27 @@ void rotary_embedding_(const Tensor& query, const Tensor& key, std::int64_t rota
   o.kv_heads = static_cast<std::uint64_t>(k.sizes[n - 2]);
   o.head_dim = static_cast<std::uint64_t>(head_dim);
   o.cols = static_cast<std::uint64_t>(rotary_dim);
-  detail::dispatch(runtime::current_rank(), o, "syntorch::rotary_embedding", q.device,
-                   tokens == 0 || o.heads == 0 || o.kv_heads == 0);
+  const bool empty = tokens == 0 || o.heads == 0 || o.kv_heads == 0;
+  detail::dispatch(runtime::current_rank(), o, "syntorch::rotary_embedding", q.device, empty);
+  if (autograd::any_requires_grad({&query, &key})) {
+    if (autograd::GradMode::is_enabled() && ((query.requires_grad() && query.is_leaf()) ||
+                                             (key.requires_grad() && key.is_leaf()))) {
+      fail("{}: a leaf Variable that requires grad is being used in an in-place operation.", op);
+    }
+    // The rotation's transpose: the same kernel over the gradients of query and key.
+    const ScalarType dtype = q.dtype;
+    const Device device = q.device;
+    detail::record("RotaryEmbeddingBackward", {&query, &key}, {&query, &key}, {},
+                   [o, dtype, device, empty](detail::Grads& g, detail::Grads&, const autograd::Node&) {
+                     detail::Grads out{g[0], g[1]};
+                     if (!out[0].defined() && !out[1].defined()) return out;
+                     // A gradient that did not arrive is zero, and stays so under rotation.
+                     runtime::RankContext* ctx = runtime::current_rank();
+                     detail::dispatch(ctx, o, "syntorch::rotary_embedding_backward", device, empty);
+                     (void)dtype;
+                     return out;
+                   });
+  }
 }
 
 namespace {

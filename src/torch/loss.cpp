@@ -45,6 +45,49 @@ Tensor sum(const Tensor& x) {
   return out;
 }
 
+Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim) {
+  detail::check_defined(x, "sum", "self");
+  const auto& s = impl_of(x);
+  const auto n = static_cast<std::int64_t>(s.sizes.size());
+  std::vector<bool> reduced(static_cast<std::size_t>(std::max<std::int64_t>(n, 1)), false);
+  for (std::int64_t d : dims) {
+    const auto w = static_cast<std::size_t>(detail::wrap_dim(d, n, "sum"));
+    if (reduced[w]) detail::fail("sum: dim {} appears multiple times in the list of dims", w);
+    reduced[w] = true;
+  }
+  detail::Sizes out_sizes;
+  std::int64_t kept = 1;
+  for (std::size_t i = 0; i < s.sizes.size(); ++i) {
+    if (!reduced[i]) {
+      out_sizes.push_back(s.sizes[i]);
+      kept *= s.sizes[i];
+    } else if (keepdim) {
+      out_sizes.push_back(1);
+    }
+  }
+  runtime::RankContext* ctx = runtime::current_rank();
+  Tensor out = detail::make_tensor(ctx, out_sizes, s.dtype, s.device, "aten::sum");
+  if (ctx) {
+    OpDesc o;
+    o.kind = OpKind::sum;
+    o.dtype = to_runtime_dtype(s.dtype);
+    o.rows = static_cast<std::uint64_t>(kept);
+    o.cols = kept == 0 ? 0 : static_cast<std::uint64_t>(s.numel / kept);
+    detail::dispatch(ctx, o, "aten::sum", s.device, s.numel == 0 || kept == 0);
+  }
+  if (autograd::any_requires_grad({&x})) {
+    detail::Sizes in = s.sizes;
+    detail::Sizes with_ones = s.sizes;
+    for (std::size_t i = 0; i < with_ones.size(); ++i) {
+      if (reduced[i]) with_ones[i] = 1;
+    }
+    detail::record("SumBackward1", {&x}, {&out}, {}, [in, with_ones](Grads& g, Grads&, const autograd::Node&) {
+      return Grads{g[0].reshape(with_ones).expand(in)};
+    });
+  }
+  return out;
+}
+
 Tensor mean(const Tensor& x) {
   detail::check_defined(x, "mean", "self");
   if (!x.is_floating_point()) {

@@ -154,6 +154,12 @@ void record_unary(OpKind kind, std::string_view aten, const Tensor& a, Tensor& o
     case OpKind::neg:
       detail::record("NegBackward0", {&a}, {&out}, {}, [](Grads& g, Grads&, const Node&) { return Grads{-g[0]}; });
       return;
+    case OpKind::exp:  // dy * exp(x), from the saved output
+      detail::record("ExpBackward0", {&a}, {&out}, {out}, [](Grads& g, Grads& s, const Node&) { return Grads{g[0] * s[0]}; });
+      return;
+    case OpKind::log:  // dy / x, from the saved input
+      detail::record("LogBackward0", {&a}, {&out}, {a}, [](Grads& g, Grads& s, const Node&) { return Grads{g[0] / s[0]}; });
+      return;
     case OpKind::gelu:
     case OpKind::silu:
       // From the saved input.
@@ -311,6 +317,8 @@ Tensor relu(const Tensor& x) { return unary(x, OpKind::relu, "relu", "aten::relu
 Tensor silu(const Tensor& x) { return unary(x, OpKind::silu, "silu", "aten::silu"); }
 Tensor tanh(const Tensor& x) { return unary(x, OpKind::tanh, "tanh", "aten::tanh"); }
 Tensor sigmoid(const Tensor& x) { return unary(x, OpKind::sigmoid, "sigmoid", "aten::sigmoid"); }
+Tensor exp(const Tensor& x) { return unary(x, OpKind::exp, "exp", "aten::exp"); }
+Tensor log(const Tensor& x) { return unary(x, OpKind::log, "log", "aten::log"); }
 
 Tensor dropout(const Tensor& x, double p, bool train) {
   detail::check_defined(x, "dropout", "input");

@@ -148,6 +148,8 @@ TEST(OpTable, EveryKindHasAFunctionInTheTorchOrParallelApi) {
   (void)F::relu(x);
   (void)torch::tanh(x);
   (void)torch::sigmoid(x);
+  (void)torch::exp(x);
+  (void)torch::log(x);
   (void)(-x);
   (void)torch::dropout(x, 0.1, true);
   (void)(x + x);
@@ -158,7 +160,8 @@ TEST(OpTable, EveryKindHasAFunctionInTheTorchOrParallelApi) {
   (void)x.clone();
   (void)torch::fused::silu_and_mul(x);
   auto rq = torch::empty({4, 8, 64});
-  torch::fused::rotary_embedding_(rq, torch::empty({4, 2, 64}), 32);
+  auto rk = torch::empty({4, 2, 64});
+  torch::fused::rotary_embedding_(rq, rk, 32);
   const parallel::ProcessGroup group{{}, {0, 1}, 0};
   parallel::all_reduce(x, group);
   (void)parallel::all_gather(x, group);

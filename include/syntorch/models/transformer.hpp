@@ -92,15 +92,21 @@ class NormLayer {
 
 class TransformerBlockImpl : public torch::nn::Module {
  public:
-  // expert_skew: the routing's imbalance (expert_loads) for a mixture-of-experts MLP.
-  TransformerBlockImpl(const TransformerConfig& config, int tp_size, int tp_rank, double expert_skew = 0);
+  // expert_skew: the routing's imbalance (expert_loads) for a mixture-of-experts MLP;
+  // sequence_parallel: activations between the TP regions are sharded along the sequence.
+  TransformerBlockImpl(const TransformerConfig& config, int tp_size, int tp_rank, double expert_skew = 0,
+                       bool sequence_parallel = false);
   // x: [batch, seq, hidden] for the positions past .. past+seq; cache rows are this batch's.
   torch::Tensor forward(const torch::Tensor& x, KVCache& cache, std::int64_t past);
+  // Training: the whole sequence attends causally to itself, no cache (x: [batch, seq, hidden],
+  // seq / tp of it under sequence parallelism).
+  torch::Tensor forward(const torch::Tensor& x);
 
  private:
-  // The attention's output before the TP reduction (each rank's partial sum).
-  torch::Tensor attention_partial(const torch::Tensor& x, KVCache& cache, std::int64_t past);
-  torch::Tensor attention(const torch::Tensor& x, KVCache& cache, std::int64_t past);
+  // The attention's output before the TP reduction (each rank's partial sum); no cache: training.
+  torch::Tensor attention_partial(const torch::Tensor& x, KVCache* cache, std::int64_t past);
+  torch::Tensor attention(const torch::Tensor& x, KVCache* cache, std::int64_t past);
+  torch::Tensor block(const torch::Tensor& x, KVCache* cache, std::int64_t past);
   torch::Tensor mlp(const torch::Tensor& x);
   // Expert parallel: the second half of the block on this rank's share of the tokens.
   torch::Tensor forward_expert_parallel(const torch::Tensor& x, KVCache& cache, std::int64_t past);
@@ -119,7 +125,7 @@ TORCH_MODULE(TransformerBlock);
 class TransformerImpl : public CausalLM {
  public:
   // Uses the current parallel state (initialize_model_parallel) for TP, PP and EP.
-  explicit TransformerImpl(const TransformerConfig& config, double expert_skew = 0);
+  explicit TransformerImpl(const TransformerConfig& config, double expert_skew = 0, bool sequence_parallel = false);
 
   const TransformerConfig& config() const { return config_; }
   std::int64_t hidden_size() const override { return config_.hidden; }
@@ -128,8 +134,18 @@ class TransformerImpl : public CausalLM {
   torch::Tensor blocks(torch::Tensor x, std::vector<KVCache>& caches, std::int64_t past) override;
   torch::Tensor next_token(const torch::Tensor& x) override;
 
+  // Training, one pipeline stage's forward over a micro-batch: the first stage takes token ids
+  // [batch, seq], the others the previous stage's activations; the last returns this rank's
+  // share of the vocabulary's logits [batch, seq, vocab / tp], the others their activations
+  // ([batch, seq / tp, hidden] under sequence parallelism).
+  torch::Tensor forward_train(const torch::Tensor& input);
+  // The mean loss of the last stage's logits against labels [batch, seq] (vocabulary-parallel
+  // cross-entropy).
+  torch::Tensor loss(const torch::Tensor& logits, const torch::Tensor& labels);
+
  private:
   TransformerConfig config_;
+  bool sequence_parallel_ = false;
   std::int64_t padded_vocab_ = 0;
   std::int64_t first_layer_ = 0;
   parallel::VocabParallelEmbedding embed_tokens_{nullptr};

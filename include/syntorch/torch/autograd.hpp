@@ -7,6 +7,7 @@
 // memory it holds, when.
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -39,6 +40,10 @@ class Node {
   virtual void release_saved() {}
 
   std::string_view name() const { return name_; }  // "MmBackward0", as PyTorch names them
+  // Whether input `i`'s gradient is wanted (its edge leads somewhere).
+  bool needs_input_grad(std::size_t i) const { return i < next_edges.size() && next_edges[i].valid(); }
+  // The error of a backward through a graph whose saved tensors were freed.
+  [[noreturn]] void throw_released() const;
   std::uint64_t sequence_nr() const { return sequence_nr_; }
   std::uint32_t num_outputs() const { return num_outputs_; }
   std::vector<Edge> next_edges;
@@ -79,6 +84,7 @@ bool any_requires_grad(std::initializer_list<const Tensor*> inputs);
 // ... the edges of a new node to those inputs' histories (in order; invalid for inputs that
 // require no gradient) ...
 std::vector<Edge> collect_next_edges(std::initializer_list<const Tensor*> inputs);
+Edge edge_to(const Tensor& t);  // one input's edge
 // ... and the outputs' history: output `output_nr` of `fn`. The handle becomes a view of the
 // output's memory carrying the history, so that what a node saves of its own outputs (saved())
 // keeps the memory alive without keeping the node alive through itself.
@@ -87,5 +93,43 @@ void set_history(Tensor& output, const std::shared_ptr<Node>& fn, std::uint32_t 
 // A handle on the memory and layout of `t` without its autograd history: what a node saves (a
 // node saving its own output must not own itself through it).
 Tensor saved(const Tensor& t);
+
+// A custom backward (torch.autograd.Function): a node whose backward is `F`. F(grads, saved, node)
+// returns one gradient per input edge; an input that needs none (!node.needs_input_grad(i)) may
+// get an undefined one, and its kernels are then skipped. Grad mode is off while it runs.
+template <class F>
+class FunctionNode final : public Node {
+ public:
+  FunctionNode(std::string_view name, std::uint32_t outputs, std::vector<Tensor> saved, F f)
+      : Node(name, outputs), saved_(std::move(saved)), f_(std::move(f)) {}
+  std::vector<Tensor> apply(std::vector<Tensor>&& grads) override {
+    if (released_) throw_released();
+    return f_(grads, saved_, static_cast<const Node&>(*this));
+  }
+  void release_saved() override {
+    saved_.clear();
+    released_ = true;
+  }
+
+ private:
+  std::vector<Tensor> saved_;
+  F f_;
+  bool released_ = false;
+};
+
+// Records `outputs` as made by a node named `name` (a string that outlives the graph: a literal)
+// over `inputs`, saving `saved` (each stripped of its history). Call when
+// any_requires_grad(inputs); the outputs' handles then carry the history.
+template <class F>
+void record(std::string_view name, const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
+            std::vector<Tensor> saved, F f) {
+  for (Tensor& t : saved) t = autograd::saved(t);
+  auto node = std::make_shared<FunctionNode<F>>(name, static_cast<std::uint32_t>(outputs.size()), std::move(saved),
+                                                std::move(f));
+  node->next_edges.reserve(inputs.size());
+  for (const Tensor* t : inputs) node->next_edges.push_back(edge_to(*t));
+  std::uint32_t i = 0;
+  for (Tensor* o : outputs) set_history(*o, node, i++);
+}
 
 }  // namespace syntorch::torch::autograd

@@ -18,8 +18,9 @@ Tensor silu_and_mul(const Tensor& x);
 
 // Rotary position embedding, in place: query [..., heads, head_dim] and key [..., kv_heads,
 // head_dim] with the same leading dims (the tokens), the first rotary_dim dims of each head
-// rotated by their token's position (vLLM's rotary_embedding): one rope op.
-void rotary_embedding_(const Tensor& query, const Tensor& key, std::int64_t rotary_dim);
+// rotated by their token's position (vLLM's rotary_embedding): one rope op. Under autograd the
+// handles take on the rotation's history; its backward rotates the gradients back (one rope op).
+void rotary_embedding_(Tensor& query, Tensor& key, std::int64_t rotary_dim);
 
 // --- Mixture of experts (vLLM's fused_moe pieces, TensorRT-LLM's MoE plugin) ---
 // Routing: gating_output [tokens, experts] -> (weights [tokens, k] float32, expert ids

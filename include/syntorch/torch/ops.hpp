@@ -54,6 +54,8 @@ Tensor relu(const Tensor& x);
 Tensor silu(const Tensor& x);
 Tensor tanh(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
 // The sizes two shapes broadcast to (throws torch::Error naming both when they cannot).
 std::vector<std::int64_t> broadcast_shapes(IntArrayRef a, IntArrayRef b);
 
@@ -68,6 +70,8 @@ Tensor rms_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& wei
 // The sum (mean) of all elements: a 0-dim tensor, one reduction kernel.
 Tensor sum(const Tensor& x);
 Tensor mean(const Tensor& x);
+// The sum over `dims` (kept as size 1 with keepdim): one reduction kernel.
+Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim = false);
 // Indices (Long) of the largest value along dim; over all elements without dim.
 Tensor argmax(const Tensor& x, std::optional<std::int64_t> dim = std::nullopt, bool keepdim = false);
 // The k largest (smallest) values along dim and their indices (Long): one topk op.
