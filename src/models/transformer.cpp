@@ -8,6 +8,8 @@
 #include "syntorch/parallel/cross_entropy.hpp"
 #include "syntorch/parallel/distributed.hpp"
 #include "syntorch/parallel/mappings.hpp"
+#include "syntorch/parallel/training.hpp"
+#include "syntorch/torch/cuda.hpp"
 #include "syntorch/torch/fused.hpp"
 #include "syntorch/torch/ops.hpp"
 #include "syntorch/torch/utils.hpp"
@@ -29,6 +31,19 @@ double TransformerConfig::parameters() const {
   const double embeddings = v * h + (positions == Positions::learned ? static_cast<double>(context) * h : 0);
   const double head = (tie_embeddings ? 0 : v * h) + (head_bias ? v : 0);
   return static_cast<double>(layers) * per_block + embeddings + norm_weights + head;
+}
+
+double TransformerModel::forward_flops_per_token(std::int64_t seq) const {
+  const TransformerConfig& c = config_;
+  const double h = static_cast<double>(c.hidden);
+  const double q = static_cast<double>(c.heads * c.head_dim);
+  const double kv = static_cast<double>(c.kv_heads * c.head_dim);
+  const double f = static_cast<double>(c.ffn);
+  const double dense_mlp = c.mlp == TransformerConfig::Mlp::swiglu ? 3 * h * f : 2 * h * f;
+  const double mlp = c.moe() ? static_cast<double>(c.experts_per_token) * dense_mlp : dense_mlp;
+  const double weights = h * (q + 2 * kv) + q * h + mlp;
+  const double attention = 2.0 * static_cast<double>(seq) * q;  // QKᵀ and AV: 2 x seq x q MACs a token
+  return static_cast<double>(c.layers) * (2 * weights + 2 * attention) + 2 * h * static_cast<double>(c.vocab);
 }
 
 std::int64_t TransformerConfig::local_kv_heads(int tp) const { return std::max<std::int64_t>(1, kv_heads / tp); }
@@ -116,6 +131,38 @@ void TransformerModel::generate(const GenerateOptions& options) const {
   Transformer model(config_, options.expert_skew);
   model->eval();
   models::generate(*model, options);
+}
+
+void TransformerModel::train_iterations(const TrainOptions& o) const {
+  const parallel::ParallelState& st = parallel::state();
+  Transformer model(config_, 0, o.sequence_parallel);
+  model->train();
+  model->set_recompute(o.recompute);
+  parallel::MixedPrecisionOptions mp;
+  mp.distributed = o.distributed_optimizer;
+  mp.adam = o.adam;
+  mp.bucket_elements = std::max<std::int64_t>(40'000'000, 1'000'000LL * st.dp_size);
+  parallel::MixedPrecisionOptimizer optimizer(model->parameters(), mp);
+  const bool sp = o.sequence_parallel && st.tp_size > 1;
+  parallel::PipelineOptions pipeline;
+  pipeline.micro_batches = static_cast<int>(o.micro_batches);
+  pipeline.schedule = o.one_f_one_b ? parallel::PipelineSchedule::one_f_one_b : parallel::PipelineSchedule::gpipe;
+  pipeline.activation_shape = {o.micro_batch, sp ? o.seq / st.tp_size : o.seq, config_.hidden};
+  pipeline.activation_dtype = torch::get_default_dtype();
+  pipeline.after_backward = [&] { optimizer.accumulate_grads(); };
+  const auto forward = [&](int, const torch::Tensor& input) {
+    torch::Tensor x = input;
+    if (st.is_first_stage()) x = torch::empty({o.micro_batch, o.seq}, torch::kInt64);  // the token ids
+    torch::Tensor out = model->forward_train(x);
+    if (!st.is_last_stage()) return out;
+    return model->loss(out, torch::empty({o.micro_batch, o.seq}, torch::kInt64));
+  };
+  for (int it = 0; it < o.iterations; ++it) {
+    torch::RecordScope iteration(fmt::format("iteration {}", it));
+    parallel::forward_backward(forward, pipeline);
+    optimizer.step();
+    torch::cuda::synchronize();
+  }
 }
 
 NormLayer::NormLayer(torch::nn::Module& owner, const std::string& name, const TransformerConfig& c) {
@@ -330,7 +377,12 @@ torch::Tensor TransformerImpl::forward_train(const torch::Tensor& input) {
   }
   for (std::size_t i = 0; i < blocks_.size(); ++i) {
     torch::RecordScope layer(fmt::format("layer {}", first_layer_ + static_cast<std::int64_t>(i)));
-    x = blocks_[i]->forward(x);
+    TransformerBlock& block = blocks_[i];
+    if (recompute_ == Recompute::full) {
+      x = parallel::checkpoint([block](const torch::Tensor& in) { return block->forward(in); }, x);
+    } else {
+      x = block->forward(x);
+    }
   }
   if (!st.is_last_stage()) return x;
   torch::Tensor h = norm_(x);

@@ -8,11 +8,9 @@
 
 namespace syntorch::torch::optim {
 
-namespace {
-
 // One _foreach_ op over `lists[0]`'s tensors reading `inputs` lists; `out` (when given) receives a
 // new list like lists[0] (torch._foreach_sqrt and the out-of-place ops).
-void foreach_op(const std::vector<Tensor>& list, int inputs, std::string_view aten, std::vector<Tensor>* out = nullptr) {
+static void foreach_op(const std::vector<Tensor>& list, int inputs, std::string_view aten, std::vector<Tensor>* out = nullptr) {
   if (list.empty()) return;
   runtime::RankContext* ctx = runtime::current_rank();
   std::int64_t elements = 0;
@@ -31,6 +29,8 @@ void foreach_op(const std::vector<Tensor>& list, int inputs, std::string_view at
   detail::dispatch(ctx, op, aten, list[0].device(), elements == 0);
 }
 
+namespace {
+
 // The fused step: one runtime op over every parameter.
 void fused_op(runtime::OpKind kind, const std::vector<Tensor>& params, std::uint64_t momentum, std::string_view aten) {
   runtime::RankContext* ctx = runtime::current_rank();
@@ -47,6 +47,49 @@ void fused_op(runtime::OpKind kind, const std::vector<Tensor>& params, std::uint
 }
 
 }  // namespace
+
+}  // namespace syntorch::torch::optim
+
+namespace syntorch::torch {
+
+namespace {
+void check_lists(const std::vector<Tensor>& a, const std::vector<Tensor>& b, const char* op) {
+  if (a.size() != b.size()) detail::fail("{}: Tensor lists must have the same number of tensors, got {} and {}", op, a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (!a[i].defined() || !b[i].defined()) detail::fail("{}: tensor {} is undefined", op, i);
+    if (a[i].numel() != b[i].numel()) {
+      detail::fail("{}: tensor {} has {} elements in one list and {} in the other", op, i, a[i].numel(), b[i].numel());
+    }
+  }
+}
+}  // namespace
+
+void _foreach_add_(const std::vector<Tensor>& self, const std::vector<Tensor>& other) {
+  check_lists(self, other, "_foreach_add_");
+  optim::foreach_op(self, 2, "aten::_foreach_add_");
+}
+
+void _foreach_mul_(const std::vector<Tensor>& self, double) { optim::foreach_op(self, 1, "aten::_foreach_mul_"); }
+
+void _foreach_copy_(const std::vector<Tensor>& self, const std::vector<Tensor>& src) {
+  check_lists(self, src, "_foreach_copy_");
+  optim::foreach_op(self, 1, "aten::_foreach_copy_");
+}
+
+std::vector<Tensor> _foreach_norm(const std::vector<Tensor>& self) {
+  std::vector<Tensor> out;
+  runtime::RankContext* ctx = runtime::current_rank();
+  for (const Tensor& t : self) {
+    detail::check_defined(t, "_foreach_norm", "self");
+    out.push_back(detail::make_tensor(ctx, {}, kFloat32, t.device(), "aten::_foreach_norm"));
+  }
+  optim::foreach_op(self, 1, "aten::_foreach_norm");
+  return out;
+}
+
+}  // namespace syntorch::torch
+
+namespace syntorch::torch::optim {
 
 Optimizer::Optimizer(std::vector<Tensor> params, const char* name) : params_(std::move(params)) {
   if (params_.empty()) detail::fail("{}: optimizer got an empty parameter list", name);

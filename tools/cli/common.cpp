@@ -1,7 +1,14 @@
 #include "common.hpp"
-#include "syntorch/base/input_file.hpp"
+
+#include <fmt/format.h>
 
 #include <filesystem>
+#include <memory>
+
+#include "syntorch/base/input_file.hpp"
+#include "syntorch/trace/console_summary.hpp"
+#include "syntorch/trace/open_trace_writer.hpp"
+#include "syntorch/trace/recorder.hpp"
 
 namespace syntorch::cli {
 
@@ -17,6 +24,62 @@ std::string default_hw_config(const std::string& name) {
     }
   }
   return here.string();
+}
+
+void add_trace_flags(CLI::App& s, TraceFlags& t) {
+  s.add_option("--trace", t.file,
+               "Write a trace: .json/.json.gz (Chrome JSON), .pftrace (Perfetto), .et (Chakra, one file per rank), "
+               ".csv (one row per kernel)");
+  s.add_option("--trace-format", t.format, "chrome, perfetto, chakra, csv (instead of the extension), or "
+               "console (a summary of top ops, kernels and scopes, printed after the report)")
+      ->check(CLI::IsMember({"chrome", "perfetto", "chakra", "csv", "console"}));
+  s.add_option("--trace-level", t.level,
+               "op: torch ops and model scopes; kernel: + kernels, collectives, flows, memory; hw: + SM, HBM and "
+               "link counters")
+      ->check(CLI::IsMember({"op", "kernel", "hw"}))
+      ->capture_default_str();
+}
+
+bool open_trace(const TraceFlags& t, trace::Recorder& recorder, Context& ctx) {
+  if (t.format == "console") {
+    recorder.attach(std::make_unique<trace::ConsoleSummary>(ctx.out, 12));
+  } else if (!t.file.empty()) {
+    const bool chakra = t.format == "chakra" ||
+                        (t.format.empty() && trace::trace_format_from_path(t.file) == trace::TraceFormat::kChakra);
+    if (chakra && t.level == "op") {
+      ctx.err << "--trace-level: op holds no device work, which is all a Chakra trace (.et) has; use kernel or hw\n";
+      return false;
+    }
+    try {
+      recorder.attach(trace::open_trace_writer(t.file, t.format.empty() ? std::nullopt : std::optional<std::string>(t.format)));
+    } catch (const std::exception& e) {
+      ctx.err << fmt::format("--trace: {}\n", e.what());
+      return false;
+    }
+  } else if (!t.format.empty()) {
+    ctx.err << fmt::format("--trace-format: {} needs --trace FILE (only console prints without one)\n", t.format);
+    return false;
+  }
+  return true;
+}
+
+runtime::TraceLevel trace_level(const TraceFlags& t) {
+  return t.level == "op" ? runtime::TraceLevel::op : t.level == "hw" ? runtime::TraceLevel::hw : runtime::TraceLevel::kernel;
+}
+
+bool finish_trace(const TraceFlags& t, trace::Recorder& recorder, Context& ctx, bool json) {
+  try {
+    recorder.finish();  // the file appears under its name only now, complete
+  } catch (const std::exception& e) {
+    ctx.err << fmt::format("--trace: {}\n", e.what());
+    return false;
+  }
+  if (!json && !t.file.empty() && t.format != "console") {
+    ctx.out << fmt::format("  trace written to {}{}\n", t.file,
+                           t.file.ends_with(".et") || t.format == "chakra" ? " (one file per rank)"
+                                                                          : " (open it in ui.perfetto.dev)");
+  }
+  return true;
 }
 
 }  // namespace syntorch::cli

@@ -45,9 +45,7 @@ struct SimulateOptions {
   std::vector<std::string> sets;
   bool graph = false;
   std::string framework = "eager";
-  std::string trace;
-  std::string trace_level = "kernel";
-  std::string trace_format;
+  TraceFlags trace;
   bool json = false;
 };
 
@@ -224,31 +222,10 @@ int run_simulate(const SimulateOptions& o, Context& ctx) {
     return kExitBadInput;
   }
   trace::Recorder recorder;
-  if (o.trace_format == "console") {
-    recorder.attach(std::make_unique<trace::ConsoleSummary>(ctx.out, 12));
-  } else if (!o.trace.empty()) {
-    const bool chakra = o.trace_format == "chakra" ||
-                        (o.trace_format.empty() && trace::trace_format_from_path(o.trace) == trace::TraceFormat::kChakra);
-    if (chakra && o.trace_level == "op") {
-      ctx.err << "--trace-level: op holds no device work, which is all a Chakra trace (.et) has; use kernel or hw\n";
-      return kExitBadInput;
-    }
-    try {
-      recorder.attach(trace::open_trace_writer(o.trace, o.trace_format.empty() ? std::nullopt
-                                                                               : std::optional<std::string>(o.trace_format)));
-    } catch (const std::exception& e) {
-      ctx.err << fmt::format("--trace: {}\n", e.what());
-      return kExitBadInput;
-    }
-  } else if (!o.trace_format.empty()) {
-    ctx.err << fmt::format("--trace-format: {} needs --trace FILE (only console prints without one)\n", o.trace_format);
-    return kExitBadInput;
-  }
+  if (!open_trace(o.trace, recorder, ctx)) return kExitBadInput;
   const auto start = std::chrono::steady_clock::now();
-  const runtime::TraceLevel level = o.trace_level == "op"   ? runtime::TraceLevel::op
-                                    : o.trace_level == "hw" ? runtime::TraceLevel::hw
-                                                            : runtime::TraceLevel::kernel;
-  const session::RunReport report = session::simulate_generation(*machine, policy, spec, &recorder, level);
+  const session::RunReport report =
+      session::simulate_generation(*machine, policy, spec, &recorder, trace_level(o.trace));
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (o.json) {
     ctx.out << report_json(report, spec, *machine).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
@@ -257,17 +234,7 @@ int run_simulate(const SimulateOptions& o, Context& ctx) {
   } else {
     print_report(ctx.out, report, spec, *machine, wall_s);
   }
-  try {
-    recorder.finish();  // the file appears under its name only now, complete
-  } catch (const std::exception& e) {
-    ctx.err << fmt::format("--trace: {}\n", e.what());
-    return kExitBadInput;
-  }
-  if (!o.json && !o.trace.empty() && o.trace_format != "console") {
-    ctx.out << fmt::format("  trace written to {}{}\n", o.trace,
-                           o.trace.ends_with(".et") || o.trace_format == "chakra" ? " (one file per rank)"
-                                                                                 : " (open it in ui.perfetto.dev)");
-  }
+  if (!finish_trace(o.trace, recorder, ctx, o.json)) return kExitBadInput;
   return report.oom ? kExitOom : kExitOk;
 }
 
@@ -303,17 +270,7 @@ void add_simulate_command(CLI::App& app, Context& ctx) {
       ->check(CLI::IsMember({"eager", "native"}))
       ->capture_default_str();
   s->add_flag("--graph", o->graph, "Capture each decode step as a CUDA graph (one launch per step)");
-  s->add_option("--trace", o->trace,
-                "Write a trace: .json/.json.gz (Chrome JSON), .pftrace (Perfetto), .et (Chakra, one file per rank), "
-                ".csv (one row per kernel)");
-  s->add_option("--trace-format", o->trace_format, "chrome, perfetto, chakra, csv (instead of the extension), or "
-                "console (a summary of top ops, kernels and scopes, printed after the report)")
-      ->check(CLI::IsMember({"chrome", "perfetto", "chakra", "csv", "console"}));
-  s->add_option("--trace-level", o->trace_level,
-                "op: torch ops and model scopes; kernel: + kernels, collectives, flows, memory; hw: + SM, HBM and "
-                "link counters")
-      ->check(CLI::IsMember({"op", "kernel", "hw"}))
-      ->capture_default_str();
+  add_trace_flags(*s, o->trace);
   s->add_flag("--json", o->json, "Print JSON");
   s->callback([&ctx, o] { ctx.action = [&ctx, o] { return run_simulate(*o, ctx); }; });
 }

@@ -26,6 +26,23 @@ struct GenerateOptions {
   std::int64_t max_num_tokens = 0;
 };
 
+// Activation recomputation (Korthikanti et al., 2022): none; selective (the attention core, which
+// FlashAttention already recomputes: nothing more is kept or redone); full (each layer's input
+// kept, the layer run again in backward).
+enum class Recompute : std::uint8_t { none, selective, full };
+
+struct TrainOptions {
+  std::int64_t micro_batch = 1;      // sequences per micro-batch
+  std::int64_t micro_batches = 1;    // per iteration on each data-parallel replica
+  std::int64_t seq = 2048;
+  bool sequence_parallel = false;
+  Recompute recompute = Recompute::none;
+  bool one_f_one_b = true;           // else GPipe
+  bool distributed_optimizer = false;
+  bool adam = true;                  // else SGD with momentum
+  int iterations = 2;                // the first warms up (optimizer state, caches); scopes "iteration N"
+};
+
 // How a run lays a model out and what it asks of it.
 struct RunLayout {
   int tp = 1;
@@ -42,6 +59,10 @@ class Model {
   virtual const std::string& name() const = 0;
   virtual double parameters() const = 0;     // weights of the whole model
   virtual std::int64_t context() const = 0;  // the sequence length it was trained for
+  // The forward's matrix FLOPs per token of a sequence of `seq`, as Megatron counts model FLOPs
+  // (Narayanan et al., 2021, appendix: every weight's GEMM, attention's QKᵀ and AV over the whole
+  // sequence, the logits): a training step does three times this per token.
+  virtual double forward_flops_per_token(std::int64_t seq) const = 0;
 
   // Problems with running this model at `layout` (heads over tp, layers over pp, tensors beyond
   // what the simulator can size), under `where` with the flag's name as the key.
@@ -50,6 +71,11 @@ class Model {
   // On the current rank (parallel state initialised): builds this rank's share in eval mode and
   // generates (autoregressive decoding with a KV cache, scopes "prefill" and "decode").
   virtual void generate(const GenerateOptions& options) const = 0;
+
+  // On the current rank: builds this rank's share in training mode and runs training iterations
+  // (pipeline schedule, gradient reduction, mixed-precision optimizer step). Throws
+  // std::invalid_argument for a model that cannot train.
+  virtual void train_iterations(const TrainOptions& options) const;
 };
 
 }  // namespace syntorch::models

@@ -71,8 +71,10 @@ class TransformerModel final : public Model {
   const std::string& name() const override { return config_.name; }
   double parameters() const override { return config_.parameters(); }
   std::int64_t context() const override { return config_.context; }
+  double forward_flops_per_token(std::int64_t seq) const override;
   void check(const RunLayout& layout, Diagnostics& diagnostics, const std::string& where) const override;
   void generate(const GenerateOptions& options) const override;
+  void train_iterations(const TrainOptions& options) const override;
 
  private:
   TransformerConfig config_;
@@ -142,8 +144,11 @@ class TransformerImpl : public CausalLM {
   // The mean loss of the last stage's logits against labels [batch, seq] (vocabulary-parallel
   // cross-entropy).
   torch::Tensor loss(const torch::Tensor& logits, const torch::Tensor& labels);
+  // Full recomputation: each layer under activation checkpointing.
+  void set_recompute(Recompute recompute) { recompute_ = recompute; }
 
  private:
+  Recompute recompute_ = Recompute::none;
   TransformerConfig config_;
   bool sequence_parallel_ = false;
   std::int64_t padded_vocab_ = 0;

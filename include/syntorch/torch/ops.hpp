@@ -78,6 +78,15 @@ Tensor argmax(const Tensor& x, std::optional<std::int64_t> dim = std::nullopt, b
 std::tuple<Tensor, Tensor> topk(const Tensor& x, std::int64_t k, std::int64_t dim = -1, bool largest = true,
                                 bool sorted = true);
 
+// --- Foreach (torch._foreach_*: one multi-tensor kernel over every tensor of a list) ---
+// self[i] += other[i] (other may be in another dtype: a cast on the way).
+void _foreach_add_(const std::vector<Tensor>& self, const std::vector<Tensor>& other);
+void _foreach_mul_(const std::vector<Tensor>& self, double scalar);
+// self[i] = src[i] (a cast when the dtypes differ).
+void _foreach_copy_(const std::vector<Tensor>& self, const std::vector<Tensor>& src);
+// The 2-norm of each tensor (one fp32 value each).
+std::vector<Tensor> _foreach_norm(const std::vector<Tensor>& self);
+
 // --- Shape ---
 Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim = 0);
 Tensor stack(const std::vector<Tensor>& tensors, std::int64_t dim = 0);

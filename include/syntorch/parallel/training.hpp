@@ -1,0 +1,85 @@
+#pragma once
+// Megatron-core's training step over the torch and parallel API: the pipeline schedules that run
+// every micro-batch's forward and backward on a stage, activation checkpointing, and the
+// mixed-precision optimizer (fp32 master weights and gradients, optionally sharded over data
+// parallel: the distributed optimizer, ZeRO-1).
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "syntorch/parallel/distributed.hpp"
+#include "syntorch/torch/tensor.hpp"
+#include "syntorch/torch/types.hpp"
+
+namespace syntorch::parallel {
+
+// GPipe: every micro-batch's forward, then every backward (Huang et al., 2019). 1F1B: after a
+// warm-up of (pp - stage - 1) forwards, one forward and one backward in turn, so at most pp
+// micro-batches' activations are alive on a stage (Narayanan et al., 2021, PipeDream-Flush).
+enum class PipelineSchedule : std::uint8_t { gpipe, one_f_one_b };
+
+// One stage's forward on micro-batch `mb`: the activation received from the previous stage
+// (undefined on the first stage) -> the stage's output (on the last stage, the loss: a scalar).
+using ForwardStep = std::function<torch::Tensor(int mb, const torch::Tensor& input)>;
+
+struct PipelineOptions {
+  int micro_batches = 1;
+  PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+  std::vector<std::int64_t> activation_shape;  // what neighbouring stages exchange
+  torch::ScalarType activation_dtype = torch::kBFloat16;
+  // Called after each micro-batch's backward (gradient accumulation into main gradients).
+  std::function<void()> after_backward;
+};
+
+// Runs the forward and backward of every micro-batch of this rank's stage in the schedule's
+// order. Activations go to the next stage and their gradients back on streams of their own (one
+// per neighbour and direction), which wait for the compute stream's result and which the compute
+// stream waits for before using what arrived, so neither direction holds up the other. Scopes:
+// "forward N", "backward N".
+void forward_backward(const ForwardStep& forward, const PipelineOptions& options);
+
+// Activation checkpointing (torch.utils.checkpoint, Megatron's full recompute): runs `f` on `x`
+// keeping nothing but x; the backward runs f again with gradients recorded, then backpropagates
+// through it. Parameters used by f receive their gradients then.
+torch::Tensor checkpoint(const std::function<torch::Tensor(const torch::Tensor&)>& f, const torch::Tensor& x);
+
+struct MixedPrecisionOptions {
+  bool distributed = false;       // shard master weights, gradients' reduction and Adam over DP (ZeRO-1)
+  double clip_grad = 1.0;         // global norm clipping (0: off)
+  bool adam = true;               // Adam(W); false: SGD with momentum
+  std::int64_t bucket_elements = 40'000'000;  // Megatron's DDP bucket (at least 1M x dp elements)
+};
+
+// Megatron's mixed-precision optimizer over this rank's parameters (16-bit): one contiguous fp32
+// main-gradient buffer (gradients), fp32 master weights and the optimizer's state (optimizer
+// state), sharded over the data-parallel group when distributed.
+class MixedPrecisionOptimizer {
+ public:
+  MixedPrecisionOptimizer(std::vector<torch::Tensor> params, MixedPrecisionOptions options);
+  ~MixedPrecisionOptimizer();
+  MixedPrecisionOptimizer(const MixedPrecisionOptimizer&) = delete;
+  MixedPrecisionOptimizer& operator=(const MixedPrecisionOptimizer&) = delete;
+
+  // After a micro-batch's backward: the 16-bit gradients added into the fp32 main gradients (one
+  // foreach add), then dropped.
+  void accumulate_grads();
+  // The step: main gradients reduced over DP in buckets (all-reduce; reduce-scatter when
+  // distributed), their global norm (a multi-tensor norm, an all-reduce over the model-parallel
+  // ranks, read by the host) and clipping, the optimizer on the fp32 master weights (this rank's
+  // shard), the 16-bit weights refreshed (all-gathered when distributed), main gradients zeroed.
+  void step();
+  std::int64_t parameters() const { return numel_; }
+
+ private:
+  std::vector<torch::Tensor> params_;
+  MixedPrecisionOptions options_;
+  std::int64_t numel_ = 0;
+  std::vector<std::pair<std::int64_t, std::int64_t>> buckets_;  // [offset, length) into main_grad_
+  torch::Tensor main_grad_;                                      // fp32, every parameter's
+  torch::Tensor master_;                                         // fp32, this rank's share
+  struct State;
+  State* state_ = nullptr;
+};
+
+}  // namespace syntorch::parallel

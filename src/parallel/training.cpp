@@ -1,0 +1,245 @@
+// Pipeline schedules, activation checkpointing and the mixed-precision optimizer.
+
+#include "syntorch/parallel/training.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+
+#include "syntorch/torch/autograd.hpp"
+#include "syntorch/torch/cuda.hpp"
+#include "syntorch/torch/ops.hpp"
+#include "syntorch/torch/optim.hpp"
+#include "syntorch/torch/utils.hpp"
+
+namespace syntorch::parallel {
+
+namespace {
+
+namespace cuda = torch::cuda;
+
+// Grad mode on for a scope (the recomputation inside a backward).
+class EnableGrad {
+ public:
+  EnableGrad() : previous_(torch::autograd::GradMode::is_enabled()) { torch::autograd::GradMode::set_enabled(true); }
+  ~EnableGrad() { torch::autograd::GradMode::set_enabled(previous_); }
+  EnableGrad(const EnableGrad&) = delete;
+  EnableGrad& operator=(const EnableGrad&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// The streams a stage exchanges activations on: one per neighbour and direction.
+struct P2pStreams {
+  cuda::Stream to_next, from_prev, to_prev, from_next;
+};
+
+}  // namespace
+
+void forward_backward(const ForwardStep& forward, const PipelineOptions& o) {
+  const ParallelState& st = state();
+  if (o.micro_batches < 1) throw std::invalid_argument("forward_backward: at least one micro-batch");
+  const bool first = st.is_first_stage(), last = st.is_last_stage();
+  const int m = o.micro_batches;
+  std::optional<P2pStreams> p2p;
+  if (st.pp_size > 1) p2p.emplace();
+  const cuda::Stream compute = cuda::current_stream();
+  std::vector<torch::Tensor> inputs(static_cast<std::size_t>(m)), outputs(static_cast<std::size_t>(m));
+
+  // Receives into a new buffer on `stream`; the compute stream waits for it.
+  auto receive = [&](const cuda::Stream& stream, int peer) {
+    torch::Tensor x = torch::empty(o.activation_shape, torch::TensorOptions(o.activation_dtype));
+    cuda::Event done;
+    {
+      cuda::StreamGuard on(stream);
+      recv(x, peer);
+      done.record(stream);
+    }
+    compute.wait_event(done);
+    return x;
+  };
+  // Sends once the compute stream has produced `t`.
+  auto transmit = [&](const cuda::Stream& stream, const torch::Tensor& t, int peer) {
+    cuda::Event ready = compute.record_event();
+    cuda::StreamGuard on(stream);
+    stream.wait_event(ready);
+    send(t, peer);
+  };
+
+  auto run_forward = [&](int mb) {
+    torch::RecordScope scope(fmt::format("forward {}", mb));
+    torch::Tensor x;
+    if (!first) {
+      x = receive(p2p->from_prev, st.prev_stage_rank());
+      x.requires_grad_(true);
+    }
+    torch::Tensor y = forward(mb, x);
+    if (last) {
+      y = y / static_cast<double>(m);  // the loss averaged over micro-batches, as Megatron scales it
+    } else {
+      transmit(p2p->to_next, y, st.next_stage_rank());
+    }
+    inputs[static_cast<std::size_t>(mb)] = std::move(x);
+    outputs[static_cast<std::size_t>(mb)] = std::move(y);
+  };
+  auto run_backward = [&](int mb) {
+    torch::RecordScope scope(fmt::format("backward {}", mb));
+    torch::Tensor& y = outputs[static_cast<std::size_t>(mb)];
+    if (last) {
+      torch::autograd::backward({y});
+    } else {
+      torch::Tensor grad = receive(p2p->from_next, st.next_stage_rank());
+      torch::autograd::backward({y}, {grad});
+    }
+    y = torch::Tensor();
+    torch::Tensor& x = inputs[static_cast<std::size_t>(mb)];
+    if (!first) transmit(p2p->to_prev, x.grad(), st.prev_stage_rank());
+    x = torch::Tensor();
+    if (o.after_backward) o.after_backward();
+  };
+
+  const int warmup = o.schedule == PipelineSchedule::gpipe ? m : std::min(st.pp_size - st.pp_rank - 1, m);
+  for (int i = 0; i < warmup; ++i) run_forward(i);
+  for (int i = warmup; i < m; ++i) {
+    run_forward(i);
+    run_backward(i - warmup);
+  }
+  for (int i = m - warmup; i < m; ++i) run_backward(i);
+}
+
+torch::Tensor checkpoint(const std::function<torch::Tensor(const torch::Tensor&)>& f, const torch::Tensor& x) {
+  if (!torch::autograd::GradMode::is_enabled()) return f(x);
+  torch::Tensor y;
+  {
+    torch::autograd::NoGradGuard no_grad;
+    y = f(x);
+  }
+  // Recorded even when x needs no gradient: the parameters inside f do.
+  torch::autograd::record("CheckpointFunctionBackward", {&x}, {&y}, {x},
+                          [f](std::vector<torch::Tensor>& g, std::vector<torch::Tensor>& s,
+                              const torch::autograd::Node& n) {
+                            torch::Tensor input = s[0].detach();
+                            if (n.needs_input_grad(0)) input.requires_grad_(true);
+                            torch::Tensor out;
+                            {
+                              EnableGrad recording;
+                              out = f(input);
+                            }
+                            if (out.requires_grad()) torch::autograd::backward({out}, {g[0]});
+                            return std::vector<torch::Tensor>{n.needs_input_grad(0) ? input.grad() : torch::Tensor()};
+                          });
+  return y;
+}
+
+struct MixedPrecisionOptimizer::State {
+  std::vector<torch::Tensor> grad_views;  // each parameter's slice of the main gradients
+  std::vector<torch::Tensor> masters;     // fp32 master weights: this rank's share of each bucket
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+};
+
+MixedPrecisionOptimizer::MixedPrecisionOptimizer(std::vector<torch::Tensor> params, MixedPrecisionOptions options)
+    : params_(std::move(params)), options_(options), state_(new State) {
+  const ParallelState& st = state();
+  const int dp = options_.distributed ? st.dp_size : 1;
+  // Buckets over the parameters in reverse order (the order backward produces their gradients),
+  // each at least bucket_elements and padded to a multiple of dp.
+  std::int64_t offset = 0, bucket_start = 0;
+  std::vector<std::int64_t> offsets;
+  for (auto it = params_.rbegin(); it != params_.rend(); ++it) {
+    offsets.push_back(offset);
+    offset += it->numel();
+    if (offset - bucket_start >= options_.bucket_elements || std::next(it) == params_.rend()) {
+      std::int64_t length = offset - bucket_start;
+      length = (length + dp - 1) / dp * dp;
+      buckets_.emplace_back(bucket_start, length);
+      offset = bucket_start + length;
+      bucket_start = offset;
+    }
+  }
+  std::reverse(offsets.begin(), offsets.end());
+  numel_ = 0;
+  for (const torch::Tensor& p : params_) numel_ += p.numel();
+  {
+    torch::MemoryUseGuard use(torch::MemoryUse::gradients);
+    main_grad_ = torch::zeros({std::max<std::int64_t>(offset, 1)}, torch::TensorOptions(torch::kFloat32));
+  }
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    state_->grad_views.push_back(main_grad_.narrow(0, offsets[i], params_[i].numel()).view(params_[i].sizes()));
+  }
+  {
+    torch::MemoryUseGuard use(torch::MemoryUse::optimizer_state);
+    for (const auto& [start, length] : buckets_) {
+      torch::Tensor master = torch::empty({length / dp}, torch::TensorOptions(torch::kFloat32));
+      master.requires_grad_(true);
+      state_->masters.push_back(std::move(master));
+    }
+    // The master weights start as copies of the 16-bit ones.
+    torch::_foreach_copy_(state_->masters, state_->masters);
+    if (options_.adam) {
+      state_->optimizer = std::make_unique<torch::optim::Adam>(state_->masters, torch::optim::AdamOptions().fused(true));
+    } else {
+      state_->optimizer = std::make_unique<torch::optim::SGD>(
+          state_->masters, torch::optim::SGDOptions(0.01).momentum(0.9).fused(true));
+    }
+  }
+}
+
+MixedPrecisionOptimizer::~MixedPrecisionOptimizer() { delete state_; }
+
+void MixedPrecisionOptimizer::accumulate_grads() {
+  std::vector<torch::Tensor> views, grads;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    if (!params_[i].grad().defined()) continue;
+    views.push_back(state_->grad_views[i]);
+    grads.push_back(params_[i].grad());
+  }
+  torch::_foreach_add_(views, grads);
+  for (torch::Tensor& p : params_) p.mutable_grad() = torch::Tensor();
+}
+
+void MixedPrecisionOptimizer::step() {
+  torch::NoGradGuard no_grad;
+  const ParallelState& st = state();
+  torch::RecordScope scope("optimizer step");
+  // Gradients reduced over data parallel, bucket by bucket; each master shard's gradient.
+  std::vector<torch::Tensor> grads;
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    torch::Tensor bucket = main_grad_.narrow(0, buckets_[b].first, buckets_[b].second);
+    if (options_.distributed && st.dp_size > 1) {
+      grads.push_back(reduce_scatter(bucket, st.dp_group, 0));
+    } else {
+      all_reduce(bucket, st.dp_group);
+      grads.push_back(bucket);
+    }
+  }
+  if (options_.clip_grad > 0) {
+    // The global norm: each rank's part, summed over the model-parallel ranks (and the shards).
+    std::vector<torch::Tensor> norms = torch::_foreach_norm(grads);
+    torch::Tensor total = torch::empty({1}, torch::TensorOptions(torch::kFloat32));
+    all_reduce(total, st.tp_group);
+    all_reduce(total, st.pp_group);
+    if (options_.distributed) all_reduce(total, st.dp_group);
+    (void)total.item<float>();  // the host reads the norm
+    torch::_foreach_mul_(grads, 1.0);
+  }
+  for (std::size_t b = 0; b < grads.size(); ++b) state_->masters[b].mutable_grad() = grads[b];
+  state_->optimizer->step();
+  for (torch::Tensor& m : state_->masters) m.mutable_grad() = torch::Tensor();
+  grads.clear();
+  // The 16-bit weights from the master weights (gathered from the shards when distributed).
+  if (options_.distributed && st.dp_size > 1) {
+    for (const torch::Tensor& master : state_->masters) {
+      torch::Tensor half = master.to(params_.front().dtype());
+      (void)all_gather(half, st.dp_group, 0);
+    }
+  } else {
+    torch::_foreach_copy_(params_, params_);
+  }
+  main_grad_.zero_();
+}
+
+}  // namespace syntorch::parallel

@@ -1,0 +1,201 @@
+#include "syntorch/session/train.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+
+#include "syntorch/base/units.hpp"
+#include "syntorch/models/registry.hpp"
+#include "syntorch/parallel/distributed.hpp"
+#include "syntorch/torch/types.hpp"
+
+namespace syntorch::session {
+
+bool set_train_parameter(TrainSpec& s, const std::string& key, const std::string& value, Diagnostics& d,
+                         const std::string& where) {
+  auto integer = [&](auto& out, std::int64_t least) {
+    std::int64_t v = 0;
+    const auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (ec != std::errc{} || p != value.data() + value.size() || v < least || v > (1 << 30)) {
+      d.error(where, key, fmt::format("expected an integer of at least {}, got \"{}\"", least, value));
+    } else {
+      out = static_cast<std::remove_reference_t<decltype(out)>>(v);
+    }
+  };
+  auto choice = [&](std::initializer_list<const char*> options) -> int {
+    int i = 0;
+    std::vector<std::string> names;
+    for (const char* o : options) {
+      if (value == o) return i;
+      names.emplace_back(o);
+      ++i;
+    }
+    d.error(where, key, fmt::format("expected one of {}, got \"{}\"{}", join(names), value, did_you_mean(value, names)));
+    return -1;
+  };
+  if (key == "model") {
+    if (auto m = models::parse_model(value, d, where)) s.model = std::move(m);
+  } else if (key == "tp") {
+    integer(s.tp, 1);
+  } else if (key == "pp") {
+    integer(s.pp, 1);
+  } else if (key == "dp") {
+    integer(s.dp, 1);
+  } else if (key == "vp") {
+    integer(s.vp, 1);
+  } else if (key == "global_batch") {
+    integer(s.global_batch, 1);
+  } else if (key == "micro_batch") {
+    integer(s.micro_batch, 1);
+  } else if (key == "seq") {
+    integer(s.seq, 1);
+  } else if (key == "recompute") {
+    const int c = choice({"none", "selective", "full"});
+    if (c >= 0) s.recompute = static_cast<models::Recompute>(c);
+  } else if (key == "sp") {
+    const int c = choice({"false", "true"});
+    if (c >= 0) s.sequence_parallel = c == 1;
+  } else if (key == "zero") {
+    const int c = choice({"0", "1"});
+    if (c >= 0) s.zero = c;
+  } else if (key == "optimizer") {
+    const int c = choice({"adamw", "sgd"});
+    if (c >= 0) s.adam = c == 0;
+  } else if (key == "schedule") {
+    const int c = choice({"1f1b", "gpipe"});
+    if (c >= 0) s.gpipe = c == 1;
+  } else if (key == "dtype") {
+    const int c = choice({"bf16", "fp16", "fp32"});
+    if (c >= 0) s.dtype = c == 0 ? DType::bf16 : c == 1 ? DType::fp16 : DType::fp32;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+const std::vector<std::string>& train_parameter_keys() {
+  static const std::vector<std::string> keys{"model",       "seq",       "tp",   "pp",        "dp",
+                                             "vp",          "global_batch", "micro_batch", "recompute", "sp",
+                                             "zero",        "optimizer", "schedule", "dtype"};
+  return keys;
+}
+
+bool validate_train(TrainSpec& s, const hw::Machine& machine, Diagnostics& d, const std::string& where) {
+  const std::size_t before = d.size();
+  if (!s.model) d.error(where, "model", "a model is required");
+  if (s.vp > 1) {
+    d.error(where, "vp", fmt::format("interleaved 1F1B (vp {}) is not modelled yet; use vp 1", s.vp));
+  }
+  if (s.global_batch == 0) s.global_batch = s.micro_batch * s.dp;
+  if (s.global_batch % (s.micro_batch * s.dp) != 0) {
+    d.error(where, "global-batch",
+            fmt::format("a global batch of {} does not split into micro-batches of {} over dp {} (it must be a "
+                        "multiple of {})",
+                        s.global_batch, s.micro_batch, s.dp, s.micro_batch * s.dp));
+  }
+  if (s.sequence_parallel && s.tp > 1 && s.seq % s.tp != 0) {
+    d.error(where, "seq", fmt::format("sequence parallelism splits the sequence over tp {}: seq {} does not divide",
+                                      s.tp, s.seq));
+  }
+  const std::size_t world = static_cast<std::size_t>(s.tp) * static_cast<std::size_t>(s.pp) *
+                            static_cast<std::size_t>(s.dp);
+  const std::size_t devices = machine.devices().size();
+  if (world > devices) {
+    d.error(where, "dp", fmt::format("tp {} x pp {} x dp {} needs {} devices; {} has {}", s.tp, s.pp, s.dp, world,
+                                     machine.config().file, devices));
+  } else if (world > 1) {
+    for (std::size_t r = 0; r < world; ++r) {
+      if (!machine.devices()[r].collective) {
+        d.error(where, "tp", fmt::format("{} of {} has no collective component (its communication library), which "
+                                         "tp x pp x dp = {} needs",
+                                         machine.devices()[r].name, machine.config().file, world));
+        break;
+      }
+    }
+  }
+  if (s.model && d.size() == before) s.model->check({s.tp, s.pp, s.micro_batch, s.seq, 1}, d, where);
+  return d.size() == before;
+}
+
+TrainReport simulate_training(const hw::Machine& machine, const runtime::KernelPolicy& policy, TrainSpec spec,
+                              trace::Recorder* recorder, runtime::TraceLevel trace_level) {
+  Diagnostics d;
+  if (!validate_train(spec, machine, d, "run")) throw InputError(std::move(d));
+  runtime::EngineOptions options;
+  options.recorder = recorder;
+  options.trace_level = trace_level;
+  const int world = spec.tp * spec.pp * spec.dp;
+  runtime::Engine engine(machine, policy, world, options);
+  models::TrainOptions train;
+  train.micro_batch = spec.micro_batch;
+  train.micro_batches = spec.global_batch / (spec.micro_batch * spec.dp);
+  train.seq = spec.seq;
+  train.sequence_parallel = spec.sequence_parallel;
+  train.recompute = spec.recompute;
+  train.one_f_one_b = !spec.gpipe;
+  train.distributed_optimizer = spec.zero == 1;
+  train.adam = spec.adam;
+  const torch::ScalarType dtype = spec.dtype == DType::bf16   ? torch::kBFloat16
+                                  : spec.dtype == DType::fp16 ? torch::kFloat16
+                                                              : torch::kFloat32;
+  TrainReport report;
+  report.micro_batches = train.micro_batches;
+  report.engine = engine.run([&](runtime::RankContext&) {
+    torch::DefaultDtypeGuard dtype_guard(dtype);
+    parallel::initialize_model_parallel(spec.tp, spec.pp);
+    spec.model->train_iterations(train);
+  });
+  const runtime::EngineResult& r = report.engine;
+  // Per stage: its largest rank's peak, and that rank's peak by purpose.
+  report.stages.resize(static_cast<std::size_t>(spec.pp));
+  for (const auto& rank : r.ranks) {
+    const int stage = rank.rank / (spec.tp * spec.dp);
+    StageMemory& m = report.stages[static_cast<std::size_t>(stage)];
+    m.stage = stage;
+    if (rank.memory.peak_allocated_bytes >= m.peak_bytes) {
+      m.peak_bytes = rank.memory.peak_allocated_bytes;
+      m.peak_by_use = rank.memory.peak_allocated_by_use;
+    }
+  }
+  if (r.oom) {
+    report.oom = true;
+    return report;
+  }
+  // Iterations end when every rank has finished theirs.
+  sim::TimePs first_end = 0, last_end = 0;
+  std::size_t iterations = 0;
+  for (const auto& rank : r.ranks) {
+    iterations = std::max(iterations, rank.steps.size());
+    if (rank.steps.size() >= 2) {
+      first_end = std::max(first_end, rank.steps[rank.steps.size() - 2].end_ps);
+      last_end = std::max(last_end, rank.steps.back().end_ps);
+    }
+  }
+  report.iteration_s = units::ps_to_seconds(last_end - first_end);
+  const double tokens = static_cast<double>(spec.global_batch) * static_cast<double>(spec.seq);
+  report.tokens_per_s = report.iteration_s > 0 ? tokens / report.iteration_s : 0;
+  report.model_flops = 3.0 * spec.model->forward_flops_per_token(spec.seq) * tokens;
+  double executed = 0, peak = 0, communication = 0;
+  for (const auto& rank : r.ranks) {
+    for (runtime::OpKind k : {runtime::OpKind::gemm, runtime::OpKind::bmm, runtime::OpKind::attention,
+                              runtime::OpKind::attention_backward, runtime::OpKind::grouped_gemm}) {
+      executed += rank.flops_by_op[static_cast<std::size_t>(k)];
+    }
+    peak += machine.devices()[rank.device].compute.peak_matrix_ops_per_s(spec.dtype);
+    communication += units::ps_to_seconds(rank.communication_ps);
+  }
+  const double n = static_cast<double>(r.ranks.size());
+  const double per_iteration = iterations > 0 ? 1.0 / static_cast<double>(iterations) : 1.0;
+  if (report.iteration_s > 0) {
+    report.tflops_per_gpu = report.model_flops / report.iteration_s / n / 1e12;
+    report.mfu = peak > 0 ? report.model_flops / (report.iteration_s * peak) : 0;
+    report.hfu = peak > 0 ? executed * per_iteration / (report.iteration_s * peak) : 0;
+  }
+  report.exposed_communication_s = communication / n * per_iteration;
+  const double m = static_cast<double>(train.micro_batches);
+  report.bubble_fraction = spec.pp > 1 ? (spec.pp - 1.0) / (m + spec.pp - 1.0) : 0;
+  return report;
+}
+
+}  // namespace syntorch::session

@@ -1,0 +1,260 @@
+// `syntorch train --model M [--hw FILE] --tp N --pp N --dp N --global-batch B --micro-batch b --seq S
+// [--recompute none|selective|full] [--sequence-parallel] [--zero 1] [--optimizer adamw|sgd]
+// [--schedule 1f1b|gpipe] [--dtype bf16|fp16|fp32] [--policy P] [--set path=value]... [--trace FILE] [--json]`:
+// one training iteration (after a warm-up one) of a zoo model; prints what Megatron-LM prints and
+// each stage's memory. A plan that does not fit is a simulated out-of-memory (exit 3).
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+
+#include "cli.hpp"
+#include "commands.hpp"
+#include "common.hpp"
+#include "syntorch/base/units.hpp"
+#include "syntorch/hw/machine.hpp"
+#include "syntorch/session/train.hpp"
+#include "syntorch/trace/recorder.hpp"
+
+namespace syntorch::cli {
+
+namespace {
+
+inline constexpr int kExitOom = 3;
+
+struct TrainFlags {
+  std::string model;
+  std::string hw;
+  int tp = 1, pp = 1, dp = 1, vp = 1;
+  std::int64_t global_batch = 0;
+  std::int64_t micro_batch = 1;
+  std::int64_t seq = 2048;
+  std::string recompute = "none";
+  bool sequence_parallel = false;
+  int zero = 0;
+  std::string optimizer = "adamw";
+  std::string schedule = "1f1b";
+  std::string dtype = "bf16";
+  std::string policy;
+  std::vector<std::string> sets;
+  TraceFlags trace;
+  bool json = false;
+};
+
+std::string size(std::uint64_t bytes) { return units::format_size(static_cast<double>(bytes)); }
+
+const char* recompute_name(models::Recompute r) {
+  return r == models::Recompute::full ? "full" : r == models::Recompute::selective ? "selective" : "none";
+}
+
+// The purposes a training stage's memory is reported under, in order.
+constexpr os::MemoryUse kPurposes[] = {os::MemoryUse::weights, os::MemoryUse::gradients,
+                                       os::MemoryUse::optimizer_state, os::MemoryUse::activations,
+                                       os::MemoryUse::workspace, os::MemoryUse::other};
+
+nlohmann::ordered_json report_json(const session::TrainReport& r, const session::TrainSpec& s, const hw::Machine& m) {
+  nlohmann::ordered_json j;
+  j["status"] = r.oom ? "oom" : "ok";
+  j["model"] = s.model->name();
+  j["hw"] = m.config().file;
+  j["tp"] = s.tp;
+  j["pp"] = s.pp;
+  j["dp"] = s.dp;
+  j["global_batch"] = s.global_batch;
+  j["micro_batch"] = s.micro_batch;
+  j["micro_batches"] = r.micro_batches;
+  j["seq"] = s.seq;
+  j["dtype"] = std::string(dtype_name(s.dtype));
+  j["recompute"] = recompute_name(s.recompute);
+  j["sequence_parallel"] = s.sequence_parallel;
+  j["zero"] = s.zero;
+  j["optimizer"] = s.adam ? "adamw" : "sgd";
+  j["schedule"] = s.gpipe ? "gpipe" : "1f1b";
+  j["iteration_time_s"] = r.iteration_s;
+  j["tokens_per_s"] = r.tokens_per_s;
+  j["model_flops_per_iteration"] = r.model_flops;
+  j["tflops_per_gpu"] = r.tflops_per_gpu;
+  j["mfu"] = r.mfu;
+  j["hfu"] = r.hfu;
+  j["pipeline_bubble"] = r.bubble_fraction;
+  j["exposed_communication_s"] = r.exposed_communication_s;
+  auto& stages = j["stages"] = nlohmann::ordered_json::array();
+  for (const session::StageMemory& st : r.stages) {
+    nlohmann::ordered_json e;
+    e["stage"] = st.stage;
+    e["peak_bytes"] = st.peak_bytes;
+    for (os::MemoryUse u : kPurposes) {
+      e[std::string(os::memory_use_name(u))] = st.peak_by_use[static_cast<std::size_t>(u)];
+    }
+    stages.push_back(std::move(e));
+  }
+  if (r.engine.oom) {
+    const runtime::OomReport& oom = *r.engine.oom;
+    j["oom"] = {{"rank", oom.rank},
+                {"stage", oom.rank / (s.tp * s.dp)},
+                {"requested_bytes", oom.requested_bytes},
+                {"requested_for", oom.requested_for}};
+  }
+  return j;
+}
+
+void print_stages(std::ostream& out, const session::TrainReport& r, const hw::Machine& m) {
+  out << fmt::format("  peak memory per stage (of {} per device; each purpose at its own peak)\n",
+                     size(static_cast<std::uint64_t>(m.devices()[0].memory.size_bytes)));
+  for (const session::StageMemory& st : r.stages) {
+    std::string parts;
+    for (os::MemoryUse u : kPurposes) {
+      const std::uint64_t b = st.peak_by_use[static_cast<std::size_t>(u)];
+      if (b == 0) continue;
+      parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", os::memory_use_name(u), size(b));
+    }
+    out << fmt::format("    stage {:<3} {:>10}: {}\n", st.stage, size(st.peak_bytes), parts);
+  }
+}
+
+void print_oom(std::ostream& out, const session::TrainReport& r, const session::TrainSpec& s) {
+  const runtime::OomReport& oom = *r.engine.oom;
+  const os::AllocatorStats& m = oom.memory;
+  out << fmt::format("OUT OF MEMORY on pipeline stage {} (rank {}, {}): {} requested for {}; the device has {}\n",
+                     oom.rank / (s.tp * s.dp), oom.rank, oom.device_name, size(oom.requested_bytes), oom.requested_for,
+                     size(m.capacity_bytes));
+  out << "  by purpose:";
+  for (os::MemoryUse u : kPurposes) {
+    const std::uint64_t b = m.allocated_by_use[static_cast<std::size_t>(u)];
+    if (b > 0) out << fmt::format(" {} {};", os::memory_use_name(u), size(b));
+  }
+  out << "\n  largest live allocations by tensor:\n";
+  for (const auto& [name, bytes] : oom.largest) out << fmt::format("    {:<48} {}\n", name, size(bytes));
+  out << fmt::format("  more tensor or pipeline parallel ranks (now tp {} x pp {}), recomputation (now {}), the "
+                     "distributed optimizer (zero {}), sequence parallelism or a smaller micro-batch would fit it\n",
+                     s.tp, s.pp, recompute_name(s.recompute), s.zero);
+}
+
+void print_report(std::ostream& out, const session::TrainReport& r, const session::TrainSpec& s, const hw::Machine& m,
+                  double wall_s) {
+  const int gpus = s.tp * s.pp * s.dp;
+  out << fmt::format("{} training on {}: tp {} x pp {} x dp {} = {} GPU{}, global batch {} ({} micro-batch{} of {} "
+                     "per replica), seq {}, {}, recompute {}{}, {}, {}{}\n",
+                     s.model->name(), m.name(), s.tp, s.pp, s.dp, gpus, gpus == 1 ? "" : "s", s.global_batch,
+                     r.micro_batches, r.micro_batches == 1 ? "" : "es", s.micro_batch, s.seq, dtype_name(s.dtype),
+                     recompute_name(s.recompute), s.sequence_parallel ? ", sequence parallel" : "",
+                     s.gpipe ? "GPipe" : "1F1B", s.adam ? "AdamW" : "SGD",
+                     s.zero == 1 ? " (distributed optimizer)" : "");
+  out << fmt::format("  iteration time          {:.3f} s\n", r.iteration_s);
+  out << fmt::format("  throughput              {:.0f} tokens/s ({:.1f} per GPU)\n", r.tokens_per_s,
+                     r.tokens_per_s / gpus);
+  out << fmt::format("  model TFLOP/s per GPU   {:.1f} (MFU {:.1f}%, HFU {:.1f}%)\n", r.tflops_per_gpu, r.mfu * 100,
+                     r.hfu * 100);
+  if (s.pp > 1) {
+    out << fmt::format("  pipeline bubble         {:.1f}% of an iteration ((pp-1)/(m+pp-1) with {} micro-batches)\n",
+                       r.bubble_fraction * 100, r.micro_batches);
+  }
+  out << fmt::format("  exposed communication   {:.3f} s per GPU (collectives on the compute stream)\n",
+                     r.exposed_communication_s);
+  print_stages(out, r, m);
+  std::uint64_t kernels = 0;
+  for (const auto& rank : r.engine.ranks) kernels += rank.kernels;
+  out << fmt::format("  simulated {} kernels ({} events) over two iterations (the first warms up) in {:.2f} s\n",
+                     kernels, r.engine.events, wall_s);
+}
+
+int run_train(const TrainFlags& o, Context& ctx) {
+  Diagnostics d;
+  session::TrainSpec spec;
+  const std::vector<std::pair<std::string, std::string>> params{
+      {"model", o.model},
+      {"recompute", o.recompute},
+      {"optimizer", o.optimizer},
+      {"schedule", o.schedule},
+      {"dtype", o.dtype},
+      {"zero", std::to_string(o.zero)}};
+  Diagnostics flags;
+  for (const auto& [key, value] : params) session::set_train_parameter(spec, key, value, flags, "flags");
+  spec.tp = o.tp;
+  spec.pp = o.pp;
+  spec.dp = o.dp;
+  spec.vp = o.vp;
+  spec.global_batch = o.global_batch;
+  spec.micro_batch = o.micro_batch;
+  spec.seq = o.seq;
+  spec.sequence_parallel = o.sequence_parallel;
+  const runtime::KernelPolicy policy = runtime::KernelPolicy::load(o.policy, d, "--policy");
+  const auto overrides = hw::parse_overrides(o.sets, d);
+  const std::string hw_file = o.hw.empty() ? default_hw_config("dgx_h100.json") : o.hw;
+  std::optional<hw::Machine> machine;
+  try {
+    machine = hw::Machine::load(hw_file, overrides);
+  } catch (const InputError& e) {
+    d.append(e.diagnostics());
+  }
+  if (d.empty() && flags.empty()) session::validate_train(spec, *machine, flags, "flags");
+  for (const auto& x : flags.items()) {
+    std::string flag = x.path;
+    for (char& c : flag) c = c == '_' ? '-' : c;
+    d.error(flag.empty() ? "flags" : "--" + flag, "", x.message);
+  }
+  if (!d.empty()) {
+    ctx.err << d.to_string();
+    return kExitBadInput;
+  }
+  trace::Recorder recorder;
+  if (!open_trace(o.trace, recorder, ctx)) return kExitBadInput;
+  const auto start = std::chrono::steady_clock::now();
+  session::TrainReport report;
+  try {
+    report = session::simulate_training(*machine, policy, spec, &recorder, trace_level(o.trace));
+  } catch (const std::invalid_argument& e) {
+    ctx.err << fmt::format("--model: {}\n", e.what());
+    return kExitBadInput;
+  }
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (o.json) {
+    ctx.out << report_json(report, spec, *machine).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  } else if (report.oom) {
+    print_oom(ctx.out, report, spec);
+    print_stages(ctx.out, report, *machine);
+  } else {
+    print_report(ctx.out, report, spec, *machine, wall_s);
+  }
+  if (!finish_trace(o.trace, recorder, ctx, o.json)) return kExitBadInput;
+  return report.oom ? kExitOom : kExitOk;
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app, Context& ctx) {
+  auto o = std::make_shared<TrainFlags>();
+  CLI::App* s = app.add_subcommand("train", "Simulate a training iteration of a model from the zoo (Megatron-style "
+                                            "tensor, pipeline and data parallelism)");
+  s->add_option("--model", o->model, "a zoo model (gpt3-175b, llama3-70b, ...), a custom shape (gpt:..., llama:...) "
+                "or a Hugging Face config.json")->required();
+  s->add_option("--hw", o->hw, "Hardware config JSON file (default hw_configs/dgx_h100.json); a run uses its first "
+                "tp x pp x dp GPUs");
+  s->add_option("--tp", o->tp, "Tensor parallel ranks")->capture_default_str();
+  s->add_option("--pp", o->pp, "Pipeline parallel stages")->capture_default_str();
+  s->add_option("--dp", o->dp, "Data parallel replicas")->capture_default_str();
+  s->add_option("--vp", o->vp, "Virtual stages per rank (interleaved 1F1B; not modelled yet)")->capture_default_str();
+  s->add_option("--global-batch", o->global_batch, "Sequences per iteration (default: micro-batch x dp)");
+  s->add_option("--micro-batch", o->micro_batch, "Sequences per micro-batch")->capture_default_str();
+  s->add_option("--seq", o->seq, "Sequence length")->capture_default_str();
+  s->add_option("--recompute", o->recompute, "Activation recomputation: none, selective (the attention core: "
+                "FlashAttention already recomputes it) or full (every layer)")->capture_default_str();
+  s->add_flag("--sequence-parallel", o->sequence_parallel, "Shard the activations between TP regions along the "
+              "sequence (all-gather / reduce-scatter in place of all-reduce)");
+  s->add_option("--zero", o->zero, "1: the distributed optimizer (ZeRO-1: gradients reduce-scattered, master "
+                "weights and Adam state sharded over dp, parameters all-gathered)")->capture_default_str();
+  s->add_option("--optimizer", o->optimizer, "adamw or sgd")->capture_default_str();
+  s->add_option("--schedule", o->schedule, "Pipeline schedule: 1f1b or gpipe")->capture_default_str();
+  s->add_option("--dtype", o->dtype, "Parameter and activation dtype: bf16, fp16 or fp32 (fp32 master weights and "
+                "gradients either way)")->capture_default_str();
+  s->add_option("--policy", o->policy, "Kernel policy: op=impl[:precision],... or a JSON/YAML file");
+  s->add_option("--set", o->sets, "Override a config field: /json/pointer=value (repeatable)");
+  add_trace_flags(*s, o->trace);
+  s->add_flag("--json", o->json, "Print JSON");
+  s->callback([&ctx, o] { ctx.action = [&ctx, o] { return run_train(*o, ctx); }; });
+}
+
+}  // namespace syntorch::cli
