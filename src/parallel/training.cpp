@@ -19,8 +19,6 @@ namespace syntorch::parallel {
 
 namespace {
 
-namespace cuda = torch::cuda;
-
 // Grad mode on for a scope (the recomputation inside a backward).
 class EnableGrad {
  public:
@@ -33,10 +31,6 @@ class EnableGrad {
   bool previous_;
 };
 
-// The streams a stage exchanges activations on: one per neighbour and direction.
-struct P2pStreams {
-  cuda::Stream to_next, from_prev, to_prev, from_next;
-};
 
 }  // namespace
 
@@ -45,43 +39,28 @@ void forward_backward(const ForwardStep& forward, const PipelineOptions& o) {
   if (o.micro_batches < 1) throw std::invalid_argument("forward_backward: at least one micro-batch");
   const bool first = st.is_first_stage(), last = st.is_last_stage();
   const int m = o.micro_batches;
-  std::optional<P2pStreams> p2p;
-  if (st.pp_size > 1) p2p.emplace();
-  const cuda::Stream compute = cuda::current_stream();
   std::vector<torch::Tensor> inputs(static_cast<std::size_t>(m)), outputs(static_cast<std::size_t>(m));
-
-  // Receives into a new buffer on `stream`; the compute stream waits for it.
-  auto receive = [&](const cuda::Stream& stream, int peer) {
+  // Sends and receives as NCCL's: the engine runs them on the rank's own send and receive streams
+  // (a send once the compute stream has produced its tensor, the compute stream waiting for a
+  // receive only where it uses it), so neither direction holds up the other.
+  auto receive = [&](int peer) {
     torch::Tensor x = torch::empty(o.activation_shape, torch::TensorOptions(o.activation_dtype));
-    cuda::Event done;
-    {
-      cuda::StreamGuard on(stream);
-      recv(x, peer);
-      done.record(stream);
-    }
-    compute.wait_event(done);
+    recv(x, peer);
     return x;
-  };
-  // Sends once the compute stream has produced `t`.
-  auto transmit = [&](const cuda::Stream& stream, const torch::Tensor& t, int peer) {
-    cuda::Event ready = compute.record_event();
-    cuda::StreamGuard on(stream);
-    stream.wait_event(ready);
-    send(t, peer);
   };
 
   auto run_forward = [&](int mb) {
     torch::RecordScope scope(fmt::format("forward {}", mb));
     torch::Tensor x;
     if (!first) {
-      x = receive(p2p->from_prev, st.prev_stage_rank());
+      x = receive(st.prev_stage_rank());
       x.requires_grad_(true);
     }
     torch::Tensor y = forward(mb, x);
     if (last) {
       y = y / static_cast<double>(m);  // the loss averaged over micro-batches, as Megatron scales it
     } else {
-      transmit(p2p->to_next, y, st.next_stage_rank());
+      send(y, st.next_stage_rank());
     }
     inputs[static_cast<std::size_t>(mb)] = std::move(x);
     outputs[static_cast<std::size_t>(mb)] = std::move(y);
@@ -92,12 +71,12 @@ void forward_backward(const ForwardStep& forward, const PipelineOptions& o) {
     if (last) {
       torch::autograd::backward({y});
     } else {
-      torch::Tensor grad = receive(p2p->from_next, st.next_stage_rank());
+      torch::Tensor grad = receive(st.next_stage_rank());
       torch::autograd::backward({y}, {grad});
     }
     y = torch::Tensor();
     torch::Tensor& x = inputs[static_cast<std::size_t>(mb)];
-    if (!first) transmit(p2p->to_prev, x.grad(), st.prev_stage_rank());
+    if (!first) send(x.grad(), st.prev_stage_rank());
     x = torch::Tensor();
     if (o.after_backward) o.after_backward();
   };

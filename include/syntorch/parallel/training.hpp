@@ -33,10 +33,10 @@ struct PipelineOptions {
 };
 
 // Runs the forward and backward of every micro-batch of this rank's stage in the schedule's
-// order. Activations go to the next stage and their gradients back on streams of their own (one
-// per neighbour and direction), which wait for the compute stream's result and which the compute
-// stream waits for before using what arrived, so neither direction holds up the other. Scopes:
-// "forward N", "backward N".
+// order. Activations go to the next stage and their gradients back by send/recv, which run on the
+// rank's send and receive streams (a send once its tensor is produced, the compute stream
+// waiting for a receive only where it uses it), so neither direction holds up the other.
+// Scopes: "forward N", "backward N".
 void forward_backward(const ForwardStep& forward, const PipelineOptions& options);
 
 // Activation checkpointing (torch.utils.checkpoint, Megatron's full recompute): runs `f` on `x`

@@ -1,0 +1,120 @@
+// Training iterations on the simulated machine: the FLOPs a step does, the pipeline bubble, what
+// ZeRO-1 and recomputation save, and bad plans.
+
+#include <gtest/gtest.h>
+
+#include "run_helpers.hpp"
+#include "syntorch/session/train.hpp"
+
+namespace {
+
+using namespace syntorch;
+using session_testing::config;
+using session_testing::model;
+
+// A small GPT with a tiny vocabulary, so the logits' GEMM (not recomputed) is negligible.
+constexpr const char* kSmall = "gpt:layers=4,hidden=1024,heads=16,vocab=256";
+
+session::TrainSpec spec(const char* m, int tp, int pp, int dp, std::int64_t global_batch) {
+  session::TrainSpec s;
+  s.model = model(m);
+  s.tp = tp;
+  s.pp = pp;
+  s.dp = dp;
+  s.global_batch = global_batch;
+  s.micro_batch = 1;
+  s.seq = 1024;
+  return s;
+}
+
+double flops(const session::TrainReport& r, std::initializer_list<runtime::OpKind> kinds) {
+  double f = 0;
+  for (const auto& rank : r.engine.ranks) {
+    for (runtime::OpKind k : kinds) f += rank.flops_by_op[static_cast<std::size_t>(k)];
+  }
+  return f;
+}
+
+TEST(Train, AStepDoesThreeForwardsOfMatrixFlopsAndFourWithFullRecompute) {
+  const hw::Machine m = hw::Machine::load(config("dgx_h100.json"));
+  session::TrainSpec s = spec(kSmall, 2, 1, 1, 4);
+  const session::TrainReport none = session::simulate_training(m, {}, s);
+  s.recompute = models::Recompute::full;
+  const session::TrainReport full = session::simulate_training(m, {}, s);
+  ASSERT_FALSE(none.oom);
+  ASSERT_FALSE(full.oom);
+  // The GEMMs: what recomputation added is one forward; a step without it does dX and dW for each
+  // forward GEMM. The logits' GEMM is not recomputed: 3 x 2 x hidden x vocab a token against 96
+  // x hidden^2 for the four layers adds 3 x 256 / (48 x 1024) = 1.6% to the ratio.
+  const double forward = flops(full, {runtime::OpKind::gemm}) - flops(none, {runtime::OpKind::gemm});
+  EXPECT_NEAR(flops(none, {runtime::OpKind::gemm}) / forward, 3.0 + 3.0 * 256 / (48 * 1024), 1e-6);
+  EXPECT_NEAR(flops(full, {runtime::OpKind::gemm}) / forward, 4.0 + 3.0 * 256 / (48 * 1024), 1e-6);
+  // Attention: FlashAttention's backward recomputes the scores (2.5 forwards), recomputation one more.
+  const double attention = flops(none, {runtime::OpKind::attention});
+  EXPECT_DOUBLE_EQ(flops(none, {runtime::OpKind::attention_backward}), 2.5 * attention);
+  EXPECT_DOUBLE_EQ(flops(full, {runtime::OpKind::attention}), 2 * attention);
+  // Recomputation keeps only each layer's input: less activation memory, more time.
+  const auto act = static_cast<std::size_t>(os::MemoryUse::activations);
+  EXPECT_LT(full.stages[0].peak_by_use[act], none.stages[0].peak_by_use[act] / 2);
+  EXPECT_GT(full.iteration_s, none.iteration_s);
+  EXPECT_NEAR(full.tflops_per_gpu / none.tflops_per_gpu, none.iteration_s / full.iteration_s, 1e-9);
+}
+
+TEST(Train, OneFOneBsBubbleIsPpMinusOneOverMPlusPpMinusOne) {
+  const hw::Machine m = hw::Machine::load(config("dgx_h100.json"));
+  // A balanced pipeline of 4 stages: the iteration takes (m + pp - 1) micro-batch slots.
+  const char* deep = "gpt:layers=8,hidden=2048,heads=16,vocab=256";
+  const session::TrainReport few = session::simulate_training(m, {}, spec(deep, 1, 4, 1, 4));
+  const session::TrainReport many = session::simulate_training(m, {}, spec(deep, 1, 4, 1, 16));
+  EXPECT_DOUBLE_EQ(few.bubble_fraction, 3.0 / 7.0);
+  EXPECT_DOUBLE_EQ(many.bubble_fraction, 3.0 / 19.0);
+  EXPECT_NEAR(many.iteration_s / few.iteration_s, 19.0 / 7.0, 0.15 * 19.0 / 7.0);
+  // GPipe has the same bubble but keeps every micro-batch's activations.
+  session::TrainSpec g = spec(deep, 1, 4, 1, 16);
+  g.gpipe = true;
+  const session::TrainReport gpipe = session::simulate_training(m, {}, g);
+  const auto act = static_cast<std::size_t>(os::MemoryUse::activations);
+  EXPECT_GT(gpipe.stages[0].peak_by_use[act], 2 * many.stages[0].peak_by_use[act]);
+}
+
+TEST(Train, TheDistributedOptimizerDividesOptimizerStateByDp) {
+  const hw::Machine m = hw::Machine::load(config("dgx_h100.json"));
+  session::TrainSpec s = spec(kSmall, 1, 1, 4, 4);
+  const session::TrainReport plain = session::simulate_training(m, {}, s);
+  s.zero = 1;
+  const session::TrainReport zero = session::simulate_training(m, {}, s);
+  const auto opt = static_cast<std::size_t>(os::MemoryUse::optimizer_state);
+  // fp32 master weights and both Adam moments: 12 bytes a parameter, a quarter of them each.
+  const double ratio = static_cast<double>(zero.stages[0].peak_by_use[opt]) /
+                       static_cast<double>(plain.stages[0].peak_by_use[opt]);
+  EXPECT_NEAR(ratio, 0.25, 0.01);
+  EXPECT_NEAR(static_cast<double>(plain.stages[0].peak_by_use[opt]), 12.0 * s.model->parameters(),
+              0.02 * 12.0 * s.model->parameters());
+}
+
+TEST(Train, APlanThatDoesNotFitIsASimulatedOomNamingItsStage) {
+  const hw::Machine m = hw::Machine::load(config("dgx_h100.json"));
+  const session::TrainReport r = session::simulate_training(m, {}, spec("gpt3-175b", 8, 1, 1, 1));
+  ASSERT_TRUE(r.oom);
+  ASSERT_TRUE(r.engine.oom.has_value());
+  EXPECT_EQ(r.stages.size(), 1u);
+}
+
+TEST(Train, BadPlansAreRefusedNamingTheFlag) {
+  const hw::Machine m = hw::Machine::load(config("dgx_h100.json"));
+  Diagnostics d;
+  session::TrainSpec s = spec(kSmall, 4, 2, 2, 4);  // 16 GPUs on an 8-GPU machine
+  EXPECT_FALSE(session::validate_train(s, m, d, "flags"));
+  EXPECT_NE(d.to_string().find("needs 16 devices"), std::string::npos) << d.to_string();
+  Diagnostics d2;
+  session::TrainSpec b = spec(kSmall, 1, 1, 2, 3);  // 3 sequences over dp 2
+  EXPECT_FALSE(session::validate_train(b, m, d2, "flags"));
+  EXPECT_NE(d2.to_string().find("global-batch"), std::string::npos) << d2.to_string();
+  Diagnostics d3;
+  session::TrainSpec r = spec(kSmall, 1, 1, 1, 1);
+  EXPECT_FALSE(session::set_train_parameter(r, "bogus", "1", d3, "row"));
+  EXPECT_TRUE(session::set_train_parameter(r, "recompute", "sometimes", d3, "row"));
+  EXPECT_NE(d3.to_string().find("none, selective, full"), std::string::npos) << d3.to_string();
+}
+
+}  // namespace
