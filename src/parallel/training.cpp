@@ -121,7 +121,7 @@ struct MixedPrecisionOptimizer::State {
 };
 
 MixedPrecisionOptimizer::MixedPrecisionOptimizer(std::vector<torch::Tensor> params, MixedPrecisionOptions options)
-    : params_(std::move(params)), options_(options), state_(new State) {
+    : params_(std::move(params)), options_(options), state_(std::make_unique<State>()) {
   const ParallelState& st = state();
   const int dp = options_.distributed ? st.dp_size : 1;
   // Buckets over the parameters in reverse order (the order backward produces their gradients),
@@ -167,7 +167,7 @@ MixedPrecisionOptimizer::MixedPrecisionOptimizer(std::vector<torch::Tensor> para
   }
 }
 
-MixedPrecisionOptimizer::~MixedPrecisionOptimizer() { delete state_; }
+MixedPrecisionOptimizer::~MixedPrecisionOptimizer() = default;
 
 void MixedPrecisionOptimizer::accumulate_grads() {
   std::vector<torch::Tensor> views, grads;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "syntorch/parallel/distributed.hpp"
@@ -79,7 +80,7 @@ class MixedPrecisionOptimizer {
   torch::Tensor main_grad_;                                      // fp32, every parameter's
   torch::Tensor master_;                                         // fp32, this rank's share
   struct State;
-  State* state_ = nullptr;
+  std::unique_ptr<State> state_;
 };
 
 }  // namespace syntorch::parallel
