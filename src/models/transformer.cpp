@@ -141,6 +141,7 @@ void TransformerModel::train_iterations(const TrainOptions& o) const {
   parallel::MixedPrecisionOptions mp;
   mp.distributed = o.distributed_optimizer;
   mp.adam = o.adam;
+  mp.overlap_grad_reduce = o.overlap_grad_reduce;
   mp.bucket_elements = std::max<std::int64_t>(40'000'000, 1'000'000LL * st.dp_size);
   parallel::MixedPrecisionOptimizer optimizer(model->parameters(), mp);
   const bool sp = o.sequence_parallel && st.tp_size > 1;
@@ -149,7 +150,7 @@ void TransformerModel::train_iterations(const TrainOptions& o) const {
   pipeline.schedule = o.one_f_one_b ? parallel::PipelineSchedule::one_f_one_b : parallel::PipelineSchedule::gpipe;
   pipeline.activation_shape = {o.micro_batch, sp ? o.seq / st.tp_size : o.seq, config_.hidden};
   pipeline.activation_dtype = torch::get_default_dtype();
-  pipeline.after_backward = [&] { optimizer.accumulate_grads(); };
+  pipeline.before_backward = [&](int, bool last) { optimizer.start_backward(last); };
   const auto forward = [&](int, const torch::Tensor& input) {
     torch::Tensor x = input;
     if (st.is_first_stage()) x = torch::empty({o.micro_batch, o.seq}, torch::kInt64);  // the token ids

@@ -67,6 +67,7 @@ void forward_backward(const ForwardStep& forward, const PipelineOptions& o) {
   };
   auto run_backward = [&](int mb) {
     torch::RecordScope scope(fmt::format("backward {}", mb));
+    if (o.before_backward) o.before_backward(mb, mb == m - 1);
     torch::Tensor& y = outputs[static_cast<std::size_t>(mb)];
     if (last) {
       torch::autograd::backward({y});
@@ -78,7 +79,6 @@ void forward_backward(const ForwardStep& forward, const PipelineOptions& o) {
     torch::Tensor& x = inputs[static_cast<std::size_t>(mb)];
     if (!first) send(x.grad(), st.prev_stage_rank());
     x = torch::Tensor();
-    if (o.after_backward) o.after_backward();
   };
 
   const int warmup = o.schedule == PipelineSchedule::gpipe ? m : std::min(st.pp_size - st.pp_rank - 1, m);
@@ -115,85 +115,136 @@ torch::Tensor checkpoint(const std::function<torch::Tensor(const torch::Tensor&)
 }
 
 struct MixedPrecisionOptimizer::State {
-  std::vector<torch::Tensor> grad_views;  // each parameter's slice of the main gradients
-  std::vector<torch::Tensor> masters;     // fp32 master weights: this rank's share of each bucket
+  MixedPrecisionOptions options;
+  std::vector<std::pair<std::int64_t, std::int64_t>> buckets;  // [offset, length) into main_grad
+  std::vector<std::size_t> bucket_of;                          // each parameter's bucket
+  std::vector<std::size_t> params_in;                          // each bucket's parameter count
+  torch::Tensor main_grad;                                     // fp32, every parameter's
+  std::vector<torch::Tensor> grad_views;                       // each parameter's slice of it
+  std::vector<torch::Tensor> masters;    // fp32 master weights: this rank's share of each bucket
   std::unique_ptr<torch::optim::Optimizer> optimizer;
+  // The last micro-batch's reduction, bucket by bucket.
+  bool last_micro_batch = true;
+  std::vector<std::size_t> waiting;      // parameters whose gradient has not come yet
+  std::vector<torch::Tensor> reduced;    // each bucket's reduced gradient (its shard when distributed)
+  std::vector<torch::cuda::Event> done;  // on the communication stream
+  std::optional<torch::cuda::Stream> comm;
+
+  torch::Tensor bucket(std::size_t b) const { return main_grad.narrow(0, buckets[b].first, buckets[b].second); }
+  // Reduces bucket b over data parallel on the current stream.
+  void reduce(std::size_t b) {
+    const ParallelState& st = state();
+    torch::Tensor g = bucket(b);
+    if (options.distributed && st.dp_size > 1) {
+      reduced[b] = reduce_scatter(g, st.dp_group, 0);
+    } else {
+      all_reduce(g, st.dp_group);
+      reduced[b] = g;
+    }
+  }
+  // A parameter's gradient has come: into its main gradient, and its bucket's reduction started
+  // on the communication stream once it is the bucket's last of the last micro-batch.
+  void gradient_ready(std::size_t i, torch::Tensor& param) {
+    torch::Tensor& g = param.mutable_grad();
+    if (!g.defined()) return;
+    torch::_foreach_add_({grad_views[i]}, {g});
+    g = torch::Tensor();
+    const std::size_t b = bucket_of[i];
+    if (!comm || !last_micro_batch || waiting[b] == 0 || --waiting[b] > 0) return;
+    const torch::cuda::Event produced = torch::cuda::current_stream().record_event();
+    torch::cuda::StreamGuard on(*comm);
+    comm->wait_event(produced);
+    reduce(b);
+    done[b] = comm->record_event();
+  }
 };
 
 MixedPrecisionOptimizer::MixedPrecisionOptimizer(std::vector<torch::Tensor> params, MixedPrecisionOptions options)
-    : params_(std::move(params)), options_(options), state_(std::make_unique<State>()) {
+    : params_(std::move(params)), options_(options), state_(std::make_shared<State>()) {
   const ParallelState& st = state();
+  State& s = *state_;
+  s.options = options_;
   const int dp = options_.distributed ? st.dp_size : 1;
   // Buckets over the parameters in reverse order (the order backward produces their gradients),
   // each at least bucket_elements and padded to a multiple of dp.
   std::int64_t offset = 0, bucket_start = 0;
-  std::vector<std::int64_t> offsets;
-  for (auto it = params_.rbegin(); it != params_.rend(); ++it) {
-    offsets.push_back(offset);
-    offset += it->numel();
-    if (offset - bucket_start >= options_.bucket_elements || std::next(it) == params_.rend()) {
+  std::vector<std::int64_t> offsets(params_.size());
+  s.bucket_of.resize(params_.size());
+  for (std::size_t k = params_.size(); k-- > 0;) {
+    offsets[k] = offset;
+    s.bucket_of[k] = s.buckets.size();
+    offset += params_[k].numel();
+    if (offset - bucket_start >= options_.bucket_elements || k == 0) {
       std::int64_t length = offset - bucket_start;
       length = (length + dp - 1) / dp * dp;
-      buckets_.emplace_back(bucket_start, length);
+      s.buckets.emplace_back(bucket_start, length);
       offset = bucket_start + length;
       bucket_start = offset;
     }
   }
-  std::reverse(offsets.begin(), offsets.end());
+  s.params_in.assign(s.buckets.size(), 0);
+  for (std::size_t b : s.bucket_of) ++s.params_in[b];
+  s.waiting = s.params_in;
+  s.reduced.resize(s.buckets.size());
+  s.done.resize(s.buckets.size());
   numel_ = 0;
   for (const torch::Tensor& p : params_) numel_ += p.numel();
   {
     torch::MemoryUseGuard use(torch::MemoryUse::gradients);
-    main_grad_ = torch::zeros({std::max<std::int64_t>(offset, 1)}, torch::TensorOptions(torch::kFloat32));
+    s.main_grad = torch::zeros({std::max<std::int64_t>(offset, 1)}, torch::TensorOptions(torch::kFloat32));
   }
   for (std::size_t i = 0; i < params_.size(); ++i) {
-    state_->grad_views.push_back(main_grad_.narrow(0, offsets[i], params_[i].numel()).view(params_[i].sizes()));
+    s.grad_views.push_back(s.main_grad.narrow(0, offsets[i], params_[i].numel()).view(params_[i].sizes()));
   }
   {
     torch::MemoryUseGuard use(torch::MemoryUse::optimizer_state);
-    for (const auto& [start, length] : buckets_) {
+    for (const auto& [start, length] : s.buckets) {
       torch::Tensor master = torch::empty({length / dp}, torch::TensorOptions(torch::kFloat32));
       master.requires_grad_(true);
-      state_->masters.push_back(std::move(master));
+      s.masters.push_back(std::move(master));
     }
     // The master weights start as copies of the 16-bit ones.
-    torch::_foreach_copy_(state_->masters, state_->masters);
+    torch::_foreach_copy_(s.masters, s.masters);
     if (options_.adam) {
-      state_->optimizer = std::make_unique<torch::optim::Adam>(state_->masters, torch::optim::AdamOptions().fused(true));
+      s.optimizer = std::make_unique<torch::optim::Adam>(s.masters, torch::optim::AdamOptions().fused(true));
     } else {
-      state_->optimizer = std::make_unique<torch::optim::SGD>(
-          state_->masters, torch::optim::SGDOptions(0.01).momentum(0.9).fused(true));
+      s.optimizer = std::make_unique<torch::optim::SGD>(s.masters, torch::optim::SGDOptions(0.01).momentum(0.9).fused(true));
     }
+  }
+  if (options_.overlap_grad_reduce && st.dp_size > 1) s.comm.emplace();
+  const std::weak_ptr<State> weak = state_;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    params_[i].register_post_accumulate_grad_hook([weak, i](torch::Tensor& p) {
+      if (const std::shared_ptr<State> s = weak.lock()) s->gradient_ready(i, p);
+    });
   }
 }
 
 MixedPrecisionOptimizer::~MixedPrecisionOptimizer() = default;
 
-void MixedPrecisionOptimizer::accumulate_grads() {
-  std::vector<torch::Tensor> views, grads;
-  for (std::size_t i = 0; i < params_.size(); ++i) {
-    if (!params_[i].grad().defined()) continue;
-    views.push_back(state_->grad_views[i]);
-    grads.push_back(params_[i].grad());
-  }
-  torch::_foreach_add_(views, grads);
-  for (torch::Tensor& p : params_) p.mutable_grad() = torch::Tensor();
+void MixedPrecisionOptimizer::start_backward(bool last_micro_batch) {
+  State& s = *state_;
+  s.last_micro_batch = last_micro_batch;
+  if (last_micro_batch) s.waiting = s.params_in;
 }
 
 void MixedPrecisionOptimizer::step() {
   torch::NoGradGuard no_grad;
   const ParallelState& st = state();
+  State& s = *state_;
   torch::RecordScope scope("optimizer step");
-  // Gradients reduced over data parallel, bucket by bucket; each master shard's gradient.
+  // Gradients reduced over data parallel, bucket by bucket (waiting for those already under way
+  // on the communication stream); each master shard's gradient.
   std::vector<torch::Tensor> grads;
-  for (std::size_t b = 0; b < buckets_.size(); ++b) {
-    torch::Tensor bucket = main_grad_.narrow(0, buckets_[b].first, buckets_[b].second);
-    if (options_.distributed && st.dp_size > 1) {
-      grads.push_back(reduce_scatter(bucket, st.dp_group, 0));
+  for (std::size_t b = 0; b < s.buckets.size(); ++b) {
+    if (s.comm && s.done[b].recorded()) {
+      torch::cuda::current_stream().wait_event(s.done[b]);
+      s.done[b] = torch::cuda::Event();
     } else {
-      all_reduce(bucket, st.dp_group);
-      grads.push_back(bucket);
+      s.reduce(b);
     }
+    grads.push_back(std::move(s.reduced[b]));
+    s.reduced[b] = torch::Tensor();
   }
   if (options_.clip_grad > 0) {
     // The global norm: each rank's part, summed over the model-parallel ranks (and the shards).
@@ -205,20 +256,20 @@ void MixedPrecisionOptimizer::step() {
     (void)total.item<float>();  // the host reads the norm
     torch::_foreach_mul_(grads, 1.0);
   }
-  for (std::size_t b = 0; b < grads.size(); ++b) state_->masters[b].mutable_grad() = grads[b];
-  state_->optimizer->step();
-  for (torch::Tensor& m : state_->masters) m.mutable_grad() = torch::Tensor();
+  for (std::size_t b = 0; b < grads.size(); ++b) s.masters[b].mutable_grad() = grads[b];
+  s.optimizer->step();
+  for (torch::Tensor& m : s.masters) m.mutable_grad() = torch::Tensor();
   grads.clear();
   // The 16-bit weights from the master weights (gathered from the shards when distributed).
   if (options_.distributed && st.dp_size > 1) {
-    for (const torch::Tensor& master : state_->masters) {
+    for (const torch::Tensor& master : s.masters) {
       torch::Tensor half = master.to(params_.front().dtype());
       (void)all_gather(half, st.dp_group, 0);
     }
   } else {
     torch::_foreach_copy_(params_, params_);
   }
-  main_grad_.zero_();
+  s.main_grad.zero_();
 }
 
 }  // namespace syntorch::parallel

@@ -59,6 +59,9 @@ bool set_train_parameter(TrainSpec& s, const std::string& key, const std::string
   } else if (key == "zero") {
     const int c = choice({"0", "1"});
     if (c >= 0) s.zero = c;
+  } else if (key == "overlap_grad_reduce") {
+    const int c = choice({"false", "true"});
+    if (c >= 0) s.overlap_grad_reduce = c == 1;
   } else if (key == "optimizer") {
     const int c = choice({"adamw", "sgd"});
     if (c >= 0) s.adam = c == 0;
@@ -77,7 +80,7 @@ bool set_train_parameter(TrainSpec& s, const std::string& key, const std::string
 const std::vector<std::string>& train_parameter_keys() {
   static const std::vector<std::string> keys{"model",       "seq",       "tp",   "pp",        "dp",
                                              "vp",          "global_batch", "micro_batch", "recompute", "sp",
-                                             "zero",        "optimizer", "schedule", "dtype"};
+                                             "zero",        "overlap_grad_reduce", "optimizer", "schedule", "dtype"};
   return keys;
 }
 
@@ -135,6 +138,7 @@ TrainReport simulate_training(const hw::Machine& machine, const runtime::KernelP
   train.recompute = spec.recompute;
   train.one_f_one_b = !spec.gpipe;
   train.distributed_optimizer = spec.zero == 1;
+  train.overlap_grad_reduce = spec.overlap_grad_reduce;
   train.adam = spec.adam;
   const torch::ScalarType dtype = spec.dtype == DType::bf16   ? torch::kBFloat16
                                   : spec.dtype == DType::fp16 ? torch::kFloat16
@@ -176,7 +180,7 @@ TrainReport simulate_training(const hw::Machine& machine, const runtime::KernelP
   const double tokens = static_cast<double>(spec.global_batch) * static_cast<double>(spec.seq);
   report.tokens_per_s = report.iteration_s > 0 ? tokens / report.iteration_s : 0;
   report.model_flops = 3.0 * spec.model->forward_flops_per_token(spec.seq) * tokens;
-  double executed = 0, peak = 0, communication = 0;
+  double executed = 0, peak = 0, communication = 0, side = 0;
   for (const auto& rank : r.ranks) {
     for (runtime::OpKind k : {runtime::OpKind::gemm, runtime::OpKind::bmm, runtime::OpKind::attention,
                               runtime::OpKind::attention_backward, runtime::OpKind::grouped_gemm}) {
@@ -184,6 +188,7 @@ TrainReport simulate_training(const hw::Machine& machine, const runtime::KernelP
     }
     peak += machine.devices()[rank.device].compute.peak_matrix_ops_per_s(spec.dtype);
     communication += units::ps_to_seconds(rank.communication_ps);
+    side += units::ps_to_seconds(rank.side_communication_ps);
   }
   const double n = static_cast<double>(r.ranks.size());
   const double per_iteration = iterations > 0 ? 1.0 / static_cast<double>(iterations) : 1.0;
@@ -193,6 +198,7 @@ TrainReport simulate_training(const hw::Machine& machine, const runtime::KernelP
     report.hfu = peak > 0 ? executed * per_iteration / (report.iteration_s * peak) : 0;
   }
   report.exposed_communication_s = communication / n * per_iteration;
+  report.overlapped_communication_s = side / n * per_iteration;
   const double m = static_cast<double>(train.micro_batches);
   report.bubble_fraction = spec.pp > 1 ? (spec.pp - 1.0) / (m + spec.pp - 1.0) : 0;
   return report;

@@ -49,6 +49,11 @@ class AccumulateGrad final : public Node {
     } else {
       meta.grad.add_(incoming);
     }
+    // A hook may replace the list (registering another): call a copy.
+    if (!meta.post_accumulate_grad_hooks.empty()) {
+      const auto hooks = meta.post_accumulate_grad_hooks;
+      for (const auto& hook : hooks) hook(variable_);
+    }
     return {};
   }
 
@@ -308,6 +313,15 @@ void Tensor::backward() const { autograd::backward({*this}); }
 
 void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
   autograd::backward({*this}, {gradient}, retain_graph);
+}
+
+void Tensor::register_post_accumulate_grad_hook(std::function<void(Tensor&)> hook) {
+  checked();
+  if (!requires_grad() || !is_leaf()) {
+    detail::fail("register_post_accumulate_grad_hook: post accumulate grad hooks cannot be registered on non-leaf "
+                 "tensors or tensors that do not require grad");
+  }
+  detail::autograd_meta(*impl_).post_accumulate_grad_hooks.push_back(std::move(hook));
 }
 
 Tensor Tensor::detach() const {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -29,6 +30,7 @@ struct AutogradMeta {
   std::shared_ptr<autograd::Node> grad_fn;
   std::weak_ptr<autograd::Node> grad_accumulator;
   Tensor grad;
+  std::vector<std::function<void(Tensor&)>> post_accumulate_grad_hooks;
 };
 AutogradMeta& autograd_meta(TensorImpl& impl);  // made on first use
 inline const AutogradMeta* autograd_meta_if(const Tensor& t) { return t.defined() ? t.unsafe_get_impl()->autograd : nullptr; }

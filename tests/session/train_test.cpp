@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "run_helpers.hpp"
+#include "syntorch/hw/config_loader.hpp"
 #include "syntorch/session/train.hpp"
 
 namespace {
@@ -90,6 +91,31 @@ TEST(Train, TheDistributedOptimizerDividesOptimizerStateByDp) {
   EXPECT_NEAR(ratio, 0.25, 0.01);
   EXPECT_NEAR(static_cast<double>(plain.stages[0].peak_by_use[opt]), 12.0 * s.model->parameters(),
               0.02 * 12.0 * s.model->parameters());
+}
+
+TEST(Train, OverlappingTheGradientReductionHidesItAndSlowsTheMemoryBoundKernelsUnderIt) {
+  // HBM slow enough that a bucket's all-reduce (reading and writing it at NVLink's rate) and the
+  // backward's memory-bound kernels both need more of it than there is.
+  Diagnostics d;
+  const hw::Machine m =
+      hw::Machine::load(config("dgx_h100.json"), hw::parse_overrides({"/components/gpu/components/hbm/bandwidth=1 TB/s"}, d));
+  session::TrainSpec s = spec("gpt:layers=8,hidden=2048,heads=16,vocab=50304", 1, 1, 8, 16);
+  const session::TrainReport serial = session::simulate_training(m, {}, s);
+  s.overlap_grad_reduce = true;
+  const session::TrainReport overlapped = session::simulate_training(m, {}, s);
+  EXPECT_GT(serial.exposed_communication_s, 0);
+  EXPECT_LT(overlapped.exposed_communication_s, serial.exposed_communication_s / 100);  // the norm's read only
+  EXPECT_GT(overlapped.overlapped_communication_s, 0);
+  EXPECT_LT(overlapped.iteration_s, serial.iteration_s);
+  // The buckets' all-reduces read and write HBM while the backward's memory-bound kernels run:
+  // those take longer than when the reduction waits for the step, and so does the reduction.
+  auto memory_bound = [](const session::TrainReport& r) {
+    double t = 0;
+    for (const auto& rank : r.engine.ranks) t += static_cast<double>(rank.memory_bound_ps);
+    return t;
+  };
+  EXPECT_GT(memory_bound(overlapped), memory_bound(serial));
+  EXPECT_GT(overlapped.overlapped_communication_s, serial.exposed_communication_s);
 }
 
 TEST(Train, APlanThatDoesNotFitIsASimulatedOomNamingItsStage) {

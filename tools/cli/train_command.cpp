@@ -1,5 +1,5 @@
 // `syntorch train --model M [--hw FILE] --tp N --pp N --dp N --global-batch B --micro-batch b --seq S
-// [--recompute none|selective|full] [--sequence-parallel] [--zero 1] [--optimizer adamw|sgd]
+// [--recompute none|selective|full] [--sequence-parallel] [--zero 1] [--overlap-grad-reduce] [--optimizer adamw|sgd]
 // [--schedule 1f1b|gpipe] [--dtype bf16|fp16|fp32] [--policy P] [--set path=value]... [--trace FILE] [--json]`:
 // one training iteration (after a warm-up one) of a zoo model; prints what Megatron-LM prints and
 // each stage's memory. A plan that does not fit is a simulated out-of-memory (exit 3).
@@ -35,6 +35,7 @@ struct TrainFlags {
   std::string recompute = "none";
   bool sequence_parallel = false;
   int zero = 0;
+  bool overlap_grad_reduce = false;
   std::string optimizer = "adamw";
   std::string schedule = "1f1b";
   std::string dtype = "bf16";
@@ -71,6 +72,7 @@ nlohmann::ordered_json report_json(const session::TrainReport& r, const session:
   j["recompute"] = recompute_name(s.recompute);
   j["sequence_parallel"] = s.sequence_parallel;
   j["zero"] = s.zero;
+  j["overlap_grad_reduce"] = s.overlap_grad_reduce;
   j["optimizer"] = s.adam ? "adamw" : "sgd";
   j["schedule"] = s.gpipe ? "gpipe" : "1f1b";
   j["iteration_time_s"] = r.iteration_s;
@@ -81,6 +83,7 @@ nlohmann::ordered_json report_json(const session::TrainReport& r, const session:
   j["hfu"] = r.hfu;
   j["pipeline_bubble"] = r.bubble_fraction;
   j["exposed_communication_s"] = r.exposed_communication_s;
+  j["overlapped_communication_s"] = r.overlapped_communication_s;
   auto& stages = j["stages"] = nlohmann::ordered_json::array();
   for (const session::StageMemory& st : r.stages) {
     nlohmann::ordered_json e;
@@ -154,6 +157,11 @@ void print_report(std::ostream& out, const session::TrainReport& r, const sessio
   }
   out << fmt::format("  exposed communication   {:.3f} s per GPU (collectives on the compute stream)\n",
                      r.exposed_communication_s);
+  if (r.overlapped_communication_s > 0) {
+    out << fmt::format("  overlapped reduction    {:.3f} s per GPU (gradient buckets on a communication stream, under "
+                       "the backward)\n",
+                       r.overlapped_communication_s);
+  }
   print_stages(out, r, m);
   std::uint64_t kernels = 0;
   for (const auto& rank : r.engine.ranks) kernels += rank.kernels;
@@ -181,6 +189,7 @@ int run_train(const TrainFlags& o, Context& ctx) {
   spec.micro_batch = o.micro_batch;
   spec.seq = o.seq;
   spec.sequence_parallel = o.sequence_parallel;
+  spec.overlap_grad_reduce = o.overlap_grad_reduce;
   const runtime::KernelPolicy policy = runtime::KernelPolicy::load(o.policy, d, "--policy");
   const auto overrides = hw::parse_overrides(o.sets, d);
   const std::string hw_file = o.hw.empty() ? default_hw_config("dgx_h100.json") : o.hw;
@@ -246,6 +255,9 @@ void add_train_command(CLI::App& app, Context& ctx) {
               "sequence (all-gather / reduce-scatter in place of all-reduce)");
   s->add_option("--zero", o->zero, "1: the distributed optimizer (ZeRO-1: gradients reduce-scattered, master "
                 "weights and Adam state sharded over dp, parameters all-gathered)")->capture_default_str();
+  s->add_flag("--overlap-grad-reduce", o->overlap_grad_reduce, "Start each data-parallel gradient bucket's "
+              "reduction, on a communication stream, as soon as the last micro-batch's backward has made its "
+              "gradients (Megatron's --overlap-grad-reduce)");
   s->add_option("--optimizer", o->optimizer, "adamw or sgd")->capture_default_str();
   s->add_option("--schedule", o->schedule, "Pipeline schedule: 1f1b or gpipe")->capture_default_str();
   s->add_option("--dtype", o->dtype, "Parameter and activation dtype: bf16, fp16 or fp32 (fp32 master weights and "

@@ -39,6 +39,7 @@ struct TrainOptions {
   Recompute recompute = Recompute::none;
   bool one_f_one_b = true;           // else GPipe
   bool distributed_optimizer = false;
+  bool overlap_grad_reduce = false;  // data-parallel reduction under the last backward
   bool adam = true;                  // else SGD with momentum
   int iterations = 2;                // the first warms up (optimizer state, caches); scopes "iteration N"
 };

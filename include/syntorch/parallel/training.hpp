@@ -29,8 +29,10 @@ struct PipelineOptions {
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
   std::vector<std::int64_t> activation_shape;  // what neighbouring stages exchange
   torch::ScalarType activation_dtype = torch::kBFloat16;
-  // Called after each micro-batch's backward (gradient accumulation into main gradients).
-  std::function<void()> after_backward;
+  // Called before each micro-batch's backward with whether it is the iteration's last (the one
+  // whose gradients the data-parallel reduction may start on as they come: Megatron's no_sync
+  // for the others).
+  std::function<void(int mb, bool last)> before_backward;
 };
 
 // Runs the forward and backward of every micro-batch of this rank's stage in the schedule's
@@ -50,6 +52,10 @@ struct MixedPrecisionOptions {
   double clip_grad = 1.0;         // global norm clipping (0: off)
   bool adam = true;               // Adam(W); false: SGD with momentum
   std::int64_t bucket_elements = 40'000'000;  // Megatron's DDP bucket (at least 1M x dp elements)
+  // Start each bucket's reduction, on a communication stream, as soon as the last micro-batch's
+  // backward has produced all its gradients (Megatron's --overlap-grad-reduce); otherwise all
+  // buckets are reduced at the step, on the compute stream.
+  bool overlap_grad_reduce = false;
 };
 
 // Megatron's mixed-precision optimizer over this rank's parameters (16-bit): one contiguous fp32
@@ -62,9 +68,10 @@ class MixedPrecisionOptimizer {
   MixedPrecisionOptimizer(const MixedPrecisionOptimizer&) = delete;
   MixedPrecisionOptimizer& operator=(const MixedPrecisionOptimizer&) = delete;
 
-  // After a micro-batch's backward: the 16-bit gradients added into the fp32 main gradients (one
-  // foreach add), then dropped.
-  void accumulate_grads();
+  // Before a micro-batch's backward (PipelineOptions::before_backward). Each parameter's 16-bit
+  // gradient is added into its fp32 main gradient by a hook as soon as backward makes it (one add
+  // kernel, Megatron's main_grad.add_), then dropped.
+  void start_backward(bool last_micro_batch);
   // The step: main gradients reduced over DP in buckets (all-reduce; reduce-scatter when
   // distributed), their global norm (a multi-tensor norm, an all-reduce over the model-parallel
   // ranks, read by the host) and clipping, the optimizer on the fp32 master weights (this rank's
@@ -76,11 +83,8 @@ class MixedPrecisionOptimizer {
   std::vector<torch::Tensor> params_;
   MixedPrecisionOptions options_;
   std::int64_t numel_ = 0;
-  std::vector<std::pair<std::int64_t, std::int64_t>> buckets_;  // [offset, length) into main_grad_
-  torch::Tensor main_grad_;                                      // fp32, every parameter's
-  torch::Tensor master_;                                         // fp32, this rank's share
-  struct State;
-  std::unique_ptr<State> state_;
+  struct State;  // shared with the parameters' gradient hooks, which outlive nothing of it
+  std::shared_ptr<State> state_;
 };
 
 }  // namespace syntorch::parallel

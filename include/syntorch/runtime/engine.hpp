@@ -58,6 +58,9 @@ struct RankResult {
   sim::TimePs waiting_ps = 0;
   // Sends and receives on their own streams (overlapping the compute stream), until they finish.
   sim::TimePs p2p_ps = 0;
+  // Collectives moving data on streams other than the default one (a communication stream that
+  // overlaps compute; communication_ps counts those on the default stream).
+  sim::TimePs side_communication_ps = 0;
   double flops = 0;
   std::array<double, kOpKinds> flops_by_op{};  // by the op each kernel computes
   double hbm_bytes = 0;

@@ -35,6 +35,7 @@ struct TrainSpec {
   models::Recompute recompute = models::Recompute::none;
   bool sequence_parallel = false;
   int zero = 0;                         // 1: the distributed optimizer
+  bool overlap_grad_reduce = false;     // data-parallel reduction under the last micro-batch's backward
   bool adam = true;                     // adamw; false: sgd
   bool gpipe = false;                   // the GPipe schedule instead of 1F1B
   DType dtype = DType::bf16;
@@ -42,7 +43,7 @@ struct TrainSpec {
 
 // Sets one parameter from its text, as measurement rows and study files give them: model, seq, tp,
 // pp, dp, vp, global_batch, micro_batch, recompute (none|selective|full), sp (true|false), zero
-// (0|1), optimizer (adamw|sgd), schedule (1f1b|gpipe), dtype. False for a key that is none of these.
+// (0|1), overlap_grad_reduce (true|false), optimizer (adamw|sgd), schedule (1f1b|gpipe), dtype. False for a key that is none of these.
 bool set_train_parameter(TrainSpec& spec, const std::string& key, const std::string& value, Diagnostics& diagnostics,
                          const std::string& where);
 const std::vector<std::string>& train_parameter_keys();
@@ -67,6 +68,7 @@ struct TrainReport {
   double hfu = 0;               // FLOPs executed (recomputation included) against the same peak
   double bubble_fraction = 0;   // (pp - 1) / (m + pp - 1): the schedule's idle share on a balanced pipeline
   double exposed_communication_s = 0;  // mean per GPU of collectives on the compute stream
+  double overlapped_communication_s = 0;  // mean per GPU of collectives on a communication stream
   std::int64_t micro_batches = 0;      // per iteration and data-parallel replica
   std::vector<StageMemory> stages;
   runtime::EngineResult engine;

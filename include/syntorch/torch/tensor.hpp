@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -198,6 +199,10 @@ class Tensor {
   void backward() const;
   void backward(const Tensor& gradient, bool retain_graph = false) const;
   Tensor detach() const;  // the same memory, no history, requires no gradient
+  // Calls `hook` with this leaf each time backward has accumulated a gradient into its .grad
+  // (torch.Tensor.register_post_accumulate_grad_hook): what DDP buckets and Megatron's main
+  // gradients hang on.
+  void register_post_accumulate_grad_hook(std::function<void(Tensor&)> hook);
 
   detail::TensorImpl* unsafe_get_impl() const { return impl_; }
 

@@ -213,7 +213,8 @@ void Communicator::on_done(std::uint64_t slot) {
     RankResult& result = rank.result();
     // Until everyone arrived: waiting for peers; then moving the data.
     result.waiting_ps += p2p ? 0 : r.start_ps - sl.comm_start_ps;
-    (p2p ? result.p2p_ps : result.communication_ps) += now - (p2p ? sl.comm_start_ps : r.start_ps);
+    sim::TimePs& bucket = p2p ? result.p2p_ps : m.stream == 0 ? result.communication_ps : result.side_communication_ps;
+    bucket += now - (p2p ? sl.comm_start_ps : r.start_ps);
     result.device_finish_ps = now;
     ++result.collectives;
     sl.flow_id = 0;
