@@ -1,13 +1,13 @@
 #include "syntorch/hw/machine.hpp"
 
-#include <boost/graph/adjacency_list.hpp>
-#include <boost/graph/dijkstra_shortest_paths.hpp>
 #include <fmt/format.h>
 #include <limits>
 #include <set>
+#include <stdexcept>
 
 #include "components/components.hpp"
 #include "json_reader.hpp"
+#include "route_table.hpp"
 
 namespace syntorch::hw {
 
@@ -25,7 +25,9 @@ struct MachineBuilder {
   Machine& m;
   detail::ParseContext& ctx;
   std::set<std::string> reported_;  // group specs whose structure has been checked
-  static constexpr std::size_t kMaxEndpoints = 1024;
+  // A bound on what a config may make (a typo in a count should not build millions): DGX
+  // SuperPODs of several thousand GPUs, their hosts and switches fit well within it.
+  static constexpr std::size_t kMaxEndpoints = 65536;
 
   struct Scope {
     const GroupSpec* group;
@@ -279,92 +281,48 @@ struct MachineBuilder {
     }
   }
 
+  // The link graph for routing. A hop's cost is the time to move a reference message of 1 MiB
+  // over it (latency, the switch entered, serialisation at the link's bandwidth), so a fast link
+  // beats a slightly shorter slow one. Hosts are ends, never transit: leaving a host costs a
+  // penalty that only routes starting at it pay (once, whichever way they go). Routes are made on
+  // first use (RouteTable); here only that every endpoint reaches every other is checked.
   void route_all() {
-    using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property,
-                                        boost::property<boost::edge_weight_t, double>>;
     const std::size_t n = m.endpoints_.size();
-    Graph graph(n);
-    // Directed edges, one per link direction, so each edge id maps to a Hop.
-    std::vector<Hop> edge_hop;
     auto switch_latency = [&](std::uint32_t e) {
       const Endpoint& ep = m.endpoints_[e];
       return ep.kind == EndpointKind::switch_ ? m.switches_[ep.index].spec.latency_s : 0.0;
     };
-    // Cost of a hop: the time to move a reference message of 1 MiB over it (latency, the switch
-    // entered, serialisation at the link's bandwidth), so a fast link beats a slightly shorter
-    // slow one. Hosts are ends, never transit: leaving a host costs a penalty that only routes
-    // starting at it pay (once, whichever way they go).
     constexpr double kReferenceBytes = 1 << 20;
     constexpr double kHostTransitPenalty_s = 1.0;
-    auto cost = [&](const Link& l, std::uint32_t from, std::uint32_t to) {
-      const double leave = m.endpoints_[from].kind == EndpointKind::host ? kHostTransitPenalty_s : 0.0;
-      return l.latency_s + switch_latency(to) + kReferenceBytes / (l.bandwidth_bytes_per_s * l.efficiency) + leave;
-    };
-    // Among parallel links between two endpoints the cheapest carries the route.
-    std::map<std::pair<std::uint32_t, std::uint32_t>, std::pair<double, Hop>> best;
+    std::vector<detail::RouteTable::Arc> arcs;
+    std::vector<detail::RouteTable::LinkFacts> links;
     for (std::uint32_t i = 0; i < m.links_.size(); ++i) {
       const Link& l = m.links_[i];
+      links.push_back({l.latency_s, l.bandwidth_bytes_per_s, l.a, l.b});
       for (const bool fwd : {true, false}) {
         const std::uint32_t from = fwd ? l.a : l.b;
         const std::uint32_t to = fwd ? l.b : l.a;
-        const double c = cost(l, from, to);
-        auto it = best.find({from, to});
-        if (it == best.end() || c < it->second.first) best[{from, to}] = {c, Hop{i, fwd}};
+        const double leave = m.endpoints_[from].kind == EndpointKind::host ? kHostTransitPenalty_s : 0.0;
+        const double c = l.latency_s + switch_latency(to) + kReferenceBytes / (l.bandwidth_bytes_per_s * l.efficiency) + leave;
+        arcs.push_back({from, to, c, Hop{i, fwd}});
       }
     }
-    std::map<std::pair<std::uint32_t, std::uint32_t>, std::size_t> edge_of;
-    for (const auto& [ends, choice] : best) {
-      boost::add_edge(ends.first, ends.second, choice.first, graph);
-      edge_of[ends] = edge_hop.size();
-      edge_hop.push_back(choice.second);
+    std::vector<detail::RouteTable::EndpointFacts> facts;
+    for (std::uint32_t e = 0; e < n; ++e) {
+      const bool sw = m.endpoints_[e].kind == EndpointKind::switch_;
+      facts.push_back({switch_latency(e), sw ? m.endpoints_[e].index : 0u, sw});
     }
-    m.routes_.assign(n * n, Route{});
-    std::vector<std::size_t> pred(n);
-    std::vector<double> dist(n);
-    for (std::uint32_t s = 0; s < n; ++s) {
-      boost::dijkstra_shortest_paths(graph, s,
-                                     boost::predecessor_map(pred.data()).distance_map(dist.data()));
-      for (std::uint32_t t = 0; t < n; ++t) {
-        if (t == s) continue;
-        if (pred[t] == t) {
-          // Report each unreachable pair once, from the first endpoint.
-          if (s == 0) {
-            ctx.error("/components", fmt::format("{} \"{}\" is not connected to {} \"{}\": add a link",
-                                                 endpoint_kind_name(m.endpoints_[t].kind), m.endpoints_[t].name,
-                                                 endpoint_kind_name(m.endpoints_[0].kind), m.endpoints_[0].name));
-          }
-          continue;
-        }
-        Route& r = m.routes_[s * n + t];
-        for (std::size_t v = t; v != s; v = pred[v]) {
-          const std::size_t u = pred[v];
-          r.hops.push_back(edge_hop[edge_of.at({static_cast<std::uint32_t>(u), static_cast<std::uint32_t>(v)})]);
-        }
-        std::reverse(r.hops.begin(), r.hops.end());
-        r.bottleneck_bytes_per_s = std::numeric_limits<double>::infinity();
-        for (std::size_t h = 0; h < r.hops.size(); ++h) {
-          const Link& l = m.links_[r.hops[h].link];
-          r.latency_s += l.latency_s;
-          r.bottleneck_bytes_per_s = std::min(r.bottleneck_bytes_per_s, l.bandwidth_bytes_per_s);
-          const std::uint32_t to = r.hops[h].forward ? l.b : l.a;
-          if (h + 1 < r.hops.size() && m.endpoints_[to].kind == EndpointKind::switch_) {
-            r.switches.push_back(m.endpoints_[to].index);
-            r.latency_s += m.switches_[m.endpoints_[to].index].spec.latency_s;
-          }
-        }
+    auto table = std::make_shared<detail::RouteTable>(n, std::move(arcs), std::move(links), std::move(facts));
+    // Links run both ways, so reaching every endpoint from the first means every pair connects.
+    const std::vector<bool> reached = table->reachable_from(0);
+    for (std::uint32_t t = 0; t < n; ++t) {
+      if (!reached[t]) {
+        ctx.error("/components", fmt::format("{} \"{}\" is not connected to {} \"{}\": add a link",
+                                             endpoint_kind_name(m.endpoints_[t].kind), m.endpoints_[t].name,
+                                             endpoint_kind_name(m.endpoints_[0].kind), m.endpoints_[0].name));
       }
     }
-    m.device_host_.assign(m.devices_.size(), std::nullopt);
-    for (std::uint32_t d = 0; d < m.devices_.size(); ++d) {
-      double best = std::numeric_limits<double>::infinity();
-      for (std::uint32_t h = 0; h < m.hosts_.size(); ++h) {
-        const Route& r = m.routes_[m.devices_[d].endpoint * n + m.hosts_[h].endpoint];
-        if (!r.hops.empty() && r.latency_s + 1e-12 * r.hops.size() < best) {
-          best = r.latency_s + 1e-12 * r.hops.size();
-          m.device_host_[d] = h;
-        }
-      }
-    }
+    m.routes_ = std::move(table);
   }
 };
 
@@ -380,8 +338,8 @@ Machine Machine::load(const std::string& file, const std::vector<Override>& over
   if (ctx.diagnostics.empty()) {
     MachineBuilder b{m, ctx, {}};
     if (const std::uint64_t n = MachineBuilder::count_endpoints(m.config_.root); n > MachineBuilder::kMaxEndpoints) {
-      ctx.error("/components", fmt::format("the config makes {} devices, switches and hosts; at most {} are supported "
-                                           "(routes are precomputed between every pair)", n, MachineBuilder::kMaxEndpoints));
+      ctx.error("/components", fmt::format("the config makes {} devices, switches and hosts; at most {} are supported",
+                                           n, MachineBuilder::kMaxEndpoints));
       throw InputError(std::move(ctx.diagnostics));
     }
     b.instantiate(m.config_.root, "", true);
@@ -402,9 +360,25 @@ std::optional<std::uint32_t> Machine::find_endpoint(std::string_view name) const
 }
 
 const Route& Machine::route(std::uint32_t from_endpoint, std::uint32_t to_endpoint) const {
-  return routes_.at(static_cast<std::size_t>(from_endpoint) * endpoints_.size() + to_endpoint);
+  if (from_endpoint >= endpoints_.size() || to_endpoint >= endpoints_.size()) {
+    throw std::out_of_range(fmt::format("route: endpoint {} or {} is not one of the machine's {}", from_endpoint,
+                                        to_endpoint, endpoints_.size()));
+  }
+  return routes_->route(from_endpoint, to_endpoint);
 }
 
-std::optional<std::uint32_t> Machine::host_of_device(std::uint32_t device) const { return device_host_.at(device); }
+std::optional<std::uint32_t> Machine::host_of_device(std::uint32_t device) const {
+  const std::uint32_t from = devices_.at(device).endpoint;
+  std::optional<std::uint32_t> host;
+  double best = std::numeric_limits<double>::infinity();
+  for (std::uint32_t h = 0; h < hosts_.size(); ++h) {
+    const Route& r = routes_->route(from, hosts_[h].endpoint);
+    if (!r.hops.empty() && r.latency_s + 1e-12 * static_cast<double>(r.hops.size()) < best) {
+      best = r.latency_s + 1e-12 * static_cast<double>(r.hops.size());
+      host = h;
+    }
+  }
+  return host;
+}
 
 }  // namespace syntorch::hw

@@ -14,6 +14,7 @@
 #include "syntorch/runtime/op_params.hpp"
 #include "syntorch/runtime/predictor.hpp"
 #include "syntorch/session/simulate.hpp"
+#include "syntorch/session/train.hpp"
 
 namespace syntorch::session {
 
@@ -113,6 +114,8 @@ class Validator {
     const std::string where = fmt::format("{} row {}", o_.file, row.id);
     if (row.op == "generate") {
       predict_generate(row, where);
+    } else if (row.op == "train") {
+      predict_train(row, where);
     } else {
       predict_op(row, where);
     }
@@ -203,6 +206,61 @@ class Validator {
     record(row, scale, [&] { return metric->value(*run.report, spec); });
   }
 
+  // A `train` row: one simulated training run (session::simulate_training) and its
+  // iteration_time (in s/ms) or tflops_per_gpu (in TFLOPS, model FLOPs as Megatron counts them).
+  // Params: those of set_train_parameter (sp as 0/1 or false/true).
+  void predict_train(ValidationRow& row, const std::string& where) {
+    const bool tflops = row.metric == "tflops_per_gpu" && row.unit == "TFLOPS";
+    const double scale = row.metric == "iteration_time" ? unit_to_seconds(row.unit) : tflops ? 1.0 : 0.0;
+    if (scale == 0) {
+      mark(row, "unsupported", fmt::format("metric {} in {} is not predicted for train (iteration_time in ms/s and "
+                                           "tflops_per_gpu in TFLOPS are)",
+                                           row.metric, row.unit));
+      return;
+    }
+    Diagnostics d;
+    TrainSpec spec;
+    const std::vector<std::string>& keys = train_parameter_keys();
+    bool have_model = false;
+    for (const KeyValue& kv : params(row, where, d)) {
+      std::string value = kv.value;
+      if (kv.key == "sp" && (value == "0" || value == "1")) value = value == "1" ? "true" : "false";
+      if (!set_train_parameter(spec, kv.key, value, d, where)) {
+        d.error(where, kv.key, fmt::format("train takes no parameter \"{}\"{} (valid: {})", kv.key,
+                                           did_you_mean(kv.key, keys), join(keys)));
+      } else {
+        have_model = have_model || kv.key == "model";
+      }
+    }
+    if (!have_model && d.empty()) d.error(where, "model", "train needs model=");
+    const hw::Machine* m = machine(row, where, d);
+    if (d.empty()) validate_train(spec, *m, d, where);
+    if (!d.empty()) {
+      // A plan the simulator cannot run yet (interleaving) waits for it rather than failing.
+      const std::string text = d.items()[0].to_string();
+      mark(row, text.find("not modelled yet") != std::string::npos ? "unsupported" : "error", text);
+      return;
+    }
+    auto& run = train_runs_[row.hw + "|" + row.params];
+    if (!run.report && run.error.empty()) {
+      try {
+        run.report = std::make_shared<const TrainReport>(simulate_training(*m, {}, spec));
+        if (run.report->oom) {
+          run.error = fmt::format("simulated out of memory on rank {}", run.report->engine.oom->rank);
+        }
+      } catch (const InputError& e) {
+        run.error = e.diagnostics().items().empty() ? "" : e.diagnostics().items()[0].to_string();
+      } catch (const std::exception& e) {
+        run.error = e.what();
+      }
+    }
+    if (!run.error.empty()) {
+      mark(row, "error", run.error);
+      return;
+    }
+    record(row, scale, [&] { return tflops ? run.report->tflops_per_gpu : run.report->iteration_s; });
+  }
+
   // A kernel or collective row: its latency by the Predictor. Params: the op's shape, dtype, and
   // optionally timing=device|host|events and impl= (the policy's implementation for the op, with
   // a collective's protocol after a colon).
@@ -258,11 +316,16 @@ class Validator {
     std::shared_ptr<const RunReport> report;
     std::string error;
   };
+  struct TrainRun {
+    std::shared_ptr<const TrainReport> report;
+    std::string error;
+  };
 
   const ValidateOptions& o_;
   std::map<std::string, std::unique_ptr<hw::Machine>> machines_;
   std::map<std::string, std::unique_ptr<runtime::Predictor>> predictors_;
   std::map<std::string, Run> runs_;          // by hw and params
+  std::map<std::string, TrainRun> train_runs_;  // by hw and params
   std::map<std::string, double> op_times_;   // by hw, op and params: seconds
 };
 
@@ -301,6 +364,7 @@ std::string validation_family(const std::string& op) {
   if (op == "allreduce" || op == "allgather" || op == "reducescatter" || op == "sendrecv") return "collectives";
   if (op == "attention") return "attention";
   if (op == "generate") return "generate";
+  if (op == "train") return "train";
   return "layernorm/softmax/gelu";
 }
 

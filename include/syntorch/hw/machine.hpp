@@ -6,6 +6,7 @@
 // SimMachine's job.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -16,6 +17,10 @@
 #include "syntorch/hw/config_loader.hpp"
 
 namespace syntorch::hw {
+
+namespace detail {
+class RouteTable;
+}
 
 enum class EndpointKind : std::uint8_t { device, switch_, host };
 std::string_view endpoint_kind_name(EndpointKind k);
@@ -99,8 +104,8 @@ class Machine {
   std::vector<Host> hosts_;
   std::vector<Link> links_;
   std::vector<Endpoint> endpoints_;
-  std::vector<Route> routes_;  // endpoints² routes, row-major by source
-  std::vector<std::optional<std::uint32_t>> device_host_;
+  // Routes, a source at a time on first use; shared by copies of the machine (they are the same).
+  std::shared_ptr<const detail::RouteTable> routes_;
   std::unordered_map<std::string, std::uint32_t> endpoint_index_;
 };
 

@@ -1,0 +1,82 @@
+#include "route_table.hpp"
+
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/dijkstra_shortest_paths.hpp>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+
+namespace syntorch::hw::detail {
+
+struct RouteTable::Graph {
+  using G = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property,
+                                  boost::property<boost::edge_weight_t, double>>;
+  explicit Graph(std::size_t n) : g(n) {}
+  G g;
+  std::map<std::pair<std::uint32_t, std::uint32_t>, Hop> hop_of;  // the arc chosen between two endpoints
+};
+
+RouteTable::RouteTable(std::size_t endpoints, std::vector<Arc> arcs, std::vector<LinkFacts> links,
+                       std::vector<EndpointFacts> facts)
+    : n_(endpoints),
+      graph_(std::make_unique<Graph>(endpoints)),
+      links_(std::move(links)),
+      facts_(std::move(facts)),
+      once_(std::make_unique<std::once_flag[]>(endpoints)),
+      rows_(endpoints) {
+  // Among parallel links between two endpoints the cheapest carries the route.
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::pair<double, Hop>> best;
+  for (const Arc& a : arcs) {
+    auto it = best.find({a.from, a.to});
+    if (it == best.end() || a.cost < it->second.first) best[{a.from, a.to}] = {a.cost, a.hop};
+  }
+  for (const auto& [ends, choice] : best) {
+    boost::add_edge(ends.first, ends.second, choice.first, graph_->g);
+    graph_->hop_of[ends] = choice.second;
+  }
+}
+
+RouteTable::~RouteTable() = default;
+
+const std::vector<Route>& RouteTable::row(std::uint32_t s) const {
+  std::call_once(once_[s], [&] {
+    std::vector<std::size_t> pred(n_);
+    std::vector<double> dist(n_);
+    boost::dijkstra_shortest_paths(graph_->g, s, boost::predecessor_map(pred.data()).distance_map(dist.data()));
+    std::vector<Route> routes(n_);
+    for (std::uint32_t t = 0; t < n_; ++t) {
+      if (t == s || pred[t] == t) continue;  // itself, or unreachable (refused when the machine loads)
+      Route& r = routes[t];
+      for (std::size_t v = t; v != s; v = pred[v]) {
+        const std::size_t u = pred[v];
+        r.hops.push_back(graph_->hop_of.at({static_cast<std::uint32_t>(u), static_cast<std::uint32_t>(v)}));
+      }
+      std::reverse(r.hops.begin(), r.hops.end());
+      r.bottleneck_bytes_per_s = std::numeric_limits<double>::infinity();
+      for (std::size_t h = 0; h < r.hops.size(); ++h) {
+        const LinkFacts& l = links_[r.hops[h].link];
+        r.latency_s += l.latency_s;
+        r.bottleneck_bytes_per_s = std::min(r.bottleneck_bytes_per_s, l.bandwidth_bytes_per_s);
+        const std::uint32_t to = r.hops[h].forward ? l.b : l.a;
+        if (h + 1 < r.hops.size() && facts_[to].is_switch) {
+          r.switches.push_back(facts_[to].switch_index);
+          r.latency_s += facts_[to].switch_latency_s;
+        }
+      }
+    }
+    rows_[s] = std::move(routes);
+  });
+  return rows_[s];
+}
+
+const Route& RouteTable::route(std::uint32_t from, std::uint32_t to) const { return row(from).at(to); }
+
+std::vector<bool> RouteTable::reachable_from(std::uint32_t from) const {
+  const std::vector<Route>& r = row(from);
+  std::vector<bool> out(n_, false);
+  for (std::size_t t = 0; t < n_; ++t) out[t] = t == from || !r[t].hops.empty();
+  return out;
+}
+
+}  // namespace syntorch::hw::detail

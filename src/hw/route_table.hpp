@@ -1,0 +1,56 @@
+#pragma once
+// Routes between a machine's endpoints, computed one source at a time on first use (a Dijkstra
+// over the link graph) and kept: a machine of thousands of GPUs loads without routing every pair,
+// and a simulation pays only for the sources it uses. Safe to query from several threads.
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "syntorch/hw/machine.hpp"
+
+namespace syntorch::hw::detail {
+
+class RouteTable {
+ public:
+  // One direction of a link the route may cross, at `cost` (lower is better).
+  struct Arc {
+    std::uint32_t from, to;
+    double cost;
+    Hop hop;
+  };
+  // What a route's latency and bottleneck are made of.
+  struct LinkFacts {
+    double latency_s, bandwidth_bytes_per_s;
+    std::uint32_t a, b;
+  };
+  struct EndpointFacts {
+    double switch_latency_s;  // 0 unless a switch
+    std::uint32_t switch_index;
+    bool is_switch;
+  };
+
+  RouteTable(std::size_t endpoints, std::vector<Arc> arcs, std::vector<LinkFacts> links,
+             std::vector<EndpointFacts> facts);
+  ~RouteTable();
+  RouteTable(const RouteTable&) = delete;
+  RouteTable& operator=(const RouteTable&) = delete;
+
+  const Route& route(std::uint32_t from, std::uint32_t to) const;
+  // The endpoints `from` reaches (all of them on a connected machine).
+  std::vector<bool> reachable_from(std::uint32_t from) const;
+
+ private:
+  struct Graph;
+  const std::vector<Route>& row(std::uint32_t from) const;
+
+  std::size_t n_;
+  std::unique_ptr<Graph> graph_;
+  std::vector<LinkFacts> links_;
+  std::vector<EndpointFacts> facts_;
+  mutable std::unique_ptr<std::once_flag[]> once_;
+  mutable std::vector<std::vector<Route>> rows_;
+};
+
+}  // namespace syntorch::hw::detail
