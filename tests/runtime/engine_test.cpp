@@ -51,6 +51,27 @@ TEST(Engine, ACollectiveWaitsForTheLastRankToArrive) {
   EXPECT_EQ(r.ranks[0].collectives, 1u);
 }
 
+TEST(Engine, StreamsMadeWhileKernelsRunLeaveThoseKernelsIntact) {
+  // Each new stream grows the rank's per-stream state while the kernels launched before it are
+  // still running and will write their results there.
+  const hw::Machine m = hw::Machine::load(config("dgx_a100.json"));
+  runtime::Engine engine(m, {}, 1);
+  const auto r = engine.run([](runtime::RankContext& ctx) {
+    for (int i = 0; i < 40; ++i) {
+      ctx.launch(gemm(2048, 2048, 2048), "aten::mm");
+      const std::uint32_t s = ctx.new_stream();
+      const std::uint32_t before = ctx.current_stream();
+      ctx.set_stream(s);
+      ctx.launch(gemm(1024, 1024, 1024), "aten::mm");
+      ctx.set_stream(before);
+    }
+    ctx.synchronize("end");
+  });
+  ASSERT_FALSE(r.oom);
+  EXPECT_EQ(r.ranks[0].kernels, 80u);
+  EXPECT_GT(r.ranks[0].compute_bound_ps + r.ranks[0].memory_bound_ps, 0u);
+}
+
 TEST(Engine, AFluidCollectiveAloneTakesItsChunkLevelTime) {
   const hw::Machine m = hw::Machine::load(config("dgx_a100.json"));
   runtime::Predictor predictor(m, {});

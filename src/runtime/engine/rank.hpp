@@ -230,7 +230,9 @@ class Rank final : public RankContext {
 
   // ---- consumer side ----
   std::vector<std::unique_ptr<os::Stream>> streams_;
-  std::vector<Slot> slots_;  // per stream: what it runs now
+  // Per stream: what it runs now. A deque: a stream made while kernels run must not move the
+  // slots whose KernelRun the executor is writing (references stay valid as it grows).
+  std::deque<Slot> slots_;
   std::unique_ptr<os::HostThread> host_thread_;
   RankResult result_;
   struct OpenScope {
