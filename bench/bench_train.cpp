@@ -1,0 +1,65 @@
+// Training and clusters: loading and routing a SuperPOD-sized machine, and training iterations of
+// models that span tens of GPUs. Run: build/bench/bench_train
+// --benchmark_repetitions=5 --benchmark_report_aggregates_only=true (docs/performance.md).
+
+#include <benchmark/benchmark.h>
+
+#include "syntorch/hw/machine.hpp"
+#include "syntorch/models/registry.hpp"
+#include "syntorch/session/train.hpp"
+
+namespace {
+
+using namespace syntorch;
+
+std::string config(const char* name) { return std::string(SYNTORCH_SOURCE_DIR) + "/hw_configs/" + name; }
+
+// The 4,480-GPU DGX A100 SuperPOD config: load and elaborate it, then route from one GPU to
+// every other endpoint (what a simulation pays per source it uses).
+void BM_LoadAndRouteSuperPod4480(benchmark::State& state) {
+  for (auto _ : state) {
+    const hw::Machine m = hw::Machine::load(config("dgx_a100_superpod.json"));
+    double latency = 0;
+    const std::uint32_t from = m.devices()[0].endpoint;
+    for (std::uint32_t to = 0; to < m.endpoints().size(); ++to) latency += m.route(from, to).latency_s;
+    benchmark::DoNotOptimize(latency);
+  }
+}
+BENCHMARK(BM_LoadAndRouteSuperPod4480)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void train(benchmark::State& state, const char* model, const char* hw, int tp, int pp, int dp, std::int64_t batch,
+           std::int64_t seq) {
+  const hw::Machine m = hw::Machine::load(config(hw));
+  Diagnostics d;
+  session::TrainSpec s;
+  s.model = models::parse_model(model, d, "bench");
+  s.tp = tp;
+  s.pp = pp;
+  s.dp = dp;
+  s.global_batch = batch;
+  s.seq = seq;
+  std::uint64_t kernels = 0;
+  for (auto _ : state) {
+    const session::TrainReport r = session::simulate_training(m, {}, s);
+    kernels = 0;
+    for (const auto& rank : r.engine.ranks) kernels += rank.kernels;
+    benchmark::DoNotOptimize(r.iteration_s);
+  }
+  state.counters["kernels"] = static_cast<double>(kernels);
+}
+
+// The shared row D011's run: 48 H100s, data parallel.
+void BM_Train_D011_48Gpus(benchmark::State& state) {
+  train(state, "gpt:layers=24,hidden=2048,heads=16,vocab=131072", "dgx_h100_superpod.json", 1, 1, 48, 192, 4096);
+}
+BENCHMARK(BM_Train_D011_48Gpus)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+
+// A pipeline: 8 stages of a 32-layer model on one DGX H100, 32 micro-batches.
+void BM_Train_Pp8_32MicroBatches(benchmark::State& state) {
+  train(state, "gpt:layers=32,hidden=4096,heads=32,vocab=51200", "dgx_h100.json", 1, 8, 1, 32, 2048);
+}
+BENCHMARK(BM_Train_Pp8_32MicroBatches)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+
+}  // namespace
+
+BENCHMARK_MAIN();
