@@ -135,23 +135,34 @@ void TransformerModel::generate(const GenerateOptions& options) const {
 
 void TransformerModel::train_iterations(const TrainOptions& o) const {
   const parallel::ParallelState& st = parallel::state();
-  Transformer model(config_, 0, o.sequence_parallel);
-  model->train();
-  model->set_recompute(o.recompute);
+  // One model chunk per virtual stage of this rank (one without interleaving).
+  parallel::set_virtual_pipeline_model_parallel_size(o.virtual_stages);
+  std::vector<Transformer> chunks;
+  std::vector<torch::Tensor> params;
+  for (int v = 0; v < o.virtual_stages; ++v) {
+    parallel::set_virtual_pipeline_model_parallel_rank(v);
+    Transformer chunk(config_, 0, o.sequence_parallel);
+    chunk->train();
+    chunk->set_recompute(o.recompute);
+    for (torch::Tensor& p : chunk->parameters()) params.push_back(p);
+    chunks.push_back(std::move(chunk));
+  }
   parallel::MixedPrecisionOptions mp;
   mp.distributed = o.distributed_optimizer;
   mp.adam = o.adam;
   mp.overlap_grad_reduce = o.overlap_grad_reduce;
   mp.bucket_elements = std::max<std::int64_t>(40'000'000, 1'000'000LL * st.dp_size);
-  parallel::MixedPrecisionOptimizer optimizer(model->parameters(), mp);
+  parallel::MixedPrecisionOptimizer optimizer(std::move(params), mp);
   const bool sp = o.sequence_parallel && st.tp_size > 1;
   parallel::PipelineOptions pipeline;
   pipeline.micro_batches = static_cast<int>(o.micro_batches);
+  pipeline.virtual_stages = o.virtual_stages;
   pipeline.schedule = o.one_f_one_b ? parallel::PipelineSchedule::one_f_one_b : parallel::PipelineSchedule::gpipe;
   pipeline.activation_shape = {o.micro_batch, sp ? o.seq / st.tp_size : o.seq, config_.hidden};
   pipeline.activation_dtype = torch::get_default_dtype();
   pipeline.before_backward = [&](int, bool last) { optimizer.start_backward(last); };
-  const auto forward = [&](int, const torch::Tensor& input) {
+  const auto forward = [&](int chunk, int, const torch::Tensor& input) {
+    Transformer& model = chunks[static_cast<std::size_t>(chunk)];
     torch::Tensor x = input;
     if (st.is_first_stage()) x = torch::empty({o.micro_batch, o.seq}, torch::kInt64);  // the token ids
     torch::Tensor out = model->forward_train(x);
@@ -293,15 +304,17 @@ torch::Tensor TransformerBlockImpl::block(const torch::Tensor& x, KVCache* cache
 TransformerImpl::TransformerImpl(const TransformerConfig& c, double expert_skew, bool sequence_parallel)
     : CausalLM(c.architecture), config_(c), sequence_parallel_(sequence_parallel && parallel::state().tp_size > 1) {
   const parallel::ParallelState& st = parallel::state();
-  if (c.layers % st.pp_size != 0) {
+  const int stages = st.pp_size * st.vp_size;  // virtual stages (pp_size without interleaving)
+  if (c.layers % stages != 0) {
     throw std::invalid_argument(
-        fmt::format("{}: {} layers do not split evenly over {} pipeline stages", c.name, c.layers, st.pp_size));
+        fmt::format("{}: {} layers do not split evenly over {} pipeline stages", c.name, c.layers, stages));
   }
   // The vocabulary padded to a multiple of 128 x TP so that it splits evenly (Megatron, vLLM).
   const std::int64_t multiple = 128 * st.tp_size;
   padded_vocab_ = (c.vocab + multiple - 1) / multiple * multiple;
-  const std::int64_t per_stage = c.layers / st.pp_size;
-  first_layer_ = st.pp_rank * per_stage;
+  // This chunk's layers: virtual stage vp_rank x pp + pp_rank of the model.
+  const std::int64_t per_stage = c.layers / stages;
+  first_layer_ = st.virtual_stage() * per_stage;
   if (st.is_first_stage()) {
     // Under sequence parallelism the embedding reduce-scatters to the sequence shards, unless
     // learned positions are added first (then the sum is split: Megatron's embedding).
@@ -323,7 +336,8 @@ TransformerImpl::TransformerImpl(const TransformerConfig& c, double expert_skew,
     // its own copy, as in Megatron.
     if (!c.tie_embeddings || !st.is_first_stage() || c.head_bias) {
       head_ = register_module("lm_head", parallel::ColumnParallelLinear(c.hidden, padded_vocab_, st.tp_size,
-                                                                        st.tp_rank, true, c.head_bias));
+                                                                        st.tp_rank, true, c.head_bias,
+                                                                        sequence_parallel_));
     }
   }
 }

@@ -111,6 +111,20 @@ const ParallelState& initialize_model_parallel(int tp, int pp, int ep) {
 
 const ParallelState& state() { return t_state; }
 
+void set_virtual_pipeline_model_parallel_size(int vp_size) {
+  if (vp_size < 1) throw std::invalid_argument(fmt::format("virtual pipeline size must be at least 1, got {}", vp_size));
+  t_state.vp_size = vp_size;
+  t_state.vp_rank = 0;
+}
+
+void set_virtual_pipeline_model_parallel_rank(int vp_rank) {
+  if (vp_rank < 0 || vp_rank >= t_state.vp_size) {
+    throw std::invalid_argument(
+        fmt::format("virtual pipeline rank {} is outside 0..{}", vp_rank, t_state.vp_size - 1));
+  }
+  t_state.vp_rank = vp_rank;
+}
+
 void all_reduce(torch::Tensor& tensor, const ProcessGroup& group) {
   runtime::RankContext* ctx = runtime::current_rank();
   if (!ctx || group.size() < 2) return;

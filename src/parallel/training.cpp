@@ -36,10 +36,22 @@ class EnableGrad {
 
 void forward_backward(const ForwardStep& forward, const PipelineOptions& o) {
   const ParallelState& st = state();
-  if (o.micro_batches < 1) throw std::invalid_argument("forward_backward: at least one micro-batch");
-  const bool first = st.is_first_stage(), last = st.is_last_stage();
   const int m = o.micro_batches;
-  std::vector<torch::Tensor> inputs(static_cast<std::size_t>(m)), outputs(static_cast<std::size_t>(m));
+  const int vp = o.virtual_stages;
+  const int pp = st.pp_size;
+  if (m < 1) throw std::invalid_argument("forward_backward: at least one micro-batch");
+  if (vp < 1 || vp != st.vp_size) {
+    throw std::invalid_argument(fmt::format("forward_backward: {} virtual stages, but the parallel state has {}", vp,
+                                            st.vp_size));
+  }
+  if (vp > 1 && (o.schedule != PipelineSchedule::one_f_one_b || m % pp != 0 || pp < 3)) {
+    throw std::invalid_argument(fmt::format("forward_backward: interleaving {} chunks needs 1F1B, at least 3 pipeline "
+                                            "stages and micro-batches a multiple of them (got pp {}, {} micro-batches)",
+                                            vp, pp, m));
+  }
+  // Activations and outputs of each (chunk, micro-batch) until its backward.
+  const auto at = [m](int chunk, int mb) { return static_cast<std::size_t>(chunk * m + mb); };
+  std::vector<torch::Tensor> inputs(static_cast<std::size_t>(m * vp)), outputs(static_cast<std::size_t>(m * vp));
   // Sends and receives as NCCL's: the engine runs them on the rank's own send and receive streams
   // (a send once the compute stream has produced its tensor, the compute stream waiting for a
   // receive only where it uses it), so neither direction holds up the other.
@@ -48,46 +60,68 @@ void forward_backward(const ForwardStep& forward, const PipelineOptions& o) {
     recv(x, peer);
     return x;
   };
+  // The k-th forward (backward) of the schedule: which chunk and micro-batch (Megatron's
+  // get_model_chunk_id and microbatch id in its chunk).
+  auto chunk_of = [&](int k, bool forward_pass) {
+    const int c = (k % (pp * vp)) / pp;
+    return forward_pass ? c : vp - c - 1;
+  };
+  auto micro_batch_of = [&](int k) { return vp == 1 ? k : (k / (pp * vp)) * pp + k % pp; };
 
-  auto run_forward = [&](int mb) {
-    torch::RecordScope scope(fmt::format("forward {}", mb));
+  auto run_forward = [&](int k) {
+    const int chunk = chunk_of(k, true), mb = micro_batch_of(k);
+    set_virtual_pipeline_model_parallel_rank(chunk);
+    torch::RecordScope scope(vp == 1 ? fmt::format("forward {}", mb) : fmt::format("forward {} chunk {}", mb, chunk));
     torch::Tensor x;
-    if (!first) {
+    if (!st.is_first_stage()) {
       x = receive(st.prev_stage_rank());
       x.requires_grad_(true);
     }
-    torch::Tensor y = forward(mb, x);
-    if (last) {
+    torch::Tensor y = forward(chunk, mb, x);
+    if (st.is_last_stage()) {
       y = y / static_cast<double>(m);  // the loss averaged over micro-batches, as Megatron scales it
     } else {
       send(y, st.next_stage_rank());
     }
-    inputs[static_cast<std::size_t>(mb)] = std::move(x);
-    outputs[static_cast<std::size_t>(mb)] = std::move(y);
+    inputs[at(chunk, mb)] = std::move(x);
+    outputs[at(chunk, mb)] = std::move(y);
   };
-  auto run_backward = [&](int mb) {
-    torch::RecordScope scope(fmt::format("backward {}", mb));
-    if (o.before_backward) o.before_backward(mb, mb == m - 1);
-    torch::Tensor& y = outputs[static_cast<std::size_t>(mb)];
-    if (last) {
+  auto run_backward = [&](int k) {
+    const int chunk = chunk_of(k, false), mb = micro_batch_of(k);
+    set_virtual_pipeline_model_parallel_rank(chunk);
+    torch::RecordScope scope(vp == 1 ? fmt::format("backward {}", mb) : fmt::format("backward {} chunk {}", mb, chunk));
+    if (o.before_backward) o.before_backward(mb, k == m * vp - 1);
+    torch::Tensor& y = outputs[at(chunk, mb)];
+    if (st.is_last_stage()) {
       torch::autograd::backward({y});
     } else {
       torch::Tensor grad = receive(st.next_stage_rank());
       torch::autograd::backward({y}, {grad});
     }
     y = torch::Tensor();
-    torch::Tensor& x = inputs[static_cast<std::size_t>(mb)];
-    if (!first) send(x.grad(), st.prev_stage_rank());
+    torch::Tensor& x = inputs[at(chunk, mb)];
+    if (!st.is_first_stage()) send(x.grad(), st.prev_stage_rank());
     x = torch::Tensor();
   };
 
-  const int warmup = o.schedule == PipelineSchedule::gpipe ? m : std::min(st.pp_size - st.pp_rank - 1, m);
-  for (int i = 0; i < warmup; ++i) run_forward(i);
-  for (int i = warmup; i < m; ++i) {
-    run_forward(i);
-    run_backward(i - warmup);
+  const int total = m * vp;
+  int warmup;
+  if (o.schedule == PipelineSchedule::gpipe) {
+    warmup = total;
+  } else if (vp == 1) {
+    warmup = std::min(pp - st.pp_rank - 1, m);
+  } else if (m == pp) {
+    warmup = total;  // Megatron: every forward first when there are only pp micro-batches
+  } else {
+    warmup = std::min((pp - st.pp_rank - 1) * 2 + (vp - 1) * pp, total);
   }
-  for (int i = m - warmup; i < m; ++i) run_backward(i);
+  for (int k = 0; k < warmup; ++k) run_forward(k);
+  for (int k = 0; k < total - warmup; ++k) {
+    run_forward(k + warmup);
+    run_backward(k);
+  }
+  for (int k = total - warmup; k < total; ++k) run_backward(k);
+  set_virtual_pipeline_model_parallel_rank(0);
 }
 
 torch::Tensor checkpoint(const std::function<torch::Tensor(const torch::Tensor&)>& f, const torch::Tensor& x) {

@@ -87,15 +87,23 @@ const std::vector<std::string>& train_parameter_keys() {
 bool validate_train(TrainSpec& s, const hw::Machine& machine, Diagnostics& d, const std::string& where) {
   const std::size_t before = d.size();
   if (!s.model) d.error(where, "model", "a model is required");
-  if (s.vp > 1) {
-    d.error(where, "vp", fmt::format("interleaved 1F1B (vp {}) is not modelled yet; use vp 1", s.vp));
-  }
   if (s.global_batch == 0) s.global_batch = s.micro_batch * s.dp;
   if (s.global_batch % (s.micro_batch * s.dp) != 0) {
     d.error(where, "global-batch",
             fmt::format("a global batch of {} does not split into micro-batches of {} over dp {} (it must be a "
                         "multiple of {})",
                         s.global_batch, s.micro_batch, s.dp, s.micro_batch * s.dp));
+  }
+  if (s.vp > 1 && d.size() == before) {
+    const std::int64_t m = s.global_batch / (s.micro_batch * s.dp);
+    if (s.pp < 3) {
+      d.error(where, "vp", fmt::format("interleaving (vp {}) needs at least 3 pipeline stages, got pp {}", s.vp, s.pp));
+    } else if (m % s.pp != 0) {
+      d.error(where, "vp", fmt::format("interleaving needs the {} micro-batches per replica to be a multiple of pp {}",
+                                       m, s.pp));
+    } else if (s.gpipe) {
+      d.error(where, "vp", "interleaving is a 1F1B schedule; drop schedule=gpipe");
+    }
   }
   if (s.sequence_parallel && s.tp > 1 && s.seq % s.tp != 0) {
     d.error(where, "seq", fmt::format("sequence parallelism splits the sequence over tp {}: seq {} does not divide",
@@ -117,7 +125,8 @@ bool validate_train(TrainSpec& s, const hw::Machine& machine, Diagnostics& d, co
       }
     }
   }
-  if (s.model && d.size() == before) s.model->check({s.tp, s.pp, s.micro_batch, s.seq, 1}, d, where);
+  // Interleaving splits the layers over pp x vp virtual stages.
+  if (s.model && d.size() == before) s.model->check({s.tp, s.pp * s.vp, s.micro_batch, s.seq, 1}, d, where);
   return d.size() == before;
 }
 
@@ -140,6 +149,7 @@ TrainReport simulate_training(const hw::Machine& machine, const runtime::KernelP
   train.distributed_optimizer = spec.zero == 1;
   train.overlap_grad_reduce = spec.overlap_grad_reduce;
   train.adam = spec.adam;
+  train.virtual_stages = spec.vp;
   const torch::ScalarType dtype = spec.dtype == DType::bf16   ? torch::kBFloat16
                                   : spec.dtype == DType::fp16 ? torch::kFloat16
                                                               : torch::kFloat32;
@@ -200,7 +210,8 @@ TrainReport simulate_training(const hw::Machine& machine, const runtime::KernelP
   report.exposed_communication_s = communication / n * per_iteration;
   report.overlapped_communication_s = side / n * per_iteration;
   const double m = static_cast<double>(train.micro_batches);
-  report.bubble_fraction = spec.pp > 1 ? (spec.pp - 1.0) / (m + spec.pp - 1.0) : 0;
+  // Interleaving runs each micro-batch through vp chunks of 1/vp the work: the bubble is 1/vp.
+  report.bubble_fraction = spec.pp > 1 ? (spec.pp - 1.0) / (spec.vp * m + spec.pp - 1.0) : 0;
   return report;
 }
 

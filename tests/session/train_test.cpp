@@ -78,6 +78,27 @@ TEST(Train, OneFOneBsBubbleIsPpMinusOneOverMPlusPpMinusOne) {
   EXPECT_GT(gpipe.stages[0].peak_by_use[act], 2 * many.stages[0].peak_by_use[act]);
 }
 
+TEST(Train, InterleavingDividesTheBubbleByTheVirtualStages) {
+  const hw::Machine m = hw::Machine::load(config("dgx_h100.json"));
+  const char* model = "gpt:layers=24,hidden=2048,heads=16,vocab=256";
+  session::TrainSpec s = spec(model, 1, 4, 1, 8);
+  s.seq = 2048;
+  const session::TrainReport plain = session::simulate_training(m, {}, s);
+  s.vp = 2;
+  const session::TrainReport interleaved = session::simulate_training(m, {}, s);
+  EXPECT_DOUBLE_EQ(plain.bubble_fraction, 3.0 / 11.0);
+  EXPECT_DOUBLE_EQ(interleaved.bubble_fraction, 3.0 / 19.0);
+  // 8 micro-batch slots plus a bubble of 3 slots, or of 3/2 with two chunks a rank (each a half
+  // slot): the ratio of the iterations, up to the extra sends between chunks.
+  EXPECT_NEAR(interleaved.iteration_s / plain.iteration_s, 9.5 / 11.0, 0.05 * 9.5 / 11.0);
+  // Interleaving needs at least three stages and micro-batches a multiple of them.
+  Diagnostics d;
+  session::TrainSpec two = spec(model, 1, 2, 1, 8);
+  two.vp = 2;
+  EXPECT_FALSE(session::validate_train(two, m, d, "flags"));
+  EXPECT_NE(d.to_string().find("at least 3 pipeline stages"), std::string::npos) << d.to_string();
+}
+
 TEST(Train, TheDistributedOptimizerDividesOptimizerStateByDp) {
   const hw::Machine m = hw::Machine::load(config("dgx_h100.json"));
   session::TrainSpec s = spec(kSmall, 1, 1, 4, 4);

@@ -67,6 +67,7 @@ nlohmann::ordered_json report_json(const session::TrainReport& r, const session:
   j["global_batch"] = s.global_batch;
   j["micro_batch"] = s.micro_batch;
   j["micro_batches"] = r.micro_batches;
+  j["vp"] = s.vp;
   j["seq"] = s.seq;
   j["dtype"] = std::string(dtype_name(s.dtype));
   j["recompute"] = recompute_name(s.recompute);
@@ -139,9 +140,10 @@ void print_oom(std::ostream& out, const session::TrainReport& r, const session::
 void print_report(std::ostream& out, const session::TrainReport& r, const session::TrainSpec& s, const hw::Machine& m,
                   double wall_s) {
   const int gpus = s.tp * s.pp * s.dp;
-  out << fmt::format("{} training on {}: tp {} x pp {} x dp {} = {} GPU{}, global batch {} ({} micro-batch{} of {} "
+  out << fmt::format("{} training on {}: tp {} x pp {}{} x dp {} = {} GPU{}, global batch {} ({} micro-batch{} of {} "
                      "per replica), seq {}, {}, recompute {}{}, {}, {}{}\n",
-                     s.model->name(), m.name(), s.tp, s.pp, s.dp, gpus, gpus == 1 ? "" : "s", s.global_batch,
+                     s.model->name(), m.name(), s.tp, s.pp, s.vp > 1 ? fmt::format(" (vp {})", s.vp) : "", s.dp, gpus,
+                     gpus == 1 ? "" : "s", s.global_batch,
                      r.micro_batches, r.micro_batches == 1 ? "" : "es", s.micro_batch, s.seq, dtype_name(s.dtype),
                      recompute_name(s.recompute), s.sequence_parallel ? ", sequence parallel" : "",
                      s.gpipe ? "GPipe" : "1F1B", s.adam ? "AdamW" : "SGD",
@@ -152,8 +154,9 @@ void print_report(std::ostream& out, const session::TrainReport& r, const sessio
   out << fmt::format("  model TFLOP/s per GPU   {:.1f} (MFU {:.1f}%, HFU {:.1f}%)\n", r.tflops_per_gpu, r.mfu * 100,
                      r.hfu * 100);
   if (s.pp > 1) {
-    out << fmt::format("  pipeline bubble         {:.1f}% of an iteration ((pp-1)/(m+pp-1) with {} micro-batches)\n",
-                       r.bubble_fraction * 100, r.micro_batches);
+    out << fmt::format("  pipeline bubble         {:.1f}% of an iteration ((pp-1)/(vp m+pp-1) with {} micro-batches{})\n",
+                       r.bubble_fraction * 100, r.micro_batches,
+                       s.vp > 1 ? fmt::format(", {} chunks per rank", s.vp) : "");
   }
   out << fmt::format("  exposed communication   {:.3f} s per GPU (collectives on the compute stream)\n",
                      r.exposed_communication_s);
@@ -245,7 +248,8 @@ void add_train_command(CLI::App& app, Context& ctx) {
   s->add_option("--tp", o->tp, "Tensor parallel ranks")->capture_default_str();
   s->add_option("--pp", o->pp, "Pipeline parallel stages")->capture_default_str();
   s->add_option("--dp", o->dp, "Data parallel replicas")->capture_default_str();
-  s->add_option("--vp", o->vp, "Virtual stages per rank (interleaved 1F1B; not modelled yet)")->capture_default_str();
+  s->add_option("--vp", o->vp, "Virtual stages (model chunks) per pipeline rank: interleaved 1F1B, the bubble "
+                "divided by vp (needs pp >= 3 and micro-batches a multiple of pp)")->capture_default_str();
   s->add_option("--global-batch", o->global_batch, "Sequences per iteration (default: micro-batch x dp)");
   s->add_option("--micro-batch", o->micro_batch, "Sequences per micro-batch")->capture_default_str();
   s->add_option("--seq", o->seq, "Sequence length")->capture_default_str();

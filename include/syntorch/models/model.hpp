@@ -41,6 +41,7 @@ struct TrainOptions {
   bool distributed_optimizer = false;
   bool overlap_grad_reduce = false;  // data-parallel reduction under the last backward
   bool adam = true;                  // else SGD with momentum
+  int virtual_stages = 1;            // model chunks per pipeline rank (interleaved 1F1B)
   int iterations = 2;                // the first warms up (optimizer state, caches); scopes "iteration N"
 };
 

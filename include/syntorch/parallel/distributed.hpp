@@ -34,10 +34,15 @@ struct ParallelState {
   int dp_size = 1, dp_rank = 0;
   int ep_size = 1, ep_rank = 0;    // expert parallel, within the TP group
   int etp_size = 1, etp_rank = 0;  // expert tensor parallel: tp_size / ep_size
+  // Interleaved pipelines (Narayanan et al., 2021): each rank holds vp_size model chunks, chunk v
+  // of rank r being virtual stage v x pp + r; vp_rank is the chunk being built or run now.
+  int vp_size = 1, vp_rank = 0;
   ProcessGroup tp_group, pp_group, dp_group;
   ProcessGroup ep_group, etp_group;  // ep_group: one rank when ep is 1; etp_group: tp_group then
-  bool is_first_stage() const { return pp_rank == 0; }
-  bool is_last_stage() const { return pp_rank == pp_size - 1; }
+  // The first (last) virtual stage: the chunk that holds the embeddings (the head).
+  bool is_first_stage() const { return pp_rank == 0 && vp_rank == 0; }
+  bool is_last_stage() const { return pp_rank == pp_size - 1 && vp_rank == vp_size - 1; }
+  int virtual_stage() const { return vp_rank * pp_size + pp_rank; }
   int next_stage_rank() const;  // the same TP/DP position on the next (previous) stage
   int prev_stage_rank() const;
 };
@@ -50,6 +55,10 @@ const ParallelState& initialize_model_parallel(int tensor_model_parallel_size, i
                                                int expert_model_parallel_size = 1);
 // This rank's state (a single-rank state until initialize_model_parallel runs).
 const ParallelState& state();
+// Megatron's virtual pipeline: `vp_size` model chunks per rank (at least 1), and which of them is
+// being built or run (0 .. vp_size - 1). Throws std::invalid_argument outside those bounds.
+void set_virtual_pipeline_model_parallel_size(int vp_size);
+void set_virtual_pipeline_model_parallel_rank(int vp_rank);
 
 // torch.distributed-style collectives on the current rank's device stream. In-place on `tensor`
 // where torch.distributed is; a group of one costs nothing.

@@ -18,14 +18,20 @@ namespace syntorch::parallel {
 // GPipe: every micro-batch's forward, then every backward (Huang et al., 2019). 1F1B: after a
 // warm-up of (pp - stage - 1) forwards, one forward and one backward in turn, so at most pp
 // micro-batches' activations are alive on a stage (Narayanan et al., 2021, PipeDream-Flush).
+// With virtual stages (vp model chunks per rank), 1F1B is interleaved as Megatron interleaves it
+// (Narayanan et al., 2021, section 2.2): groups of pp micro-batches go through each chunk in turn,
+// and the bubble shrinks by vp.
 enum class PipelineSchedule : std::uint8_t { gpipe, one_f_one_b };
 
-// One stage's forward on micro-batch `mb`: the activation received from the previous stage
-// (undefined on the first stage) -> the stage's output (on the last stage, the loss: a scalar).
-using ForwardStep = std::function<torch::Tensor(int mb, const torch::Tensor& input)>;
+// One stage's forward of model chunk `chunk` (0 without interleaving; the parallel state's
+// vp_rank is set to it) on micro-batch `mb`: the activation received from the previous virtual
+// stage (undefined on the first) -> the stage's output (on the last virtual stage, the loss: a
+// scalar).
+using ForwardStep = std::function<torch::Tensor(int chunk, int mb, const torch::Tensor& input)>;
 
 struct PipelineOptions {
   int micro_batches = 1;
+  int virtual_stages = 1;  // model chunks per rank; > 1 interleaves (1F1B only; micro_batches a multiple of pp)
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
   std::vector<std::int64_t> activation_shape;  // what neighbouring stages exchange
   torch::ScalarType activation_dtype = torch::kBFloat16;
