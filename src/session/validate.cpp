@@ -185,25 +185,8 @@ class Validator {
       fail(row, d);
       return;
     }
-    // Rows of one run (its metrics, or a file that repeats rows) simulate it once.
-    auto& run = runs_[row.hw + "|" + row.params];
-    if (!run.report && run.error.empty()) {
-      try {
-        run.report = std::make_shared<const RunReport>(simulate_generation(*m, {}, spec));
-        if (run.report->oom) {
-          run.error = fmt::format("simulated out of memory on rank {}", run.report->engine.oom->rank);
-        }
-      } catch (const InputError& e) {
-        run.error = e.diagnostics().items().empty() ? "" : e.diagnostics().items()[0].to_string();
-      } catch (const std::exception& e) {
-        run.error = e.what();
-      }
-    }
-    if (!run.error.empty()) {
-      mark(row, "error", run.error);
-      return;
-    }
-    record(row, scale, [&] { return metric->value(*run.report, spec); });
+    const RunReport* report = run_once(runs_, row, [&] { return simulate_generation(*m, {}, spec); });
+    if (report) record(row, scale, [&] { return metric->value(*report, spec); });
   }
 
   // A `train` row: one simulated training run (session::simulate_training) and its
@@ -236,29 +219,11 @@ class Validator {
     const hw::Machine* m = machine(row, where, d);
     if (d.empty()) validate_train(spec, *m, d, where);
     if (!d.empty()) {
-      // A plan the simulator cannot run yet (interleaving) waits for it rather than failing.
-      const std::string text = d.items()[0].to_string();
-      mark(row, text.find("not modelled yet") != std::string::npos ? "unsupported" : "error", text);
+      fail(row, d);
       return;
     }
-    auto& run = train_runs_[row.hw + "|" + row.params];
-    if (!run.report && run.error.empty()) {
-      try {
-        run.report = std::make_shared<const TrainReport>(simulate_training(*m, {}, spec));
-        if (run.report->oom) {
-          run.error = fmt::format("simulated out of memory on rank {}", run.report->engine.oom->rank);
-        }
-      } catch (const InputError& e) {
-        run.error = e.diagnostics().items().empty() ? "" : e.diagnostics().items()[0].to_string();
-      } catch (const std::exception& e) {
-        run.error = e.what();
-      }
-    }
-    if (!run.error.empty()) {
-      mark(row, "error", run.error);
-      return;
-    }
-    record(row, scale, [&] { return tflops ? run.report->tflops_per_gpu : run.report->iteration_s; });
+    const TrainReport* report = run_once(train_runs_, row, [&] { return simulate_training(*m, {}, spec); });
+    if (report) record(row, scale, [&] { return tflops ? report->tflops_per_gpu : report->iteration_s; });
   }
 
   // A kernel or collective row: its latency by the Predictor. Params: the op's shape, dtype, and
@@ -312,20 +277,42 @@ class Validator {
   }
 
   // A generation run shared by the rows that name it: its report, or why it has none.
+  // A simulated run rows share: its report, or why there is none.
+  template <class Report>
   struct Run {
-    std::shared_ptr<const RunReport> report;
+    std::shared_ptr<const Report> report;
     std::string error;
   };
-  struct TrainRun {
-    std::shared_ptr<const TrainReport> report;
-    std::string error;
-  };
+
+  // Rows of one run (its metrics, or a file that repeats rows) simulate it once: the run's
+  // report, or null after marking the row with the run's error (a simulated OOM is one here).
+  template <class Report, class Simulate>
+  static const Report* run_once(std::map<std::string, Run<Report>>& runs, ValidationRow& row, Simulate&& simulate) {
+    Run<Report>& run = runs[row.hw + "|" + row.params];
+    if (!run.report && run.error.empty()) {
+      try {
+        run.report = std::make_shared<const Report>(simulate());
+        if (run.report->oom) {
+          run.error = fmt::format("simulated out of memory on rank {}", run.report->engine.oom->rank);
+        }
+      } catch (const InputError& e) {
+        run.error = e.diagnostics().items().empty() ? "" : e.diagnostics().items()[0].to_string();
+      } catch (const std::exception& e) {
+        run.error = e.what();
+      }
+    }
+    if (!run.error.empty()) {
+      mark(row, "error", run.error);
+      return nullptr;
+    }
+    return run.report.get();
+  }
 
   const ValidateOptions& o_;
   std::map<std::string, std::unique_ptr<hw::Machine>> machines_;
   std::map<std::string, std::unique_ptr<runtime::Predictor>> predictors_;
-  std::map<std::string, Run> runs_;          // by hw and params
-  std::map<std::string, TrainRun> train_runs_;  // by hw and params
+  std::map<std::string, Run<RunReport>> runs_;          // by hw and params
+  std::map<std::string, Run<TrainReport>> train_runs_;  // by hw and params
   std::map<std::string, double> op_times_;   // by hw, op and params: seconds
 };
 

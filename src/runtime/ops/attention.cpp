@@ -16,6 +16,12 @@ const OpParam kAttentionParams[7] = {{"batch", "batch size", &OpDesc::batch},
                                      {"head_dim", "attention head size", &OpDesc::head_dim},
                                      {"causal", "causal attention mask", nullptr, &OpDesc::causal}};
 
+std::string describe_attention(const OpDesc& op) {
+  return fmt::format("{} batch={} heads={} kv_heads={} seq_q={} seq_kv={} head_dim={}{} {}{}", op_name(op.kind), op.batch,
+                     op.heads, op.kv_heads, op.seq_q, op.seq_kv, op.head_dim, op.causal ? " causal" : "",
+                     dtype_name(op.dtype), op.kv_dtype ? fmt::format(" kv {}", dtype_name(*op.kv_dtype)) : std::string());
+}
+
 // Without kv_heads, multi-head attention: one K/V head per query head.
 void attention_defaults(OpDesc& op) {
   if (op.kv_heads == 0) op.kv_heads = op.heads;
@@ -68,13 +74,7 @@ extern constinit const OpType attention_op{
     .implementations = kImpls,
     .defaults = &attention_defaults,
     .check = &check_attention,
-    .describe =
-        [](const OpDesc& op) {
-          return fmt::format("attention batch={} heads={} kv_heads={} seq_q={} seq_kv={} head_dim={}{} {}{}", op.batch,
-                             op.heads, op.kv_heads, op.seq_q, op.seq_kv, op.head_dim, op.causal ? " causal" : "",
-                             dtype_name(op.dtype),
-                             op.kv_dtype ? fmt::format(" kv {}", dtype_name(*op.kv_dtype)) : std::string());
-        },
+    .describe = &describe_attention,
     .flops = &attention_flops,
     .min_bytes = &attention_min_bytes,
     .lower = &detail::lower_attention,

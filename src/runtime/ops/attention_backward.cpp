@@ -20,12 +20,7 @@ extern constinit const OpType attention_backward_op{
     .implementations = kImpls,
     .defaults = &attention_defaults,
     .check = &check_attention,
-    .describe =
-        [](const OpDesc& op) {
-          return fmt::format("attention_backward batch={} heads={} kv_heads={} seq_q={} seq_kv={} head_dim={}{} {}",
-                             op.batch, op.heads, op.kv_heads, op.seq_q, op.seq_kv, op.head_dim,
-                             op.causal ? " causal" : "", dtype_name(op.dtype));
-        },
+    .describe = &describe_attention,
     // Five products of 2 x head_dim FLOPs a score against the forward's two.
     .flops = [](const OpDesc& op) { return 2.5 * attention_flops(op); },
     // Q, K, V, O, dO read; dQ, dK, dV written.

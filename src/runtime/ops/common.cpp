@@ -42,6 +42,23 @@ double elements_bytes(const OpDesc& op, double tensors) {
   return static_cast<double>(op.elements) * element_bytes(op.dtype) * tensors;
 }
 
+const OpParam kEmbeddingParams[3] = {{"tokens", "embedding tokens", &OpDesc::rows},
+                                     {"hidden", "embedding width", &OpDesc::cols},
+                                     {"vocab", "embedding table rows", &OpDesc::vocab}};
+
+void check_embedding(const OpDesc& op, OpCheck& c) {
+  c.need(op.rows, "tokens");
+  c.need(op.cols, "hidden");
+  c.need(op.vocab, "vocab");
+  c.fits({op.rows, op.cols}, "tokens*hidden");
+  c.fits({op.vocab, op.cols}, "vocab*hidden");
+}
+
+std::string describe_embedding(const OpDesc& op) {
+  return fmt::format("{} tokens={} hidden={} vocab={} {}", op_name(op.kind), op.rows, op.cols, op.vocab,
+                     dtype_name(op.dtype));
+}
+
 const OpParam kOptimizerParams[2] = {{"elements", "parameters updated (optimizer steps)", &OpDesc::elements},
                                      {"tensors", "parameter tensors (optimizer steps)", &OpDesc::batch}};
 

@@ -7,30 +7,13 @@
 
 namespace syntorch::runtime::ops {
 
-namespace {
-constexpr OpParam kParams[] = {{"tokens", "embedding tokens", &OpDesc::rows},
-                               {"hidden", "embedding width", &OpDesc::cols},
-                               {"vocab", "embedding table rows", &OpDesc::vocab}};
-}  // namespace
-
 extern constinit const OpType embedding_op{
     .kind = OpKind::embedding,
     .name = "embedding",
-    .params = kParams,
+    .params = kEmbeddingParams,
     .implementations = kFusedOnly,
-    .check =
-        [](const OpDesc& op, OpCheck& c) {
-          c.need(op.rows, "tokens");
-          c.need(op.cols, "hidden");
-          c.need(op.vocab, "vocab");
-          c.fits({op.rows, op.cols}, "tokens*hidden");
-          c.fits({op.vocab, op.cols}, "vocab*hidden");
-        },
-    .describe =
-        [](const OpDesc& op) {
-          return fmt::format("embedding tokens={} hidden={} vocab={} {}", op.rows, op.cols, op.vocab,
-                             dtype_name(op.dtype));
-        },
+    .check = &check_embedding,
+    .describe = &describe_embedding,
     .flops = &no_flops,
     .min_bytes =
         [](const OpDesc& op) {

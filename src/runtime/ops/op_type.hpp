@@ -77,8 +77,15 @@ double matmul_bytes(const OpDesc& op);
 extern const OpParam kAttentionParams[7];
 void attention_defaults(OpDesc& op);
 void check_attention(const OpDesc& op, OpCheck& c);
+std::string describe_attention(const OpDesc& op);
 double attention_flops(const OpDesc& op);
 double attention_min_bytes(const OpDesc& op);
+
+// Embedding and its backward (defined in common.cpp): tokens rows of `hidden` from a table of
+// `vocab` rows.
+extern const OpParam kEmbeddingParams[3];
+void check_embedding(const OpDesc& op, OpCheck& c);
+std::string describe_embedding(const OpDesc& op);
 
 // Elementwise ops over `elements`: their parameter, check and description.
 extern const OpParam kElementsParam[1];
