@@ -222,9 +222,11 @@ torch::Tensor TransformerBlockImpl::attention_partial(const torch::Tensor& x, KV
   torch::Tensor qkv = qkv_->forward(x);  // the whole sequence (gathered under sequence parallelism)
   const std::int64_t b = qkv.size(0), s = qkv.size(1), d = config_.head_dim;
   torch::Tensor heads = qkv.view({b, s, local_heads_ + 2 * local_kv_heads_, d});
-  torch::Tensor q = heads.narrow(2, 0, local_heads_);
-  torch::Tensor k = heads.narrow(2, local_heads_, local_kv_heads_);
-  torch::Tensor v = heads.narrow(2, local_heads_ + local_kv_heads_, local_kv_heads_);
+  // One split (its backward one concatenation), as Megatron splits the fused QKV.
+  std::vector<torch::Tensor> qkv_heads = heads.split_with_sizes({local_heads_, local_kv_heads_, local_kv_heads_}, 2);
+  torch::Tensor& q = qkv_heads[0];
+  torch::Tensor& k = qkv_heads[1];
+  torch::Tensor& v = qkv_heads[2];
   if (config_.positions == TransformerConfig::Positions::rotary) {
     torch::fused::rotary_embedding_(q, k, config_.rotary_dim);
   }

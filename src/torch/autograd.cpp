@@ -5,6 +5,7 @@
 #include "syntorch/torch/autograd.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <queue>
 #include <unordered_map>
 
@@ -25,7 +26,8 @@ thread_local std::uint64_t t_next_sequence_nr = 0;
 // holds it, as PyTorch steals it, and filed under gradients), later ones are added in place.
 class AccumulateGrad final : public Node {
  public:
-  explicit AccumulateGrad(Tensor variable) : Node("AccumulateGrad"), variable_(std::move(variable)) {}
+  explicit AccumulateGrad(Tensor variable)
+      : Node("AccumulateGrad", 1, std::numeric_limits<std::uint64_t>::max()), variable_(std::move(variable)) {}
 
   std::vector<Tensor> apply(std::vector<Tensor>&& grads) override {
     Tensor& incoming = grads[0];
@@ -87,6 +89,9 @@ void bury(std::vector<Edge>& edges) noexcept {
 
 Node::Node(std::string_view name, std::uint32_t num_outputs)
     : name_(name), sequence_nr_(t_next_sequence_nr++), num_outputs_(num_outputs) {}
+
+Node::Node(std::string_view name, std::uint32_t num_outputs, std::uint64_t sequence_nr)
+    : name_(name), sequence_nr_(sequence_nr), num_outputs_(num_outputs) {}
 
 Node::~Node() { bury(next_edges); }
 

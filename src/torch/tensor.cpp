@@ -642,35 +642,27 @@ Tensor Tensor::expand(IntArrayRef target) const {
   return out;
 }
 
-std::vector<Tensor> Tensor::split(std::int64_t split_size, std::int64_t dim) const {
-  const auto& s = checked();
-  if (s.sizes.empty()) fail("split: split expects at least a 1-dimensional tensor");
-  const auto d = detail::wrap_dim(dim, static_cast<std::int64_t>(s.sizes.size()), "split");
-  const std::int64_t size = s.sizes[static_cast<std::size_t>(d)];
-  if (split_size < 0 || (split_size == 0 && size != 0)) {
-    fail("split: split_size can only be 0 if dimension size is 0, but got dimension size of {} (split_size {})",
-         size, split_size);
-  }
+namespace {
+
+// Pieces of `self` along dim d of the given sizes (views), one host op, and one backward node for
+// all of them: their gradients (zeros for a piece that got none) concatenated.
+std::vector<Tensor> split_pieces(const Tensor& self, const Sizes& sizes, std::int64_t d, std::string_view aten) {
   std::vector<Tensor> out;
-  if (split_size == 0) {
-    out.push_back(slice_view(*this, d, 0, 0, 1, "split"));
-  } else {
-    const std::int64_t pieces = std::max<std::int64_t>((size + split_size - 1) / split_size, 1);
-    out.reserve(static_cast<std::size_t>(pieces));
-    for (std::int64_t p = 0; p < pieces; ++p) {
-      out.push_back(slice_view(*this, d, p * split_size, std::min(size, (p + 1) * split_size), 1, "split"));
-    }
+  out.reserve(sizes.size());
+  std::int64_t start = 0;
+  for (std::int64_t n : sizes) {
+    out.push_back(slice_view(self, d, start, start + n, 1, "split"));
+    start += n;
   }
-  detail::host_op("aten::split");
-  if (autograd::any_requires_grad({this})) {
-    // One node for all pieces: their gradients (zeros for a piece that got none) concatenated.
+  detail::host_op(aten);
+  if (autograd::any_requires_grad({&self})) {
     std::vector<Tensor*> outs;
     std::vector<Sizes> shapes;
     for (Tensor& t : out) {
       outs.push_back(&t);
       shapes.push_back(t.sizes());
     }
-    detail::record_n("SplitBackward0", {this}, outs, {},
+    detail::record_n("SplitBackward0", {&self}, outs, {},
                      [d, shapes](detail::Grads& g, detail::Grads&, const autograd::Node&) {
                        std::vector<Tensor> parts;
                        TensorOptions options;
@@ -684,6 +676,45 @@ std::vector<Tensor> Tensor::split(std::int64_t split_size, std::int64_t dim) con
                      });
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<Tensor> Tensor::split(std::int64_t split_size, std::int64_t dim) const {
+  const auto& s = checked();
+  if (s.sizes.empty()) fail("split: split expects at least a 1-dimensional tensor");
+  const auto d = detail::wrap_dim(dim, static_cast<std::int64_t>(s.sizes.size()), "split");
+  const std::int64_t size = s.sizes[static_cast<std::size_t>(d)];
+  if (split_size < 0 || (split_size == 0 && size != 0)) {
+    fail("split: split_size can only be 0 if dimension size is 0, but got dimension size of {} (split_size {})",
+         size, split_size);
+  }
+  Sizes sizes;
+  if (split_size == 0) {
+    sizes.push_back(0);
+  } else {
+    for (std::int64_t start = 0; start < std::max<std::int64_t>(size, 1); start += split_size) {
+      sizes.push_back(std::min(size, start + split_size) - std::min(size, start));
+    }
+  }
+  return split_pieces(*this, sizes, d, "aten::split");
+}
+
+std::vector<Tensor> Tensor::split_with_sizes(IntArrayRef split_sizes, std::int64_t dim) const {
+  const auto& s = checked();
+  if (s.sizes.empty()) fail("split_with_sizes: expects at least a 1-dimensional tensor");
+  const auto d = detail::wrap_dim(dim, static_cast<std::int64_t>(s.sizes.size()), "split_with_sizes");
+  std::int64_t total = 0;
+  for (std::int64_t n : split_sizes) {
+    if (n < 0) fail("split_with_sizes: split_sizes must be non-negative, got {}", format_sizes(split_sizes));
+    total += n;
+  }
+  if (total != s.sizes[static_cast<std::size_t>(d)]) {
+    fail("split_with_sizes: expects split_sizes to sum exactly to {} (input tensor's size at dimension {}), but got "
+         "split_sizes={}",
+         s.sizes[static_cast<std::size_t>(d)], d, format_sizes(split_sizes));
+  }
+  return split_pieces(*this, Sizes(split_sizes.begin(), split_sizes.end()), d, "aten::split_with_sizes");
 }
 
 std::vector<Tensor> Tensor::chunk(std::int64_t chunks, std::int64_t dim) const {

@@ -113,6 +113,26 @@ TEST(Autograd, GradientsAccumulateAcrossBackwardsUntilZeroGradDropsThem) {
   EXPECT_FALSE(layer->weight.grad().defined());
 }
 
+TEST(Autograd, ALeafsGradientIsAccumulatedAsSoonAsItIsComplete) {
+  // As in PyTorch (AccumulateGrad runs first among ready nodes), even when an earlier graph, still
+  // alive, made the accumulator: the last layer's weight gradient is in .grad before the first
+  // layer's backward GEMMs run, so hooks (DDP buckets) can start under the rest of the backward.
+  FakeRank rank;
+  runtime::RankGuard guard(&rank);
+  torch::nn::Linear first(torch::nn::LinearOptions(64, 64)), last(torch::nn::LinearOptions(64, 64));
+  std::size_t at_hook = 0;
+  last->weight.register_post_accumulate_grad_hook([&](torch::Tensor&) { at_hook = rank.launches.size(); });
+  auto x = torch::empty({4, 64}).requires_grad_();
+  auto earlier = torch::sum(last(first(x)));  // a micro-batch whose backward comes later (1F1B warm-up)
+  auto loss = torch::sum(last(first(x)));
+  loss.backward();
+  std::size_t gemms_after = 0;
+  for (std::size_t i = at_hook; i < rank.launches.size(); ++i) gemms_after += rank.launches[i].op.kind == OpKind::gemm;
+  EXPECT_GT(at_hook, 0u);
+  EXPECT_EQ(gemms_after, 2u);  // the first layer's dX and dW
+  (void)earlier;
+}
+
 TEST(Autograd, NoGradRecordsNothingAndInPlaceOnALeafIsRefused) {
   FakeRank rank;
   runtime::RankGuard guard(&rank);

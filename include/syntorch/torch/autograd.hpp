@@ -31,6 +31,9 @@ struct Edge {
 class Node {
  public:
   explicit Node(std::string_view name, std::uint32_t num_outputs = 1);
+  // With an explicit sequence number (AccumulateGrad takes the largest, so a leaf's gradient is
+  // accumulated as soon as it is complete, as in PyTorch).
+  Node(std::string_view name, std::uint32_t num_outputs, std::uint64_t sequence_nr);
   virtual ~Node();
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;

@@ -126,6 +126,8 @@ class Tensor {
   Tensor expand_as(const Tensor& other) const { return expand(other.sizes()); }
   // Splits dim into pieces of split_size (the last may be smaller) / into `chunks` pieces.
   std::vector<Tensor> split(std::int64_t split_size, std::int64_t dim = 0) const;
+  // Pieces of the given sizes (summing to the dim's size) along dim.
+  std::vector<Tensor> split_with_sizes(IntArrayRef split_sizes, std::int64_t dim = 0) const;
   std::vector<Tensor> chunk(std::int64_t chunks, std::int64_t dim = 0) const;
 
   // --- Copies (a copy kernel) ---
