@@ -144,6 +144,7 @@ void TransformerModel::train_iterations(const TrainOptions& o) const {
     Transformer chunk(config_, 0, o.sequence_parallel);
     chunk->train();
     chunk->set_recompute(o.recompute);
+    chunk->set_hidden_dropout(o.hidden_dropout);
     for (torch::Tensor& p : chunk->parameters()) params.push_back(p);
     chunks.push_back(std::move(chunk));
   }
@@ -295,12 +296,15 @@ torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x) {
 }
 
 torch::Tensor TransformerBlockImpl::block(const torch::Tensor& x, KVCache* cache, std::int64_t past) {
+  // Hidden dropout on each branch before its residual add, in training only (Megatron's
+  // bias-dropout-add): a kernel and a one-byte mask per element, a multiply in backward.
+  const auto drop = [&](const torch::Tensor& t) { return torch::dropout(t, hidden_dropout_, is_training()); };
   if (config_.parallel_block) {
     torch::Tensor n = norm_1_(x);
-    return x + attention(n, cache, past) + mlp(n);
+    return x + drop(attention(n, cache, past)) + drop(mlp(n));
   }
-  torch::Tensor h = x + attention(norm_1_(x), cache, past);
-  return h + mlp(norm_2_(h));
+  torch::Tensor h = x + drop(attention(norm_1_(x), cache, past));
+  return h + drop(mlp(norm_2_(h)));
 }
 
 TransformerImpl::TransformerImpl(const TransformerConfig& c, double expert_skew, bool sequence_parallel)
@@ -406,6 +410,10 @@ torch::Tensor TransformerImpl::forward_train(const torch::Tensor& input) {
   // The output layer: this rank's vocabulary columns, the input gathered over the sequence.
   return head_ ? head_->forward_local(h)
                : parallel::column_parallel_linear(h, embed_tokens_->weight, torch::Tensor(), sequence_parallel_);
+}
+
+void TransformerImpl::set_hidden_dropout(double p) {
+  for (TransformerBlock& b : blocks_) b->set_hidden_dropout(p);
 }
 
 torch::Tensor TransformerImpl::loss(const torch::Tensor& logits, const torch::Tensor& labels) {

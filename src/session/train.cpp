@@ -59,6 +59,14 @@ bool set_train_parameter(TrainSpec& s, const std::string& key, const std::string
   } else if (key == "zero") {
     const int c = choice({"0", "1"});
     if (c >= 0) s.zero = c;
+  } else if (key == "hidden_dropout") {
+    double v = -1;
+    const auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (ec != std::errc{} || p != value.data() + value.size() || !(v >= 0 && v < 1)) {
+      d.error(where, key, fmt::format("expected a probability in [0, 1), got \"{}\"", value));
+    } else {
+      s.hidden_dropout = v;
+    }
   } else if (key == "overlap_grad_reduce") {
     const int c = choice({"false", "true"});
     if (c >= 0) s.overlap_grad_reduce = c == 1;
@@ -80,7 +88,7 @@ bool set_train_parameter(TrainSpec& s, const std::string& key, const std::string
 const std::vector<std::string>& train_parameter_keys() {
   static const std::vector<std::string> keys{"model",       "seq",       "tp",   "pp",        "dp",
                                              "vp",          "global_batch", "micro_batch", "recompute", "sp",
-                                             "zero",        "overlap_grad_reduce", "optimizer", "schedule", "dtype"};
+                                             "zero",        "overlap_grad_reduce", "hidden_dropout", "optimizer", "schedule", "dtype"};
   return keys;
 }
 
@@ -150,6 +158,7 @@ TrainReport simulate_training(const hw::Machine& machine, const runtime::KernelP
   train.overlap_grad_reduce = spec.overlap_grad_reduce;
   train.adam = spec.adam;
   train.virtual_stages = spec.vp;
+  train.hidden_dropout = spec.hidden_dropout;
   const torch::ScalarType dtype = spec.dtype == DType::bf16   ? torch::kBFloat16
                                   : spec.dtype == DType::fp16 ? torch::kFloat16
                                                               : torch::kFloat32;

@@ -139,6 +139,21 @@ TEST(Train, OverlappingTheGradientReductionHidesItAndSlowsTheMemoryBoundKernelsU
   EXPECT_GT(overlapped.overlapped_communication_s, serial.exposed_communication_s);
 }
 
+TEST(Train, HiddenDropoutCostsAKernelAndAMaskPerBranchAndNothingWhenOff) {
+  const hw::Machine m = hw::Machine::load(config("dgx_h100.json"));
+  session::TrainSpec s = spec(kSmall, 1, 1, 1, 2);
+  s.hidden_dropout = 0;
+  const session::TrainReport off = session::simulate_training(m, {}, s);
+  s.hidden_dropout = 0.1;
+  const session::TrainReport on = session::simulate_training(m, {}, s);
+  auto kernels = [](const session::TrainReport& r) { return r.engine.ranks[0].kernels; };
+  // Per layer and micro-batch: two dropout kernels forward, two multiplies by the mask backward;
+  // 4 layers, 2 micro-batches, 2 iterations.
+  EXPECT_EQ(kernels(on) - kernels(off), 4u * 4 * 2 * 2);
+  const auto act = static_cast<std::size_t>(os::MemoryUse::activations);
+  EXPECT_GT(on.stages[0].peak_by_use[act], off.stages[0].peak_by_use[act]);  // the masks, kept for backward
+}
+
 TEST(Train, APlanThatDoesNotFitIsASimulatedOomNamingItsStage) {
   const hw::Machine m = hw::Machine::load(config("dgx_h100.json"));
   const session::TrainReport r = session::simulate_training(m, {}, spec("gpt3-175b", 8, 1, 1, 1));

@@ -36,6 +36,7 @@ struct TrainFlags {
   bool sequence_parallel = false;
   int zero = 0;
   bool overlap_grad_reduce = false;
+  std::string hidden_dropout = "0.1";
   std::string optimizer = "adamw";
   std::string schedule = "1f1b";
   std::string dtype = "bf16";
@@ -74,6 +75,7 @@ nlohmann::ordered_json report_json(const session::TrainReport& r, const session:
   j["sequence_parallel"] = s.sequence_parallel;
   j["zero"] = s.zero;
   j["overlap_grad_reduce"] = s.overlap_grad_reduce;
+  j["hidden_dropout"] = s.hidden_dropout;
   j["optimizer"] = s.adam ? "adamw" : "sgd";
   j["schedule"] = s.gpipe ? "gpipe" : "1f1b";
   j["iteration_time_s"] = r.iteration_s;
@@ -181,7 +183,8 @@ int run_train(const TrainFlags& o, Context& ctx) {
       {"optimizer", o.optimizer},
       {"schedule", o.schedule},
       {"dtype", o.dtype},
-      {"zero", std::to_string(o.zero)}};
+      {"zero", std::to_string(o.zero)},
+      {"hidden_dropout", o.hidden_dropout}};
   Diagnostics flags;
   for (const auto& [key, value] : params) session::set_train_parameter(spec, key, value, flags, "flags");
   spec.tp = o.tp;
@@ -262,6 +265,8 @@ void add_train_command(CLI::App& app, Context& ctx) {
   s->add_flag("--overlap-grad-reduce", o->overlap_grad_reduce, "Start each data-parallel gradient bucket's "
               "reduction, on a communication stream, as soon as the last micro-batch's backward has made its "
               "gradients (Megatron's --overlap-grad-reduce)");
+  s->add_option("--hidden-dropout", o->hidden_dropout, "Dropout probability on the attention and MLP outputs "
+                "(Megatron-LM's default 0.1; 0 launches no dropout kernels)")->capture_default_str();
   s->add_option("--optimizer", o->optimizer, "adamw or sgd")->capture_default_str();
   s->add_option("--schedule", o->schedule, "Pipeline schedule: 1f1b or gpipe")->capture_default_str();
   s->add_option("--dtype", o->dtype, "Parameter and activation dtype: bf16, fp16 or fp32 (fp32 master weights and "

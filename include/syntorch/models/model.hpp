@@ -42,6 +42,7 @@ struct TrainOptions {
   bool overlap_grad_reduce = false;  // data-parallel reduction under the last backward
   bool adam = true;                  // else SGD with momentum
   int virtual_stages = 1;            // model chunks per pipeline rank (interleaved 1F1B)
+  double hidden_dropout = 0.1;       // on the attention and MLP outputs (Megatron-LM's default)
   int iterations = 2;                // the first warms up (optimizer state, caches); scopes "iteration N"
 };
 

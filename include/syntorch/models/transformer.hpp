@@ -103,8 +103,12 @@ class TransformerBlockImpl : public torch::nn::Module {
   // Training: the whole sequence attends causally to itself, no cache (x: [batch, seq, hidden],
   // seq / tp of it under sequence parallelism).
   torch::Tensor forward(const torch::Tensor& x);
+  // The dropout probability on the attention and MLP outputs before their residual adds (training
+  // mode only).
+  void set_hidden_dropout(double p) { hidden_dropout_ = p; }
 
  private:
+  double hidden_dropout_ = 0;
   // The attention's output before the TP reduction (each rank's partial sum); no cache: training.
   torch::Tensor attention_partial(const torch::Tensor& x, KVCache* cache, std::int64_t past);
   torch::Tensor attention(const torch::Tensor& x, KVCache* cache, std::int64_t past);
@@ -146,6 +150,7 @@ class TransformerImpl : public CausalLM {
   torch::Tensor loss(const torch::Tensor& logits, const torch::Tensor& labels);
   // Full recomputation: each layer under activation checkpointing.
   void set_recompute(Recompute recompute) { recompute_ = recompute; }
+  void set_hidden_dropout(double p);
 
  private:
   Recompute recompute_ = Recompute::none;
