@@ -312,7 +312,10 @@ struct MachineBuilder {
       const bool sw = m.endpoints_[e].kind == EndpointKind::switch_;
       facts.push_back({switch_latency(e), sw ? m.endpoints_[e].index : 0u, sw});
     }
-    auto table = std::make_shared<detail::RouteTable>(n, std::move(arcs), std::move(links), std::move(facts));
+    std::vector<std::uint32_t> hosts;
+    for (const Host& h : m.hosts_) hosts.push_back(h.endpoint);
+    auto table = std::make_shared<detail::RouteTable>(n, std::move(arcs), std::move(links), std::move(facts),
+                                                      std::move(hosts));
     // Links run both ways, so reaching every endpoint from the first means every pair connects.
     const std::vector<bool> reached = table->reachable_from(0);
     for (std::uint32_t t = 0; t < n; ++t) {
@@ -368,17 +371,7 @@ const Route& Machine::route(std::uint32_t from_endpoint, std::uint32_t to_endpoi
 }
 
 std::optional<std::uint32_t> Machine::host_of_device(std::uint32_t device) const {
-  const std::uint32_t from = devices_.at(device).endpoint;
-  std::optional<std::uint32_t> host;
-  double best = std::numeric_limits<double>::infinity();
-  for (std::uint32_t h = 0; h < hosts_.size(); ++h) {
-    const Route& r = routes_->route(from, hosts_[h].endpoint);
-    if (!r.hops.empty() && r.latency_s + 1e-12 * static_cast<double>(r.hops.size()) < best) {
-      best = r.latency_s + 1e-12 * static_cast<double>(r.hops.size());
-      host = h;
-    }
-  }
-  return host;
+  return routes_->nearest_host(devices_.at(device).endpoint);
 }
 
 }  // namespace syntorch::hw

@@ -18,13 +18,15 @@ struct RouteTable::Graph {
 };
 
 RouteTable::RouteTable(std::size_t endpoints, std::vector<Arc> arcs, std::vector<LinkFacts> links,
-                       std::vector<EndpointFacts> facts)
+                       std::vector<EndpointFacts> facts, std::vector<std::uint32_t> hosts)
     : n_(endpoints),
       graph_(std::make_unique<Graph>(endpoints)),
       links_(std::move(links)),
       facts_(std::move(facts)),
+      hosts_(std::move(hosts)),
       once_(std::make_unique<std::once_flag[]>(endpoints)),
-      rows_(endpoints) {
+      rows_(endpoints),
+      nearest_host_(endpoints) {
   // Among parallel links between two endpoints the cheapest carries the route.
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::pair<double, Hop>> best;
   for (const Arc& a : arcs) {
@@ -65,12 +67,26 @@ const std::vector<Route>& RouteTable::row(std::uint32_t s) const {
         }
       }
     }
+    double best = std::numeric_limits<double>::infinity();
+    for (std::uint32_t h = 0; h < hosts_.size(); ++h) {
+      const Route& r = routes[hosts_[h]];
+      const double score = r.latency_s + 1e-12 * static_cast<double>(r.hops.size());
+      if (!r.hops.empty() && score < best) {
+        best = score;
+        nearest_host_[s] = h;
+      }
+    }
     rows_[s] = std::move(routes);
   });
   return rows_[s];
 }
 
 const Route& RouteTable::route(std::uint32_t from, std::uint32_t to) const { return row(from).at(to); }
+
+std::optional<std::uint32_t> RouteTable::nearest_host(std::uint32_t from) const {
+  row(from);
+  return nearest_host_[from];
+}
 
 std::vector<bool> RouteTable::reachable_from(std::uint32_t from) const {
   const std::vector<Route>& r = row(from);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "syntorch/hw/machine.hpp"
@@ -31,13 +32,16 @@ class RouteTable {
     bool is_switch;
   };
 
+  // `hosts`: the host endpoints, in host order (nearest_host answers with an index into them).
   RouteTable(std::size_t endpoints, std::vector<Arc> arcs, std::vector<LinkFacts> links,
-             std::vector<EndpointFacts> facts);
+             std::vector<EndpointFacts> facts, std::vector<std::uint32_t> hosts);
   ~RouteTable();
   RouteTable(const RouteTable&) = delete;
   RouteTable& operator=(const RouteTable&) = delete;
 
   const Route& route(std::uint32_t from, std::uint32_t to) const;
+  // The host closest to `from` by route latency (then hops), worked out with its routes.
+  std::optional<std::uint32_t> nearest_host(std::uint32_t from) const;
   // The endpoints `from` reaches (all of them on a connected machine).
   std::vector<bool> reachable_from(std::uint32_t from) const;
 
@@ -49,8 +53,10 @@ class RouteTable {
   std::unique_ptr<Graph> graph_;
   std::vector<LinkFacts> links_;
   std::vector<EndpointFacts> facts_;
+  std::vector<std::uint32_t> hosts_;
   mutable std::unique_ptr<std::once_flag[]> once_;
   mutable std::vector<std::vector<Route>> rows_;
+  mutable std::vector<std::optional<std::uint32_t>> nearest_host_;
 };
 
 }  // namespace syntorch::hw::detail

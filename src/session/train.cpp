@@ -54,8 +54,8 @@ bool set_train_parameter(TrainSpec& s, const std::string& key, const std::string
     const int c = choice({"none", "selective", "full"});
     if (c >= 0) s.recompute = static_cast<models::Recompute>(c);
   } else if (key == "sp") {
-    const int c = choice({"false", "true"});
-    if (c >= 0) s.sequence_parallel = c == 1;
+    const int c = choice({"false", "true", "0", "1"});
+    if (c >= 0) s.sequence_parallel = c % 2 == 1;
   } else if (key == "zero") {
     const int c = choice({"0", "1"});
     if (c >= 0) s.zero = c;

@@ -206,9 +206,7 @@ class Validator {
     const std::vector<std::string>& keys = train_parameter_keys();
     bool have_model = false;
     for (const KeyValue& kv : params(row, where, d)) {
-      std::string value = kv.value;
-      if (kv.key == "sp" && (value == "0" || value == "1")) value = value == "1" ? "true" : "false";
-      if (!set_train_parameter(spec, kv.key, value, d, where)) {
+      if (!set_train_parameter(spec, kv.key, kv.value, d, where)) {
         d.error(where, kv.key, fmt::format("train takes no parameter \"{}\"{} (valid: {})", kv.key,
                                            did_you_mean(kv.key, keys), join(keys)));
       } else {

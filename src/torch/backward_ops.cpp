@@ -111,21 +111,25 @@ Tensor swiglu_backward(const Tensor& grad, const Tensor& input) {
   return out;
 }
 
-Tensor sum_to(const Tensor& grad, IntArrayRef sizes) {
-  const TensorImpl& g = impl_of(grad);
-  if (IntArrayRef(g.sizes) == sizes) return grad;
-  const std::int64_t kept = product(sizes);
+Tensor reduction(std::int64_t inputs, ScalarType dtype, Device device, IntArrayRef out_sizes, std::string_view aten) {
+  const std::int64_t kept = product(out_sizes);
   runtime::RankContext* ctx = runtime::current_rank();
-  Tensor out = make_tensor(ctx, sizes, g.dtype, g.device, "aten::sum");
+  Tensor out = make_tensor(ctx, out_sizes, dtype, device, aten);
   if (ctx) {
     OpDesc o;
     o.kind = OpKind::sum;
-    o.dtype = to_runtime_dtype(g.dtype);
+    o.dtype = to_runtime_dtype(dtype);
     o.rows = static_cast<std::uint64_t>(kept);
-    o.cols = kept == 0 ? 0 : static_cast<std::uint64_t>(g.numel / kept);
-    dispatch(ctx, o, "aten::sum", g.device, g.numel == 0 || kept == 0);
+    o.cols = kept == 0 ? 0 : static_cast<std::uint64_t>(inputs / kept);
+    dispatch(ctx, o, aten, device, inputs == 0 || kept == 0);
   }
   return out;
+}
+
+Tensor sum_to(const Tensor& grad, IntArrayRef sizes) {
+  const TensorImpl& g = impl_of(grad);
+  if (IntArrayRef(g.sizes) == sizes) return grad;
+  return reduction(g.numel, g.dtype, g.device, sizes, "aten::sum");
 }
 
 }  // namespace syntorch::torch::detail

@@ -31,5 +31,8 @@ Tensor embedding_backward(const Tensor& grad, std::int64_t vocab);
 Tensor swiglu_backward(const Tensor& grad, const Tensor& input);
 // Sums `grad` down to `sizes` over the dims broadcasting added or expanded (itself when equal).
 Tensor sum_to(const Tensor& grad, IntArrayRef sizes);
+// One `sum` kernel reading `inputs` elements of `dtype` into a new tensor of `out_sizes` (each
+// output the sum of inputs / its numel of them): what sum, mean, sum_to and nll_loss launch.
+Tensor reduction(std::int64_t inputs, ScalarType dtype, Device device, IntArrayRef out_sizes, std::string_view aten);
 
 }  // namespace syntorch::torch::detail

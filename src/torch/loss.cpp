@@ -9,32 +9,12 @@ namespace syntorch::torch {
 
 using detail::Grads;
 using detail::impl_of;
-using runtime::OpDesc;
 using runtime::OpKind;
 
-namespace {
-
-// A 0-dim result of one reduction kernel over `cols` elements of x.
-Tensor reduce_all(const Tensor& x, std::int64_t cols, std::string_view aten) {
-  runtime::RankContext* ctx = runtime::current_rank();
-  const auto& s = impl_of(x);
-  Tensor out = detail::make_tensor(ctx, {}, s.dtype, s.device, aten);
-  if (ctx) {
-    OpDesc o;
-    o.kind = OpKind::sum;
-    o.dtype = to_runtime_dtype(s.dtype);
-    o.rows = 1;
-    o.cols = static_cast<std::uint64_t>(cols);
-    detail::dispatch(ctx, o, aten, s.device, cols == 0);
-  }
-  return out;
-}
-
-}  // namespace
 
 Tensor sum(const Tensor& x) {
   detail::check_defined(x, "sum", "self");
-  Tensor out = reduce_all(x, x.numel(), "aten::sum");
+  Tensor out = detail::reduction(x.numel(), x.dtype(), x.device(), {}, "aten::sum");
   if (autograd::any_requires_grad({&x})) {
     detail::Sizes in = x.sizes();
     // The gradient broadcast back: a view, no kernel.
@@ -56,25 +36,14 @@ Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim) {
     reduced[w] = true;
   }
   detail::Sizes out_sizes;
-  std::int64_t kept = 1;
   for (std::size_t i = 0; i < s.sizes.size(); ++i) {
     if (!reduced[i]) {
       out_sizes.push_back(s.sizes[i]);
-      kept *= s.sizes[i];
     } else if (keepdim) {
       out_sizes.push_back(1);
     }
   }
-  runtime::RankContext* ctx = runtime::current_rank();
-  Tensor out = detail::make_tensor(ctx, out_sizes, s.dtype, s.device, "aten::sum");
-  if (ctx) {
-    OpDesc o;
-    o.kind = OpKind::sum;
-    o.dtype = to_runtime_dtype(s.dtype);
-    o.rows = static_cast<std::uint64_t>(kept);
-    o.cols = kept == 0 ? 0 : static_cast<std::uint64_t>(s.numel / kept);
-    detail::dispatch(ctx, o, "aten::sum", s.device, s.numel == 0 || kept == 0);
-  }
+  Tensor out = detail::reduction(s.numel, s.dtype, s.device, out_sizes, "aten::sum");
   if (autograd::any_requires_grad({&x})) {
     detail::Sizes in = s.sizes;
     detail::Sizes with_ones = s.sizes;
@@ -95,7 +64,7 @@ Tensor mean(const Tensor& x) {
                  "Got: {}",
                  scalar_type_name(x.dtype()));
   }
-  Tensor out = reduce_all(x, x.numel(), "aten::mean");
+  Tensor out = detail::reduction(x.numel(), x.dtype(), x.device(), {}, "aten::mean");
   if (autograd::any_requires_grad({&x})) {
     detail::Sizes in = x.sizes();
     // The gradient broadcast back and divided by the count: one kernel over the input's size.
@@ -122,7 +91,7 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target) {
                  t.sizes.empty() ? 1 : t.sizes[0]);
   }
   // One log-probability gathered per row, then averaged.
-  Tensor out = reduce_all(log_probs, x.sizes[0], "aten::nll_loss_forward");
+  Tensor out = detail::reduction(x.sizes[0], x.dtype, x.device, {}, "aten::nll_loss_forward");
   if (autograd::any_requires_grad({&log_probs})) {
     detail::Sizes in = x.sizes;
     const std::int64_t rows = x.sizes[0];

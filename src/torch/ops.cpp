@@ -645,7 +645,6 @@ Tensor rowwise(const Tensor& x, std::int64_t dim, std::optional<ScalarType> dtyp
     detail::dispatch(ctx, o, aten, s.device, s.numel == 0);
   }
   if (autograd::any_requires_grad({&x})) {
-    if (kind != OpKind::softmax) detail::no_backward({&x}, op);
     // From the saved output: one softmax_backward kernel (log_softmax's costs the same).
     const ScalarType in_type = s.dtype;
     const bool log = std::string_view(op) == "log_softmax";

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "syntorch/base/input_file.hpp"
+#include "syntorch/base/units.hpp"
 #include "syntorch/trace/console_summary.hpp"
 #include "syntorch/trace/open_trace_writer.hpp"
 #include "syntorch/trace/recorder.hpp"
@@ -24,6 +25,21 @@ std::string default_hw_config(const std::string& name) {
     }
   }
   return here.string();
+}
+
+void print_oom_holders(std::ostream& out, const runtime::OomReport& oom) {
+  out << "  by purpose:";
+  for (std::size_t u = 0; u < os::kMemoryUses; ++u) {
+    const std::uint64_t b = oom.memory.allocated_by_use[u];
+    if (b > 0) {
+      out << fmt::format(" {} {};", os::memory_use_name(static_cast<os::MemoryUse>(u)),
+                         units::format_size(static_cast<double>(b)));
+    }
+  }
+  out << "\n  largest live allocations by tensor:\n";
+  for (const auto& [name, bytes] : oom.largest) {
+    out << fmt::format("    {:<40} {}\n", name, units::format_size(static_cast<double>(bytes)));
+  }
 }
 
 void add_trace_flags(CLI::App& s, TraceFlags& t) {

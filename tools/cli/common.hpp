@@ -1,6 +1,7 @@
 #pragma once
 // Helpers the subcommands share.
 
+#include <ostream>
 #include <string>
 
 #include "cli.hpp"
@@ -19,6 +20,9 @@ struct TraceFlags {
   std::string format;                 // --trace-format ("" = from the extension)
   std::string level = "kernel";       // --trace-level
 };
+// What held the memory at a simulated OOM: its live bytes by purpose, then the largest tensors.
+void print_oom_holders(std::ostream& out, const runtime::OomReport& oom);
+
 // Registers --trace, --trace-format and --trace-level on a command.
 void add_trace_flags(CLI::App& command, TraceFlags& flags);
 // Attaches the writer the flags ask for to `recorder` (or the console summary); false after

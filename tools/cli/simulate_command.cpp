@@ -58,13 +58,7 @@ void print_oom(std::ostream& out, const runtime::OomReport& oom, const session::
                      oom.device_name, size(oom.requested_bytes), oom.requested_for, size(m.capacity_bytes));
   out << fmt::format("  allocated {} in live tensors, reserved {} by the caching allocator\n", size(m.allocated_bytes),
                      size(m.reserved_bytes));
-  out << "  by purpose:";
-  for (std::size_t u = 0; u < os::kMemoryUses; ++u) {
-    if (m.allocated_by_use[u] == 0) continue;
-    out << fmt::format(" {} {};", os::memory_use_name(static_cast<os::MemoryUse>(u)), size(m.allocated_by_use[u]));
-  }
-  out << "\n  largest live allocations by tensor:\n";
-  for (const auto& [name, bytes] : oom.largest) out << fmt::format("    {:<40} {}\n", name, size(bytes));
+  print_oom_holders(out, oom);
   out << fmt::format("  {} weights alone are {} in {}; more tensor or pipeline parallel ranks (now tp {} x pp {}), a "
                      "smaller batch or shorter sequences, or devices with more memory would fit it\n",
                      spec.model->name(), size(static_cast<std::uint64_t>(spec.model->parameters() * dtype_bits(spec.dtype) / 8)),

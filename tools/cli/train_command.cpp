@@ -127,13 +127,7 @@ void print_oom(std::ostream& out, const session::TrainReport& r, const session::
   out << fmt::format("OUT OF MEMORY on pipeline stage {} (rank {}, {}): {} requested for {}; the device has {}\n",
                      oom.rank / (s.tp * s.dp), oom.rank, oom.device_name, size(oom.requested_bytes), oom.requested_for,
                      size(m.capacity_bytes));
-  out << "  by purpose:";
-  for (os::MemoryUse u : kPurposes) {
-    const std::uint64_t b = m.allocated_by_use[static_cast<std::size_t>(u)];
-    if (b > 0) out << fmt::format(" {} {};", os::memory_use_name(u), size(b));
-  }
-  out << "\n  largest live allocations by tensor:\n";
-  for (const auto& [name, bytes] : oom.largest) out << fmt::format("    {:<48} {}\n", name, size(bytes));
+  print_oom_holders(out, oom);
   out << fmt::format("  more tensor or pipeline parallel ranks (now tp {} x pp {}), recomputation (now {}), the "
                      "distributed optimizer (zero {}), sequence parallelism or a smaller micro-batch would fit it\n",
                      s.tp, s.pp, recompute_name(s.recompute), s.zero);

@@ -43,7 +43,7 @@ struct TrainSpec {
 };
 
 // Sets one parameter from its text, as measurement rows and study files give them: model, seq, tp,
-// pp, dp, vp, global_batch, micro_batch, recompute (none|selective|full), sp (true|false), zero
+// pp, dp, vp, global_batch, micro_batch, recompute (none|selective|full), sp (true|false or 1|0), zero
 // (0|1), overlap_grad_reduce (true|false), hidden_dropout (0 .. 1), optimizer (adamw|sgd),
 // schedule (1f1b|gpipe), dtype. False for a key that is none of these.
 bool set_train_parameter(TrainSpec& spec, const std::string& key, const std::string& value, Diagnostics& diagnostics,

@@ -30,6 +30,35 @@ constexpr double kSoftmaxVectorOpsPerScore = 4;  // max, scaled subtraction, run
 constexpr double kSoftwareExpOps = 4;            // an exponential on the vector units (range reduction, polynomial)
 constexpr double kBackwardVectorOpsPerScore = 6;  // S - LSE, dP - D, times P, scaling, conversions of P and dS
 
+// The query-block x key-block pairs a (non-decode) pass visits: all, or those at or below the
+// diagonal when causal (the last q_blocks rows of a kv_blocks square).
+double block_pairs(const OpDesc& op) {
+  const double q_blocks = static_cast<double>(ceil_div(op.seq_q, kBlockQ));
+  const double kv_blocks = static_cast<double>(ceil_div(op.seq_kv, kBlockKv));
+  return op.causal ? q_blocks * (kv_blocks - q_blocks + (q_blocks + 1) / 2) : q_blocks * kv_blocks;
+}
+
+// What one CTA's blocks of scores cost: the matrix products (`matrix_ops_per_score` FLOPs each,
+// at the synchronous-mma fraction for flash_v2 on a device built for asynchronous ones), one
+// exponential a score on the special-function units (a software routine of a few FMAs without
+// them), and `vector_ops_per_score` fp32 operations. v2 runs them in turn; v3 overlaps the softmax
+// with the products, so the slower bounds.
+struct BlockCost {
+  double sync, mm_s, exp_s, vector_s, special;
+  double softmax_s() const { return exp_s + vector_s; }
+  double tile_s(bool v3) const { return v3 ? std::max(mm_s, softmax_s()) : mm_s + softmax_s(); }
+};
+BlockCost block_cost(const hw::Device& d, double mm, double vec, double scores, double matrix_ops_per_score,
+                     double vector_ops_per_score, bool v3) {
+  BlockCost c{};
+  c.sync = !v3 && d.compute.async_matrix ? d.compute.sync_matrix_efficiency : 1.0;
+  c.mm_s = matrix_ops_per_score * scores / (mm * c.sync);
+  c.special = d.compute.special_ops_per_cycle * d.compute.clock_hz;
+  c.exp_s = c.special > 0 ? scores / c.special : (vec > 0 ? kSoftwareExpOps * scores / vec : 0);
+  c.vector_s = vec > 0 ? vector_ops_per_score * scores / vec : 0;
+  return c;
+}
+
 Kernel fused(const OpDesc& op, const LowerContext& cx, bool v3) {
   const hw::Device& d = cx.device;
   const double e = element_bytes(cx.dtype);
@@ -77,27 +106,17 @@ Kernel fused(const OpDesc& op, const LowerContext& cx, bool v3) {
     const std::uint64_t q_blocks = ceil_div(op.seq_q, kBlockQ);
     const std::uint64_t kv_blocks = ceil_div(op.seq_kv, kBlockKv);
     k.tiles = op.batch * op.heads * q_blocks;
-    // Blocks a query block visits: all, or those at or below the diagonal when causal.
-    double visited = static_cast<double>(kv_blocks);
-    if (op.causal) {
-      const double diag = static_cast<double>(kv_blocks - q_blocks);
-      visited = diag + (static_cast<double>(q_blocks) + 1) / 2;
-    }
+    const double visited = block_pairs(op) / static_cast<double>(q_blocks);  // key blocks a query block visits
     scores_per_tile = static_cast<double>(kBlockQ * kBlockKv) * visited;
     k.name = fmt::format("{} prefill", k.impl);
     k.why.push_back(fmt::format("prefill: {} CTAs (batch x heads x {}-query blocks), {:.1f} of {} KV blocks each{}",
                                 k.tiles, kBlockQ, visited, kv_blocks, op.causal ? " (causal)" : ""));
   }
-  // v2's synchronous mma reaches only part of the rate of a device built for asynchronous ones.
-  const double sync = !v3 && d.compute.async_matrix ? d.compute.sync_matrix_efficiency : 1.0;
-  const double mm_s = 4.0 * static_cast<double>(op.head_dim) * scores_per_tile / (mm * sync);
-  const double special = d.compute.special_ops_per_cycle * d.compute.clock_hz;
-  // Without special-function units an exponential is a software routine of a few FMAs.
-  const double exp_s = special > 0 ? scores_per_tile / special
-                                   : (vec > 0 ? kSoftwareExpOps * scores_per_tile / vec : 0);
-  const double vector_s = vec > 0 ? kSoftmaxVectorOpsPerScore * scores_per_tile / vec : 0;
-  const double softmax_s = exp_s + vector_s;
-  k.tile_compute_s = v3 ? std::max(mm_s, softmax_s) : mm_s + softmax_s;
+  const BlockCost c = block_cost(d, mm, vec, scores_per_tile, 4.0 * static_cast<double>(op.head_dim),
+                                 kSoftmaxVectorOpsPerScore, v3);
+  const double sync = c.sync, mm_s = c.mm_s, exp_s = c.exp_s, vector_s = c.vector_s, special = c.special;
+  const double softmax_s = c.softmax_s();
+  k.tile_compute_s = c.tile_s(v3);
   k.tile_hbm_bytes = k.hbm_bytes / static_cast<double>(k.tiles);
   const std::string parts =
       fmt::format("per CTA: matrix {:.2f} us{}, exponentials {:.2f} us ({}), other softmax {:.2f} us", mm_s * 1e6,
@@ -142,15 +161,8 @@ std::vector<Kernel> backward(const OpDesc& op, const LowerContext& cx, bool v3) 
   const std::uint64_t q_blocks = ceil_div(op.seq_q, kBlockQ);
   const std::uint64_t kv_blocks = ceil_div(op.seq_kv, kBlockKv);
   k.tiles = op.batch * op.heads * kv_blocks;
-  // Query blocks a key block meets: all, or those at or below the diagonal when causal.
-  double visited = static_cast<double>(q_blocks);
-  if (op.causal) {
-    // The block pairs at or below the diagonal (as the forward visits them), spread over the key
-    // blocks.
-    const double diag = static_cast<double>(kv_blocks - q_blocks);
-    visited = static_cast<double>(q_blocks) * (diag + (static_cast<double>(q_blocks) + 1) / 2) /
-              static_cast<double>(kv_blocks);
-  }
+  // Query blocks a key block meets: the forward's block pairs spread over the key blocks.
+  const double visited = block_pairs(op) / static_cast<double>(kv_blocks);
   const double scores_per_tile = static_cast<double>(kBlockQ * kBlockKv) * visited;
   // Q, dO, K, V read once (a head's query blocks are shared by its key-block CTAs through L2);
   // dK, dV written; dQ written in fp32 (its atomic additions land in L2), the log-sum-exp and D
@@ -159,15 +171,10 @@ std::vector<Kernel> backward(const OpDesc& op, const LowerContext& cx, bool v3) 
   k.hbm_write_bytes = 2.0 * kv_elems * e + q_elems * 4.0;
   k.tile_hbm_bytes = k.hbm_bytes / static_cast<double>(k.tiles);
   k.flops = 2.5 * ops::attention_flops(op);
-  const double sync = !v3 && d.compute.async_matrix ? d.compute.sync_matrix_efficiency : 1.0;
-  const double mm_s = 10.0 * static_cast<double>(op.head_dim) * scores_per_tile / (mm * sync);
-  const double special = d.compute.special_ops_per_cycle * d.compute.clock_hz;
-  const double exp_s = special > 0 ? scores_per_tile / special
-                                   : (vec > 0 ? kSoftwareExpOps * scores_per_tile / vec : 0);
-  // P from S and the log-sum-exp, dS = P (dP - D), and the conversions of P and dS.
-  const double vector_s = vec > 0 ? kBackwardVectorOpsPerScore * scores_per_tile / vec : 0;
-  const double softmax_s = exp_s + vector_s;
-  k.tile_compute_s = v3 ? std::max(mm_s, softmax_s) : mm_s + softmax_s;
+  const BlockCost c = block_cost(d, mm, vec, scores_per_tile, 10.0 * static_cast<double>(op.head_dim),
+                                 kBackwardVectorOpsPerScore, v3);
+  const double sync = c.sync, mm_s = c.mm_s, exp_s = c.exp_s, vector_s = c.vector_s;
+  k.tile_compute_s = c.tile_s(v3);
   k.name = fmt::format("{} backward", impl);
   k.why.push_back(fmt::format("backward: {} CTAs (batch x heads x {}-key blocks), {:.1f} of {} query blocks each{}; "
                               "five matrix products a block, the scores recomputed",

@@ -240,27 +240,6 @@ class Identity(Module):
         return x
 
 
-class Sequential(Module):
-    def __init__(self, *modules):
-        super().__init__()
-        for i, m in enumerate(modules):
-            self._modules[str(i)] = m
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __getitem__(self, i):
-        return list(self._modules.values())[i]
-
-    def forward(self, x):
-        for m in self._modules.values():
-            x = m(x)
-        return x
-
-
 class ModuleList(Module):
     def __init__(self, modules=()):
         super().__init__()
@@ -279,6 +258,18 @@ class ModuleList(Module):
 
     def __getitem__(self, i):
         return list(self._modules.values())[i]
+
+
+class Sequential(ModuleList):
+    """Modules run in order, each on the previous one's output (a ModuleList with a forward)."""
+
+    def __init__(self, *modules):
+        super().__init__(modules)
+
+    def forward(self, x):
+        for m in self._modules.values():
+            x = m(x)
+        return x
 
 
 class ModuleDict(Module):
