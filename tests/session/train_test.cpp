@@ -154,7 +154,7 @@ TEST(Train, HiddenDropoutCostsAKernelAndAMaskPerBranchAndNothingWhenOff) {
   EXPECT_GT(on.stages[0].peak_by_use[act], off.stages[0].peak_by_use[act]);  // the masks, kept for backward
 }
 
-TEST(Train, APlanThatDoesNotFitIsASimulatedOomNamingItsStage) {
+TEST(Train, APlanThatDoesNotFitIsASimulatedOomWithEachStagesMemory) {
   const hw::Machine m = hw::Machine::load(config("dgx_h100.json"));
   const session::TrainReport r = session::simulate_training(m, {}, spec("gpt3-175b", 8, 1, 1, 1));
   ASSERT_TRUE(r.oom);
