@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <stdexcept>
 
 namespace syntorch::hw::detail {
 
@@ -24,9 +25,7 @@ RouteTable::RouteTable(std::size_t endpoints, std::vector<Arc> arcs, std::vector
       links_(std::move(links)),
       facts_(std::move(facts)),
       hosts_(std::move(hosts)),
-      once_(std::make_unique<std::once_flag[]>(endpoints)),
-      rows_(endpoints),
-      nearest_host_(endpoints) {
+      rows_(std::make_unique<Row[]>(endpoints)) {
   // Among parallel links between two endpoints the cheapest carries the route.
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::pair<double, Hop>> best;
   for (const Arc& a : arcs) {
@@ -41,57 +40,63 @@ RouteTable::RouteTable(std::size_t endpoints, std::vector<Arc> arcs, std::vector
 
 RouteTable::~RouteTable() = default;
 
-const std::vector<Route>& RouteTable::row(std::uint32_t s) const {
-  std::call_once(once_[s], [&] {
+RouteTable::Row& RouteTable::row(std::uint32_t s) const {
+  Row& row = rows_[s];
+  std::call_once(row.once, [&] {
     std::vector<std::size_t> pred(n_);
     std::vector<double> dist(n_);
     boost::dijkstra_shortest_paths(graph_->g, s, boost::predecessor_map(pred.data()).distance_map(dist.data()));
-    std::vector<Route> routes(n_);
-    for (std::uint32_t t = 0; t < n_; ++t) {
-      if (t == s || pred[t] == t) continue;  // itself, or unreachable (refused when the machine loads)
-      Route& r = routes[t];
-      for (std::size_t v = t; v != s; v = pred[v]) {
-        const std::size_t u = pred[v];
-        r.hops.push_back(graph_->hop_of.at({static_cast<std::uint32_t>(u), static_cast<std::uint32_t>(v)}));
-      }
-      std::reverse(r.hops.begin(), r.hops.end());
-      r.bottleneck_bytes_per_s = std::numeric_limits<double>::infinity();
-      for (std::size_t h = 0; h < r.hops.size(); ++h) {
-        const LinkFacts& l = links_[r.hops[h].link];
-        r.latency_s += l.latency_s;
-        r.bottleneck_bytes_per_s = std::min(r.bottleneck_bytes_per_s, l.bandwidth_bytes_per_s);
-        const std::uint32_t to = r.hops[h].forward ? l.b : l.a;
-        if (h + 1 < r.hops.size() && facts_[to].is_switch) {
-          r.switches.push_back(facts_[to].switch_index);
-          r.latency_s += facts_[to].switch_latency_s;
-        }
-      }
-    }
+    row.predecessor.assign(pred.begin(), pred.end());
     double best = std::numeric_limits<double>::infinity();
     for (std::uint32_t h = 0; h < hosts_.size(); ++h) {
-      const Route& r = routes[hosts_[h]];
+      if (hosts_[h] == s || pred[hosts_[h]] == hosts_[h]) continue;
+      const Route r = spell(row, s, hosts_[h]);
       const double score = r.latency_s + 1e-12 * static_cast<double>(r.hops.size());
-      if (!r.hops.empty() && score < best) {
+      if (score < best) {
         best = score;
-        nearest_host_[s] = h;
+        row.nearest_host = h;
       }
     }
-    rows_[s] = std::move(routes);
   });
-  return rows_[s];
+  return row;
 }
 
-const Route& RouteTable::route(std::uint32_t from, std::uint32_t to) const { return row(from).at(to); }
-
-std::optional<std::uint32_t> RouteTable::nearest_host(std::uint32_t from) const {
-  row(from);
-  return nearest_host_[from];
+Route RouteTable::spell(const Row& row, std::uint32_t s, std::uint32_t t) const {
+  Route r;
+  if (t == s || row.predecessor[t] == t) return r;  // itself, or unreachable (refused when the machine loads)
+  for (std::uint32_t v = t; v != s; v = row.predecessor[v]) {
+    r.hops.push_back(graph_->hop_of.at({row.predecessor[v], v}));
+  }
+  std::reverse(r.hops.begin(), r.hops.end());
+  r.bottleneck_bytes_per_s = std::numeric_limits<double>::infinity();
+  for (std::size_t h = 0; h < r.hops.size(); ++h) {
+    const LinkFacts& l = links_[r.hops[h].link];
+    r.latency_s += l.latency_s;
+    r.bottleneck_bytes_per_s = std::min(r.bottleneck_bytes_per_s, l.bandwidth_bytes_per_s);
+    const std::uint32_t to = r.hops[h].forward ? l.b : l.a;
+    if (h + 1 < r.hops.size() && facts_[to].is_switch) {
+      r.switches.push_back(facts_[to].switch_index);
+      r.latency_s += facts_[to].switch_latency_s;
+    }
+  }
+  return r;
 }
+
+const Route& RouteTable::route(std::uint32_t from, std::uint32_t to) const {
+  Row& r = row(from);
+  if (to >= n_) throw std::out_of_range("RouteTable::route: no such endpoint");
+  std::lock_guard lock(r.mutex);
+  std::unique_ptr<Route>& slot = r.routes[to];
+  if (!slot) slot = std::make_unique<Route>(spell(r, from, to));
+  return *slot;
+}
+
+std::optional<std::uint32_t> RouteTable::nearest_host(std::uint32_t from) const { return row(from).nearest_host; }
 
 std::vector<bool> RouteTable::reachable_from(std::uint32_t from) const {
-  const std::vector<Route>& r = row(from);
+  const Row& r = row(from);
   std::vector<bool> out(n_, false);
-  for (std::size_t t = 0; t < n_; ++t) out[t] = t == from || !r[t].hops.empty();
+  for (std::size_t t = 0; t < n_; ++t) out[t] = r.predecessor[t] != t || t == from;
   return out;
 }
 

@@ -50,7 +50,10 @@ std::optional<sim::ResourceId> SimMachine::comm_engine(std::uint32_t device, std
 
 void SimMachine::path_resources(std::uint32_t from_endpoint, std::uint32_t to_endpoint,
                                 std::vector<sim::ResourceId>& out) const {
-  const Route& r = machine_.route(from_endpoint, to_endpoint);
+  route_resources(machine_.route(from_endpoint, to_endpoint), out);
+}
+
+void SimMachine::route_resources(const Route& r, std::vector<sim::ResourceId>& out) const {
   for (const Hop& h : r.hops) out.push_back(link_direction(h));
   for (std::uint32_t s : r.switches) {
     if (switch_resource_[s]) out.push_back(*switch_resource_[s]);
@@ -60,7 +63,8 @@ void SimMachine::path_resources(std::uint32_t from_endpoint, std::uint32_t to_en
 void SimMachine::transfer(std::uint32_t from_endpoint, std::uint32_t to_endpoint, double bytes, sim::EventFn on_done,
                           void* obj, std::uint64_t arg, const TransferOptions& options) {
   scratch_path_.clear();
-  path_resources(from_endpoint, to_endpoint, scratch_path_);
+  const Route& route = machine_.route(from_endpoint, to_endpoint);
+  route_resources(route, scratch_path_);
   const Endpoint& source = machine_.endpoints()[from_endpoint];
   if (options.via_comm_engine && source.kind == EndpointKind::device) {
     if (const auto engine = comm_engine(source.index, options.protocol)) scratch_path_.push_back(*engine);
@@ -82,7 +86,7 @@ void SimMachine::transfer(std::uint32_t from_endpoint, std::uint32_t to_endpoint
     slot = static_cast<std::uint32_t>(transfers_.size());
     transfers_.emplace_back();
   }
-  transfers_[slot] = Transfer{units::seconds_to_ps(machine_.route(from_endpoint, to_endpoint).latency_s), on_done,
+  transfers_[slot] = Transfer{units::seconds_to_ps(route.latency_s), on_done,
                               obj, arg};
   if (scratch_path_.empty() && !std::isfinite(options.rate_cap_bytes_per_s)) {
     // Same endpoint and no memory traffic: only the latency (zero) remains.

@@ -79,6 +79,35 @@ bool set_train_parameter(TrainSpec& s, const std::string& key, const std::string
   } else if (key == "dtype") {
     const int c = choice({"bf16", "fp16", "fp32"});
     if (c >= 0) s.dtype = c == 0 ? DType::bf16 : c == 1 ? DType::fp16 : DType::fp32;
+  } else if (key == "replicas") {
+    const int c = choice({"one", "all"});
+    if (c >= 0) s.mirror_replicas = c == 0;
+  } else if (key == "trace_ranks") {
+    // Ranks and ranges: "0-7,64".
+    std::vector<int> ranks;
+    bool ok = !value.empty();
+    for (std::size_t at = 0; ok && at <= value.size();) {
+      const std::size_t end = std::min(value.find(',', at), value.size());
+      const std::string_view part(value.data() + at, end - at);
+      const std::size_t dash = part.find('-');
+      int lo = -1, hi = -1;
+      auto number = [](std::string_view t, int& out) {
+        const auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), out);
+        return ec == std::errc{} && p == t.data() + t.size() && out >= 0 && out < (1 << 20);
+      };
+      ok = dash == std::string_view::npos ? number(part, lo) && number(part, hi)
+                                          : number(part.substr(0, dash), lo) && number(part.substr(dash + 1), hi);
+      ok = ok && lo <= hi;
+      for (int r = lo; ok && r <= hi; ++r) ranks.push_back(r);
+      at = end + 1;
+    }
+    if (ok) {
+      std::sort(ranks.begin(), ranks.end());
+      ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+      s.trace_ranks = std::move(ranks);
+    } else {
+      d.error(where, key, fmt::format("expected ranks and ranges such as \"0-7,64\", got \"{}\"", value));
+    }
   } else {
     return false;
   }
@@ -88,7 +117,8 @@ bool set_train_parameter(TrainSpec& s, const std::string& key, const std::string
 const std::vector<std::string>& train_parameter_keys() {
   static const std::vector<std::string> keys{"model",       "seq",       "tp",   "pp",        "dp",
                                              "vp",          "global_batch", "micro_batch", "recompute", "sp",
-                                             "zero",        "overlap_grad_reduce", "hidden_dropout", "optimizer", "schedule", "dtype"};
+                                             "zero",        "overlap_grad_reduce", "hidden_dropout", "optimizer", "schedule", "dtype",
+                                             "replicas",    "trace_ranks"};
   return keys;
 }
 
@@ -133,6 +163,12 @@ bool validate_train(TrainSpec& s, const hw::Machine& machine, Diagnostics& d, co
       }
     }
   }
+  for (int r : s.trace_ranks) {
+    if (static_cast<std::size_t>(r) >= world) {
+      d.error(where, "trace_ranks", fmt::format("rank {} is outside the run's {} ranks (0..{})", r, world, world - 1));
+      break;
+    }
+  }
   // Interleaving splits the layers over pp x vp virtual stages.
   if (s.model && d.size() == before) s.model->check({s.tp, s.pp * s.vp, s.micro_batch, s.seq, 1}, d, where);
   return d.size() == before;
@@ -146,6 +182,21 @@ TrainReport simulate_training(const hw::Machine& machine, const runtime::KernelP
   options.recorder = recorder;
   options.trace_level = trace_level;
   const int world = spec.tp * spec.pp * spec.dp;
+  options.trace_ranks = spec.trace_ranks;
+  // Ranks are tensor-parallel innermost, then data parallel, then pipeline (Megatron's order).
+  auto dp_rank = [&](int r) { return (r / spec.tp) % spec.dp; };
+  int simulated_replicas = spec.dp;
+  if (spec.mirror_replicas && spec.dp > 1) {
+    std::vector<bool> simulated(static_cast<std::size_t>(spec.dp), false);
+    simulated[0] = true;
+    for (int r : spec.trace_ranks) simulated[static_cast<std::size_t>(dp_rank(r))] = true;
+    simulated_replicas = static_cast<int>(std::count(simulated.begin(), simulated.end(), true));
+    options.mirror_of.resize(static_cast<std::size_t>(world));
+    for (int r = 0; r < world; ++r) {
+      options.mirror_of[static_cast<std::size_t>(r)] =
+          simulated[static_cast<std::size_t>(dp_rank(r))] ? r : r - spec.tp * dp_rank(r);
+    }
+  }
   runtime::Engine engine(machine, policy, world, options);
   models::TrainOptions train;
   train.micro_batch = spec.micro_batch;
@@ -164,6 +215,7 @@ TrainReport simulate_training(const hw::Machine& machine, const runtime::KernelP
                                                               : torch::kFloat32;
   TrainReport report;
   report.micro_batches = train.micro_batches;
+  report.simulated_replicas = simulated_replicas;
   report.engine = engine.run([&](runtime::RankContext&) {
     torch::DefaultDtypeGuard dtype_guard(dtype);
     parallel::initialize_model_parallel(spec.tp, spec.pp);

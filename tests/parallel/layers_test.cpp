@@ -80,6 +80,33 @@ TEST(TensorParallel, ColumnThenRowSplitsWeightsAndCommunicatesOnce) {
   }
 }
 
+// Megatron's sequence parallelism replaces a layer pair's all-reduce by an all-gather before it
+// and a reduce-scatter after it: a ring all-reduce is a reduce-scatter then an all-gather, so each
+// rank moves the same 2(n-1)/n of the activation over the same links, in the same time.
+TEST(TensorParallel, SequenceParallelMovesTheBytesOfTheAllReduceItReplaces) {
+  const hw::Machine m = hw::Machine::load(config("dgx_a100.json"));
+  auto run = [&](bool sp) {
+    runtime::Engine engine(m, {}, 8);
+    return engine.run([&](runtime::RankContext&) {
+      torch::DefaultDtypeGuard fp16(torch::kFloat16);
+      torch::NoGradGuard no_grad;
+      const auto& st = parallel::initialize_model_parallel(8);
+      parallel::ColumnParallelLinear fc1(4096, 16384, st.tp_size, st.tp_rank, false, true, sp);
+      parallel::RowParallelLinear fc2(16384, 4096, st.tp_size, st.tp_rank, true, true, sp);
+      // Sequence-first activations, [s, b, h]; sharded along s between the regions under SP.
+      torch::Tensor x = torch::empty({sp ? 4096 / 8 : 4096, 4, 4096});
+      (void)fc2(fc1(x));
+      torch::cuda::synchronize();
+    });
+  };
+  const auto plain = run(false);
+  const auto sp = run(true);
+  EXPECT_EQ(plain.ranks[0].collectives, 1u);
+  EXPECT_EQ(sp.ranks[0].collectives, 2u);
+  const double ratio = static_cast<double>(sp.ranks[0].communication_ps) / static_cast<double>(plain.ranks[0].communication_ps);
+  EXPECT_NEAR(ratio, 1.0, 0.05);
+}
+
 TEST(TensorParallel, GatheredOutputsAndVocabularySplits) {
   const hw::Machine m = hw::Machine::load(config("dgx_a100.json"));
   runtime::Engine engine(m, {}, 2);

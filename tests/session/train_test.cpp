@@ -139,6 +139,26 @@ TEST(Train, OverlappingTheGradientReductionHidesItAndSlowsTheMemoryBoundKernelsU
   EXPECT_GT(overlapped.overlapped_communication_s, serial.exposed_communication_s);
 }
 
+TEST(Train, MirroredDataParallelReplicasGiveWhatSimulatingEveryReplicaGives) {
+  const hw::Machine m = hw::Machine::load(config("dgx_h100.json"));
+  session::TrainSpec s = spec(kSmall, 2, 2, 2, 8);
+  const session::TrainReport one = session::simulate_training(m, {}, s);
+  s.mirror_replicas = false;
+  const session::TrainReport all = session::simulate_training(m, {}, s);
+  EXPECT_EQ(one.simulated_replicas, 1);
+  EXPECT_EQ(all.simulated_replicas, 2);
+  EXPECT_EQ(one.engine.simulated_ranks, 4u);
+  EXPECT_EQ(all.engine.simulated_ranks, 8u);
+  ASSERT_EQ(one.engine.ranks.size(), 8u);
+  // The other replica's tensor-parallel and pipeline traffic shares only the NVSwitch.
+  EXPECT_NEAR(one.iteration_s, all.iteration_s, 0.01 * all.iteration_s);
+  EXPECT_EQ(one.stages[1].peak_bytes, all.stages[1].peak_bytes);
+  // Naming a rank of replica 1 for the trace simulates that replica.
+  s.mirror_replicas = true;
+  s.trace_ranks = {2};
+  EXPECT_EQ(session::simulate_training(m, {}, s).simulated_replicas, 2);
+}
+
 TEST(Train, HiddenDropoutCostsAKernelAndAMaskPerBranchAndNothingWhenOff) {
   const hw::Machine m = hw::Machine::load(config("dgx_h100.json"));
   session::TrainSpec s = spec(kSmall, 1, 1, 1, 2);

@@ -1,6 +1,7 @@
 // `syntorch train --model M [--hw FILE] --tp N --pp N --dp N --global-batch B --micro-batch b --seq S
 // [--recompute none|selective|full] [--sequence-parallel] [--zero 1] [--overlap-grad-reduce] [--optimizer adamw|sgd]
-// [--schedule 1f1b|gpipe] [--dtype bf16|fp16|fp32] [--policy P] [--set path=value]... [--trace FILE] [--json]`:
+// [--schedule 1f1b|gpipe] [--dtype bf16|fp16|fp32] [--replicas one|all] [--policy P] [--set path=value]...
+// [--trace FILE [--trace-ranks 0-7,64]] [--json]`:
 // one training iteration (after a warm-up one) of a zoo model; prints what Megatron-LM prints and
 // each stage's memory. A plan that does not fit is a simulated out-of-memory (exit 3).
 
@@ -40,6 +41,8 @@ struct TrainFlags {
   std::string optimizer = "adamw";
   std::string schedule = "1f1b";
   std::string dtype = "bf16";
+  std::string replicas = "one";
+  std::string trace_ranks;
   std::string policy;
   std::vector<std::string> sets;
   TraceFlags trace;
@@ -78,6 +81,7 @@ nlohmann::ordered_json report_json(const session::TrainReport& r, const session:
   j["hidden_dropout"] = s.hidden_dropout;
   j["optimizer"] = s.adam ? "adamw" : "sgd";
   j["schedule"] = s.gpipe ? "gpipe" : "1f1b";
+  j["simulated_replicas"] = r.simulated_replicas;
   j["iteration_time_s"] = r.iteration_s;
   j["tokens_per_s"] = r.tokens_per_s;
   j["model_flops_per_iteration"] = r.model_flops;
@@ -163,9 +167,15 @@ void print_report(std::ostream& out, const session::TrainReport& r, const sessio
   }
   print_stages(out, r, m);
   std::uint64_t kernels = 0;
-  for (const auto& rank : r.engine.ranks) kernels += rank.kernels;
-  out << fmt::format("  simulated {} kernels ({} events) over two iterations (the first warms up) in {:.2f} s\n",
-                     kernels, r.engine.events, wall_s);
+  for (const auto& rank : r.engine.ranks) kernels += rank.mirror_of < 0 ? rank.kernels : 0;
+  if (r.simulated_replicas < s.dp) {
+    out << fmt::format("  data-parallel replicas  {} of {} simulated; the others mirror replica 0 (identical programs: "
+                       "they join its collectives, which move every member's bytes; --replicas all runs them all)\n",
+                       r.simulated_replicas, s.dp);
+  }
+  out << fmt::format("  simulated {} kernels ({} events) on {} ranks over two iterations (the first warms up) in "
+                     "{:.2f} s\n",
+                     kernels, r.engine.events, r.engine.simulated_ranks, wall_s);
 }
 
 int run_train(const TrainFlags& o, Context& ctx) {
@@ -178,9 +188,11 @@ int run_train(const TrainFlags& o, Context& ctx) {
       {"schedule", o.schedule},
       {"dtype", o.dtype},
       {"zero", std::to_string(o.zero)},
-      {"hidden_dropout", o.hidden_dropout}};
+      {"hidden_dropout", o.hidden_dropout},
+      {"replicas", o.replicas}};
   Diagnostics flags;
   for (const auto& [key, value] : params) session::set_train_parameter(spec, key, value, flags, "flags");
+  if (!o.trace_ranks.empty()) session::set_train_parameter(spec, "trace_ranks", o.trace_ranks, flags, "flags");
   spec.tp = o.tp;
   spec.pp = o.pp;
   spec.dp = o.dp;
@@ -265,6 +277,10 @@ void add_train_command(CLI::App& app, Context& ctx) {
   s->add_option("--schedule", o->schedule, "Pipeline schedule: 1f1b or gpipe")->capture_default_str();
   s->add_option("--dtype", o->dtype, "Parameter and activation dtype: bf16, fp16 or fp32 (fp32 master weights and "
                 "gradients either way)")->capture_default_str();
+  s->add_option("--replicas", o->replicas, "Data-parallel replicas simulated: one (replica 0; the others mirror it "
+                "and join its collectives, so data-parallel traffic is exact) or all")->capture_default_str();
+  s->add_option("--trace-ranks", o->trace_ranks, "Ranks the trace shows, as 0-7,64 (default: every simulated rank); "
+                "a rank of a mirrored replica has its replica simulated");
   s->add_option("--policy", o->policy, "Kernel policy: op=impl[:precision],... or a JSON/YAML file");
   s->add_option("--set", o->sets, "Override a config field: /json/pointer=value (repeatable)");
   add_trace_flags(*s, o->trace);

@@ -43,6 +43,7 @@ class SimMachine {
   // route and each switch with a finite capacity.
   void path_resources(std::uint32_t from_endpoint, std::uint32_t to_endpoint,
                       std::vector<sim::ResourceId>& out) const;
+  void route_resources(const Route& route, std::vector<sim::ResourceId>& out) const;
 
   // Moves `bytes` between two endpoints over the routed links, sharing them with all other
   // traffic; on_done(obj, arg) runs when the last byte has arrived (the route's latency after

@@ -44,6 +44,7 @@ struct ScopeTiming {
 // Where one rank's time and memory went.
 struct RankResult {
   int rank = 0;
+  int mirror_of = -1;  // the simulated rank whose results these are (EngineOptions::mirror_of), or -1
   std::uint32_t device = 0;
   std::string device_name;
   sim::TimePs host_finish_ps = 0;   // the host program's last action done
@@ -87,6 +88,7 @@ struct EngineResult {
   std::uint64_t events = 0;
   std::uint64_t solo_kernels = 0;       // kernels that ran in closed form
   std::uint64_t converted_kernels = 0;  // of those, converted to sharing part way
+  std::uint64_t simulated_ranks = 0;    // ranks that ran a program (the others mirror one)
 };
 
 // What issues the kernels on the host. Eager: a Python framework (PyTorch eager) pays its
@@ -104,11 +106,19 @@ struct EngineOptions {
   std::size_t streams_per_rank = 1;
   trace::Recorder* recorder = nullptr;  // events when set and enabled
   TraceLevel trace_level = TraceLevel::kernel;
+  // Identical replicas simulated once: mirror_of[r] is the rank whose program stands for rank r
+  // (r itself: simulated). A mirrored rank runs no program; it joins every collective its
+  // representative joins, at the same moment, so collectives still move every member's bytes
+  // over the links, and its results are a copy of its representative's. Empty: every rank runs.
+  std::vector<int> mirror_of;
+  // The ranks whose tracks a trace shows (empty: every simulated rank).
+  std::vector<int> trace_ranks;
 };
 
 class Engine {
  public:
-  // Ranks 0..world_size-1 run on the machine's devices 0..world_size-1.
+  // Ranks 0..world_size-1 run on the machine's devices 0..world_size-1. Throws
+  // std::invalid_argument for a mirror_of or trace_ranks that does not fit the world.
   Engine(const hw::Machine& machine, KernelPolicy policy, int world_size, EngineOptions options = {});
   ~Engine();
   Engine(const Engine&) = delete;

@@ -40,12 +40,18 @@ struct TrainSpec {
   bool adam = true;                     // adamw; false: sgd
   bool gpipe = false;                   // the GPipe schedule instead of 1F1B
   DType dtype = DType::bf16;
+  // Data-parallel replicas run identical programs: simulate replica 0 (and those of trace_ranks)
+  // and let the others mirror it, joining its collectives so that those still move every
+  // member's bytes (runtime::EngineOptions::mirror_of). False: every rank runs its program.
+  bool mirror_replicas = true;
+  std::vector<int> trace_ranks;         // ranks a trace shows (empty: every simulated rank)
 };
 
 // Sets one parameter from its text, as measurement rows and study files give them: model, seq, tp,
 // pp, dp, vp, global_batch, micro_batch, recompute (none|selective|full), sp (true|false or 1|0), zero
 // (0|1), overlap_grad_reduce (true|false), hidden_dropout (0 .. 1), optimizer (adamw|sgd),
-// schedule (1f1b|gpipe), dtype. False for a key that is none of these.
+// schedule (1f1b|gpipe), dtype, replicas (one|all: mirror_replicas), trace_ranks ("0-7,64"). False
+// for a key that is none of these.
 bool set_train_parameter(TrainSpec& spec, const std::string& key, const std::string& value, Diagnostics& diagnostics,
                          const std::string& where);
 const std::vector<std::string>& train_parameter_keys();
@@ -73,6 +79,7 @@ struct TrainReport {
   double overlapped_communication_s = 0;  // mean per GPU of collectives on a communication stream
   std::int64_t micro_batches = 0;      // per iteration and data-parallel replica
   std::vector<StageMemory> stages;
+  int simulated_replicas = 0;   // data-parallel replicas whose programs ran (the others mirror replica 0)
   runtime::EngineResult engine;
 };
 

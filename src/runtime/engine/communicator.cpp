@@ -55,6 +55,18 @@ Communicator::Rendezvous& Communicator::rendezvous_for_group(std::uint32_t group
   r.ranks = g.ranks;
   r.members = fmt::format("{}", fmt::join(g.ranks, ","));
   r.calls.assign(g.ranks.size(), 0);
+  r.followers.resize(g.ranks.size());
+  for (std::size_t p = 0; p < g.ranks.size(); ++p) {
+    if (!core_.mirrored(g.ranks[p])) continue;
+    const int rep = core_.options.mirror_of[static_cast<std::size_t>(g.ranks[p])];
+    const auto at = std::find(g.ranks.begin(), g.ranks.end(), rep);
+    if (at == g.ranks.end()) {
+      throw std::invalid_argument(fmt::format("group {} has rank {}, which mirrors rank {} outside the group: only "
+                                              "identical replicas can be simulated once",
+                                              g.name, g.ranks[p], rep));
+    }
+    r.followers[static_cast<std::size_t>(at - g.ranks.begin())].push_back(p);
+  }
   return r;
 }
 
@@ -82,27 +94,12 @@ void Communicator::arrive(Rank& rank, const CommCall& call, std::uint32_t stream
     rv = &rendezvous_for_group(call.target);
     position = static_cast<std::size_t>(std::find(rv->ranks.begin(), rv->ranks.end(), rank.index()) - rv->ranks.begin());
   }
-  const std::uint64_t number = rv->calls[position]++;
-  while (rv->first + rv->meetings.size() <= number) {
-    Meeting m;
-    if (!rv->spare.empty()) {  // no allocation per collective in the steady state
-      m.members = std::move(rv->spare.back());
-      rv->spare.pop_back();
-    }
-    m.members.assign(rv->ranks.size(), Member{});
-    rv->meetings.push_back(std::move(m));
+  const std::uint64_t number = join(*rv, position, Member{&rank, stream, &call}, call);
+  if (!rv->followers.empty()) {
+    for (std::size_t f : rv->followers[position]) join(*rv, f, Member{nullptr, stream, &call}, call);
   }
   Meeting& m = rv->meetings[number - rv->first];
-  if (m.arrived == 0) {
-    m.bytes = call.bytes;
-    m.kind = call.op;
-  } else if (m.kind != call.op || (m.bytes != call.bytes && call.op != OpKind::alltoall)) {
-    throw std::logic_error(fmt::format("rank {} joined {} call {} of ranks {} with {} {} bytes; others with {} {} bytes",
-                                       rank.index(), op_name(call.op), number, fmt::join(rv->ranks, ","),
-                                       op_name(call.op), call.bytes, op_name(m.kind), m.bytes));
-  }
-  m.members[position] = Member{&rank, stream, &call};
-  if (++m.arrived < rv->ranks.size()) return;
+  if (m.arrived < rv->ranks.size()) return;
   // Everyone is here (meetings complete in order per participant, so this is the front one).
   Meeting done = std::move(m);
   while (!rv->meetings.empty() && rv->meetings.front().arrived == rv->ranks.size()) {
@@ -110,6 +107,31 @@ void Communicator::arrive(Rank& rank, const CommCall& call, std::uint32_t stream
     ++rv->first;
   }
   run(*rv, done.kind, done.bytes, std::move(done.members), number);
+}
+
+std::uint64_t Communicator::join(Rendezvous& rv, std::size_t position, const Member& member, const CommCall& call) {
+  const std::uint64_t number = rv.calls[position]++;
+  while (rv.first + rv.meetings.size() <= number) {
+    Meeting m;
+    if (!rv.spare.empty()) {  // no allocation per collective in the steady state
+      m.members = std::move(rv.spare.back());
+      rv.spare.pop_back();
+    }
+    m.members.assign(rv.ranks.size(), Member{});
+    rv.meetings.push_back(std::move(m));
+  }
+  Meeting& m = rv.meetings[number - rv.first];
+  if (m.arrived == 0) {
+    m.bytes = call.bytes;
+    m.kind = call.op;
+  } else if (m.kind != call.op || (m.bytes != call.bytes && call.op != OpKind::alltoall)) {
+    throw std::logic_error(fmt::format("rank {} joined {} call {} of ranks {} with {} {} bytes; others with {} {} bytes",
+                                       rv.ranks[position], op_name(call.op), number, fmt::join(rv.ranks, ","),
+                                       op_name(call.op), call.bytes, op_name(m.kind), m.bytes));
+  }
+  m.members[position] = member;
+  ++m.arrived;
+  return number;
 }
 
 // ---- fluid collectives ----
@@ -208,6 +230,7 @@ void Communicator::on_done(std::uint64_t slot) {
   const bool p2p = r.kind == OpKind::sendrecv;
   for (std::size_t i = 0; i < members.size(); ++i) {
     const Member& m = members[i];
+    if (m.rank == nullptr) continue;  // a mirrored rank: its representative's results stand for it
     Rank& rank = *m.rank;
     Rank::Slot& sl = rank.slot(m.stream);
     RankResult& result = rank.result();
@@ -230,13 +253,15 @@ void Communicator::on_done(std::uint64_t slot) {
 // the ones it goes on to: trace viewers drop a flow whose end comes before its start.
 void Communicator::trace_done(const Running& r, const std::vector<Member>& members, sim::TimePs now) {
   EngineTrace& tracer = *core_.tracer;
-  const std::uint64_t member_flow = tracer.next_flow_id();
   const bool p2p = r.kind == OpKind::sendrecv;
-  order_.resize(members.size());
-  for (std::size_t i = 0; i < members.size(); ++i) order_[i] = i;
+  order_.clear();  // the members the trace shows
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    if (members[i].rank != nullptr && tracer.traced(members[i].rank->index())) order_.push_back(i);
+  }
   std::stable_sort(order_.begin(), order_.end(), [&](std::size_t a, std::size_t b) {
     return members[a].rank->slot(members[a].stream).comm_start_ps < members[b].rank->slot(members[b].stream).comm_start_ps;
   });
+  const std::uint64_t member_flow = order_.size() > 1 ? tracer.next_flow_id() : 0;  // none to draw alone
   for (std::size_t k = 0; k < order_.size(); ++k) {
     const std::size_t i = order_[k];
     const Member& m = members[i];

@@ -59,7 +59,7 @@ class Communicator {
     std::vector<std::uint64_t> matrix;  // the all-to-all traffic matrix its key views
   };
   struct Member {
-    Rank* rank = nullptr;
+    Rank* rank = nullptr;  // null: a mirrored rank (EngineOptions::mirror_of), joined with its representative
     std::uint32_t stream = 0;
     const CommCall* call = nullptr;  // what this member asked for (its all-to-all shares)
   };
@@ -77,6 +77,8 @@ class Communicator {
     std::uint64_t first = 0;             // call number of meetings.front()
     std::deque<Meeting> meetings;
     std::vector<std::vector<Member>> spare;  // member lists of finished meetings, for reuse
+    // By position: the positions of the mirrored members that join when this one does.
+    std::vector<std::vector<std::size_t>> followers;
   };
   struct Running {
     std::vector<Member> members;
@@ -93,6 +95,8 @@ class Communicator {
 
   Rendezvous& rendezvous_for_group(std::uint32_t group_id);
   Rendezvous& rendezvous_for_pair(int src, int dst);
+  // Files `member` at `position`'s next call; returns the call's number.
+  std::uint64_t join(Rendezvous& rv, std::size_t position, const Member& member, const CommCall& call);
   const Fluid& fluid_for(const Rendezvous& rv, OpKind kind, std::uint64_t bytes,
                          const std::vector<std::uint64_t>& splits);
   void run(Rendezvous& rv, OpKind kind, std::uint64_t bytes, std::vector<Member> members, std::uint64_t number);

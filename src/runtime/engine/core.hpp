@@ -40,6 +40,11 @@ struct EngineCore {
   EngineCore(const hw::Machine& m, KernelPolicy policy, int world, EngineOptions opts);
   ~EngineCore();
 
+  // Whether rank `r` mirrors another (runs no program of its own).
+  bool mirrored(int r) const {
+    return !options.mirror_of.empty() && options.mirror_of[static_cast<std::size_t>(r)] != r;
+  }
+
   const hw::Machine& machine;
   Dispatcher dispatcher;
   int world_size;

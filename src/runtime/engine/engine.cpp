@@ -49,6 +49,23 @@ Engine::Engine(const hw::Machine& machine, KernelPolicy policy, int world_size, 
   if (options.streams_per_rank < 1 || options.streams_per_rank > 64) {
     throw std::invalid_argument("streams_per_rank must be 1..64");
   }
+  const std::vector<int>& mirror = impl_->core.options.mirror_of;
+  if (!mirror.empty()) {
+    if (mirror.size() != static_cast<std::size_t>(world_size)) {
+      throw std::invalid_argument(fmt::format("mirror_of has {} entries for {} ranks", mirror.size(), world_size));
+    }
+    for (int r = 0; r < world_size; ++r) {
+      const int rep = mirror[static_cast<std::size_t>(r)];
+      if (rep < 0 || rep >= world_size || mirror[static_cast<std::size_t>(rep)] != rep) {
+        throw std::invalid_argument(fmt::format("rank {} mirrors rank {}, which is not a simulated rank", r, rep));
+      }
+    }
+  }
+  for (int r : impl_->core.options.trace_ranks) {
+    if (r < 0 || r >= world_size) {
+      throw std::invalid_argument(fmt::format("trace rank {} is outside 0..{}", r, world_size - 1));
+    }
+  }
 }
 
 Engine::~Engine() {
@@ -157,13 +174,16 @@ void Engine::prepare() {
   costs.graph_ps = units::seconds_to_ps(host_spec.graph_launch_s);
   costs.sync_ps = units::seconds_to_ps(host_spec.sync_latency_s);
 
+  std::vector<bool> traced(static_cast<std::size_t>(core.world_size), core.options.trace_ranks.empty());
+  for (int r : core.options.trace_ranks) traced[static_cast<std::size_t>(r)] = true;
   for (int r = 0; r < core.world_size; ++r) {
+    if (core.mirrored(r)) continue;
     const auto d = static_cast<std::uint32_t>(r);
     const hw::Device& dev = machine_.devices()[d];
     auto rank = std::make_unique<detail::Rank>(core, r, d, static_cast<std::uint64_t>(dev.memory.size_bytes),
                                                dev.memory.start_address);
     rank->bind();
-    if (core.tracer) {
+    if (core.tracer && traced[static_cast<std::size_t>(r)]) {
       core.tracer->declare_rank(r, dev.name, core.options.streams_per_rank);  // p2p streams: declared when used
       if (core.tracer->hardware()) e.counters.watch_device(r, d);
     }
@@ -184,7 +204,9 @@ EngineResult Engine::gather() {
   for (auto& rank : e.ranks) {
     if (rank->oom() && !result.oom) result.oom = rank->oom();
   }
+  std::vector<std::size_t> result_of(static_cast<std::size_t>(core.world_size));  // a simulated rank's entry
   for (auto& rank : e.ranks) {
+    result_of[static_cast<std::size_t>(rank->index())] = result.ranks.size();
     RankResult r = std::move(rank->result());
     r.host_finish_ps = rank->host_thread().finish_ps();
     r.host_busy_ps = rank->host_thread().busy_ps();
@@ -197,6 +219,23 @@ EngineResult Engine::gather() {
     }
     result.end_ps = std::max(result.end_ps, r.host_finish_ps);
     result.ranks.push_back(std::move(r));
+  }
+  result.simulated_ranks = result.ranks.size();
+  if (!core.options.mirror_of.empty()) {
+    // Every rank in rank order; a mirrored one with its representative's results.
+    std::vector<RankResult> all;
+    all.reserve(static_cast<std::size_t>(core.world_size));
+    for (int r = 0; r < core.world_size; ++r) {
+      const int rep = core.options.mirror_of[static_cast<std::size_t>(r)];
+      all.push_back(result.ranks[result_of[static_cast<std::size_t>(rep)]]);
+      if (rep == r) continue;
+      RankResult& m = all.back();
+      m.rank = r;
+      m.mirror_of = rep;
+      m.device = static_cast<std::uint32_t>(r);
+      m.device_name = machine_.devices()[m.device].name;
+    }
+    result.ranks = std::move(all);
   }
   result.end_ps = std::max(result.end_ps, core.sim.now());
   result.events = core.sim.events_executed();

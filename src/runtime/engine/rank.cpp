@@ -224,6 +224,11 @@ void Rank::point_to_point(CommCall::Kind what, int peer, std::uint64_t bytes, st
     throw std::invalid_argument(
         fmt::format("{}: peer rank {} is not another rank of the {}", name, peer, core_.world_size));
   }
+  if (core_.mirrored(peer)) {
+    throw std::invalid_argument(fmt::format("{}: peer rank {} mirrors rank {} and runs no program of its own; "
+                                            "simulate every replica to send between replicas",
+                                            name, peer, core_.options.mirror_of[static_cast<std::size_t>(peer)]));
+  }
   const CommCall* call = intern_call({what, OpKind::sendrecv, static_cast<std::uint32_t>(peer), bytes, {}});
   os::HostAction a = launch_action();
   if (core_.tracer) note_launches(a, op_record(name, call, nullptr, [&] { return describe_call(*call); }), 0, 1);

@@ -21,6 +21,7 @@ std::array<trace::Arg, N> blank_args(std::index_sequence<I...>) {
 void EngineTrace::declare_rank(int rank, const std::string& device_name, std::size_t streams) {
   if (ranks_.size() <= static_cast<std::size_t>(rank)) ranks_.resize(static_cast<std::size_t>(rank) + 1);
   RankTracks& t = ranks_[static_cast<std::size_t>(rank)];
+  t.declared = true;
   recorder_.add_process(trace::pid_of_rank(rank), fmt::format("rank {} ({})", rank, device_name));
   // Thread ids from 1: Perfetto reads tid 0 as the idle task.
   t.host = recorder_.add_thread_track(trace::pid_of_rank(rank), 1, "host: torch ops");
@@ -63,12 +64,14 @@ trace::TrackId EngineTrace::declare_link(const std::string& name) {
 
 void EngineTrace::host_span(int rank, std::string_view name, std::string_view category, sim::TimePs begin_ps,
                             sim::TimePs end_ps, std::span<const trace::Arg> args) {
+  if (!traced(rank)) return;
   recorder_.span(ranks_[static_cast<std::size_t>(rank)].host, name, category, begin_ps, end_ps, args);
 }
 
 void EngineTrace::op_span(int rank, std::string_view name, std::string_view shape, std::string_view dtype,
                           sim::TimePs begin_ps, sim::TimePs end_ps, std::span<const std::uint64_t> flow_ids,
                           std::span<const sim::TimePs> flow_ps) {
+  if (!traced(rank)) return;
   const trace::TrackId host = ranks_[static_cast<std::size_t>(rank)].host;
   for (std::size_t i = 0; i < flow_ids.size(); ++i) recorder_.flow_begin(flow_ids[i], host, flow_ps[i]);
   const trace::Arg args[] = {{"shape", shape}, {"dtype", dtype}};
@@ -81,6 +84,7 @@ std::uint64_t EngineTrace::device_span(int rank, std::uint32_t stream, std::stri
                                        std::uint64_t flow_id, std::span<const trace::Arg> args,
                                        std::uint64_t member_flow_id, trace::FlowPhase member_phase,
                                        std::uint64_t after_seq) {
+  if (!traced(rank)) return 0;
   const trace::TrackId track = stream_track(rank, stream);
   const std::uint64_t seq = ++ranks_[static_cast<std::size_t>(rank)].device_spans;
   if (flow_id != 0) recorder_.flow_end(flow_id, track, begin_ps);
@@ -98,11 +102,13 @@ std::uint64_t EngineTrace::device_span(int rank, std::uint32_t stream, std::stri
 
 void EngineTrace::scope_span(int rank, std::uint32_t stream, std::string_view name, sim::TimePs begin_ps,
                              sim::TimePs end_ps) {
+  if (!traced(rank)) return;
   recorder_.span(stream_track(rank, stream), name, "scope", begin_ps, end_ps);
 }
 
 void EngineTrace::memory_event(int rank, sim::TimePs at_ps, bool allocate, std::string_view what, std::uint64_t bytes,
                                std::uint64_t allocated_bytes, std::uint64_t reserved_bytes, std::uint64_t id) {
+  if (!traced(rank)) return;
   RankTracks& t = ranks_[static_cast<std::size_t>(rank)];
   // Alloc or free: the category says which. (`id` pairs them in this layer; traces pair an alloc
   // with its free by tensor name and size, which keeps .pftrace files a quarter of the JSON.)
@@ -145,10 +151,12 @@ void EngineTrace::finish() {
 }
 
 void EngineTrace::units_in_use(int rank, sim::TimePs at_ps, std::uint32_t units) {
+  if (!traced(rank)) return;
   recorder_.counter(ranks_[static_cast<std::size_t>(rank)].units, at_ps, units);
 }
 
 void EngineTrace::hbm_rate(int rank, sim::TimePs at_ps, double bytes_per_s) {
+  if (!traced(rank)) return;
   recorder_.counter(ranks_[static_cast<std::size_t>(rank)].hbm, at_ps, bytes_per_s);
 }
 

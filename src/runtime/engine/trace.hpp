@@ -27,7 +27,11 @@ class EngineTrace {
   bool hardware() const { return level_ == TraceLevel::hw; }
   std::uint64_t next_flow_id() { return recorder_.next_flow_id(); }
 
+  // A rank's tracks; work on a rank never declared (not asked for) is left out of the trace.
   void declare_rank(int rank, const std::string& device_name, std::size_t streams);
+  bool traced(int rank) const {
+    return static_cast<std::size_t>(rank) < ranks_.size() && ranks_[static_cast<std::size_t>(rank)].declared;
+  }
   // A counter track for one bandwidth resource (a link direction), in the interconnect process.
   trace::TrackId declare_link(const std::string& name);
 
@@ -78,6 +82,7 @@ class EngineTrace {
     std::vector<trace::TrackId> streams;
     std::size_t compute_streams = 0;
     std::uint64_t device_spans = 0;
+    bool declared = false;
     double last_reserved = -1;
     MemoryInstant pending_memory;
   };
