@@ -172,6 +172,8 @@ void TransformerModel::train_iterations(const TrainOptions& o) const {
   };
   for (int it = 0; it < o.iterations; ++it) {
     torch::RecordScope iteration(fmt::format("iteration {}", it));
+    const bool warm_up = it + 1 < o.iterations && o.warmup_micro_batches > 0;
+    pipeline.micro_batches = static_cast<int>(warm_up ? o.warmup_micro_batches : o.micro_batches);
     parallel::forward_backward(forward, pipeline);
     optimizer.step();
     torch::cuda::synchronize();

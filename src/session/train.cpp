@@ -201,6 +201,8 @@ TrainReport simulate_training(const hw::Machine& machine, const runtime::KernelP
   models::TrainOptions train;
   train.micro_batch = spec.micro_batch;
   train.micro_batches = spec.global_batch / (spec.micro_batch * spec.dp);
+  // The warm-up iteration fills the pipeline once (interleaving needs a multiple of pp, which pp is).
+  train.warmup_micro_batches = std::min<std::int64_t>(train.micro_batches, spec.pp);
   train.seq = spec.seq;
   train.sequence_parallel = spec.sequence_parallel;
   train.recompute = spec.recompute;
@@ -216,6 +218,7 @@ TrainReport simulate_training(const hw::Machine& machine, const runtime::KernelP
   TrainReport report;
   report.micro_batches = train.micro_batches;
   report.simulated_replicas = simulated_replicas;
+  report.warmup_micro_batches = train.warmup_micro_batches;
   report.engine = engine.run([&](runtime::RankContext&) {
     torch::DefaultDtypeGuard dtype_guard(dtype);
     parallel::initialize_model_parallel(spec.tp, spec.pp);
@@ -239,9 +242,7 @@ TrainReport simulate_training(const hw::Machine& machine, const runtime::KernelP
   }
   // Iterations end when every rank has finished theirs.
   sim::TimePs first_end = 0, last_end = 0;
-  std::size_t iterations = 0;
   for (const auto& rank : r.ranks) {
-    iterations = std::max(iterations, rank.steps.size());
     if (rank.steps.size() >= 2) {
       first_end = std::max(first_end, rank.steps[rank.steps.size() - 2].end_ps);
       last_end = std::max(last_end, rank.steps.back().end_ps);
@@ -251,25 +252,30 @@ TrainReport simulate_training(const hw::Machine& machine, const runtime::KernelP
   const double tokens = static_cast<double>(spec.global_batch) * static_cast<double>(spec.seq);
   report.tokens_per_s = report.iteration_s > 0 ? tokens / report.iteration_s : 0;
   report.model_flops = 3.0 * spec.model->forward_flops_per_token(spec.seq) * tokens;
+  // What the measured iteration did: the counters at its end less those at the warm-up's end
+  // (each iteration ends synchronised).
   double executed = 0, peak = 0, communication = 0, side = 0;
   for (const auto& rank : r.ranks) {
+    peak += machine.devices()[rank.device].compute.peak_matrix_ops_per_s(spec.dtype);
+    if (rank.steps.size() < 2) continue;
+    const runtime::ScopeTiming& before = rank.steps[rank.steps.size() - 2];
+    const runtime::ScopeTiming& last = rank.steps.back();
     for (runtime::OpKind k : {runtime::OpKind::gemm, runtime::OpKind::bmm, runtime::OpKind::attention,
                               runtime::OpKind::attention_backward, runtime::OpKind::grouped_gemm}) {
-      executed += rank.flops_by_op[static_cast<std::size_t>(k)];
+      const auto i = static_cast<std::size_t>(k);
+      executed += last.flops_by_op[i] - before.flops_by_op[i];
     }
-    peak += machine.devices()[rank.device].compute.peak_matrix_ops_per_s(spec.dtype);
-    communication += units::ps_to_seconds(rank.communication_ps);
-    side += units::ps_to_seconds(rank.side_communication_ps);
+    communication += units::ps_to_seconds(last.communication_ps - before.communication_ps);
+    side += units::ps_to_seconds(last.side_communication_ps - before.side_communication_ps);
   }
   const double n = static_cast<double>(r.ranks.size());
-  const double per_iteration = iterations > 0 ? 1.0 / static_cast<double>(iterations) : 1.0;
   if (report.iteration_s > 0) {
     report.tflops_per_gpu = report.model_flops / report.iteration_s / n / 1e12;
     report.mfu = peak > 0 ? report.model_flops / (report.iteration_s * peak) : 0;
-    report.hfu = peak > 0 ? executed * per_iteration / (report.iteration_s * peak) : 0;
+    report.hfu = peak > 0 ? executed / (report.iteration_s * peak) : 0;
   }
-  report.exposed_communication_s = communication / n * per_iteration;
-  report.overlapped_communication_s = side / n * per_iteration;
+  report.exposed_communication_s = communication / n;
+  report.overlapped_communication_s = side / n;
   const double m = static_cast<double>(train.micro_batches);
   // Interleaving runs each micro-batch through vp chunks of 1/vp the work: the bubble is 1/vp.
   report.bubble_fraction = spec.pp > 1 ? (spec.pp - 1.0) / (spec.vp * m + spec.pp - 1.0) : 0;

@@ -18,7 +18,9 @@ ResourceId FlowNetwork::add_resource(std::string name, double capacity_bytes_per
   if (!(capacity_bytes_per_s > 0) || !std::isfinite(capacity_bytes_per_s)) {
     throw std::invalid_argument("FlowNetwork: resource '" + name + "' needs a positive finite capacity");
   }
-  resources_.push_back(Resource{std::move(name), capacity_bytes_per_s});
+  Resource& res = resources_.emplace_back();
+  res.name = std::move(name);
+  res.capacity = capacity_bytes_per_s;
   return static_cast<ResourceId>(resources_.size() - 1);
 }
 
@@ -54,7 +56,16 @@ FlowId FlowNetwork::start(std::span<const ResourceId> path, double bytes, EventF
   f.arg = arg;
   f.active_index = static_cast<std::uint32_t>(active_.size());
   active_.push_back(id);
-  for (ResourceId r : flows_[id].path) ++resources_[r].flows;
+  for (ResourceId r : flows_[id].path) {
+    Resource& res = resources_[r];
+    ++res.flows;
+    if (res.on.empty()) {
+      res.busy_index = static_cast<std::uint32_t>(busy_.size());
+      busy_.push_back(r);
+    }
+    res.on.push_back(id);
+  }
+  new_flows_.push_back(id);
   mark_dirty();
   return id;
 }
@@ -73,7 +84,7 @@ void FlowNetwork::advance() {
     Flow& f = flows_[id];
     f.remaining = std::max(0.0, f.remaining - f.rate * dt_s);
   }
-  for (ResourceId r : touched_) resources_[r].bytes_carried += resources_[r].used_rate * dt_s;  // only these carry flows
+  for (ResourceId r : busy_) resources_[r].bytes_carried += resources_[r].used_rate * dt_s;  // only these carry flows
   last_advance_ps_ = now;
 }
 
@@ -98,6 +109,21 @@ void FlowNetwork::recompute() {
     Flow& f = flows_[active_[i]];
     if (is_done(f.remaining, f.rate)) {
       finished_.push_back(active_[i]);
+      // Off its resources now: the component it leaves is refilled without it.
+      for (ResourceId r : f.path) {
+        Resource& res = resources_[r];
+        auto at = std::find(res.on.begin(), res.on.end(), active_[i]);
+        *at = res.on.back();
+        res.on.pop_back();
+        changed_.push_back(r);
+        if (res.on.empty()) {
+          res.used_rate = 0;
+          const ResourceId last = busy_.back();
+          busy_[res.busy_index] = last;
+          resources_[last].busy_index = res.busy_index;
+          busy_.pop_back();
+        }
+      }
       const FlowId moved = active_.back();
       active_[i] = moved;
       flows_[moved].active_index = static_cast<std::uint32_t>(i);
@@ -124,26 +150,50 @@ void FlowNetwork::recompute() {
 
 void FlowNetwork::reshare() {
   ++recomputations_;
-  for (ResourceId r : touched_) {
-    resources_[r].used_rate = 0;
-    resources_[r].unfrozen_flows = 0;
-  }
+  const std::uint64_t stamp = recomputations_;
+  // The components the changes touch: from the resources whose flows changed and the new flows,
+  // every flow on a reached resource and every resource on a reached flow.
   touched_.clear();
-  for (FlowId id : active_) {
+  component_.clear();
+  auto reach_flow = [&](FlowId id) {
+    Flow& f = flows_[id];
+    if (f.seen == stamp) return;
+    f.seen = stamp;
+    component_.push_back(id);
+  };
+  auto reach_resource = [&](ResourceId r) {
+    Resource& res = resources_[r];
+    if (res.seen == stamp) return;
+    res.seen = stamp;
+    touched_.push_back(r);
+  };
+  for (FlowId id : new_flows_) {
+    if (flows_[id].active_index < active_.size() && active_[flows_[id].active_index] == id) reach_flow(id);
+  }
+  for (ResourceId r : changed_) reach_resource(r);
+  new_flows_.clear();
+  changed_.clear();
+  for (std::size_t fi = 0, ri = 0; fi < component_.size() || ri < touched_.size();) {
+    if (ri < touched_.size()) {
+      for (FlowId id : resources_[touched_[ri++]].on) reach_flow(id);
+    } else {
+      for (ResourceId r : flows_[component_[fi++]].path) reach_resource(r);
+    }
+  }
+  for (ResourceId r : touched_) {
+    Resource& res = resources_[r];
+    res.used_rate = 0;
+    res.unfrozen_flows = static_cast<std::uint32_t>(res.on.size());
+    res.capacity_left = res.capacity;
+  }
+  for (FlowId id : component_) {
     Flow& f = flows_[id];
     f.rate = 0;
     f.frozen = false;
-    for (ResourceId r : f.path) {
-      Resource& res = resources_[r];
-      if (res.unfrozen_flows++ == 0) {
-        res.capacity_left = res.capacity;
-        touched_.push_back(r);
-      }
-    }
   }
   // Progressive filling: raise every unfrozen flow's rate together until a resource saturates
   // or a flow reaches its cap; freeze those flows; repeat.
-  std::size_t unfrozen = active_.size();
+  std::size_t unfrozen = component_.size();
   double level = 0;
   while (unfrozen > 0) {
     double delta = kUnlimitedRate;
@@ -151,7 +201,7 @@ void FlowNetwork::reshare() {
       const Resource& res = resources_[r];
       if (res.unfrozen_flows > 0) delta = std::min(delta, res.capacity_left / res.unfrozen_flows);
     }
-    for (FlowId id : active_) {
+    for (FlowId id : component_) {
       const Flow& f = flows_[id];
       if (!f.frozen) delta = std::min(delta, f.cap - level);
     }
@@ -160,7 +210,7 @@ void FlowNetwork::reshare() {
       Resource& res = resources_[r];
       if (res.unfrozen_flows > 0) res.capacity_left -= delta * res.unfrozen_flows;
     }
-    for (FlowId id : active_) {
+    for (FlowId id : component_) {
       Flow& f = flows_[id];
       if (f.frozen) continue;
       bool saturated = std::isfinite(f.cap) && f.cap - level <= f.cap * 1e-12;
@@ -175,7 +225,7 @@ void FlowNetwork::reshare() {
       for (ResourceId r : f.path) --resources_[r].unfrozen_flows;
     }
   }
-  for (FlowId id : active_) {
+  for (FlowId id : component_) {
     const Flow& f = flows_[id];
     for (ResourceId r : f.path) resources_[r].used_rate += f.rate;
   }

@@ -173,9 +173,10 @@ void print_report(std::ostream& out, const session::TrainReport& r, const sessio
                        "they join its collectives, which move every member's bytes; --replicas all runs them all)\n",
                        r.simulated_replicas, s.dp);
   }
-  out << fmt::format("  simulated {} kernels ({} events) on {} ranks over two iterations (the first warms up) in "
-                     "{:.2f} s\n",
-                     kernels, r.engine.events, r.engine.simulated_ranks, wall_s);
+  out << fmt::format("  simulated {} kernels ({} events) on {} ranks, a warm-up iteration of {} micro-batch{} and the "
+                     "measured one, in {:.2f} s\n",
+                     kernels, r.engine.events, r.engine.simulated_ranks, r.warmup_micro_batches,
+                     r.warmup_micro_batches == 1 ? "" : "es", wall_s);
 }
 
 int run_train(const TrainFlags& o, Context& ctx) {

@@ -44,6 +44,9 @@ struct TrainOptions {
   int virtual_stages = 1;            // model chunks per pipeline rank (interleaved 1F1B)
   double hidden_dropout = 0.1;       // on the attention and MLP outputs (Megatron-LM's default)
   int iterations = 2;                // the first warms up (optimizer state, caches); scopes "iteration N"
+  // Micro-batches of the warm-up iterations (0: micro_batches). 1F1B holds at most pp at once, so
+  // pp of them bring the optimizer state and the allocator's cache to their steady state.
+  std::int64_t warmup_micro_batches = 0;
 };
 
 // How a run lays a model out and what it asks of it.

@@ -39,6 +39,11 @@ struct ScopeTiming {
   std::string name;
   sim::TimePs begin_ps = 0;
   sim::TimePs end_ps = 0;
+  // The rank's counters (RankResult's, from the start of the run) when the scope ended, so that a
+  // front end can tell one step's share: exact once the program synchronised before ending it.
+  sim::TimePs communication_ps = 0;
+  sim::TimePs side_communication_ps = 0;
+  std::array<double, kOpKinds> flops_by_op{};
 };
 
 // Where one rank's time and memory went.

@@ -79,6 +79,7 @@ struct TrainReport {
   double overlapped_communication_s = 0;  // mean per GPU of collectives on a communication stream
   std::int64_t micro_batches = 0;      // per iteration and data-parallel replica
   std::vector<StageMemory> stages;
+  std::int64_t warmup_micro_batches = 0;  // of the warm-up iteration (min(m, pp): it fills the pipeline)
   int simulated_replicas = 0;   // data-parallel replicas whose programs ran (the others mirror replica 0)
   runtime::EngineResult engine;
 };

@@ -7,6 +7,9 @@
 //
 // Rates are recomputed when a flow starts or ends. Several changes at the same instant are folded
 // into one recomputation, run by an event at that instant after the events already queued there.
+// Max-min fairness decomposes over the connected components of flows sharing resources, so only
+// the components the changes touch are refilled (the GPUs of one tensor-parallel group share
+// nothing with another's): a recomputation costs the size of what changed, not of the machine.
 // Between changes every flow progresses linearly; one pending event marks the next completion
 // (a rescheduled completion leaves the old event in the queue, stale, rather than cancelling it).
 // Flow slots and their path storage are reused, so steady-state churn allocates nothing.
@@ -76,9 +79,12 @@ class FlowNetwork {
     double used_rate = 0;
     double bytes_carried = 0;
     std::uint32_t flows = 0;  // active flows crossing it
+    std::vector<FlowId> on;   // the active flows crossing it
+    std::uint32_t busy_index = 0;  // in busy_ while `on` is not empty
     // Scratch for progressive filling.
     double capacity_left = 0;
     std::uint32_t unfrozen_flows = 0;
+    std::uint64_t seen = 0;  // the recomputation that last reached it
   };
   struct Flow {
     std::vector<ResourceId> path;  // capacity kept across reuse of the slot
@@ -90,12 +96,13 @@ class FlowNetwork {
     std::uint64_t arg = 0;
     std::uint32_t active_index = 0;
     bool frozen = false;
+    std::uint64_t seen = 0;  // the recomputation that last reached it
   };
 
   void advance();              // progress every flow to now()
   void mark_dirty();           // schedule a recomputation at now(), once
   void recompute();            // the event: finish done flows, reshare, schedule next completion
-  void reshare();              // progressive filling
+  void reshare();              // progressive filling over the components that changed
   void schedule_next_completion();
   void on_completion_event(std::uint64_t version);
 
@@ -104,7 +111,11 @@ class FlowNetwork {
   std::vector<Flow> flows_;
   std::vector<FlowId> free_slots_;
   std::vector<FlowId> active_;
-  std::vector<ResourceId> touched_;   // scratch: resources crossed by active flows
+  std::vector<ResourceId> busy_;      // resources crossed by active flows
+  std::vector<ResourceId> changed_;   // resources whose flows changed since the last reshare
+  std::vector<FlowId> new_flows_;     // flows started since the last reshare
+  std::vector<ResourceId> touched_;   // scratch: the resources of the components being refilled
+  std::vector<FlowId> component_;     // scratch: their flows
   std::vector<FlowId> finished_;      // scratch: flows done in this recomputation
   TimePs last_advance_ps_ = 0;
   TimePs next_completion_ps_ = kTimeNever;  // when the pending completion event fires

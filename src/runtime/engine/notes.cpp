@@ -110,7 +110,10 @@ void Rank::note_scope_end(const os::HostAction&, sim::TimePs end, sim::TimePs) {
   if (scope_stack_.empty()) throw std::logic_error(fmt::format("rank {}: scope_end without scope_begin", index_));
   const auto [name, begin, instance] = scope_stack_.back();
   scope_stack_.pop_back();
-  if (scope_stack_.empty()) result_.steps.push_back({*name, begin, end});
+  if (scope_stack_.empty()) {
+    result_.steps.push_back({*name, begin, end, result_.communication_ps, result_.side_communication_ps,
+                             result_.flops_by_op});
+  }
   if (core_.tracer) core_.tracer->host_span(index_, *name, "scope", begin, end);
 }
 
