@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include <nlohmann/json.hpp>
 
 #include "run_cli.hpp"
@@ -59,6 +62,32 @@ TEST(TrainCli, BadFlagsExitTwoNamingTheFlag) {
   r = run_cli({"train", "--model", "gpt3-175b", "--tp", "8", "--pp", "2"});  // 16 GPUs on the 8 of dgx_h100
   EXPECT_EQ(r.code, kExitBadInput);
   EXPECT_NE(r.err.find("needs 16 devices"), std::string::npos) << r.err;
+  r = run_cli({"train", "--model", "gpt:layers=4,hidden=1024,heads=16,vocab=50304", "--dp", "2", "--replicas", "some"});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find("--replicas"), std::string::npos) << r.err;
+  r = run_cli({"train", "--model", "gpt:layers=4,hidden=1024,heads=16,vocab=50304", "--dp", "2", "--trace-ranks", "0-9",
+               "--trace", "x.json"});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find("--trace-ranks"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("rank 2 is outside"), std::string::npos) << r.err;
+  r = run_cli({"train", "--model", "gpt:layers=4,hidden=1024,heads=16,vocab=50304", "--dp", "2", "--trace-ranks", "1-"});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find("expected ranks and ranges"), std::string::npos) << r.err;
+}
+
+// Data-parallel replicas are mirrored and the report says so; a trace shows the ranks asked for,
+// and naming a rank of a mirrored replica simulates it.
+TEST(TrainCli, MirroredReplicasAreReportedAndTraceRanksPicksTheTracks) {
+  const auto trace = std::filesystem::temp_directory_path() / "syntorch_train_trace_ranks.json";
+  Result r = run_cli({"train", "--model", "gpt:layers=2,hidden=1024,heads=16,vocab=50304", "--dp", "4",
+                      "--trace", trace.string(), "--trace-ranks", "3"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("data-parallel replicas  2 of 4 simulated"), std::string::npos) << r.out;
+  std::ifstream in(trace);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("rank 3 ("), std::string::npos);
+  EXPECT_EQ(text.find("rank 0 ("), std::string::npos) << "rank 0 runs but is not shown";
+  std::filesystem::remove(trace);
 }
 
 }  // namespace

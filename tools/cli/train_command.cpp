@@ -193,7 +193,10 @@ int run_train(const TrainFlags& o, Context& ctx) {
       {"replicas", o.replicas}};
   Diagnostics flags;
   for (const auto& [key, value] : params) session::set_train_parameter(spec, key, value, flags, "flags");
-  if (!o.trace_ranks.empty()) session::set_train_parameter(spec, "trace_ranks", o.trace_ranks, flags, "flags");
+  if (!o.trace_ranks.empty()) {
+    session::set_train_parameter(spec, "trace_ranks", o.trace_ranks, flags, "flags");
+    if (o.trace.file.empty()) flags.error("flags", "trace_ranks", "names the ranks a trace shows; give --trace FILE too");
+  }
   spec.tp = o.tp;
   spec.pp = o.pp;
   spec.dp = o.dp;
