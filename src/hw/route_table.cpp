@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <limits>
 #include <map>
-#include <stdexcept>
 
 namespace syntorch::hw::detail {
 
@@ -47,16 +46,6 @@ RouteTable::Row& RouteTable::row(std::uint32_t s) const {
     std::vector<double> dist(n_);
     boost::dijkstra_shortest_paths(graph_->g, s, boost::predecessor_map(pred.data()).distance_map(dist.data()));
     row.predecessor.assign(pred.begin(), pred.end());
-    double best = std::numeric_limits<double>::infinity();
-    for (std::uint32_t h = 0; h < hosts_.size(); ++h) {
-      if (hosts_[h] == s || pred[hosts_[h]] == hosts_[h]) continue;
-      const Route r = spell(row, s, hosts_[h]);
-      const double score = r.latency_s + 1e-12 * static_cast<double>(r.hops.size());
-      if (score < best) {
-        best = score;
-        row.nearest_host = h;
-      }
-    }
   });
   return row;
 }
@@ -83,15 +72,29 @@ Route RouteTable::spell(const Row& row, std::uint32_t s, std::uint32_t t) const 
 }
 
 const Route& RouteTable::route(std::uint32_t from, std::uint32_t to) const {
-  Row& r = row(from);
-  if (to >= n_) throw std::out_of_range("RouteTable::route: no such endpoint");
+  Row& r = row(from);  // Machine::route checked both endpoints
   std::lock_guard lock(r.mutex);
   std::unique_ptr<Route>& slot = r.routes[to];
   if (!slot) slot = std::make_unique<Route>(spell(r, from, to));
   return *slot;
 }
 
-std::optional<std::uint32_t> RouteTable::nearest_host(std::uint32_t from) const { return row(from).nearest_host; }
+std::optional<std::uint32_t> RouteTable::nearest_host(std::uint32_t from) const {
+  Row& r = row(from);
+  std::call_once(r.host_once, [&] {
+    double best = std::numeric_limits<double>::infinity();
+    for (std::uint32_t h = 0; h < hosts_.size(); ++h) {
+      if (hosts_[h] == from || r.predecessor[hosts_[h]] == hosts_[h]) continue;
+      const Route& to_host = route(from, hosts_[h]);
+      const double score = to_host.latency_s + 1e-12 * static_cast<double>(to_host.hops.size());
+      if (score < best) {
+        best = score;
+        r.nearest_host = h;
+      }
+    }
+  });
+  return r.nearest_host;
+}
 
 std::vector<bool> RouteTable::reachable_from(std::uint32_t from) const {
   const Row& r = row(from);

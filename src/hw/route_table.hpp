@@ -54,6 +54,7 @@ class RouteTable {
   struct Row {
     std::once_flag once;
     std::vector<std::uint32_t> predecessor;  // on the way from the source; itself where unreachable
+    std::once_flag host_once;                // nearest_host, worked out when first asked for
     std::optional<std::uint32_t> nearest_host;
     std::mutex mutex;
     std::unordered_map<std::uint32_t, std::unique_ptr<Route>> routes;

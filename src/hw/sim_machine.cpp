@@ -48,11 +48,6 @@ std::optional<sim::ResourceId> SimMachine::comm_engine(std::uint32_t device, std
   return protocol < engines.size() ? engines[protocol] : std::nullopt;
 }
 
-void SimMachine::path_resources(std::uint32_t from_endpoint, std::uint32_t to_endpoint,
-                                std::vector<sim::ResourceId>& out) const {
-  route_resources(machine_.route(from_endpoint, to_endpoint), out);
-}
-
 void SimMachine::route_resources(const Route& r, std::vector<sim::ResourceId>& out) const {
   for (const Hop& h : r.hops) out.push_back(link_direction(h));
   for (std::uint32_t s : r.switches) {

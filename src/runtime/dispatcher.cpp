@@ -95,8 +95,10 @@ CollectivePlan Dispatcher::lower_collective(const OpDesc& op, std::span<const st
   const PolicyEntry& entry = policy_.entry(op.kind);
   // A tree pays off across several switch hops (between nodes, as NCCL's double binary tree);
   // within one switch domain the libraries use ring or in-switch reduction.
-  // The members' routes from the first one tell (routes are symmetric on the machines this
-  // models; every pair would be quadratic in the members, millions of routes at thousands).
+  // Hops from the first member to the others stand for every pair's (every pair would be
+  // quadratic in the members, millions of routes at thousands). Exact where every member sees
+  // the others alike (a switch, a fat tree of even depth, a ring or torus); elsewhere a pair
+  // farther apart than any from the first member could be missed.
   std::size_t max_hops = 0;
   for (std::uint32_t b : cx.endpoints) max_hops = std::max(max_hops, machine_.route(cx.endpoints.front(), b).hops.size());
   // Every (algorithm, protocol) pair the policy allows and the topology supports is estimated;

@@ -56,13 +56,15 @@ FlowId FlowNetwork::start(std::span<const ResourceId> path, double bytes, EventF
   f.arg = arg;
   f.active_index = static_cast<std::uint32_t>(active_.size());
   active_.push_back(id);
-  for (ResourceId r : flows_[id].path) {
+  f.on_index.clear();
+  for (ResourceId r : f.path) {
     Resource& res = resources_[r];
     ++res.flows;
     if (res.on.empty()) {
       res.busy_index = static_cast<std::uint32_t>(busy_.size());
       busy_.push_back(r);
     }
+    f.on_index.push_back(static_cast<std::uint32_t>(res.on.size()));
     res.on.push_back(id);
   }
   new_flows_.push_back(id);
@@ -110,11 +112,20 @@ void FlowNetwork::recompute() {
     if (is_done(f.remaining, f.rate)) {
       finished_.push_back(active_[i]);
       // Off its resources now: the component it leaves is refilled without it.
-      for (ResourceId r : f.path) {
+      for (std::size_t k = 0; k < f.path.size(); ++k) {
+        const ResourceId r = f.path[k];
         Resource& res = resources_[r];
-        auto at = std::find(res.on.begin(), res.on.end(), active_[i]);
-        *at = res.on.back();
+        // The last flow on the resource takes this one's place (and learns where it now sits).
+        const std::uint32_t at = f.on_index[k];
+        const FlowId moved = res.on.back();
+        res.on[at] = moved;
         res.on.pop_back();
+        if (moved != active_[i]) {
+          Flow& m = flows_[moved];
+          for (std::size_t j = 0; j < m.path.size(); ++j) {
+            if (m.path[j] == r) m.on_index[j] = at;
+          }
+        }
         changed_.push_back(r);
         if (res.on.empty()) {
           res.used_rate = 0;

@@ -2,6 +2,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
+#include <vector>
 
 #include "syntorch/hw/machine.hpp"
 
@@ -120,6 +122,41 @@ TEST(Topology, DevicesReachEachOtherThroughTheSwitch) {
   const Route& to_host = m.route(g0, *m.find_endpoint("host"));
   ASSERT_EQ(to_host.hops.size(), 1u);
   EXPECT_EQ(m.links()[to_host.hops[0].link].name, "pcie[0]");
+}
+
+// Routes are worked out a source at a time when first asked for, from several threads at once
+// (a sweep's points share a Machine): the answers are those of one thread asking in order.
+TEST(Topology, RoutesAskedFromManyThreadsAreThoseAskedFromOne) {
+  const Machine shared = Machine::load(config_path("dgx_a100_superpod"));
+  const Machine alone = Machine::load(config_path("dgx_a100_superpod"));
+  const std::uint32_t n = 96;  // GPUs of 12 nodes
+  auto endpoint = [](const Machine& m, std::uint32_t g) { return m.devices()[g].endpoint; };
+  std::vector<std::thread> threads;
+  std::vector<std::vector<double>> seen(4);
+  for (std::size_t t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (std::uint32_t a = 0; a < n; ++a) {
+        for (std::uint32_t b = 0; b < n; b += 7) {
+          const Route& r = shared.route(endpoint(shared, (a + 13 * static_cast<std::uint32_t>(t)) % n), endpoint(shared, b));
+          seen[t].push_back(r.latency_s + static_cast<double>(r.hops.size()));
+        }
+      }
+      seen[t].push_back(static_cast<double>(shared.host_of_device(static_cast<std::uint32_t>(t) * 8).value_or(999)));
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (std::size_t t = 0; t < 4; ++t) {
+    std::size_t i = 0;
+    for (std::uint32_t a = 0; a < n; ++a) {
+      for (std::uint32_t b = 0; b < n; b += 7) {
+        const Route& r = alone.route(endpoint(alone, (a + 13 * static_cast<std::uint32_t>(t)) % n), endpoint(alone, b));
+        ASSERT_EQ(seen[t][i++], r.latency_s + static_cast<double>(r.hops.size()));
+      }
+    }
+    EXPECT_EQ(seen[t][i], static_cast<double>(alone.host_of_device(static_cast<std::uint32_t>(t) * 8).value()));
+  }
+  // A GPU's nearest host is its own node's.
+  EXPECT_EQ(alone.host_of_device(8), 1u);
 }
 
 TEST(Topology, ParallelLinksRouteOverTheFasterOne) {

@@ -49,6 +49,10 @@ TEST(Mirror, AMirroredReplicaRunsNoProgramButItsCollectivesMoveEveryMembersBytes
     EXPECT_EQ(one.ranks[r].device, static_cast<std::uint32_t>(r));
     EXPECT_EQ(one.ranks[r].mirror_of, r < 2 ? -1 : r % 2);
     EXPECT_EQ(one.ranks[r].kernels, one.ranks[r % 2].kernels);
+    // What every rank ran when all ran: the mirror stands for its rank's own program.
+    EXPECT_EQ(one.ranks[r].kernels, all.ranks[r].kernels);
+    EXPECT_EQ(one.ranks[r].collectives, all.ranks[r].collectives);
+    EXPECT_EQ(one.ranks[r].memory.peak_allocated_bytes, all.ranks[r].memory.peak_allocated_bytes);
   }
   // The data-parallel all-reduce still runs over four members: as long as when all ran.
   EXPECT_EQ(one.ranks[0].communication_ps, all.ranks[0].communication_ps);
@@ -66,6 +70,9 @@ TEST(Mirror, AMirrorThatIsNotASimulatedRankOrASendToAMirrorIsRefused) {
   options.mirror_of = {0, 0};
   EXPECT_THROW(runtime::Engine(m, {}, 4, options), std::invalid_argument);
   options.mirror_of = {0, 0, 2, 2};
+  options.trace_ranks = {1};  // a mirror runs nothing to trace
+  EXPECT_THROW(runtime::Engine(m, {}, 4, options), std::invalid_argument);
+  options.trace_ranks = {};
   runtime::Engine engine(m, {}, 4, options);
   try {
     engine.run([](runtime::RankContext& ctx) {
@@ -76,6 +83,26 @@ TEST(Mirror, AMirrorThatIsNotASimulatedRankOrASendToAMirrorIsRefused) {
     FAIL() << "a send to a mirrored rank ran";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("peer rank 1 mirrors rank 0"), std::string::npos) << e.what();
+  }
+}
+
+// A group holding a mirrored rank but not its representative cannot be simulated once: refused,
+// naming the group, every time it is asked for (nothing half-built is kept).
+TEST(Mirror, AGroupWithoutTheMirrorsRepresentativeIsRefused) {
+  const hw::Machine m = hw::Machine::load(config("dgx_h100.json"));
+  runtime::EngineOptions options;
+  options.mirror_of = {0, 1, 0, 1};
+  runtime::Engine engine(m, {}, 4, options);
+  try {
+    engine.run([](runtime::RankContext& ctx) {
+      if (ctx.rank() != 1) return;
+      const parallel::ProcessGroup g{ctx.new_group({1, 2}), {1, 2}, 0};  // 2 mirrors 0, which is not in it
+      torch::Tensor t = torch::empty({1024}, torch::kFloat32);
+      parallel::all_reduce(t, g);
+    });
+    FAIL() << "the group ran";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("mirrors rank 0 outside the group"), std::string::npos) << e.what();
   }
 }
 

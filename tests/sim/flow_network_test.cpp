@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "syntorch/sim/flow_network.hpp"
@@ -142,6 +145,130 @@ TEST(FlowNetwork, FlowsCanStartAfterRunningToATimeLimit) {
   // before 20 us, and flow 2's last 0.1 byte takes that picosecond at full speed.
   EXPECT_EQ(d.time_of(1), 20 * kPsPerUs - 1);
   EXPECT_EQ(d.time_of(2), 20 * kPsPerUs);
+}
+
+// Refilling is per connected component: a change on one link leaves the flows of a link they do
+// not share as they were, and a flow leaving one end of a chain speeds up the other end.
+TEST(FlowNetwork, AChangeRefillsOnlyTheFlowsItsResourcesConnect) {
+  Simulator sim;
+  FlowNetwork net(sim);
+  Done d{&sim, {}};
+  const ResourceId a = net.add_resource("a", 100 * kGBps);
+  const ResourceId b = net.add_resource("b", 100 * kGBps);
+  const ResourceId c = net.add_resource("c", 100 * kGBps);
+  const ResourceId other = net.add_resource("other", 10 * kGBps);
+  // A chain: x on a and b, y on b and c, z on c alone, w elsewhere.
+  const FlowId x = net.start(std::vector<ResourceId>{a, b}, 1e6, nullptr, nullptr);
+  const FlowId y = net.start(std::vector<ResourceId>{b, c}, 1e9, nullptr, nullptr);
+  const FlowId z = net.start(std::vector<ResourceId>{c}, 1e9, nullptr, nullptr);
+  const FlowId w = net.start(std::vector<ResourceId>{other}, 1e9, nullptr, nullptr);
+  sim.run(1);
+  EXPECT_DOUBLE_EQ(net.rate(x), 50 * kGBps);
+  EXPECT_DOUBLE_EQ(net.rate(y), 50 * kGBps);
+  EXPECT_DOUBLE_EQ(net.rate(z), 50 * kGBps);
+  EXPECT_DOUBLE_EQ(net.rate(w), 10 * kGBps);
+  const std::uint64_t before = net.recomputations();
+  // x (1 MB at 50 GB/s) ends at 20 us: y takes b's whole capacity, so c splits 100 / 0 -> y gets
+  // what c leaves it, z too: max-min over {y, z} on c gives 50 each; y is then limited by c.
+  sim.run(21 * kPsPerUs);
+  EXPECT_EQ(net.recomputations(), before + 1);
+  EXPECT_DOUBLE_EQ(net.rate(y), 50 * kGBps);
+  EXPECT_DOUBLE_EQ(net.rate(z), 50 * kGBps);
+  EXPECT_DOUBLE_EQ(net.used_rate(a), 0);
+  EXPECT_DOUBLE_EQ(net.used_rate(b), 50 * kGBps);
+  EXPECT_DOUBLE_EQ(net.rate(w), 10 * kGBps);  // untouched
+  // A flow starting on c alone slows y and z, and through y the use of b.
+  const FlowId v = net.start(std::vector<ResourceId>{c}, 1e9, nullptr, nullptr);
+  sim.run(22 * kPsPerUs);
+  EXPECT_NEAR(net.rate(y), 100 * kGBps / 3, 1e-3);
+  EXPECT_NEAR(net.rate(v), 100 * kGBps / 3, 1e-3);
+  EXPECT_NEAR(net.used_rate(b), 100 * kGBps / 3, 1e-3);
+  EXPECT_DOUBLE_EQ(net.rate(w), 10 * kGBps);
+}
+
+// The allocation after random starts and ends equals a max-min fair allocation recomputed from
+// scratch over every active flow (progressive filling written out here, independently).
+TEST(FlowNetwork, RandomTrafficGetsTheMaxMinFairRatesOfAFullRecomputation) {
+  struct Active {
+    std::vector<ResourceId> path;
+    double cap;
+    FlowId id;
+  };
+  struct World {
+    Simulator sim;
+    FlowNetwork net{sim};
+    std::map<std::uint64_t, Active> active;  // by tag
+    static void done(void* o, std::uint64_t tag) { static_cast<World*>(o)->active.erase(tag); }
+  } world;
+  std::vector<double> capacity;
+  for (int r = 0; r < 12; ++r) {
+    capacity.push_back((10.0 + 7.0 * (r % 5)) * kGBps);
+    world.net.add_resource(std::string(1, static_cast<char>('a' + r)), capacity.back());
+  }
+  std::uint64_t seed = 12345, tag = 0;
+  auto next = [&] {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return seed >> 33;
+  };
+  // Max-min by progressive filling over every active flow.
+  auto reference = [&] {
+    std::map<std::uint64_t, double> rate;
+    std::map<std::uint64_t, bool> frozen;
+    for (const auto& [t, f] : world.active) frozen[t] = false;
+    std::vector<double> left = capacity;
+    double level = 0;
+    for (std::size_t unfrozen = world.active.size(); unfrozen > 0;) {
+      std::vector<int> users(capacity.size(), 0);
+      for (const auto& [t, f] : world.active) {
+        if (!frozen[t]) for (ResourceId r : f.path) ++users[r];
+      }
+      double delta = kUnlimitedRate;
+      for (std::size_t r = 0; r < capacity.size(); ++r) {
+        if (users[r] > 0) delta = std::min(delta, left[r] / users[r]);
+      }
+      for (const auto& [t, f] : world.active) {
+        if (!frozen[t]) delta = std::min(delta, f.cap - level);
+      }
+      level += delta;
+      for (std::size_t r = 0; r < capacity.size(); ++r) left[r] -= delta * users[r];
+      for (const auto& [t, f] : world.active) {
+        if (frozen[t]) continue;
+        bool saturated = f.cap != kUnlimitedRate && f.cap - level <= f.cap * 1e-12;
+        for (ResourceId r : f.path) saturated = saturated || left[r] <= capacity[r] * 1e-12;
+        if (!saturated) continue;
+        frozen[t] = true;
+        rate[t] = level;
+        --unfrozen;
+      }
+    }
+    return rate;
+  };
+  TimePs now = 0;
+  int compared = 0;
+  for (int step = 0; step < 300; ++step) {
+    for (std::uint64_t k = next() % 3; k > 0; --k) {
+      std::vector<ResourceId> path;
+      for (std::uint64_t n = 1 + next() % 3; path.size() < n;) {
+        const auto r = static_cast<ResourceId>(next() % capacity.size());
+        if (std::find(path.begin(), path.end(), r) == path.end()) path.push_back(r);
+      }
+      const double cap = next() % 4 == 0 ? (1.0 + static_cast<double>(next() % 20)) * kGBps : kUnlimitedRate;
+      const double bytes = static_cast<double>(1 + next() % 2000) * 1e3;
+      const FlowId id = world.net.start(path, bytes, &World::done, &world, ++tag, cap);
+      world.active[tag] = Active{path, cap, id};
+    }
+    now += 1 + next() % (20 * kPsPerUs);
+    world.sim.run(now);
+    const auto want = reference();
+    for (const auto& [t, f] : world.active) {
+      EXPECT_NEAR(world.net.rate(f.id), want.at(t), want.at(t) * 1e-9) << "flow " << t << " at step " << step;
+      ++compared;
+    }
+  }
+  EXPECT_GT(compared, 300);
+  world.sim.run();
+  EXPECT_TRUE(world.active.empty());
+  EXPECT_EQ(world.net.active_flows(), 0u);
 }
 
 TEST(FlowNetwork, RejectsBadArguments) {

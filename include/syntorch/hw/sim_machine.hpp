@@ -39,10 +39,8 @@ class SimMachine {
   sim::ResourceId hbm(std::uint32_t device) const { return hbm_[device]; }
   sim::ResourceId link_direction(Hop hop) const { return 2 * hop.link + (hop.forward ? 0 : 1); }
 
-  // The resources a transfer from one endpoint to another crosses: each link direction on the
-  // route and each switch with a finite capacity.
-  void path_resources(std::uint32_t from_endpoint, std::uint32_t to_endpoint,
-                      std::vector<sim::ResourceId>& out) const;
+  // The resources a transfer along `route` crosses: each link direction on it and each switch
+  // with a finite capacity (appended to `out`).
   void route_resources(const Route& route, std::vector<sim::ResourceId>& out) const;
 
   // Moves `bytes` between two endpoints over the routed links, sharing them with all other

@@ -9,7 +9,8 @@
 // into one recomputation, run by an event at that instant after the events already queued there.
 // Max-min fairness decomposes over the connected components of flows sharing resources, so only
 // the components the changes touch are refilled (the GPUs of one tensor-parallel group share
-// nothing with another's): a recomputation costs the size of what changed, not of the machine.
+// nothing with another's). Progressing the flows and finding the next completion still walk
+// every active flow, once per recomputation.
 // Between changes every flow progresses linearly; one pending event marks the next completion
 // (a rescheduled completion leaves the old event in the queue, stale, rather than cancelling it).
 // Flow slots and their path storage are reused, so steady-state churn allocates nothing.
@@ -88,6 +89,7 @@ class FlowNetwork {
   };
   struct Flow {
     std::vector<ResourceId> path;  // capacity kept across reuse of the slot
+    std::vector<std::uint32_t> on_index;  // per path entry: where the flow sits in that resource's `on`
     double remaining = 0;
     double rate = 0;
     double cap = kUnlimitedRate;

@@ -49,25 +49,27 @@ const Group& Communicator::group(GroupId id) {
 Communicator::Rendezvous& Communicator::rendezvous_for_group(std::uint32_t group_id) {
   auto it = group_rendezvous_.find(group_id);
   if (it != group_rendezvous_.end()) return it->second;
-  Rendezvous& r = group_rendezvous_[group_id];
+  Rendezvous r;  // filed once complete: a refused group leaves nothing half-built behind
   const Group& g = group(GroupId{group_id});  // under the lock: programs may still be adding groups
   r.devices = g.devices;
   r.ranks = g.ranks;
   r.members = fmt::format("{}", fmt::join(g.ranks, ","));
   r.calls.assign(g.ranks.size(), 0);
-  r.followers.resize(g.ranks.size());
-  for (std::size_t p = 0; p < g.ranks.size(); ++p) {
-    if (!core_.mirrored(g.ranks[p])) continue;
-    const int rep = core_.options.mirror_of[static_cast<std::size_t>(g.ranks[p])];
-    const auto at = std::find(g.ranks.begin(), g.ranks.end(), rep);
-    if (at == g.ranks.end()) {
-      throw std::invalid_argument(fmt::format("group {} has rank {}, which mirrors rank {} outside the group: only "
-                                              "identical replicas can be simulated once",
-                                              g.name, g.ranks[p], rep));
+  if (!core_.options.mirror_of.empty()) {
+    r.followers.resize(g.ranks.size());
+    for (std::size_t p = 0; p < g.ranks.size(); ++p) {
+      if (!core_.mirrored(g.ranks[p])) continue;
+      const int rep = core_.options.mirror_of[static_cast<std::size_t>(g.ranks[p])];
+      const auto at = std::find(g.ranks.begin(), g.ranks.end(), rep);
+      if (at == g.ranks.end()) {
+        throw std::invalid_argument(fmt::format("group {} has rank {}, which mirrors rank {} outside the group: only "
+                                                "identical replicas can be simulated once",
+                                                g.name, g.ranks[p], rep));
+      }
+      r.followers[static_cast<std::size_t>(at - g.ranks.begin())].push_back(p);
     }
-    r.followers[static_cast<std::size_t>(at - g.ranks.begin())].push_back(p);
   }
-  return r;
+  return group_rendezvous_.emplace(group_id, std::move(r)).first->second;
 }
 
 Communicator::Rendezvous& Communicator::rendezvous_for_pair(int src, int dst) {
@@ -256,7 +258,7 @@ void Communicator::trace_done(const Running& r, const std::vector<Member>& membe
   const bool p2p = r.kind == OpKind::sendrecv;
   order_.clear();  // the members the trace shows
   for (std::size_t i = 0; i < members.size(); ++i) {
-    if (members[i].rank != nullptr && tracer.traced(members[i].rank->index())) order_.push_back(i);
+    if (members[i].rank != nullptr && members[i].rank->tracer() != nullptr) order_.push_back(i);
   }
   std::stable_sort(order_.begin(), order_.end(), [&](std::size_t a, std::size_t b) {
     return members[a].rank->slot(members[a].stream).comm_start_ps < members[b].rank->slot(members[b].stream).comm_start_ps;

@@ -77,7 +77,8 @@ class Communicator {
     std::uint64_t first = 0;             // call number of meetings.front()
     std::deque<Meeting> meetings;
     std::vector<std::vector<Member>> spare;  // member lists of finished meetings, for reuse
-    // By position: the positions of the mirrored members that join when this one does.
+    // By position: the positions of the mirrored members that join when this one does (empty
+    // when the run mirrors nothing).
     std::vector<std::vector<std::size_t>> followers;
   };
   struct Running {

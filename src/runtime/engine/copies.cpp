@@ -33,10 +33,10 @@ void Copies::on_done(std::uint64_t slot) {
   RankResult& result = c.rank->result();
   result.communication_ps += now - c.start_ps;
   result.device_finish_ps = now;
-  if (core_.trace_device) {
+  if (c.rank->trace_device()) {
     const trace::Arg args[] = {{"bytes", c.bytes}, {"direction", c.to_device ? "host to device" : "device to host"}};
     c.rank->last_seq()[c.stream] =
-        core_.tracer->device_span(c.rank->index(), c.stream, c.to_device ? "memcpy HtoD" : "memcpy DtoH", "memcpy",
+        c.rank->tracer()->device_span(c.rank->index(), c.stream, c.to_device ? "memcpy HtoD" : "memcpy DtoH", "memcpy",
                                   c.start_ps, now, c.flow_id, args);
   }
   c.rank->end_item(c.stream, now);

@@ -65,6 +65,10 @@ Engine::Engine(const hw::Machine& machine, KernelPolicy policy, int world_size, 
     if (r < 0 || r >= world_size) {
       throw std::invalid_argument(fmt::format("trace rank {} is outside 0..{}", r, world_size - 1));
     }
+    if (!mirror.empty() && mirror[static_cast<std::size_t>(r)] != r) {
+      throw std::invalid_argument(fmt::format("trace rank {} mirrors rank {} and runs nothing to trace", r,
+                                              mirror[static_cast<std::size_t>(r)]));
+    }
   }
 }
 
@@ -174,8 +178,6 @@ void Engine::prepare() {
   costs.graph_ps = units::seconds_to_ps(host_spec.graph_launch_s);
   costs.sync_ps = units::seconds_to_ps(host_spec.sync_latency_s);
 
-  std::vector<bool> traced(static_cast<std::size_t>(core.world_size), core.options.trace_ranks.empty());
-  for (int r : core.options.trace_ranks) traced[static_cast<std::size_t>(r)] = true;
   for (int r = 0; r < core.world_size; ++r) {
     if (core.mirrored(r)) continue;
     const auto d = static_cast<std::uint32_t>(r);
@@ -183,7 +185,7 @@ void Engine::prepare() {
     auto rank = std::make_unique<detail::Rank>(core, r, d, static_cast<std::uint64_t>(dev.memory.size_bytes),
                                                dev.memory.start_address);
     rank->bind();
-    if (core.tracer && traced[static_cast<std::size_t>(r)]) {
+    if (rank->tracer() != nullptr) {
       core.tracer->declare_rank(r, dev.name, core.options.streams_per_rank);  // p2p streams: declared when used
       if (core.tracer->hardware()) e.counters.watch_device(r, d);
     }

@@ -45,7 +45,7 @@ os::HostAction Rank::api_call(std::string_view name) {
   a.kind = os::HostAction::Kind::launch;
   a.host_ps = core_.costs.launch_ps;
   a.ready_delay_ps = core_.costs.latency_ps;
-  if (core_.tracer) a.set_note<&Rank::note_span>(this, intern(name));
+  if (tracer_) a.set_note<&Rank::note_span>(this, intern(name));
   return a;
 }
 

@@ -26,7 +26,7 @@ void Rank::on_kernel_done(std::uint64_t stream) {
   result_.hbm_bytes += k.hbm_bytes;
   ++result_.kernels;
   result_.device_finish_ps = run.end_ps;
-  if (core_.trace_device) {
+  if (trace_device_) {
     // "op" only when the kernel is not simply named after it, "tile" only for tiled kernels.
     trace::Arg args[7] = {{"impl", k.impl},
                           {"flops", static_cast<std::uint64_t>(std::llround(k.flops))},
@@ -38,7 +38,7 @@ void Rank::on_kernel_done(std::uint64_t stream) {
     std::size_t n = 5;
     if (k.name != op_name(k.op)) args[n++] = args[5];
     if (!k.tile.empty()) args[n++] = args[6];
-    last_seq_[stream] = core_.tracer->device_span(index_, static_cast<std::uint32_t>(stream), k.name, "kernel",
+    last_seq_[stream] = tracer_->device_span(index_, static_cast<std::uint32_t>(stream), k.name, "kernel",
                                                   run.start_ps, run.end_ps, slot.flow_id,
                                                   std::span<const trace::Arg>(args, n));
   }

@@ -36,7 +36,7 @@ void Rank::close_scopes(std::uint32_t stream, std::size_t from) {
   DeviceScopes& d = device_scopes_[stream];
   for (std::size_t i = kScopeDepth; i-- > from;) {
     if (d.open[i] == nullptr) continue;
-    core_.tracer->scope_span(index_, stream, *d.open[i], d.begin_ps[i], std::max(d.begin_ps[i], d.last_end_ps));
+    tracer_->scope_span(index_, stream, *d.open[i], d.begin_ps[i], std::max(d.begin_ps[i], d.last_end_ps));
     d.open[i] = nullptr;
   }
 }
@@ -55,27 +55,27 @@ void Rank::hand_over_flow(std::uint32_t from, std::uint32_t to) {
 
 // The compute stream's wait for a receive, as a span after the receive's (Chakra needs it).
 void Rank::trace_join(std::uint32_t stream, sim::TimePs begin, sim::TimePs end, std::uint64_t flow) {
-  if (!core_.trace_device) return;
+  if (!trace_device_) return;
   std::uint64_t after = 0;
   if (!recv_seqs_.empty()) {
     after = recv_seqs_.front();
     recv_seqs_.pop_front();
   }
-  last_seq_[stream] = core_.tracer->device_span(index_, stream, "wait for recv", "wait", begin, end, flow, {}, 0,
+  last_seq_[stream] = tracer_->device_span(index_, stream, "wait for recv", "wait", begin, end, flow, {}, 0,
                                                 trace::FlowPhase::kBegin, after);
 }
 
 // A host-only action (a view, a synchronisation, a graph launch).
 void Rank::note_span(const std::string& name, const os::HostAction& a, sim::TimePs begin, sim::TimePs end) {
-  if (!core_.tracer) return;
+  if (!tracer_) return;
   const bool sync = a.kind == os::HostAction::Kind::sync || a.kind == os::HostAction::Kind::wait;
   const std::string_view category = sync ? "sync" : "op";
-  core_.tracer->host_span(index_, name, category, begin, end);
+  tracer_->host_span(index_, name, category, begin, end);
 }
 
 // Launch i of n of one op: flows to the stream items; the op's span after the last.
 void Rank::note_launch(const OpRecord& record, const os::HostAction& a, sim::TimePs begin, sim::TimePs end) {
-  EngineTrace& t = *core_.tracer;
+  EngineTrace& t = *tracer_;
   if (a.data[0] == 0) {
     op_begin_ps_ = begin;
     op_flows_.clear();
@@ -99,7 +99,7 @@ void Rank::note_launch(const OpRecord& record, const os::HostAction& a, sim::Tim
 }
 
 void Rank::note_memory(const std::string& name, const os::HostAction& a, sim::TimePs at, sim::TimePs) {
-  core_.tracer->memory_event(index_, at, a.stream == 1, name, a.data[0], a.data[1], a.data[2], a.data[3]);
+  tracer_->memory_event(index_, at, a.stream == 1, name, a.data[0], a.data[1], a.data[2], a.data[3]);
 }
 
 void Rank::note_scope_begin(const std::string& name, const os::HostAction&, sim::TimePs begin, sim::TimePs) {
@@ -114,7 +114,7 @@ void Rank::note_scope_end(const os::HostAction&, sim::TimePs end, sim::TimePs) {
     result_.steps.push_back({*name, begin, end, result_.communication_ps, result_.side_communication_ps,
                              result_.flops_by_op});
   }
-  if (core_.tracer) core_.tracer->host_span(index_, *name, "scope", begin, end);
+  if (tracer_) tracer_->host_span(index_, *name, "scope", begin, end);
 }
 
 }  // namespace syntorch::runtime::detail

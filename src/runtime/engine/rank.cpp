@@ -15,7 +15,14 @@ Rank::Rank(EngineCore& core, int index, std::uint32_t device, std::uint64_t capa
     : core_(core),
       index_(index),
       device_(device),
-      allocator_(capacity_bytes, base_address.value_or(os::CachingAllocator::kDefaultBaseAddress)) {}
+      allocator_(capacity_bytes, base_address.value_or(os::CachingAllocator::kDefaultBaseAddress)) {
+  const std::vector<int>& shown = core.options.trace_ranks;
+  if (core.tracer && (shown.empty() || std::find(shown.begin(), shown.end(), index) != shown.end())) {
+    tracer_ = core.tracer.get();
+    trace_device_ = core.trace_device;
+    trace_memory_ = core.trace_memory;
+  }
+}
 
 void Rank::bind() {
   const std::uint32_t n = core_.streams.total;
@@ -69,14 +76,14 @@ std::uint32_t Rank::allocate(std::uint64_t bytes, os::MemoryUse use, std::string
   }
   if (live_.size() <= block->id) live_.resize(block->id + 1);
   live_[block->id] = Live{block->size, intern(what)};
-  if (core_.trace_memory) mark_memory(true, live_[block->id], block->id);
+  if (trace_memory_) mark_memory(true, live_[block->id], block->id);
   return block->id;
 }
 
 void Rank::free(std::uint32_t handle) {
   allocator_.free(handle);
   if (handle < live_.size()) {
-    if (core_.trace_memory) quietly([&] { mark_memory(false, live_[handle], handle); });
+    if (trace_memory_) quietly([&] { mark_memory(false, live_[handle], handle); });
     live_[handle] = Live{};
   }
 }
@@ -103,7 +110,7 @@ const std::vector<LoweredKernel>& Rank::lower(const OpDesc& op) {
   auto kernels = std::make_unique<std::vector<LoweredKernel>>();
   for (Kernel& k : (own_dispatcher_ ? *own_dispatcher_ : core_.dispatcher).lower(op, device_)) {
     LoweredKernel lk;
-    if (core_.tracer) lk.why = join(k.why, "; ");
+    if (tracer_) lk.why = join(k.why, "; ");
     lk.kernel = std::move(k);
     kernels->push_back(std::move(lk));
   }
@@ -163,7 +170,7 @@ void Rank::set_policy(const KernelPolicy& policy) {
 
 void Rank::launch(const OpDesc& op, std::string_view name) {
   const std::vector<LoweredKernel>& kernels = lower(op);
-  const OpRecord* record = core_.tracer ? op_record(name, &kernels, &op, [] { return std::string(); }) : nullptr;
+  const OpRecord* record = tracer_ ? op_record(name, &kernels, &op, [] { return std::string(); }) : nullptr;
   for (std::size_t i = 0; i < kernels.size(); ++i) {
     os::HostAction a = launch_action();
     a.host_ps = core_.costs.launch_ps + (i == 0 ? core_.costs.dispatch_ps : 0);
@@ -174,10 +181,10 @@ void Rank::launch(const OpDesc& op, std::string_view name) {
 }
 
 void Rank::host_op(std::string_view name) {
-  if (core_.costs.dispatch_ps == 0 && !core_.tracer) return;  // nothing to spend, nothing to show
+  if (core_.costs.dispatch_ps == 0 && !tracer_) return;  // nothing to spend, nothing to show
   os::HostAction a;
   a.host_ps = core_.costs.dispatch_ps;
-  if (core_.tracer) a.set_note<&Rank::note_span>(this, intern(name));
+  if (tracer_) a.set_note<&Rank::note_span>(this, intern(name));
   push(a);
 }
 
@@ -192,7 +199,7 @@ void Rank::check_bytes(std::uint64_t bytes, std::string_view name) const {
 void Rank::comm(const CommCall* call, std::string_view name) {
   os::HostAction a = launch_action();
   a.work = os::work_item<&Rank::start_comm>(this, call);
-  if (core_.tracer) note_launches(a, op_record(name, call, nullptr, [&] { return describe_call(*call); }), 0, 1);
+  if (tracer_) note_launches(a, op_record(name, call, nullptr, [&] { return describe_call(*call); }), 0, 1);
   push(a);
 }
 
@@ -231,7 +238,7 @@ void Rank::point_to_point(CommCall::Kind what, int peer, std::uint64_t bytes, st
   }
   const CommCall* call = intern_call({what, OpKind::sendrecv, static_cast<std::uint32_t>(peer), bytes, {}});
   os::HostAction a = launch_action();
-  if (core_.tracer) note_launches(a, op_record(name, call, nullptr, [&] { return describe_call(*call); }), 0, 1);
+  if (tracer_) note_launches(a, op_record(name, call, nullptr, [&] { return describe_call(*call); }), 0, 1);
   if (what == CommCall::Kind::send) {
     // On the compute stream, a mark that hands the send to the send stream once the work
     // launched before it is done; the compute stream goes on without waiting.
@@ -248,7 +255,7 @@ void Rank::point_to_point(CommCall::Kind what, int peer, std::uint64_t bytes, st
   join.stream = static_cast<std::uint16_t>(current_stream_);
   join.ready_delay_ps = core_.costs.latency_ps;
   join.work = os::work_item<&Rank::start_join_recv>(this, recvs_issued_++);
-  if (core_.tracer) note_launches(join, op_record("wait for recv", nullptr, nullptr, [] { return std::string(); }), 0, 1);
+  if (tracer_) note_launches(join, op_record("wait for recv", nullptr, nullptr, [] { return std::string(); }), 0, 1);
   push(join);
 }
 
@@ -274,7 +281,7 @@ void Rank::copy(bool to_device, std::uint64_t bytes, std::string_view name) {
       intern_call({to_device ? CommCall::Kind::to_device : CommCall::Kind::to_host, OpKind::copy, 0, bytes, {}});
   os::HostAction a = launch_action();
   a.work = os::work_item<&Rank::start_copy>(this, call);
-  if (core_.tracer) note_launches(a, op_record(name, call, nullptr, [&] { return describe_call(*call); }), 0, 1);
+  if (tracer_) note_launches(a, op_record(name, call, nullptr, [&] { return describe_call(*call); }), 0, 1);
   push(a);
 }
 

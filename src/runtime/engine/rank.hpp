@@ -106,6 +106,10 @@ class Rank final : public RankContext {
   void bind();
   int index() const { return index_; }
   std::uint32_t device() const { return device_; }
+  // This rank's trace (null when there is none or it does not show this rank: EngineOptions::
+  // trace_ranks), and whether device work and memory go in it.
+  EngineTrace* tracer() const { return tracer_; }
+  bool trace_device() const { return trace_device_; }
   os::ActionQueue& queue() { return queue_; }
   os::HostThread& host_thread() { return *host_thread_; }
   os::Stream& stream(std::uint32_t s) { return *streams_[s]; }
@@ -203,6 +207,9 @@ class Rank final : public RankContext {
   EngineCore& core_;
   int index_;
   std::uint32_t device_;
+  EngineTrace* tracer_ = nullptr;
+  bool trace_device_ = false;
+  bool trace_memory_ = false;
 
   // ---- producer side ----
   os::CachingAllocator allocator_;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <stdexcept>
 #include <utility>
 
 namespace syntorch::runtime::detail {
@@ -42,8 +43,15 @@ void EngineTrace::declare_rank(int rank, const std::string& device_name, std::si
   }
 }
 
+EngineTrace::RankTracks& EngineTrace::tracks(int rank) {
+  if (static_cast<std::size_t>(rank) >= ranks_.size() || !ranks_[static_cast<std::size_t>(rank)].declared) {
+    throw std::logic_error(fmt::format("trace: rank {} has no tracks (it is not among the ranks traced)", rank));
+  }
+  return ranks_[static_cast<std::size_t>(rank)];
+}
+
 trace::TrackId EngineTrace::stream_track(int rank, std::uint32_t stream) {
-  RankTracks& t = ranks_[static_cast<std::size_t>(rank)];
+  RankTracks& t = tracks(rank);
   while (t.streams.size() <= stream) {
     // Past the compute streams: the send and receive streams, declared when first used.
     const std::size_t s = t.streams.size();
@@ -64,15 +72,13 @@ trace::TrackId EngineTrace::declare_link(const std::string& name) {
 
 void EngineTrace::host_span(int rank, std::string_view name, std::string_view category, sim::TimePs begin_ps,
                             sim::TimePs end_ps, std::span<const trace::Arg> args) {
-  if (!traced(rank)) return;
-  recorder_.span(ranks_[static_cast<std::size_t>(rank)].host, name, category, begin_ps, end_ps, args);
+  recorder_.span(tracks(rank).host, name, category, begin_ps, end_ps, args);
 }
 
 void EngineTrace::op_span(int rank, std::string_view name, std::string_view shape, std::string_view dtype,
                           sim::TimePs begin_ps, sim::TimePs end_ps, std::span<const std::uint64_t> flow_ids,
                           std::span<const sim::TimePs> flow_ps) {
-  if (!traced(rank)) return;
-  const trace::TrackId host = ranks_[static_cast<std::size_t>(rank)].host;
+  const trace::TrackId host = tracks(rank).host;
   for (std::size_t i = 0; i < flow_ids.size(); ++i) recorder_.flow_begin(flow_ids[i], host, flow_ps[i]);
   const trace::Arg args[] = {{"shape", shape}, {"dtype", dtype}};
   const std::size_t n = shape.empty() ? 0 : dtype.empty() ? 1 : 2;
@@ -84,9 +90,8 @@ std::uint64_t EngineTrace::device_span(int rank, std::uint32_t stream, std::stri
                                        std::uint64_t flow_id, std::span<const trace::Arg> args,
                                        std::uint64_t member_flow_id, trace::FlowPhase member_phase,
                                        std::uint64_t after_seq) {
-  if (!traced(rank)) return 0;
   const trace::TrackId track = stream_track(rank, stream);
-  const std::uint64_t seq = ++ranks_[static_cast<std::size_t>(rank)].device_spans;
+  const std::uint64_t seq = ++tracks(rank).device_spans;
   if (flow_id != 0) recorder_.flow_end(flow_id, track, begin_ps);
   if (member_flow_id != 0) recorder_.flow(member_phase, member_flow_id, track, begin_ps, "collective", "flow");
   constexpr std::size_t kMaxArgs = 16;
@@ -102,14 +107,12 @@ std::uint64_t EngineTrace::device_span(int rank, std::uint32_t stream, std::stri
 
 void EngineTrace::scope_span(int rank, std::uint32_t stream, std::string_view name, sim::TimePs begin_ps,
                              sim::TimePs end_ps) {
-  if (!traced(rank)) return;
   recorder_.span(stream_track(rank, stream), name, "scope", begin_ps, end_ps);
 }
 
 void EngineTrace::memory_event(int rank, sim::TimePs at_ps, bool allocate, std::string_view what, std::uint64_t bytes,
                                std::uint64_t allocated_bytes, std::uint64_t reserved_bytes, std::uint64_t id) {
-  if (!traced(rank)) return;
-  RankTracks& t = ranks_[static_cast<std::size_t>(rank)];
+  RankTracks& t = tracks(rank);
   // Alloc or free: the category says which. (`id` pairs them in this layer; traces pair an alloc
   // with its free by tensor name and size, which keeps .pftrace files a quarter of the JSON.)
   (void)id;
@@ -151,13 +154,11 @@ void EngineTrace::finish() {
 }
 
 void EngineTrace::units_in_use(int rank, sim::TimePs at_ps, std::uint32_t units) {
-  if (!traced(rank)) return;
-  recorder_.counter(ranks_[static_cast<std::size_t>(rank)].units, at_ps, units);
+  recorder_.counter(tracks(rank).units, at_ps, units);
 }
 
 void EngineTrace::hbm_rate(int rank, sim::TimePs at_ps, double bytes_per_s) {
-  if (!traced(rank)) return;
-  recorder_.counter(ranks_[static_cast<std::size_t>(rank)].hbm, at_ps, bytes_per_s);
+  recorder_.counter(tracks(rank).hbm, at_ps, bytes_per_s);
 }
 
 void EngineTrace::link_rate(trace::TrackId track, sim::TimePs at_ps, double bytes_per_s) {

@@ -27,11 +27,9 @@ class EngineTrace {
   bool hardware() const { return level_ == TraceLevel::hw; }
   std::uint64_t next_flow_id() { return recorder_.next_flow_id(); }
 
-  // A rank's tracks; work on a rank never declared (not asked for) is left out of the trace.
+  // A rank's tracks. Only declared ranks are traced (EngineOptions::trace_ranks): each Rank knows
+  // whether it is, and an event for an undeclared rank is a logic error.
   void declare_rank(int rank, const std::string& device_name, std::size_t streams);
-  bool traced(int rank) const {
-    return static_cast<std::size_t>(rank) < ranks_.size() && ranks_[static_cast<std::size_t>(rank)].declared;
-  }
   // A counter track for one bandwidth resource (a link direction), in the interconnect process.
   trace::TrackId declare_link(const std::string& name);
 
@@ -88,6 +86,7 @@ class EngineTrace {
   };
   void flush_memory(RankTracks& t);
   trace::TrackId stream_track(int rank, std::uint32_t stream);
+  RankTracks& tracks(int rank);
   trace::Recorder& recorder_;
   TraceLevel level_;
   std::vector<RankTracks> ranks_;
