@@ -42,7 +42,7 @@ def init(hw=None, set=(), framework="eager", trace=None, policy=None):
     op) or "native"; `trace` a trace file to write (.json, .pftrace, .et) when the run ends;
     `policy` a KernelPolicy, "op=impl,..." text or a policy file. A run already going is ended
     first."""
-    global _session, _session_thread, _init_args
+    global _session, _session_thread, _init_args, _policy
     if isinstance(set, str):
         raise TypeError("init(set=...) takes a list of \"/json/pointer=value\" strings, not one string")
     if _session is not None and not _session.finished:
@@ -52,12 +52,12 @@ def init(hw=None, set=(), framework="eager", trace=None, policy=None):
         except Exception:
             pass  # a failed run is over; the new one starts clean
     _session = None  # the old run's engine goes before the new one is built
-    _init_args = dict(hw=hw, set=list(set), framework=framework, trace=trace, policy=policy)
+    args = dict(hw=hw, set=list(set), framework=framework, trace=trace, policy=policy)
     hw = hw or os.environ.get("SYNTORCH_HW") or _bundled_config("h100_sxm5_80gb.json")
-    global _policy
     session = _syntorch.Session(str(hw), [str(s) for s in set], framework, str(trace) if trace else "",
                                 str(policy) if policy is not None else "")
-    _session, _session_thread = session, threading.get_ident()
+    # Kept only once they made a run: a refused init() leaves later implicit runs on the last good one.
+    _session, _session_thread, _init_args = session, threading.get_ident(), args
     _policy = policy if isinstance(policy, KernelPolicy) or policy is None else KernelPolicy._from_text(str(policy))
     return _session
 
@@ -162,8 +162,9 @@ class profile:
         init(**args)
         return self
 
-    def __exit__(self, *exc):
-        self.stats = trace_manager.stats()
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:  # an error in the block is the one to see, not the run's end
+            self.stats = trace_manager.stats()
         return False
 
 

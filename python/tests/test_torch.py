@@ -87,6 +87,10 @@ def test_bad_machine_arguments_are_value_errors():
         syntorch.init(hw=config("h100_sxm5_80gb.json"), set=["/components/gpu/components/hbm/bandwidth"])
     with pytest.raises(TypeError):
         syntorch.init(set="/name=x")
+    with pytest.raises(ValueError, match="matmull"):
+        syntorch.init(hw=config("h100_sxm5_80gb.json"), policy="matmull=tiled")
+    # A refused init() is not remembered: the next op starts a run on the last arguments that made one.
+    assert torch.empty(4, 4).shape == (4, 4)
 
 
 def test_indexing_gives_views_and_index_assignment_copies_into_them():
@@ -224,3 +228,7 @@ def test_profile_writes_a_chrome_trace_of_what_ran_inside(tmp_path):
     assert any(n and "gemm" in n for n in names), sorted(n for n in names if n)[:20]
     with pytest.raises(TypeError):
         syntorch.profile()
+    # An error inside the block is the one raised (ending the run does not mask it).
+    with pytest.raises(KeyError):
+        with syntorch.profile(export_chrome_trace=tmp_path / "failed.json"):
+            raise KeyError("in the block")

@@ -2,9 +2,24 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <set>
 
 namespace syntorch {
+
+std::optional<std::int64_t> parse_integer(std::string_view text) {
+  std::int64_t v = 0;
+  const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc{} || p != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<double> parse_number(std::string_view text) {
+  double v = 0;
+  const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc{} || p != text.data() + text.size()) return std::nullopt;
+  return v;
+}
 
 std::optional<KeyValue> split_key_value(std::string_view item) {
   const std::size_t eq = item.find('=');

@@ -8,8 +8,8 @@
 
 namespace syntorch::models {
 
-void Model::train_iterations(const TrainOptions&) const {
-  throw std::invalid_argument(fmt::format("{}: training is not modelled for this model", name()));
-}
+std::string Model::training_refusal() const { return fmt::format("{}: training is not modelled for this model", name()); }
+
+void Model::train_iterations(const TrainOptions&) const { throw std::invalid_argument(training_refusal()); }
 
 }  // namespace syntorch::models

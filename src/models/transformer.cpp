@@ -133,7 +133,14 @@ void TransformerModel::generate(const GenerateOptions& options) const {
   models::generate(*model, options);
 }
 
+std::string TransformerModel::training_refusal() const {
+  if (!config_.moe()) return "";
+  return fmt::format("{}: training a mixture of experts is not modelled yet (its routing, permutation and grouped "
+                     "GEMMs have no backward)", config_.name);
+}
+
 void TransformerModel::train_iterations(const TrainOptions& o) const {
+  if (const std::string why = training_refusal(); !why.empty()) throw std::invalid_argument(why);
   const parallel::ParallelState& st = parallel::state();
   // One model chunk per virtual stage of this rank (one without interleaving).
   parallel::set_virtual_pipeline_model_parallel_size(o.virtual_stages);

@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <limits>
 
+#include "syntorch/base/key_value.hpp"
 #include "syntorch/base/units.hpp"
 #include "syntorch/models/moe.hpp"
 #include "syntorch/models/registry.hpp"
@@ -30,12 +30,11 @@ std::optional<torch::ScalarType> scalar_type(DType t) {
 bool set_run_parameter(RunSpec& s, const std::string& key, const std::string& value, Diagnostics& d,
                        const std::string& where) {
   auto integer = [&](auto& out, bool zero_ok) {
-    std::int64_t v = 0;
-    const auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-    if (ec != std::errc{} || p != value.data() + value.size() || v < (zero_ok ? 0 : 1) || v > (1 << 30)) {
+    const std::optional<std::int64_t> v = parse_integer(value);
+    if (!v || *v < (zero_ok ? 0 : 1) || *v > (1 << 30)) {
       d.error(where, key, fmt::format("expected a {} integer, got \"{}\"", zero_ok ? "non-negative" : "positive", value));
     } else {
-      out = static_cast<std::remove_reference_t<decltype(out)>>(v);
+      out = static_cast<std::remove_reference_t<decltype(out)>>(*v);
     }
   };
   if (key == "model") {
@@ -47,13 +46,12 @@ bool set_run_parameter(RunSpec& s, const std::string& key, const std::string& va
   } else if (key == "ep") {
     integer(s.ep, false);
   } else if (key == "expert_skew") {
-    double v = 0;
-    const auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-    if (ec != std::errc{} || p != value.data() + value.size() || !(v >= 0) || v > models::kMaxExpertSkew) {
+    const std::optional<double> v = parse_number(value);
+    if (!v || !(*v >= 0) || *v > models::kMaxExpertSkew) {
       d.error(where, key, fmt::format("expected a Zipf exponent in [0, {}] (0: balanced routing), got \"{}\"",
                                       models::kMaxExpertSkew, value));
     } else {
-      s.expert_skew = v;
+      s.expert_skew = *v;
     }
   } else if (key == "batch") {
     integer(s.batch, false);

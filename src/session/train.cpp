@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 
+#include "syntorch/base/key_value.hpp"
 #include "syntorch/base/units.hpp"
 #include "syntorch/models/registry.hpp"
 #include "syntorch/parallel/distributed.hpp"
@@ -15,12 +15,11 @@ namespace syntorch::session {
 bool set_train_parameter(TrainSpec& s, const std::string& key, const std::string& value, Diagnostics& d,
                          const std::string& where) {
   auto integer = [&](auto& out, std::int64_t least) {
-    std::int64_t v = 0;
-    const auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-    if (ec != std::errc{} || p != value.data() + value.size() || v < least || v > (1 << 30)) {
+    const std::optional<std::int64_t> v = parse_integer(value);
+    if (!v || *v < least || *v > (1 << 30)) {
       d.error(where, key, fmt::format("expected an integer of at least {}, got \"{}\"", least, value));
     } else {
-      out = static_cast<std::remove_reference_t<decltype(out)>>(v);
+      out = static_cast<std::remove_reference_t<decltype(out)>>(*v);
     }
   };
   auto choice = [&](std::initializer_list<const char*> options) -> int {
@@ -33,6 +32,10 @@ bool set_train_parameter(TrainSpec& s, const std::string& key, const std::string
     }
     d.error(where, key, fmt::format("expected one of {}, got \"{}\"{}", join(names), value, did_you_mean(value, names)));
     return -1;
+  };
+  auto boolean = [&](bool& out) {  // true|false or 1|0, as flags and measurement rows write them
+    const int c = choice({"false", "true", "0", "1"});
+    if (c >= 0) out = c % 2 == 1;
   };
   if (key == "model") {
     if (auto m = models::parse_model(value, d, where)) s.model = std::move(m);
@@ -54,22 +57,19 @@ bool set_train_parameter(TrainSpec& s, const std::string& key, const std::string
     const int c = choice({"none", "selective", "full"});
     if (c >= 0) s.recompute = static_cast<models::Recompute>(c);
   } else if (key == "sp") {
-    const int c = choice({"false", "true", "0", "1"});
-    if (c >= 0) s.sequence_parallel = c % 2 == 1;
+    boolean(s.sequence_parallel);
   } else if (key == "zero") {
     const int c = choice({"0", "1"});
     if (c >= 0) s.zero = c;
   } else if (key == "hidden_dropout") {
-    double v = -1;
-    const auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-    if (ec != std::errc{} || p != value.data() + value.size() || !(v >= 0 && v < 1)) {
+    const std::optional<double> v = parse_number(value);
+    if (!v || !(*v >= 0 && *v < 1)) {
       d.error(where, key, fmt::format("expected a probability in [0, 1), got \"{}\"", value));
     } else {
-      s.hidden_dropout = v;
+      s.hidden_dropout = *v;
     }
   } else if (key == "overlap_grad_reduce") {
-    const int c = choice({"false", "true"});
-    if (c >= 0) s.overlap_grad_reduce = c == 1;
+    boolean(s.overlap_grad_reduce);
   } else if (key == "optimizer") {
     const int c = choice({"adamw", "sgd"});
     if (c >= 0) s.adam = c == 0;
@@ -90,15 +90,10 @@ bool set_train_parameter(TrainSpec& s, const std::string& key, const std::string
       const std::size_t end = std::min(value.find(',', at), value.size());
       const std::string_view part(value.data() + at, end - at);
       const std::size_t dash = part.find('-');
-      int lo = -1, hi = -1;
-      auto number = [](std::string_view t, int& out) {
-        const auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), out);
-        return ec == std::errc{} && p == t.data() + t.size() && out >= 0 && out < (1 << 20);
-      };
-      ok = dash == std::string_view::npos ? number(part, lo) && number(part, hi)
-                                          : number(part.substr(0, dash), lo) && number(part.substr(dash + 1), hi);
-      ok = ok && lo <= hi;
-      for (int r = lo; ok && r <= hi; ++r) ranks.push_back(r);
+      const auto lo = parse_integer(part.substr(0, dash));
+      const auto hi = dash == std::string_view::npos ? lo : parse_integer(part.substr(dash + 1));
+      ok = lo && hi && *lo >= 0 && *lo <= *hi && *hi < (1 << 20);
+      for (std::int64_t r = ok ? *lo : 1; ok && r <= *hi; ++r) ranks.push_back(static_cast<int>(r));
       at = end + 1;
     }
     if (ok) {
@@ -122,18 +117,43 @@ const std::vector<std::string>& train_parameter_keys() {
   return keys;
 }
 
-bool validate_train(TrainSpec& s, const hw::Machine& machine, Diagnostics& d, const std::string& where) {
+std::int64_t global_batch(const TrainSpec& s) { return s.global_batch > 0 ? s.global_batch : s.micro_batch * s.dp; }
+
+bool validate_train(const TrainSpec& s, const hw::Machine& machine, Diagnostics& d, const std::string& where) {
   const std::size_t before = d.size();
-  if (!s.model) d.error(where, "model", "a model is required");
-  if (s.global_batch == 0) s.global_batch = s.micro_batch * s.dp;
-  if (s.global_batch % (s.micro_batch * s.dp) != 0) {
-    d.error(where, "global-batch",
+  if (!s.model) {
+    d.error(where, "model", "a model is required");
+  } else if (const std::string why = s.model->training_refusal(); !why.empty()) {
+    d.error(where, "model", why);
+  }
+  auto at_least = [&](std::int64_t v, std::int64_t least, const char* name) {
+    if (v < least) d.error(where, name, fmt::format("expected an integer of at least {}, got {}", least, v));
+  };
+  at_least(s.tp, 1, "tp");
+  at_least(s.pp, 1, "pp");
+  at_least(s.dp, 1, "dp");
+  at_least(s.vp, 1, "vp");
+  at_least(s.micro_batch, 1, "micro_batch");
+  at_least(s.seq, 1, "seq");
+  at_least(s.global_batch, 0, "global_batch");  // 0: micro_batch x dp
+  if (s.zero != 0 && s.zero != 1) d.error(where, "zero", fmt::format("expected 0 or 1, got {}", s.zero));
+  if (!(s.hidden_dropout >= 0 && s.hidden_dropout < 1)) {
+    d.error(where, "hidden_dropout", fmt::format("expected a probability in [0, 1), got {}", s.hidden_dropout));
+  }
+  if (s.dtype != DType::bf16 && s.dtype != DType::fp16 && s.dtype != DType::fp32) {
+    d.error(where, "dtype", fmt::format("expected bf16, fp16 or fp32 (training keeps fp32 master weights), got {}",
+                                        dtype_name(s.dtype)));
+  }
+  if (d.size() != before) return false;  // the rest divides by these
+  const std::int64_t batch = global_batch(s);
+  if (batch % (s.micro_batch * s.dp) != 0) {
+    d.error(where, "global_batch",
             fmt::format("a global batch of {} does not split into micro-batches of {} over dp {} (it must be a "
                         "multiple of {})",
-                        s.global_batch, s.micro_batch, s.dp, s.micro_batch * s.dp));
+                        batch, s.micro_batch, s.dp, s.micro_batch * s.dp));
   }
   if (s.vp > 1 && d.size() == before) {
-    const std::int64_t m = s.global_batch / (s.micro_batch * s.dp);
+    const std::int64_t m = batch / (s.micro_batch * s.dp);
     if (s.pp < 3) {
       d.error(where, "vp", fmt::format("interleaving (vp {}) needs at least 3 pipeline stages, got pp {}", s.vp, s.pp));
     } else if (m % s.pp != 0) {
@@ -169,8 +189,16 @@ bool validate_train(TrainSpec& s, const hw::Machine& machine, Diagnostics& d, co
       break;
     }
   }
-  // Interleaving splits the layers over pp x vp virtual stages.
-  if (s.model && d.size() == before) s.model->check({s.tp, s.pp * s.vp, s.micro_batch, s.seq, 1}, d, where);
+  // Interleaving splits the layers over pp x vp virtual stages. The model names a problem by the
+  // generation run's keys; a training run's are micro_batch and seq.
+  if (s.model && d.size() == before) {
+    Diagnostics layout;
+    s.model->check({s.tp, s.pp * s.vp, s.micro_batch, s.seq, 1}, layout, where);
+    for (const Diagnostic& x : layout.items()) {
+      const std::string key = x.path == "batch" ? "micro_batch" : x.path == "input-tokens" ? "seq" : x.path;
+      d.error(x.where, key, x.message);
+    }
+  }
   return d.size() == before;
 }
 
@@ -178,6 +206,7 @@ TrainReport simulate_training(const hw::Machine& machine, const runtime::KernelP
                               trace::Recorder* recorder, runtime::TraceLevel trace_level) {
   Diagnostics d;
   if (!validate_train(spec, machine, d, "run")) throw InputError(std::move(d));
+  spec.global_batch = global_batch(spec);
   runtime::EngineOptions options;
   options.recorder = recorder;
   options.trace_level = trace_level;
@@ -212,10 +241,9 @@ TrainReport simulate_training(const hw::Machine& machine, const runtime::KernelP
   train.adam = spec.adam;
   train.virtual_stages = spec.vp;
   train.hidden_dropout = spec.hidden_dropout;
-  const torch::ScalarType dtype = spec.dtype == DType::bf16   ? torch::kBFloat16
-                                  : spec.dtype == DType::fp16 ? torch::kFloat16
-                                                              : torch::kFloat32;
+  const torch::ScalarType dtype = torch::from_runtime_dtype(spec.dtype);
   TrainReport report;
+  report.global_batch = spec.global_batch;
   report.micro_batches = train.micro_batches;
   report.simulated_replicas = simulated_replicas;
   report.warmup_micro_batches = train.warmup_micro_batches;

@@ -163,28 +163,12 @@ class Validator {
                        generate_metrics_text()));
       return;
     }
-    Diagnostics d;
     RunSpec spec;
-    const std::vector<std::string>& keys = run_parameter_keys();
     // The shared generate rows are FasterTransformer measurements, a C++ runtime: native unless a
     // row says framework=eager.
     spec.framework = runtime::Framework::native;
-    bool have_model = false;
-    for (const KeyValue& kv : params(row, where, d)) {
-      if (!set_run_parameter(spec, kv.key, kv.value, d, where)) {
-        d.error(where, kv.key, fmt::format("generate takes no parameter \"{}\"{} (valid: {})", kv.key,
-                                           did_you_mean(kv.key, keys), join(keys)));
-      } else {
-        have_model = have_model || kv.key == "model";
-      }
-    }
-    if (!have_model && d.empty()) d.error(where, "model", "generate needs model=");
-    const hw::Machine* m = machine(row, where, d);
-    if (d.empty()) validate_run(spec, *m, d, where);
-    if (!d.empty()) {
-      fail(row, d);
-      return;
-    }
+    const hw::Machine* m = read_run(row, where, "generate", spec, run_parameter_keys(), set_run_parameter, validate_run);
+    if (!m) return;
     const RunReport* report = run_once(runs_, row, [&] { return simulate_generation(*m, {}, spec); });
     if (report) record(row, scale, [&] { return metric->value(*report, spec); });
   }
@@ -201,27 +185,37 @@ class Validator {
                                            row.metric, row.unit));
       return;
     }
-    Diagnostics d;
     TrainSpec spec;
-    const std::vector<std::string>& keys = train_parameter_keys();
+    const hw::Machine* m = read_run(row, where, "train", spec, train_parameter_keys(), set_train_parameter, validate_train);
+    if (!m) return;
+    const TrainReport* report = run_once(train_runs_, row, [&] { return simulate_training(*m, {}, spec); });
+    if (report) record(row, scale, [&] { return tflops ? report->tflops_per_gpu : report->iteration_s; });
+  }
+
+  // A run row's params read into `spec` by `set` (false for a key it does not take), model=
+  // required, and the spec checked against the row's machine by `validate`: that machine, or null
+  // after marking the row failed.
+  template <class Spec, class Set, class Validate>
+  const hw::Machine* read_run(ValidationRow& row, const std::string& where, const char* family, Spec& spec,
+                              const std::vector<std::string>& keys, Set&& set, Validate&& validate) {
+    Diagnostics d;
     bool have_model = false;
     for (const KeyValue& kv : params(row, where, d)) {
-      if (!set_train_parameter(spec, kv.key, kv.value, d, where)) {
-        d.error(where, kv.key, fmt::format("train takes no parameter \"{}\"{} (valid: {})", kv.key,
+      if (!set(spec, kv.key, kv.value, d, where)) {
+        d.error(where, kv.key, fmt::format("{} takes no parameter \"{}\"{} (valid: {})", family, kv.key,
                                            did_you_mean(kv.key, keys), join(keys)));
       } else {
         have_model = have_model || kv.key == "model";
       }
     }
-    if (!have_model && d.empty()) d.error(where, "model", "train needs model=");
+    if (!have_model && d.empty()) d.error(where, "model", fmt::format("{} needs model=", family));
     const hw::Machine* m = machine(row, where, d);
-    if (d.empty()) validate_train(spec, *m, d, where);
+    if (d.empty()) validate(spec, *m, d, where);
     if (!d.empty()) {
       fail(row, d);
-      return;
+      return nullptr;
     }
-    const TrainReport* report = run_once(train_runs_, row, [&] { return simulate_training(*m, {}, spec); });
-    if (report) record(row, scale, [&] { return tflops ? report->tflops_per_gpu : report->iteration_s; });
+    return m;
   }
 
   // A kernel or collective row: its latency by the Predictor. Params: the op's shape, dtype, and
@@ -274,7 +268,6 @@ class Validator {
     });
   }
 
-  // A generation run shared by the rows that name it: its report, or why it has none.
   // A simulated run rows share: its report, or why there is none.
   template <class Report>
   struct Run {

@@ -49,6 +49,15 @@ TEST(TrainCli, APlanThatDoesNotFitExitsThreeNamingItsStage) {
   EXPECT_EQ(r.code, 3) << r.err << r.out;
   EXPECT_NE(r.out.find("OUT OF MEMORY on pipeline stage"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("largest live allocations"), std::string::npos) << r.out;
+  // As JSON: the stage, and what held the memory as simulate reports it.
+  const Result j = run_cli({"train", "--model", "gpt3-175b", "--hw", "hw_configs/dgx_h100.json", "--tp", "4", "--pp",
+                            "2", "--global-batch", "2", "--json"});
+  EXPECT_EQ(j.code, 3) << j.err;
+  const auto json = nlohmann::json::parse(j.out);
+  EXPECT_EQ(json["status"], "oom");
+  EXPECT_TRUE(json["oom"].contains("stage"));
+  EXPECT_FALSE(json["oom"]["largest"].empty());
+  EXPECT_TRUE(json["oom"]["allocated_by_use"].contains("weights"));
 }
 
 TEST(TrainCli, BadFlagsExitTwoNamingTheFlag) {
@@ -66,10 +75,21 @@ TEST(TrainCli, BadFlagsExitTwoNamingTheFlag) {
   EXPECT_EQ(r.code, kExitBadInput);
   EXPECT_NE(r.err.find("--replicas"), std::string::npos) << r.err;
   r = run_cli({"train", "--model", "gpt:layers=4,hidden=1024,heads=16,vocab=50304", "--dp", "2", "--trace-ranks", "0-9",
-               "--trace", "x.json"});
+               "--trace", (std::filesystem::temp_directory_path() / "syntorch_never_written.json").string()});
   EXPECT_EQ(r.code, kExitBadInput);
   EXPECT_NE(r.err.find("--trace-ranks"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("rank 2 is outside"), std::string::npos) << r.err;
+  // Zero sizes and a model that cannot train: exit 2 naming the flag, before anything runs.
+  r = run_cli({"train", "--model", "gpt:layers=4,hidden=1024,heads=16,vocab=50304", "--dp", "0"});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find("--dp"), std::string::npos) << r.err;
+  r = run_cli({"train", "--model", "gpt:layers=4,hidden=1024,heads=16,vocab=50304", "--tp", "0"});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find("--tp"), std::string::npos) << r.err;
+  r = run_cli({"train", "--model", "mixtral-8x7b", "--tp", "8"});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find("--model"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("mixture of experts"), std::string::npos) << r.err;
   r = run_cli({"train", "--model", "gpt:layers=4,hidden=1024,heads=16,vocab=50304", "--dp", "2", "--trace-ranks", "1-"});
   EXPECT_EQ(r.code, kExitBadInput);
   EXPECT_NE(r.err.find("expected ranks and ranges"), std::string::npos) << r.err;

@@ -191,7 +191,31 @@ TEST(Train, BadPlansAreRefusedNamingTheFlag) {
   Diagnostics d2;
   session::TrainSpec b = spec(kSmall, 1, 1, 2, 3);  // 3 sequences over dp 2
   EXPECT_FALSE(session::validate_train(b, m, d2, "flags"));
-  EXPECT_NE(d2.to_string().find("global-batch"), std::string::npos) << d2.to_string();
+  // Keyed as the parameter is written in rows and studies (the CLI shows it as --global-batch).
+  EXPECT_NE(d2.to_string().find("flags:global_batch:"), std::string::npos) << d2.to_string();
+  // Sizes that would divide by zero or run backwards, a dtype training does not take and a model
+  // that cannot train are refused before anything runs, each under its own key.
+  for (auto [key, change] : std::initializer_list<std::pair<const char*, void (*)(session::TrainSpec&)>>{
+           {"flags:dp:", [](session::TrainSpec& t) { t.dp = 0; }},
+           {"flags:tp:", [](session::TrainSpec& t) { t.tp = 0; }},
+           {"flags:micro_batch:", [](session::TrainSpec& t) { t.micro_batch = 0; }},
+           {"flags:global_batch:", [](session::TrainSpec& t) { t.global_batch = -8; }},
+           {"flags:zero:", [](session::TrainSpec& t) { t.zero = 2; }},
+           {"flags:dtype:", [](session::TrainSpec& t) { t.dtype = DType::fp8; }},
+           {"flags:model:", [](session::TrainSpec& t) { t.model = model("mixtral-8x7b"); }}}) {
+    session::TrainSpec bad = spec(kSmall, 1, 1, 2, 4);
+    change(bad);
+    Diagnostics why;
+    EXPECT_FALSE(session::validate_train(bad, m, why, "flags")) << key;
+    EXPECT_NE(why.to_string().find(key), std::string::npos) << why.to_string();
+  }
+  // The model's own layout problems are named by the training run's keys.
+  Diagnostics huge;
+  session::TrainSpec wide = spec(kSmall, 1, 1, 1, 1 << 22);
+  wide.micro_batch = 1 << 22;
+  wide.seq = 1 << 22;  // 2^44 tokens a micro-batch: beyond what a tensor can be sized
+  EXPECT_FALSE(session::validate_train(wide, m, huge, "flags"));
+  EXPECT_NE(huge.to_string().find("flags:micro_batch:"), std::string::npos) << huge.to_string();
   Diagnostics d3;
   session::TrainSpec r = spec(kSmall, 1, 1, 1, 1);
   EXPECT_FALSE(session::set_train_parameter(r, "bogus", "1", d3, "row"));

@@ -1,6 +1,8 @@
 #pragma once
 // Helpers the subcommands share.
 
+#include <cstdint>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 
@@ -22,6 +24,10 @@ struct TraceFlags {
 };
 // What held the memory at a simulated OOM: its live bytes by purpose, then the largest tensors.
 void print_oom_holders(std::ostream& out, const runtime::OomReport& oom);
+// The same as JSON, with the request that failed and the device's memory then.
+nlohmann::ordered_json oom_json(const runtime::OomReport& oom);
+// Bytes as a size ("1.5 GB").
+std::string size(std::uint64_t bytes);
 
 // Registers --trace, --trace-format and --trace-level on a command.
 void add_trace_flags(CLI::App& command, TraceFlags& flags);

@@ -25,7 +25,6 @@ namespace syntorch::cli {
 
 namespace {
 
-inline constexpr int kExitOom = 3;
 
 struct SimulateOptions {
   std::string model;
@@ -49,7 +48,6 @@ struct SimulateOptions {
   bool json = false;
 };
 
-std::string size(std::uint64_t bytes) { return units::format_size(static_cast<double>(bytes)); }
 std::string ms(double s) { return fmt::format("{:.3f} ms", s * 1e3); }
 
 void print_oom(std::ostream& out, const runtime::OomReport& oom, const session::RunSpec& spec) {
@@ -63,24 +61,6 @@ void print_oom(std::ostream& out, const runtime::OomReport& oom, const session::
                      "smaller batch or shorter sequences, or devices with more memory would fit it\n",
                      spec.model->name(), size(static_cast<std::uint64_t>(spec.model->parameters() * dtype_bits(spec.dtype) / 8)),
                      dtype_name(spec.dtype), spec.tp, spec.pp);
-}
-
-nlohmann::ordered_json oom_json(const runtime::OomReport& oom) {
-  nlohmann::ordered_json j;
-  j["rank"] = oom.rank;
-  j["device"] = oom.device_name;
-  j["requested_bytes"] = oom.requested_bytes;
-  j["requested_for"] = oom.requested_for;
-  j["capacity_bytes"] = oom.memory.capacity_bytes;
-  j["allocated_bytes"] = oom.memory.allocated_bytes;
-  j["reserved_bytes"] = oom.memory.reserved_bytes;
-  auto& by = j["allocated_by_use"] = nlohmann::ordered_json::object();
-  for (std::size_t u = 0; u < os::kMemoryUses; ++u) {
-    by[std::string(os::memory_use_name(static_cast<os::MemoryUse>(u)))] = oom.memory.allocated_by_use[u];
-  }
-  auto& largest = j["largest"] = nlohmann::ordered_json::array();
-  for (const auto& [name, bytes] : oom.largest) largest.push_back({{"tensor", name}, {"bytes", bytes}});
-  return j;
 }
 
 nlohmann::ordered_json report_json(const session::RunReport& r, const session::RunSpec& spec, const hw::Machine& m) {

@@ -24,32 +24,18 @@ namespace syntorch::cli {
 
 namespace {
 
-inline constexpr int kExitOom = 3;
-
+// Sizes and switches bind straight to the spec (its defaults are the flags'); choices given as
+// text go through set_train_parameter, as measurement rows and studies do, when given.
 struct TrainFlags {
+  session::TrainSpec spec;
   std::string model;
   std::string hw;
-  int tp = 1, pp = 1, dp = 1, vp = 1;
-  std::int64_t global_batch = 0;
-  std::int64_t micro_batch = 1;
-  std::int64_t seq = 2048;
-  std::string recompute = "none";
-  bool sequence_parallel = false;
-  int zero = 0;
-  bool overlap_grad_reduce = false;
-  std::string hidden_dropout = "0.1";
-  std::string optimizer = "adamw";
-  std::string schedule = "1f1b";
-  std::string dtype = "bf16";
-  std::string replicas = "one";
-  std::string trace_ranks;
+  std::string recompute, optimizer, schedule, dtype, replicas, trace_ranks;
   std::string policy;
   std::vector<std::string> sets;
   TraceFlags trace;
   bool json = false;
 };
-
-std::string size(std::uint64_t bytes) { return units::format_size(static_cast<double>(bytes)); }
 
 const char* recompute_name(models::Recompute r) {
   return r == models::Recompute::full ? "full" : r == models::Recompute::selective ? "selective" : "none";
@@ -68,7 +54,7 @@ nlohmann::ordered_json report_json(const session::TrainReport& r, const session:
   j["tp"] = s.tp;
   j["pp"] = s.pp;
   j["dp"] = s.dp;
-  j["global_batch"] = s.global_batch;
+  j["global_batch"] = r.global_batch;
   j["micro_batch"] = s.micro_batch;
   j["micro_batches"] = r.micro_batches;
   j["vp"] = s.vp;
@@ -102,11 +88,8 @@ nlohmann::ordered_json report_json(const session::TrainReport& r, const session:
     stages.push_back(std::move(e));
   }
   if (r.engine.oom) {
-    const runtime::OomReport& oom = *r.engine.oom;
-    j["oom"] = {{"rank", oom.rank},
-                {"stage", oom.rank / (s.tp * s.dp)},
-                {"requested_bytes", oom.requested_bytes},
-                {"requested_for", oom.requested_for}};
+    j["oom"] = oom_json(*r.engine.oom);
+    j["oom"]["stage"] = r.engine.oom->rank / (s.tp * s.dp);
   }
   return j;
 }
@@ -143,7 +126,7 @@ void print_report(std::ostream& out, const session::TrainReport& r, const sessio
   out << fmt::format("{} training on {}: tp {} x pp {}{} x dp {} = {} GPU{}, global batch {} ({} micro-batch{} of {} "
                      "per replica), seq {}, {}, recompute {}{}, {}, {}{}\n",
                      s.model->name(), m.name(), s.tp, s.pp, s.vp > 1 ? fmt::format(" (vp {})", s.vp) : "", s.dp, gpus,
-                     gpus == 1 ? "" : "s", s.global_batch,
+                     gpus == 1 ? "" : "s", r.global_batch,
                      r.micro_batches, r.micro_batches == 1 ? "" : "es", s.micro_batch, s.seq, dtype_name(s.dtype),
                      recompute_name(s.recompute), s.sequence_parallel ? ", sequence parallel" : "",
                      s.gpipe ? "GPipe" : "1F1B", s.adam ? "AdamW" : "SGD",
@@ -154,7 +137,7 @@ void print_report(std::ostream& out, const session::TrainReport& r, const sessio
   out << fmt::format("  model TFLOP/s per GPU   {:.1f} (MFU {:.1f}%, HFU {:.1f}%)\n", r.tflops_per_gpu, r.mfu * 100,
                      r.hfu * 100);
   if (s.pp > 1) {
-    out << fmt::format("  pipeline bubble         {:.1f}% of an iteration ((pp-1)/(vp m+pp-1) with {} micro-batches{})\n",
+    out << fmt::format("  pipeline bubble         {:.1f}% of an ideal iteration ((pp-1)/(vp m+pp-1) with {} micro-batches{})\n",
                        r.bubble_fraction * 100, r.micro_batches,
                        s.vp > 1 ? fmt::format(", {} chunks per rank", s.vp) : "");
   }
@@ -181,31 +164,18 @@ void print_report(std::ostream& out, const session::TrainReport& r, const sessio
 
 int run_train(const TrainFlags& o, Context& ctx) {
   Diagnostics d;
-  session::TrainSpec spec;
-  const std::vector<std::pair<std::string, std::string>> params{
-      {"model", o.model},
-      {"recompute", o.recompute},
-      {"optimizer", o.optimizer},
-      {"schedule", o.schedule},
-      {"dtype", o.dtype},
-      {"zero", std::to_string(o.zero)},
-      {"hidden_dropout", o.hidden_dropout},
-      {"replicas", o.replicas}};
+  session::TrainSpec spec = o.spec;
   Diagnostics flags;
-  for (const auto& [key, value] : params) session::set_train_parameter(spec, key, value, flags, "flags");
-  if (!o.trace_ranks.empty()) {
-    session::set_train_parameter(spec, "trace_ranks", o.trace_ranks, flags, "flags");
-    if (o.trace.file.empty()) flags.error("flags", "trace_ranks", "names the ranks a trace shows; give --trace FILE too");
+  const std::pair<const char*, const std::string*> given[] = {
+      {"model", &o.model},       {"recompute", &o.recompute}, {"optimizer", &o.optimizer},
+      {"schedule", &o.schedule}, {"dtype", &o.dtype},         {"replicas", &o.replicas},
+      {"trace_ranks", &o.trace_ranks}};
+  for (const auto& [key, value] : given) {
+    if (!value->empty()) session::set_train_parameter(spec, key, *value, flags, "flags");
   }
-  spec.tp = o.tp;
-  spec.pp = o.pp;
-  spec.dp = o.dp;
-  spec.vp = o.vp;
-  spec.global_batch = o.global_batch;
-  spec.micro_batch = o.micro_batch;
-  spec.seq = o.seq;
-  spec.sequence_parallel = o.sequence_parallel;
-  spec.overlap_grad_reduce = o.overlap_grad_reduce;
+  if (!o.trace_ranks.empty() && o.trace.file.empty()) {
+    flags.error("flags", "trace_ranks", "names the ranks a trace file shows; give --trace FILE too");
+  }
   const runtime::KernelPolicy policy = runtime::KernelPolicy::load(o.policy, d, "--policy");
   const auto overrides = hw::parse_overrides(o.sets, d);
   const std::string hw_file = o.hw.empty() ? default_hw_config("dgx_h100.json") : o.hw;
@@ -228,13 +198,8 @@ int run_train(const TrainFlags& o, Context& ctx) {
   trace::Recorder recorder;
   if (!open_trace(o.trace, recorder, ctx)) return kExitBadInput;
   const auto start = std::chrono::steady_clock::now();
-  session::TrainReport report;
-  try {
-    report = session::simulate_training(*machine, policy, spec, &recorder, trace_level(o.trace));
-  } catch (const std::invalid_argument& e) {
-    ctx.err << fmt::format("--model: {}\n", e.what());
-    return kExitBadInput;
-  }
+  const session::TrainReport report =
+      session::simulate_training(*machine, policy, spec, &recorder, trace_level(o.trace));
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (o.json) {
     ctx.out << report_json(report, spec, *machine).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
@@ -258,31 +223,31 @@ void add_train_command(CLI::App& app, Context& ctx) {
                 "or a Hugging Face config.json")->required();
   s->add_option("--hw", o->hw, "Hardware config JSON file (default hw_configs/dgx_h100.json); a run uses its first "
                 "tp x pp x dp GPUs");
-  s->add_option("--tp", o->tp, "Tensor parallel ranks")->capture_default_str();
-  s->add_option("--pp", o->pp, "Pipeline parallel stages")->capture_default_str();
-  s->add_option("--dp", o->dp, "Data parallel replicas")->capture_default_str();
-  s->add_option("--vp", o->vp, "Virtual stages (model chunks) per pipeline rank: interleaved 1F1B, the bubble "
+  s->add_option("--tp", o->spec.tp, "Tensor parallel ranks")->capture_default_str();
+  s->add_option("--pp", o->spec.pp, "Pipeline parallel stages")->capture_default_str();
+  s->add_option("--dp", o->spec.dp, "Data parallel replicas")->capture_default_str();
+  s->add_option("--vp", o->spec.vp, "Virtual stages (model chunks) per pipeline rank: interleaved 1F1B, the bubble "
                 "divided by vp (needs pp >= 3 and micro-batches a multiple of pp)")->capture_default_str();
-  s->add_option("--global-batch", o->global_batch, "Sequences per iteration (default: micro-batch x dp)");
-  s->add_option("--micro-batch", o->micro_batch, "Sequences per micro-batch")->capture_default_str();
-  s->add_option("--seq", o->seq, "Sequence length")->capture_default_str();
+  s->add_option("--global-batch", o->spec.global_batch, "Sequences per iteration (default: micro-batch x dp)");
+  s->add_option("--micro-batch", o->spec.micro_batch, "Sequences per micro-batch")->capture_default_str();
+  s->add_option("--seq", o->spec.seq, "Sequence length")->capture_default_str();
   s->add_option("--recompute", o->recompute, "Activation recomputation: none, selective (the attention core: "
-                "FlashAttention already recomputes it) or full (every layer)")->capture_default_str();
-  s->add_flag("--sequence-parallel", o->sequence_parallel, "Shard the activations between TP regions along the "
+                "FlashAttention already recomputes it) or full (every layer); default none");
+  s->add_flag("--sequence-parallel", o->spec.sequence_parallel, "Shard the activations between TP regions along the "
               "sequence (all-gather / reduce-scatter in place of all-reduce)");
-  s->add_option("--zero", o->zero, "1: the distributed optimizer (ZeRO-1: gradients reduce-scattered, master "
+  s->add_option("--zero", o->spec.zero, "1: the distributed optimizer (ZeRO-1: gradients reduce-scattered, master "
                 "weights and Adam state sharded over dp, parameters all-gathered)")->capture_default_str();
-  s->add_flag("--overlap-grad-reduce", o->overlap_grad_reduce, "Start each data-parallel gradient bucket's "
+  s->add_flag("--overlap-grad-reduce", o->spec.overlap_grad_reduce, "Start each data-parallel gradient bucket's "
               "reduction, on a communication stream, as soon as the last micro-batch's backward has made its "
               "gradients (Megatron's --overlap-grad-reduce)");
-  s->add_option("--hidden-dropout", o->hidden_dropout, "Dropout probability on the attention and MLP outputs "
+  s->add_option("--hidden-dropout", o->spec.hidden_dropout, "Dropout probability on the attention and MLP outputs "
                 "(Megatron-LM's default 0.1; 0 launches no dropout kernels)")->capture_default_str();
-  s->add_option("--optimizer", o->optimizer, "adamw or sgd")->capture_default_str();
-  s->add_option("--schedule", o->schedule, "Pipeline schedule: 1f1b or gpipe")->capture_default_str();
+  s->add_option("--optimizer", o->optimizer, "adamw (default) or sgd");
+  s->add_option("--schedule", o->schedule, "Pipeline schedule: 1f1b (default) or gpipe");
   s->add_option("--dtype", o->dtype, "Parameter and activation dtype: bf16, fp16 or fp32 (fp32 master weights and "
-                "gradients either way)")->capture_default_str();
+                "gradients either way); default bf16");
   s->add_option("--replicas", o->replicas, "Data-parallel replicas simulated: one (replica 0; the others mirror it "
-                "and join its collectives, so data-parallel traffic is exact) or all")->capture_default_str();
+                "and join its collectives, so data-parallel traffic is exact; the default) or all");
   s->add_option("--trace-ranks", o->trace_ranks, "Ranks the trace shows, as 0-7,64 (default: every simulated rank); "
                 "a rank of a mirrored replica has its replica simulated");
   s->add_option("--policy", o->policy, "Kernel policy: op=impl[:precision],... or a JSON/YAML file");

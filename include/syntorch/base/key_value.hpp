@@ -3,6 +3,7 @@
 // ("gpt:layers=2,hidden=64"), policies ("gemm=cublasLt,attention=flash_v2") and --set overrides
 // write it: one parser, so every front end splits, checks and reports it the same way.
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -33,5 +34,10 @@ struct KeyValueFormat {
 // time, is reported under `where` and left out.
 std::vector<KeyValue> parse_key_values(std::string_view text, const KeyValueFormat& format, Diagnostics& diagnostics,
                                        const std::string& where);
+
+// A value that is exactly one number, nothing before or after it (nullopt otherwise): what every
+// key=value reader checks a number with.
+std::optional<std::int64_t> parse_integer(std::string_view text);
+std::optional<double> parse_number(std::string_view text);
 
 }  // namespace syntorch

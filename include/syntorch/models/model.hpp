@@ -78,9 +78,11 @@ class Model {
   // generates (autoregressive decoding with a KV cache, scopes "prefill" and "decode").
   virtual void generate(const GenerateOptions& options) const = 0;
 
+  // Why this model cannot train on the simulator ("" when it can): checked before a run starts.
+  virtual std::string training_refusal() const;
   // On the current rank: builds this rank's share in training mode and runs training iterations
   // (pipeline schedule, gradient reduction, mixed-precision optimizer step). Throws
-  // std::invalid_argument for a model that cannot train.
+  // std::invalid_argument with training_refusal() for a model that cannot train.
   virtual void train_iterations(const TrainOptions& options) const;
 };
 

@@ -74,6 +74,7 @@ class TransformerModel final : public Model {
   double forward_flops_per_token(std::int64_t seq) const override;
   void check(const RunLayout& layout, Diagnostics& diagnostics, const std::string& where) const override;
   void generate(const GenerateOptions& options) const override;
+  std::string training_refusal() const override;
   void train_iterations(const TrainOptions& options) const override;
 
  private:

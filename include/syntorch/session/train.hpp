@@ -56,9 +56,14 @@ bool set_train_parameter(TrainSpec& spec, const std::string& key, const std::str
                          const std::string& where);
 const std::vector<std::string>& train_parameter_keys();
 
-// Checks a spec against a machine: the model, tp x pp x dp devices with a collective library, the
-// batch splitting into micro-batches over dp, the model's layout checks, a 16- or 32-bit dtype.
-bool validate_train(TrainSpec& spec, const hw::Machine& machine, Diagnostics& diagnostics, const std::string& where);
+// Checks a spec against a machine: a model that can train, positive sizes, tp x pp x dp devices
+// with a collective library, the batch splitting into micro-batches over dp, interleaving's
+// needs, the model's layout checks, a 16- or 32-bit dtype. Problems go under `where` keyed as
+// set_train_parameter's keys.
+bool validate_train(const TrainSpec& spec, const hw::Machine& machine, Diagnostics& diagnostics,
+                    const std::string& where);
+// The spec's global batch, or micro_batch x dp when it gives none (0).
+std::int64_t global_batch(const TrainSpec& spec);
 
 struct StageMemory {
   int stage = 0;
@@ -68,6 +73,7 @@ struct StageMemory {
 
 struct TrainReport {
   bool oom = false;
+  std::int64_t global_batch = 0;  // sequences per iteration (the spec's, or micro_batch x dp)
   double iteration_s = 0;       // the last iteration (the first warms up)
   double tokens_per_s = 0;      // global batch x seq / iteration time
   double model_flops = 0;       // per iteration, as Megatron counts them (3 x forward)
