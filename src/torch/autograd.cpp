@@ -127,20 +127,16 @@ void Node::throw_released() const {
                name_);
 }
 
-std::vector<Edge> collect_next_edges(std::initializer_list<const Tensor*> inputs) {
-  std::vector<Edge> edges;
-  edges.reserve(inputs.size());
-  for (const Tensor* t : inputs) edges.push_back(edge_to(*t));
-  return edges;
-}
-
 void set_history(Tensor& output, const std::shared_ptr<Node>& fn, std::uint32_t output_nr) {
-  const detail::TensorImpl& o = *output.unsafe_get_impl();
-  if (!o.base) output = detail::make_view(output, o.sizes, o.strides, o.offset);
   detail::AutogradMeta& meta = detail::autograd_meta(*output.unsafe_get_impl());
   meta.requires_grad = true;
   meta.grad_fn = fn;
   meta.output_nr = output_nr;
+}
+
+Tensor own_history_view(const Tensor& t) {
+  const detail::TensorImpl& o = *t.unsafe_get_impl();
+  return o.base ? t : detail::make_view(t, o.sizes, o.strides, o.offset);
 }
 
 Tensor saved(const Tensor& t) {
@@ -239,7 +235,6 @@ void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& gra
       if (--pending[e.fn.get()].waiting == 0) ready.push(e.fn);
     }
     out.clear();
-    if (!retain_graph) bury(n->next_edges);
   }
 }
 

@@ -29,7 +29,7 @@ Tensor silu_and_mul(const Tensor& x) {
   const std::int64_t n = s.numel / 2;
   detail::dispatch(ctx, detail::elementwise_op(OpKind::swiglu, n, s.dtype), "syntorch::silu_and_mul", s.device, n == 0);
   if (autograd::any_requires_grad({&x})) {
-    detail::record("SiluAndMulBackward", {&x}, {&out}, {x},
+    autograd::record("SiluAndMulBackward", {&x}, {&out}, {x},
                    [](detail::Grads& g, detail::Grads& sv, const autograd::Node&) {
                      return detail::Grads{detail::swiglu_backward(g[0], sv[0])};
                    });
@@ -82,7 +82,7 @@ void rotary_embedding_(Tensor& query, Tensor& key, std::int64_t rotary_dim) {
     // The rotation's transpose: the same kernel over the gradients of query and key.
     const ScalarType dtype = q.dtype;
     const Device device = q.device;
-    detail::record("RotaryEmbeddingBackward", {&query, &key}, {&query, &key}, {},
+    autograd::record("RotaryEmbeddingBackward", {&query, &key}, {&query, &key}, {},
                    [o, dtype, device, empty](detail::Grads& g, detail::Grads&, const autograd::Node&) {
                      detail::Grads out{g[0], g[1]};
                      if (!out[0].defined() && !out[1].defined()) return out;

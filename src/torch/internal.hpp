@@ -25,7 +25,6 @@ using Sizes = std::vector<std::int64_t>;
 // leaf), the accumulator that feeds a leaf's .grad, and that .grad.
 struct AutogradMeta {
   bool requires_grad = false;
-  bool retains_grad = false;
   std::uint32_t output_nr = 0;
   std::shared_ptr<autograd::Node> grad_fn;
   std::weak_ptr<autograd::Node> grad_accumulator;

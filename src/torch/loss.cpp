@@ -18,7 +18,7 @@ Tensor sum(const Tensor& x) {
   if (autograd::any_requires_grad({&x})) {
     detail::Sizes in = x.sizes();
     // The gradient broadcast back: a view, no kernel.
-    detail::record("SumBackward0", {&x}, {&out}, {}, [in](Grads& g, Grads&, const autograd::Node&) {
+    autograd::record("SumBackward0", {&x}, {&out}, {}, [in](Grads& g, Grads&, const autograd::Node&) {
       return Grads{g[0].expand(in)};
     });
   }
@@ -50,7 +50,7 @@ Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim) {
     for (std::size_t i = 0; i < with_ones.size(); ++i) {
       if (reduced[i]) with_ones[i] = 1;
     }
-    detail::record("SumBackward1", {&x}, {&out}, {}, [in, with_ones](Grads& g, Grads&, const autograd::Node&) {
+    autograd::record("SumBackward1", {&x}, {&out}, {}, [in, with_ones](Grads& g, Grads&, const autograd::Node&) {
       return Grads{g[0].reshape(with_ones).expand(in)};
     });
   }
@@ -68,7 +68,7 @@ Tensor mean(const Tensor& x) {
   if (autograd::any_requires_grad({&x})) {
     detail::Sizes in = x.sizes();
     // The gradient broadcast back and divided by the count: one kernel over the input's size.
-    detail::record("MeanBackward0", {&x}, {&out}, {}, [in](Grads& g, Grads&, const autograd::Node&) {
+    autograd::record("MeanBackward0", {&x}, {&out}, {}, [in](Grads& g, Grads&, const autograd::Node&) {
       return Grads{g[0].expand(in) / 1.0};
     });
   }
@@ -95,7 +95,7 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target) {
   if (autograd::any_requires_grad({&log_probs})) {
     detail::Sizes in = x.sizes;
     const std::int64_t rows = x.sizes[0];
-    detail::record("NllLossBackward0", {&log_probs}, {&out}, {target},
+    autograd::record("NllLossBackward0", {&log_probs}, {&out}, {target},
                    [in, rows](Grads& g, Grads&, const autograd::Node&) {
                      // A zeroed [N, C] gradient, then -grad/N scattered into each row's target.
                      Tensor grad = zeros(in, TensorOptions(g[0].dtype()).device(g[0].device()));

@@ -14,7 +14,6 @@ namespace syntorch::torch {
 using detail::fail;
 using detail::Grads;
 using detail::impl_of;
-using detail::needs;
 using detail::Sizes;
 using runtime::OpDesc;
 using runtime::OpKind;
@@ -111,23 +110,23 @@ void record_binary(OpKind kind, const Tensor& a, const Tensor& b, Tensor& out) {
   switch (kind) {
     case OpKind::add:
     case OpKind::sub:
-      detail::record(kind == OpKind::add ? "AddBackward0" : "SubBackward0", {&a, &b}, {&out}, {},
+      autograd::record(kind == OpKind::add ? "AddBackward0" : "SubBackward0", {&a, &b}, {&out}, {},
                      [sa, sb, kind](Grads& g, Grads&, const Node& n) {
-                       Tensor gb = needs(n, 1) ? detail::sum_to(g[0], sb) : Tensor();
+                       Tensor gb = n.needs_input_grad(1) ? detail::sum_to(g[0], sb) : Tensor();
                        if (gb.defined() && kind == OpKind::sub) gb = -gb;
-                       return Grads{needs(n, 0) ? detail::sum_to(g[0], sa) : Tensor(), gb};
+                       return Grads{n.needs_input_grad(0) ? detail::sum_to(g[0], sa) : Tensor(), gb};
                      });
       return;
     case OpKind::mul:
-      detail::record("MulBackward0", {&a, &b}, {&out}, {a, b}, [sa, sb](Grads& g, Grads& s, const Node& n) {
-        return Grads{needs(n, 0) ? detail::sum_to(g[0] * s[1], sa) : Tensor(),
-                     needs(n, 1) ? detail::sum_to(g[0] * s[0], sb) : Tensor()};
+      autograd::record("MulBackward0", {&a, &b}, {&out}, {a, b}, [sa, sb](Grads& g, Grads& s, const Node& n) {
+        return Grads{n.needs_input_grad(0) ? detail::sum_to(g[0] * s[1], sa) : Tensor(),
+                     n.needs_input_grad(1) ? detail::sum_to(g[0] * s[0], sb) : Tensor()};
       });
       return;
     default:  // div: d/da = g / b, d/db = -g * a / b^2
-      detail::record("DivBackward0", {&a, &b}, {&out}, {a, b}, [sa, sb](Grads& g, Grads& s, const Node& n) {
-        return Grads{needs(n, 0) ? detail::sum_to(g[0] / s[1], sa) : Tensor(),
-                     needs(n, 1) ? detail::sum_to(-(g[0] * s[0] / (s[1] * s[1])), sb) : Tensor()};
+      autograd::record("DivBackward0", {&a, &b}, {&out}, {a, b}, [sa, sb](Grads& g, Grads& s, const Node& n) {
+        return Grads{n.needs_input_grad(0) ? detail::sum_to(g[0] / s[1], sa) : Tensor(),
+                     n.needs_input_grad(1) ? detail::sum_to(-(g[0] * s[0] / (s[1] * s[1])), sb) : Tensor()};
       });
   }
 }
@@ -140,30 +139,36 @@ void record_unary(OpKind kind, std::string_view aten, const Tensor& a, Tensor& o
     case OpKind::add:
     case OpKind::sub:
       if (aten == "aten::rsub") {
-        detail::record("RsubBackward1", {&a}, {&out}, {}, [](Grads& g, Grads&, const Node&) { return Grads{-g[0]}; });
+        autograd::record("RsubBackward1", {&a}, {&out}, {}, [](Grads& g, Grads&, const Node&) { return Grads{-g[0]}; });
       } else {
-        detail::record(kind == OpKind::add ? "AddBackward1" : "SubBackward1", {&a}, {&out}, {},
+        autograd::record(kind == OpKind::add ? "AddBackward1" : "SubBackward1", {&a}, {&out}, {},
                        [](Grads& g, Grads&, const Node&) { return Grads{g[0]}; });
       }
       return;
-    case OpKind::mul:
     case OpKind::div:
-      detail::record(kind == OpKind::mul ? "MulBackward1" : "DivBackward1", {&a}, {&out}, {},
+      if (aten == "aten::reciprocal") {  // d(1/x) = -dy / x^2 = -dy * y^2, from the saved output
+        autograd::record("ReciprocalBackward0", {&a}, {&out}, {out},
+                         [](Grads& g, Grads& s, const Node&) { return Grads{-(g[0] * (s[0] * s[0]))}; });
+        return;
+      }
+      [[fallthrough]];
+    case OpKind::mul:
+      autograd::record(kind == OpKind::mul ? "MulBackward1" : "DivBackward1", {&a}, {&out}, {},
                      [](Grads& g, Grads&, const Node&) { return Grads{g[0] * 1.0}; });
       return;
     case OpKind::neg:
-      detail::record("NegBackward0", {&a}, {&out}, {}, [](Grads& g, Grads&, const Node&) { return Grads{-g[0]}; });
+      autograd::record("NegBackward0", {&a}, {&out}, {}, [](Grads& g, Grads&, const Node&) { return Grads{-g[0]}; });
       return;
     case OpKind::exp:  // dy * exp(x), from the saved output
-      detail::record("ExpBackward0", {&a}, {&out}, {out}, [](Grads& g, Grads& s, const Node&) { return Grads{g[0] * s[0]}; });
+      autograd::record("ExpBackward0", {&a}, {&out}, {out}, [](Grads& g, Grads& s, const Node&) { return Grads{g[0] * s[0]}; });
       return;
     case OpKind::log:  // dy / x, from the saved input
-      detail::record("LogBackward0", {&a}, {&out}, {a}, [](Grads& g, Grads& s, const Node&) { return Grads{g[0] / s[0]}; });
+      autograd::record("LogBackward0", {&a}, {&out}, {a}, [](Grads& g, Grads& s, const Node&) { return Grads{g[0] / s[0]}; });
       return;
     case OpKind::gelu:
     case OpKind::silu:
       // From the saved input.
-      detail::record(kind == OpKind::gelu ? "GeluBackward0" : "SiluBackward0", {&a}, {&out}, {a},
+      autograd::record(kind == OpKind::gelu ? "GeluBackward0" : "SiluBackward0", {&a}, {&out}, {a},
                      [kind](Grads& g, Grads& s, const Node&) {
                        return kind == OpKind::gelu
                                   ? Grads{detail::elementwise_backward(OpKind::gelu_backward, g[0], s[0],
@@ -185,7 +190,7 @@ void record_unary(OpKind kind, std::string_view aten, const Tensor& a, Tensor& o
       const std::string_view name = kind == OpKind::relu   ? "ReluBackward0"
                                     : kind == OpKind::tanh ? "TanhBackward0"
                                                            : "SigmoidBackward0";
-      detail::record(name, {&a}, {&out}, {out}, [back, aten_back](Grads& g, Grads& s, const Node&) {
+      autograd::record(name, {&a}, {&out}, {out}, [back, aten_back](Grads& g, Grads& s, const Node&) {
         return Grads{detail::elementwise_backward(back, g[0], s[0], aten_back)};
       });
       return;
@@ -238,10 +243,10 @@ void record_inplace(Tensor& self, const Tensor* other, OpKind kind, const char* 
   Sizes so = other ? other->sizes() : Sizes{};
   const bool negate = kind == OpKind::sub;
   const bool scale = kind == OpKind::mul || kind == OpKind::div;
-  detail::record(op, {&self, &o}, {&self}, {}, [so, negate, scale](Grads& g, Grads&, const Node& n) {
-    Tensor gs = needs(n, 0) ? (scale ? g[0] * 1.0 : g[0]) : Tensor();
+  autograd::record(op, {&self, &o}, {&self}, {}, [so, negate, scale](Grads& g, Grads&, const Node& n) {
+    Tensor gs = n.needs_input_grad(0) ? (scale ? g[0] * 1.0 : g[0]) : Tensor();
     Tensor go;
-    if (needs(n, 1)) {
+    if (n.needs_input_grad(1)) {
       go = detail::sum_to(g[0], so);
       if (negate) go = -go;
     }
@@ -295,7 +300,8 @@ Tensor operator/(const Tensor& a, double) { return unary(a, OpKind::div, "div", 
 Tensor operator+(double, const Tensor& b) { return unary(b, OpKind::add, "add", "aten::add"); }
 Tensor operator-(double, const Tensor& b) { return unary(b, OpKind::sub, "rsub", "aten::rsub"); }
 Tensor operator*(double, const Tensor& b) { return unary(b, OpKind::mul, "mul", "aten::mul"); }
-Tensor operator/(double, const Tensor& b) { return unary(b, OpKind::div, "div", "aten::div"); }
+// s / b as PyTorch's __rtruediv__ computes it: reciprocal(b) * s.
+Tensor operator/(double s, const Tensor& b) { return unary(b, OpKind::div, "reciprocal", "aten::reciprocal") * s; }
 Tensor operator-(const Tensor& a) { return unary(a, OpKind::neg, "neg", "aten::neg"); }
 
 Tensor& Tensor::add_(const Tensor& other) { return inplace(*this, other, OpKind::add, "add_", "aten::add_"); }
@@ -332,7 +338,7 @@ Tensor dropout(const Tensor& x, double p, bool train) {
   detail::dispatch(ctx, detail::elementwise_op(OpKind::dropout, s.numel, s.dtype), "aten::native_dropout", s.device,
                    s.numel == 0);
   if (autograd::any_requires_grad({&x})) {
-    detail::record("NativeDropoutBackward0", {&x}, {&out}, {mask}, [](Grads& g, Grads&, const Node&) {
+    autograd::record("NativeDropoutBackward0", {&x}, {&out}, {mask}, [](Grads& g, Grads&, const Node&) {
       return Grads{unary(g[0], OpKind::mul, "native_dropout_backward", "aten::native_dropout_backward")};
     });
   }
@@ -413,10 +419,10 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     if (autograd::any_requires_grad({&a, &b})) {
       if (da < 2 || db < 2) detail::no_backward({&a, &b}, "matmul with a 1-D operand");
       // [..., m, k] x [k, n] as one mm over the folded rows: dA = dC B^T, dB = A^T dC (folded).
-      detail::record("MmBackward0", {&a, &b}, {&result}, {a, b}, [k, n](Grads& g, Grads& s, const Node& nd) {
+      autograd::record("MmBackward0", {&a, &b}, {&result}, {a, b}, [k, n](Grads& g, Grads& s, const Node& nd) {
         Tensor ga, gb;
-        if (needs(nd, 0)) ga = matmul(g[0], s[1].t());
-        if (needs(nd, 1)) gb = mm(s[0].reshape({-1, k}).t(), g[0].reshape({-1, n}));
+        if (nd.needs_input_grad(0)) ga = matmul(g[0], s[1].t());
+        if (nd.needs_input_grad(1)) gb = mm(s[0].reshape({-1, k}).t(), g[0].reshape({-1, n}));
         return Grads{ga, gb};
       });
     }
@@ -439,10 +445,10 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     if (da < 2) detail::no_backward({&a, &b}, "matmul with a 1-D operand");
     // Batched: dA = dC B^T and dB = A^T dC, each summed over the batch dims it was broadcast along.
     Sizes sa = x.sizes, sb = y.sizes;
-    detail::record("BmmBackward0", {&a, &b}, {&result}, {a, b}, [sa, sb](Grads& g, Grads& s, const Node& nd) {
+    autograd::record("BmmBackward0", {&a, &b}, {&result}, {a, b}, [sa, sb](Grads& g, Grads& s, const Node& nd) {
       Tensor ga, gb;
-      if (needs(nd, 0)) ga = detail::sum_to(matmul(g[0], s[1].transpose(-1, -2)), sa);
-      if (needs(nd, 1)) gb = detail::sum_to(matmul(s[0].transpose(-1, -2), g[0]), sb);
+      if (nd.needs_input_grad(0)) ga = detail::sum_to(matmul(g[0], s[1].transpose(-1, -2)), sa);
+      if (nd.needs_input_grad(1)) gb = detail::sum_to(matmul(s[0].transpose(-1, -2), g[0]), sb);
       return Grads{ga, gb};
     });
   }
@@ -458,8 +464,8 @@ Tensor mm(const Tensor& a, const Tensor& b) {
   if (x.sizes[1] != y.sizes[0]) fail_shapes("mm", x.sizes, y.sizes);
   Tensor result = product_op({x.sizes[0], y.sizes[1]}, x, 1, x.sizes[0], y.sizes[1], x.sizes[1], false, "aten::mm");
   if (autograd::any_requires_grad({&a, &b})) {
-    detail::record("MmBackward0", {&a, &b}, {&result}, {a, b}, [](Grads& g, Grads& s, const Node& nd) {
-      return Grads{needs(nd, 0) ? mm(g[0], s[1].t()) : Tensor(), needs(nd, 1) ? mm(s[0].t(), g[0]) : Tensor()};
+    autograd::record("MmBackward0", {&a, &b}, {&result}, {a, b}, [](Grads& g, Grads& s, const Node& nd) {
+      return Grads{nd.needs_input_grad(0) ? mm(g[0], s[1].t()) : Tensor(), nd.needs_input_grad(1) ? mm(s[0].t(), g[0]) : Tensor()};
     });
   }
   return result;
@@ -478,9 +484,9 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
   Tensor result = product_op({x.sizes[0], x.sizes[1], y.sizes[2]}, x, static_cast<std::uint64_t>(x.sizes[0]),
                              x.sizes[1], y.sizes[2], x.sizes[2], true, "aten::bmm");
   if (autograd::any_requires_grad({&a, &b})) {
-    detail::record("BmmBackward0", {&a, &b}, {&result}, {a, b}, [](Grads& g, Grads& s, const Node& nd) {
-      return Grads{needs(nd, 0) ? bmm(g[0], s[1].transpose(1, 2)) : Tensor(),
-                   needs(nd, 1) ? bmm(s[0].transpose(1, 2), g[0]) : Tensor()};
+    autograd::record("BmmBackward0", {&a, &b}, {&result}, {a, b}, [](Grads& g, Grads& s, const Node& nd) {
+      return Grads{nd.needs_input_grad(0) ? bmm(g[0], s[1].transpose(1, 2)) : Tensor(),
+                   nd.needs_input_grad(1) ? bmm(s[0].transpose(1, 2), g[0]) : Tensor()};
     });
   }
   return result;
@@ -503,11 +509,11 @@ Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b) {
   Tensor result = product_op(out, x, 1, x.sizes[0], y.sizes[1], x.sizes[1], false, "aten::addmm");
   if (autograd::any_requires_grad({&bias, &a, &b})) {
     Sizes sbias = impl_of(bias).sizes;
-    detail::record("AddmmBackward0", {&bias, &a, &b}, {&result}, {a, b},
+    autograd::record("AddmmBackward0", {&bias, &a, &b}, {&result}, {a, b},
                    [sbias](Grads& g, Grads& s, const Node& nd) {
-                     return Grads{needs(nd, 0) ? detail::sum_to(g[0], sbias) : Tensor(),
-                                  needs(nd, 1) ? mm(g[0], s[1].t()) : Tensor(),
-                                  needs(nd, 2) ? mm(s[0].t(), g[0]) : Tensor()};
+                     return Grads{nd.needs_input_grad(0) ? detail::sum_to(g[0], sbias) : Tensor(),
+                                  nd.needs_input_grad(1) ? mm(g[0], s[1].t()) : Tensor(),
+                                  nd.needs_input_grad(2) ? mm(s[0].t(), g[0]) : Tensor()};
                    });
   }
   return result;
@@ -606,14 +612,14 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
   Tensor result = product_op(out, x, 1, m, out_features, in_features, false, "aten::linear", out_dtype);
   if (autograd::any_requires_grad({&input, &weight, &bias})) {
     // dX = dY W (one GEMM), dW = dY^T X over the folded rows (another), db = dY summed over rows.
-    detail::record("LinearBackward0", {&input, &weight, &bias}, {&result}, {input, weight},
+    autograd::record("LinearBackward0", {&input, &weight, &bias}, {&result}, {input, weight},
                    [in_features, out_features](Grads& g, Grads& s, const Node& nd) {
                      Tensor gx, gw, gb;
-                     if (needs(nd, 0)) gx = matmul(g[0], s[1]);
-                     if (needs(nd, 1)) {
+                     if (nd.needs_input_grad(0)) gx = matmul(g[0], s[1]);
+                     if (nd.needs_input_grad(1)) {
                        gw = mm(g[0].reshape({-1, out_features}).t(), s[0].reshape({-1, in_features}));
                      }
-                     if (needs(nd, 2)) gb = detail::sum_to(g[0], {out_features});
+                     if (nd.needs_input_grad(2)) gb = detail::sum_to(g[0], {out_features});
                      return Grads{gx, gw, gb};
                    });
   }
@@ -648,7 +654,7 @@ Tensor rowwise(const Tensor& x, std::int64_t dim, std::optional<ScalarType> dtyp
     // From the saved output: one softmax_backward kernel (log_softmax's costs the same).
     const ScalarType in_type = s.dtype;
     const bool log = std::string_view(op) == "log_softmax";
-    detail::record(log ? "LogSoftmaxBackward0" : "SoftmaxBackward0", {&x}, {&out}, {out},
+    autograd::record(log ? "LogSoftmaxBackward0" : "SoftmaxBackward0", {&x}, {&out}, {out},
                    [d, in_type, log](Grads& g, Grads& sv, const Node&) {
                      return Grads{detail::softmax_backward(g[0], sv[0], d, in_type,
                                                            log ? "aten::_log_softmax_backward_data"
@@ -709,7 +715,7 @@ Tensor norm(const Tensor& x, IntArrayRef shape, const Tensor& weight, const Tens
   }
   if (grad) {
     const bool layer = kind == OpKind::layernorm;
-    detail::record(layer ? "NativeLayerNormBackward0" : "RmsNormBackward0", {&x, &weight, &bias}, {&out},
+    autograd::record(layer ? "NativeLayerNormBackward0" : "RmsNormBackward0", {&x, &weight, &bias}, {&out},
                    {x, weight, bias, stats}, [kind, cols, layer](Grads& g, Grads& sv, const Node&) {
                      auto [dx, dw, db] = detail::norm_backward(kind, g[0], sv[0], sv[1], sv[2], cols,
                                                                layer ? "aten::native_layer_norm_backward"
@@ -847,7 +853,7 @@ Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim) {
     std::vector<std::int64_t> extents;
     for (const Tensor& t : tensors) extents.push_back(t.size(static_cast<std::int64_t>(d)));
     const auto dim_d = static_cast<std::int64_t>(d);
-    detail::record_n("CatBackward0", inputs, {&result}, {}, [extents, dim_d](Grads& g, Grads&, const Node&) {
+    autograd::record("CatBackward0", inputs, {&result}, {}, [extents, dim_d](Grads& g, Grads&, const Node&) {
       Grads parts;
       std::int64_t start = 0;
       for (std::int64_t e : extents) {
@@ -987,7 +993,7 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
     // which recomputes the scores from Q and K.
     Sizes rows(q.sizes.begin(), q.sizes.end() - 1);
     Tensor lse = detail::make_tensor(ctx, rows, ScalarType::Float, q.device, "aten::scaled_dot_product_attention");
-    detail::record("ScaledDotProductFlashAttentionBackward0", {&query, &key, &value}, {&out},
+    autograd::record("ScaledDotProductFlashAttentionBackward0", {&query, &key, &value}, {&out},
                    {query, key, value, out, lse}, [is_causal](Grads& g, Grads& s, const Node&) {
                      auto [dq, dk, dv] = detail::attention_backward(g[0], s[0], s[1], s[2], is_causal);
                      return Grads{dq, dk, dv};
@@ -1026,7 +1032,7 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
   }
   if (autograd::any_requires_grad({&weight})) {
     const std::int64_t vocab = w.sizes[0];
-    detail::record("EmbeddingBackward0", {&weight}, {&result}, {indices}, [vocab](Grads& g, Grads&, const Node&) {
+    autograd::record("EmbeddingBackward0", {&weight}, {&result}, {indices}, [vocab](Grads& g, Grads&, const Node&) {
       return Grads{detail::embedding_backward(g[0], vocab)};
     });
   }

@@ -336,7 +336,7 @@ struct ViewGrad {
 void record_view(const Tensor& self, Tensor& out, const char* name, ViewGrad v) {
   if (!autograd::any_requires_grad({&self})) return;
   Sizes in = self.sizes();
-  detail::record(name, {&self}, {&out}, {}, [in, v](detail::Grads& g, detail::Grads&, const autograd::Node&) {
+  autograd::record(name, {&self}, {&out}, {}, [in, v](detail::Grads& g, detail::Grads&, const autograd::Node&) {
     using K = ViewGrad::Kind;
     switch (v.kind) {
       case K::reshape: return detail::Grads{g[0].reshape(in)};
@@ -662,7 +662,7 @@ std::vector<Tensor> split_pieces(const Tensor& self, const Sizes& sizes, std::in
       outs.push_back(&t);
       shapes.push_back(t.sizes());
     }
-    detail::record_n("SplitBackward0", {&self}, outs, {},
+    autograd::record("SplitBackward0", {&self}, outs, {},
                      [d, shapes](detail::Grads& g, detail::Grads&, const autograd::Node&) {
                        std::vector<Tensor> parts;
                        TensorOptions options;
@@ -736,7 +736,7 @@ Tensor Tensor::contiguous() const {
   detail::dispatch(ctx, detail::elementwise_op(runtime::OpKind::copy, s.numel, s.dtype), "aten::contiguous", s.device,
                    s.numel == 0);
   if (autograd::any_requires_grad({this})) {
-    detail::record("CloneBackward0", {this}, {&out}, {},
+    autograd::record("CloneBackward0", {this}, {&out}, {},
                    [](detail::Grads& g, detail::Grads&, const autograd::Node&) { return detail::Grads{g[0]}; });
   }
   return out;
@@ -749,7 +749,7 @@ Tensor Tensor::clone() const {
   detail::dispatch(ctx, detail::elementwise_op(runtime::OpKind::copy, s.numel, s.dtype), "aten::clone", s.device,
                    s.numel == 0);
   if (autograd::any_requires_grad({this})) {
-    detail::record("CloneBackward0", {this}, {&out}, {},
+    autograd::record("CloneBackward0", {this}, {&out}, {},
                    [](detail::Grads& g, detail::Grads&, const autograd::Node&) { return detail::Grads{g[0]}; });
   }
   return out;
@@ -764,7 +764,7 @@ Tensor Tensor::to(ScalarType dtype) const {
                    s.numel == 0);
   if (autograd::any_requires_grad({this})) {
     const ScalarType from = s.dtype;
-    detail::record("ToCopyBackward0", {this}, {&out}, {},
+    autograd::record("ToCopyBackward0", {this}, {&out}, {},
                    [from](detail::Grads& g, detail::Grads&, const autograd::Node&) { return detail::Grads{g[0].to(from)}; });
   }
   return out;
@@ -806,10 +806,15 @@ Tensor& Tensor::copy_(const Tensor& src) {
     // This tensor now holds src's values: the gradient flows to src (summed where it broadcast).
     if (s.device.type() != from.device.type()) detail::no_backward({&src}, "copy_ across devices");
     Sizes src_sizes = from.sizes;
-    detail::record("CopyBackwards", {&src}, {this}, {},
+    autograd::record("CopyBackwards", {&src}, {this}, {},
                    [src_sizes](detail::Grads& g, detail::Grads&, const autograd::Node&) {
                      return detail::Grads{detail::sum_to(g[0], src_sizes)};
                    });
+  } else if (autograd::any_requires_grad({this})) {
+    // Overwritten by values that need no gradient: nothing flows back into what it held before
+    // (PyTorch's CopyBackwards gives that history zeros), though it still requires grad.
+    autograd::record("CopyBackwards", {this}, {this}, {},
+                     [](detail::Grads&, detail::Grads&, const autograd::Node&) { return detail::Grads{Tensor()}; });
   }
   runtime::RankContext* ctx = runtime::current_rank();
   if (!ctx) return *this;

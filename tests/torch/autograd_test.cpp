@@ -185,8 +185,68 @@ TEST(Autograd, ADeepGraphIsFreedWithoutRecursion) {
   h = torch::Tensor();  // the whole chain goes at once
   auto g = w * 2.0;
   for (int i = 0; i < 100000; ++i) g = g * 1.0;
+  const std::size_t before = rank.launches.size();
   torch::sum(g).backward();
   EXPECT_TRUE(w.grad().defined());
+  // Every one of the chain's nodes ran its backward: one multiply each.
+  std::size_t muls = 0;
+  for (std::size_t i = before; i < rank.launches.size(); ++i) muls += rank.launches[i].op.kind == OpKind::mul;
+  EXPECT_GE(muls, 100001u);
+}
+
+// An in-place op's history is the tensor's, not the handle's: every handle on it sees it (as in
+// PyTorch, where they share one TensorImpl). Overwriting a tensor with values that need no
+// gradient cuts what it held from the graph, and it still requires grad.
+TEST(Autograd, InPlaceHistoryIsEveryHandlesAndCopyingOverItCutsTheOldOne) {
+  FakeRank rank;
+  runtime::RankGuard guard(&rank);
+  auto w = torch::empty({4}).requires_grad_();
+  auto buf = torch::zeros({4});
+  const torch::Tensor other = buf;  // a second handle, taken before the in-place op
+  buf.add_(w);
+  ASSERT_TRUE(other.requires_grad());
+  torch::sum(other).backward();
+  EXPECT_TRUE(w.grad().defined());
+
+  auto v = torch::empty({4}).requires_grad_();
+  auto y = v * 2.0;
+  y.copy_(torch::zeros({4}));
+  EXPECT_TRUE(y.requires_grad());
+  torch::sum(y).backward();
+  EXPECT_FALSE(v.grad().defined()) << "v's values were overwritten: nothing flows back to it";
+}
+
+// Backward again without retain_graph works through nodes that saved nothing (PyTorch raises only
+// when a freed saved tensor would be read), and fails where one was freed.
+TEST(Autograd, ASecondBackwardWorksWhereNothingSavedWasFreed) {
+  FakeRank rank;
+  runtime::RankGuard guard(&rank);
+  auto w = torch::empty({8}).requires_grad_();
+  auto y = torch::sum(w * 2.0);
+  y.backward();
+  y.backward();
+  EXPECT_TRUE(w.grad().defined());
+  auto z = torch::sum(torch::exp(w));  // exp saves its output
+  z.backward();
+  EXPECT_THROW(z.backward(), torch::Error);
+}
+
+// s / x is reciprocal(x) * s, as PyTorch computes it, and its backward reads the saved reciprocal.
+TEST(Autograd, AScalarOverATensorIsAReciprocalTimesTheScalar) {
+  FakeRank rank;
+  runtime::RankGuard guard(&rank);
+  auto x = torch::empty({1024}).requires_grad_();
+  auto y = 2.0 / x;
+  ASSERT_NE(y.grad_fn(), nullptr);
+  EXPECT_EQ(y.grad_fn()->name(), "MulBackward1");
+  ASSERT_EQ(y.grad_fn()->next_edges.size(), 1u);
+  EXPECT_EQ(y.grad_fn()->next_edges[0].fn->name(), "ReciprocalBackward0");
+  const std::size_t before = rank.launches.size();
+  torch::sum(y).backward();
+  std::size_t muls = 0;
+  for (std::size_t i = before; i < rank.launches.size(); ++i) muls += rank.launches[i].op.kind == OpKind::mul;
+  EXPECT_GE(muls, 3u) << "the scalar's multiply, then y^2 and dy * y^2";
+  EXPECT_TRUE(x.grad().defined());
 }
 
 TEST(Optim, AdamKeepsEightBytesOfStatePerFp32ParameterAndFusedIsOneKernel) {

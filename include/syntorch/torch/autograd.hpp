@@ -84,18 +84,19 @@ void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& gra
 // For the torch layer's ops and custom backward functions (parallel layers): whether an op over
 // `inputs` records a node (grad mode on and an input requires grad) ...
 bool any_requires_grad(std::initializer_list<const Tensor*> inputs);
-// ... the edges of a new node to those inputs' histories (in order; invalid for inputs that
-// require no gradient) ...
-std::vector<Edge> collect_next_edges(std::initializer_list<const Tensor*> inputs);
-Edge edge_to(const Tensor& t);  // one input's edge
-// ... and the outputs' history: output `output_nr` of `fn`. The handle becomes a view of the
-// output's memory carrying the history, so that what a node saves of its own outputs (saved())
-// keeps the memory alive without keeping the node alive through itself.
+// ... the edge of a new node to an input's history (invalid for one that requires no gradient) ...
+Edge edge_to(const Tensor& t);
+// ... and an output's history: output `output_nr` of `fn`, on the tensor itself (every handle on
+// it sees it, as an in-place op's caller expects). A node that saves one of its own outputs gets
+// that output as a fresh view carrying the history (record() does this), so that the saved,
+// history-free handle keeps the memory alive without keeping the node alive through itself.
 void set_history(Tensor& output, const std::shared_ptr<Node>& fn, std::uint32_t output_nr = 0);
 
 // A handle on the memory and layout of `t` without its autograd history: what a node saves (a
 // node saving its own output must not own itself through it).
 Tensor saved(const Tensor& t);
+// A new view of `t`'s memory for a history of its own (what record() gives an output it saves).
+Tensor own_history_view(const Tensor& t);
 
 // A custom backward (torch.autograd.Function): a node whose backward is `F`. F(grads, saved, node)
 // returns one gradient per input edge; an input that needs none (!node.needs_input_grad(i)) may
@@ -110,8 +111,8 @@ class FunctionNode final : public Node {
     return f_(grads, saved_, static_cast<const Node&>(*this));
   }
   void release_saved() override {
+    released_ = !saved_.empty();  // a node that saved nothing can run again (as PyTorch's)
     saved_.clear();
-    released_ = true;
   }
 
  private:
@@ -126,6 +127,15 @@ class FunctionNode final : public Node {
 template <class F>
 void record(std::string_view name, const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
             std::vector<Tensor> saved, F f) {
+  // Outputs the node saves become views carrying the history (set_history).
+  for (Tensor* o : outputs) {
+    for (const Tensor& t : saved) {
+      if (t.defined() && o->is_same(t)) {
+        *o = own_history_view(*o);
+        break;
+      }
+    }
+  }
   for (Tensor& t : saved) t = autograd::saved(t);
   auto node = std::make_shared<FunctionNode<F>>(name, static_cast<std::uint32_t>(outputs.size()), std::move(saved),
                                                 std::move(f));
