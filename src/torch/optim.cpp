@@ -8,45 +8,44 @@
 
 namespace syntorch::torch::optim {
 
-// One _foreach_ op over `lists[0]`'s tensors reading `inputs` lists; `out` (when given) receives a
-// new list like lists[0] (torch._foreach_sqrt and the out-of-place ops).
-static void foreach_op(const std::vector<Tensor>& list, int inputs, std::string_view aten, std::vector<Tensor>* out = nullptr) {
-  if (list.empty()) return;
+// A multi-tensor op over `list`: one op per (device, dtype) group, in order of first appearance,
+// as PyTorch groups a foreach or fused step's tensors. `k` is the op's extra count (a foreach
+// op's input lists, a fused SGD's momentum).
+static void multi_tensor_op(runtime::OpKind kind, const std::vector<Tensor>& list, std::uint64_t k,
+                            std::string_view aten) {
   runtime::RankContext* ctx = runtime::current_rank();
-  std::int64_t elements = 0;
-  for (const Tensor& t : list) elements += t.numel();
+  if (!ctx) return;
+  std::vector<bool> done(list.size(), false);
+  for (std::size_t first = 0; first < list.size(); ++first) {
+    if (done[first]) continue;
+    runtime::OpDesc op;
+    op.kind = kind;
+    op.dtype = to_runtime_dtype(list[first].dtype());
+    op.k = k;
+    op.batch = 0;  // tensors in the group
+    std::int64_t elements = 0;
+    for (std::size_t i = first; i < list.size(); ++i) {
+      if (done[i] || list[i].dtype() != list[first].dtype() || list[i].device() != list[first].device()) continue;
+      done[i] = true;
+      elements += list[i].numel();
+      ++op.batch;
+    }
+    op.elements = static_cast<std::uint64_t>(elements);
+    detail::dispatch(ctx, op, aten, list[first].device(), elements == 0);
+  }
+}
+
+// One _foreach_ op over `list` reading `inputs` lists; `out` (when given) receives a new list like
+// `list` (torch._foreach_sqrt and the out-of-place ops).
+static void foreach_op(const std::vector<Tensor>& list, int inputs, std::string_view aten,
+                       std::vector<Tensor>* out = nullptr) {
   if (out) {
+    runtime::RankContext* ctx = runtime::current_rank();
     out->clear();
     for (const Tensor& t : list) out->push_back(detail::make_tensor(ctx, t.sizes(), t.dtype(), t.device(), aten));
   }
-  if (!ctx) return;
-  runtime::OpDesc op;
-  op.kind = runtime::OpKind::foreach;
-  op.dtype = to_runtime_dtype(list[0].dtype());
-  op.elements = static_cast<std::uint64_t>(elements);
-  op.batch = list.size();
-  op.k = static_cast<std::uint64_t>(inputs);
-  detail::dispatch(ctx, op, aten, list[0].device(), elements == 0);
+  multi_tensor_op(runtime::OpKind::foreach, list, static_cast<std::uint64_t>(inputs), aten);
 }
-
-namespace {
-
-// The fused step: one runtime op over every parameter.
-void fused_op(runtime::OpKind kind, const std::vector<Tensor>& params, std::uint64_t momentum, std::string_view aten) {
-  runtime::RankContext* ctx = runtime::current_rank();
-  if (!ctx || params.empty()) return;
-  std::int64_t elements = 0;
-  for (const Tensor& t : params) elements += t.numel();
-  runtime::OpDesc op;
-  op.kind = kind;
-  op.dtype = to_runtime_dtype(params[0].dtype());
-  op.elements = static_cast<std::uint64_t>(elements);
-  op.batch = params.size();
-  op.k = momentum;
-  detail::dispatch(ctx, op, aten, params[0].device(), elements == 0);
-}
-
-}  // namespace
 
 }  // namespace syntorch::torch::optim
 
@@ -96,9 +95,6 @@ Optimizer::Optimizer(std::vector<Tensor> params, const char* name) : params_(std
   for (std::size_t i = 0; i < params_.size(); ++i) {
     if (!params_[i].defined()) detail::fail("{}: parameter {} is undefined", name, i);
     if (!params_[i].is_leaf()) detail::fail("{}: can't optimize a non-leaf Tensor (parameter {})", name, i);
-    if (!params_[i].requires_grad()) {
-      detail::fail("{}: parameter {} does not require grad (requires_grad_() it, or leave it out)", name, i);
-    }
   }
 }
 
@@ -118,27 +114,33 @@ void Optimizer::zero_grad(bool set_to_none) {
 std::uint64_t Optimizer::state_bytes() const {
   std::uint64_t bytes = 0;
   for (const auto& slot : state_) {
-    for (const Tensor& t : slot) bytes += t.storage_nbytes();
+    for (const Tensor& t : slot) bytes += t.defined() ? t.storage_nbytes() : 0;
   }
   return bytes;
 }
 
-void Optimizer::with_grad(std::vector<Tensor>& params, std::vector<Tensor>& grads) const {
-  for (const Tensor& p : params_) {
-    if (!p.grad().defined()) continue;
-    params.push_back(p);
-    grads.push_back(p.grad());
-  }
-}
-
-std::vector<Tensor>& Optimizer::state(std::size_t slot) {
-  if (state_.size() <= slot) state_.resize(slot + 1);
-  std::vector<Tensor>& s = state_[slot];
-  if (s.empty()) {
-    runtime::MemoryUseGuard use(os::MemoryUse::optimizer_state);
-    for (const Tensor& p : params_) s.push_back(zeros_like(p));
+Optimizer::Stepped Optimizer::with_grad() const {
+  Stepped s;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    if (!params_[i].grad().defined()) continue;
+    s.index.push_back(i);
+    s.params.push_back(params_[i]);
+    s.grads.push_back(params_[i].grad());
   }
   return s;
+}
+
+std::vector<Tensor> Optimizer::state(std::size_t slot, const Stepped& stepped) {
+  if (state_.size() <= slot) state_.resize(slot + 1);
+  std::vector<Tensor>& all = state_[slot];
+  all.resize(params_.size());
+  std::vector<Tensor> out;
+  runtime::MemoryUseGuard use(os::MemoryUse::optimizer_state);
+  for (std::size_t i : stepped.index) {
+    if (!all[i].defined()) all[i] = zeros_like(params_[i]);
+    out.push_back(all[i]);
+  }
+  return out;
 }
 
 SGD::SGD(std::vector<Tensor> params, SGDOptions options) : Optimizer(std::move(params), "SGD"), options_(options) {
@@ -148,25 +150,21 @@ SGD::SGD(std::vector<Tensor> params, SGDOptions options) : Optimizer(std::move(p
 
 void SGD::step() {
   autograd::NoGradGuard no_grad;
-  std::vector<Tensor> params, grads;
-  with_grad(params, grads);
-  if (params.empty()) return;
+  const Stepped stepped = with_grad();
+  if (stepped.params.empty()) return;
   const bool momentum = options_.momentum_ != 0;
+  const std::vector<Tensor> buf = momentum ? state(0, stepped) : std::vector<Tensor>();
   if (options_.fused_) {
-    if (momentum) state(0);
-    fused_op(runtime::OpKind::sgd, params, momentum ? 1 : 0, "aten::_fused_sgd_");
+    multi_tensor_op(runtime::OpKind::sgd, stepped.params, momentum ? 1 : 0, "aten::_fused_sgd_");
     return;
   }
   std::vector<Tensor> decayed;  // held to the end of the step, as PyTorch's new list
-  if (options_.weight_decay_ != 0) foreach_op(grads, 2, "aten::_foreach_add", &decayed);  // g + wd * p
+  if (options_.weight_decay_ != 0) foreach_op(stepped.grads, 2, "aten::_foreach_add", &decayed);  // g + wd * p
   if (momentum) {
-    state(0);
-    foreach_op(state_[0], 1, "aten::_foreach_mul_");  // buf *= momentum
-    foreach_op(state_[0], 2, "aten::_foreach_add_");  // buf += (1 - dampening) g
-    foreach_op(params, 2, "aten::_foreach_add_");     // p -= lr buf
-  } else {
-    foreach_op(params, 2, "aten::_foreach_add_");  // p -= lr g
+    foreach_op(buf, 1, "aten::_foreach_mul_");  // buf *= momentum
+    foreach_op(buf, 2, "aten::_foreach_add_");  // buf += (1 - dampening) g
   }
+  foreach_op(stepped.params, 2, "aten::_foreach_add_");  // p -= lr (buf or g)
 }
 
 Adam::Adam(std::vector<Tensor> params, AdamOptions options) : Adam(std::move(params), options, false, "Adam") {}
@@ -183,15 +181,14 @@ Adam::Adam(std::vector<Tensor> params, AdamOptions options, bool decoupled, cons
 
 void Adam::step() {
   autograd::NoGradGuard no_grad;
-  std::vector<Tensor> params, grads;
-  with_grad(params, grads);
-  if (params.empty()) return;
-  state(0);
-  state(1);  // (may move state_[0]: take references after both exist)
-  std::vector<Tensor>& exp_avg = state_[0];
-  std::vector<Tensor>& exp_avg_sq = state_[1];
+  const Stepped stepped = with_grad();
+  if (stepped.params.empty()) return;
+  const std::vector<Tensor>& params = stepped.params;
+  const std::vector<Tensor>& grads = stepped.grads;
+  const std::vector<Tensor> exp_avg = state(0, stepped);
+  const std::vector<Tensor> exp_avg_sq = state(1, stepped);
   if (options_.fused_) {
-    fused_op(runtime::OpKind::adam, params, 0, decoupled_ ? "aten::_fused_adamw_" : "aten::_fused_adam_");
+    multi_tensor_op(runtime::OpKind::adam, params, 0, decoupled_ ? "aten::_fused_adamw_" : "aten::_fused_adam_");
     return;
   }
   // PyTorch's _multi_tensor_adam: the decay, both moments, the denominator (a new list, freed at

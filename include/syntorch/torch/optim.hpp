@@ -12,7 +12,8 @@
 
 namespace syntorch::torch::optim {
 
-// The parameters and their gradients; a step updates those that have a gradient.
+// The parameters and their gradients; a step updates those that have a gradient (a parameter
+// that never gets one, frozen or unused, has no state and costs nothing).
 class Optimizer {
  public:
   explicit Optimizer(std::vector<Tensor> params, const char* name);
@@ -29,13 +30,19 @@ class Optimizer {
   std::uint64_t state_bytes() const;
 
  protected:
-  // The parameters with a gradient, and their gradients, in order.
-  void with_grad(std::vector<Tensor>& params, std::vector<Tensor>& grads) const;
-  // Makes (first step) and returns per-parameter state slot `slot`: zeros like each parameter.
-  std::vector<Tensor>& state(std::size_t slot);
+  // The parameters a step updates (those with a gradient), in order: their positions, the
+  // parameters and their gradients.
+  struct Stepped {
+    std::vector<std::size_t> index;
+    std::vector<Tensor> params, grads;
+  };
+  Stepped with_grad() const;
+  // State slot `slot` of the stepped parameters, in their order: zeros like each parameter, made
+  // at its first step (PyTorch's lazy state).
+  std::vector<Tensor> state(std::size_t slot, const Stepped& stepped);
 
   std::vector<Tensor> params_;
-  std::vector<std::vector<Tensor>> state_;
+  std::vector<std::vector<Tensor>> state_;  // [slot][parameter]; undefined before its first step
 };
 
 struct SGDOptions {
