@@ -16,15 +16,28 @@
 
 namespace syntorch::models {
 
+double TransformerConfig::attention_weights() const {
+  const double h = static_cast<double>(hidden);
+  const double q = static_cast<double>(heads * head_dim);
+  const double kv = static_cast<double>(kv_heads * head_dim);
+  return h * (q + 2 * kv) + q * h;
+}
+
+double TransformerConfig::mlp_weights(std::int64_t mlps) const {
+  const double h = static_cast<double>(hidden);
+  const double f = static_cast<double>(ffn);
+  return static_cast<double>(mlps) * (mlp == Mlp::swiglu ? 3 * h * f : 2 * h * f);
+}
+
 double TransformerConfig::parameters() const {
   const double h = static_cast<double>(hidden);
   const double q = static_cast<double>(heads * head_dim);
   const double kv = static_cast<double>(kv_heads * head_dim);
   const double f = static_cast<double>(ffn);
   const double norm_weights = norm == Norm::layernorm ? 2 * h : h;
-  const double attention = h * (q + 2 * kv) + (qkv_bias ? q + 2 * kv : 0) + q * h + (out_bias ? h : 0);
-  const double dense_mlp = mlp == Mlp::swiglu ? 3 * h * f : 2 * h * f;
-  const double mlp_weights = moe() ? static_cast<double>(experts) * (dense_mlp + h) : dense_mlp;  // + the router
+  const double attention = attention_weights() + (qkv_bias ? q + 2 * kv : 0) + (out_bias ? h : 0);
+  // A mixture of experts: each expert's MLP and its row of the router.
+  const double mlp_weights = moe() ? this->mlp_weights(experts) + static_cast<double>(experts) * h : this->mlp_weights(1);
   const double mlp_biases = mlp_bias ? (mlp == Mlp::swiglu ? 2 * f : f) + h : 0;
   const double per_block = (parallel_block ? 1 : 2) * norm_weights + attention + mlp_weights + mlp_biases;
   const double v = static_cast<double>(vocab);
@@ -37,11 +50,7 @@ double TransformerModel::forward_flops_per_token(std::int64_t seq) const {
   const TransformerConfig& c = config_;
   const double h = static_cast<double>(c.hidden);
   const double q = static_cast<double>(c.heads * c.head_dim);
-  const double kv = static_cast<double>(c.kv_heads * c.head_dim);
-  const double f = static_cast<double>(c.ffn);
-  const double dense_mlp = c.mlp == TransformerConfig::Mlp::swiglu ? 3 * h * f : 2 * h * f;
-  const double mlp = c.moe() ? static_cast<double>(c.experts_per_token) * dense_mlp : dense_mlp;
-  const double weights = h * (q + 2 * kv) + q * h + mlp;
+  const double weights = c.attention_weights() + c.mlp_weights(c.moe() ? c.experts_per_token : 1);
   const double attention = 2.0 * static_cast<double>(seq) * q;  // QKᵀ and AV: 2 x seq x q MACs a token
   return static_cast<double>(c.layers) * (2 * weights + 2 * attention) + 2 * h * static_cast<double>(c.vocab);
 }
@@ -159,7 +168,6 @@ void TransformerModel::train_iterations(const TrainOptions& o) const {
   mp.distributed = o.distributed_optimizer;
   mp.adam = o.adam;
   mp.overlap_grad_reduce = o.overlap_grad_reduce;
-  mp.bucket_elements = std::max<std::int64_t>(40'000'000, 1'000'000LL * st.dp_size);
   parallel::MixedPrecisionOptimizer optimizer(std::move(params), mp);
   const bool sp = o.sequence_parallel && st.tp_size > 1;
   parallel::PipelineOptions pipeline;

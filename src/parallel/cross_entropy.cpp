@@ -28,7 +28,9 @@ torch::Tensor vocab_parallel_cross_entropy(const torch::Tensor& logits, const to
     torch::Tensor row_max = torch::sum(x, {-1});  // the max: one reduction pass
     all_reduce(row_max, tp);                      // MAX
     x.sub_(row_max.unsqueeze(-1));
-    torch::Tensor predicted = row_max * 1.0;  // the target's logit, masked to this rank's range
+    // Each token's target logit, gathered where the target falls in this rank's range (a pass
+    // over the tokens, not the vocabulary).
+    torch::Tensor predicted = row_max * 1.0;
     all_reduce(predicted, tp);
     x = torch::exp(x);
     torch::Tensor sum_exp = torch::sum(x, {-1});
@@ -43,8 +45,10 @@ torch::Tensor vocab_parallel_cross_entropy(const torch::Tensor& logits, const to
                             [dtype](std::vector<torch::Tensor>& g, std::vector<torch::Tensor>& s,
                                     const torch::autograd::Node&) {
                               torch::Tensor grad = s[0];
-                              // Minus one at each token's target (a scatter over the tokens), then the
-                              // loss's gradient broadcast over the vocabulary, in place; cast back.
+                              // Minus one at each token's target: a scatter, one pass over the tokens
+                              // (costed as a per-token kernel); then the loss's gradient broadcast over
+                              // the vocabulary, in place; cast back.
+                              (void)(g[0] * 1.0);
                               grad.mul_(g[0].unsqueeze(-1));
                               return std::vector<torch::Tensor>{grad.to(dtype)};
                             });

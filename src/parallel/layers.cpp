@@ -57,18 +57,17 @@ torch::Tensor column_parallel_linear(const torch::Tensor& input, const torch::Te
                                      bool sequence_parallel) {
   namespace F = torch::nn::functional;
   const bool sp = sequence_parallel && state().tp_size > 1;
-  if (!torch::autograd::any_requires_grad({&input, &weight, &bias})) {
-    return F::linear(sp ? all_gather(input, state().tp_group, kSequenceDim) : input, weight, bias);
-  }
   // The whole input (all-gathered under sequence parallelism, then dropped) through one GEMM;
   // the backward keeps only the input shard, gathers it again for the weight's gradient, and
   // reduces the input's gradient over the TP group (an all-reduce, or a reduce-scatter back to
-  // the shards).
+  // the shards). Megatron overlaps that reduction with the weight-gradient GEMM and the gather
+  // with the input-gradient GEMM; here they run in turn on the compute stream.
   torch::Tensor y;
   {
     torch::autograd::NoGradGuard no_grad;
     y = F::linear(sp ? all_gather(input, state().tp_group, kSequenceDim) : input, weight, bias);
   }
+  if (!torch::autograd::any_requires_grad({&input, &weight, &bias})) return y;
   const std::int64_t in = weight.size(1), out = weight.size(0);
   torch::autograd::record(
       "LinearWithGradAccumulationAndAsyncCommunicationBackward", {&input, &weight, &bias}, {&y}, {input, weight},

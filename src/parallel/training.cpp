@@ -17,23 +17,6 @@
 
 namespace syntorch::parallel {
 
-namespace {
-
-// Grad mode on for a scope (the recomputation inside a backward).
-class EnableGrad {
- public:
-  EnableGrad() : previous_(torch::autograd::GradMode::is_enabled()) { torch::autograd::GradMode::set_enabled(true); }
-  ~EnableGrad() { torch::autograd::GradMode::set_enabled(previous_); }
-  EnableGrad(const EnableGrad&) = delete;
-  EnableGrad& operator=(const EnableGrad&) = delete;
-
- private:
-  bool previous_;
-};
-
-
-}  // namespace
-
 void forward_backward(const ForwardStep& forward, const PipelineOptions& o) {
   const ParallelState& st = state();
   const int m = o.micro_batches;
@@ -49,9 +32,12 @@ void forward_backward(const ForwardStep& forward, const PipelineOptions& o) {
                                             "stages and micro-batches a multiple of them (got pp {}, {} micro-batches)",
                                             vp, pp, m));
   }
-  // Activations and outputs of each (chunk, micro-batch) until its backward.
+  // Inputs and outputs of each (chunk, micro-batch) until its backward: the last stage's loss,
+  // elsewhere only the output's history, its memory freed once sent on (Megatron's
+  // deallocate_output_tensor).
   const auto at = [m](int chunk, int mb) { return static_cast<std::size_t>(chunk * m + mb); };
-  std::vector<torch::Tensor> inputs(static_cast<std::size_t>(m * vp)), outputs(static_cast<std::size_t>(m * vp));
+  std::vector<torch::Tensor> inputs(static_cast<std::size_t>(m * vp)), losses(static_cast<std::size_t>(m * vp));
+  std::vector<torch::autograd::Edge> sent(static_cast<std::size_t>(m * vp));
   // Sends and receives as NCCL's: the engine runs them on the rank's own send and receive streams
   // (a send once the compute stream has produced its tensor, the compute stream waiting for a
   // receive only where it uses it), so neither direction holds up the other.
@@ -79,26 +65,25 @@ void forward_backward(const ForwardStep& forward, const PipelineOptions& o) {
     }
     torch::Tensor y = forward(chunk, mb, x);
     if (st.is_last_stage()) {
-      y = y / static_cast<double>(m);  // the loss averaged over micro-batches, as Megatron scales it
+      losses[at(chunk, mb)] = y / static_cast<double>(m);  // averaged over micro-batches, as Megatron scales it
     } else {
       send(y, st.next_stage_rank());
+      sent[at(chunk, mb)] = torch::autograd::edge_to(y);
     }
     inputs[at(chunk, mb)] = std::move(x);
-    outputs[at(chunk, mb)] = std::move(y);
   };
   auto run_backward = [&](int k) {
     const int chunk = chunk_of(k, false), mb = micro_batch_of(k);
     set_virtual_pipeline_model_parallel_rank(chunk);
     torch::RecordScope scope(vp == 1 ? fmt::format("backward {}", mb) : fmt::format("backward {} chunk {}", mb, chunk));
-    if (o.before_backward) o.before_backward(mb, k == m * vp - 1);
-    torch::Tensor& y = outputs[at(chunk, mb)];
+    if (o.before_backward) o.before_backward(mb, mb == m - 1);  // this chunk's last micro-batch
     if (st.is_last_stage()) {
-      torch::autograd::backward({y});
+      torch::autograd::backward({losses[at(chunk, mb)]});
+      losses[at(chunk, mb)] = torch::Tensor();
     } else {
       torch::Tensor grad = receive(st.next_stage_rank());
-      torch::autograd::backward({y}, {grad});
+      torch::autograd::backward({{std::move(sent[at(chunk, mb)]), std::move(grad)}});
     }
-    y = torch::Tensor();
     torch::Tensor& x = inputs[at(chunk, mb)];
     if (!st.is_first_stage()) send(x.grad(), st.prev_stage_rank());
     x = torch::Tensor();
@@ -139,7 +124,7 @@ torch::Tensor checkpoint(const std::function<torch::Tensor(const torch::Tensor&)
                             if (n.needs_input_grad(0)) input.requires_grad_(true);
                             torch::Tensor out;
                             {
-                              EnableGrad recording;
+                              torch::autograd::AutoGradMode recording(true);
                               out = f(input);
                             }
                             if (out.requires_grad()) torch::autograd::backward({out}, {g[0]});
@@ -159,7 +144,7 @@ struct MixedPrecisionOptimizer::State {
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   // The last micro-batch's reduction, bucket by bucket.
   bool last_micro_batch = true;
-  std::vector<std::size_t> waiting;      // parameters whose gradient has not come yet
+  std::vector<std::size_t> waiting;      // parameters whose last gradient has not come yet (reset by each step)
   std::vector<torch::Tensor> reduced;    // each bucket's reduced gradient (its shard when distributed)
   std::vector<torch::cuda::Event> done;  // on the communication stream
   std::optional<torch::cuda::Stream> comm;
@@ -197,6 +182,7 @@ MixedPrecisionOptimizer::MixedPrecisionOptimizer(std::vector<torch::Tensor> para
     : params_(std::move(params)), options_(options), state_(std::make_shared<State>()) {
   const ParallelState& st = state();
   State& s = *state_;
+  if (options_.bucket_elements <= 0) options_.bucket_elements = std::max<std::int64_t>(40'000'000, 1'000'000LL * st.dp_size);
   s.options = options_;
   const int dp = options_.distributed ? st.dp_size : 1;
   // Buckets over the parameters in reverse order (the order backward produces their gradients),
@@ -237,7 +223,8 @@ MixedPrecisionOptimizer::MixedPrecisionOptimizer(std::vector<torch::Tensor> para
       master.requires_grad_(true);
       s.masters.push_back(std::move(master));
     }
-    // The master weights start as copies of the 16-bit ones.
+    // The master weights start as copies of the 16-bit ones (one foreach copy over the shards;
+    // its bytes are counted at the shards' fp32 on both sides).
     torch::_foreach_copy_(s.masters, s.masters);
     if (options_.adam) {
       s.optimizer = std::make_unique<torch::optim::Adam>(s.masters, torch::optim::AdamOptions().fused(true));
@@ -257,9 +244,7 @@ MixedPrecisionOptimizer::MixedPrecisionOptimizer(std::vector<torch::Tensor> para
 MixedPrecisionOptimizer::~MixedPrecisionOptimizer() = default;
 
 void MixedPrecisionOptimizer::start_backward(bool last_micro_batch) {
-  State& s = *state_;
-  s.last_micro_batch = last_micro_batch;
-  if (last_micro_batch) s.waiting = s.params_in;
+  state_->last_micro_batch = last_micro_batch;
 }
 
 void MixedPrecisionOptimizer::step() {
@@ -282,8 +267,9 @@ void MixedPrecisionOptimizer::step() {
   }
   if (options_.clip_grad > 0) {
     // The global norm: each rank's part, summed over the model-parallel ranks (and the shards).
+    // (Megatron reduces it over the model-parallel group at once; here over tp, then pp.)
     std::vector<torch::Tensor> norms = torch::_foreach_norm(grads);
-    torch::Tensor total = torch::empty({1}, torch::TensorOptions(torch::kFloat32));
+    torch::Tensor total = torch::sum(torch::stack(norms));
     all_reduce(total, st.tp_group);
     all_reduce(total, st.pp_group);
     if (options_.distributed) all_reduce(total, st.dp_group);
@@ -301,9 +287,10 @@ void MixedPrecisionOptimizer::step() {
       (void)all_gather(half, st.dp_group, 0);
     }
   } else {
-    torch::_foreach_copy_(params_, params_);
+    torch::_foreach_copy_(params_, params_);  // counted at the 16-bit weights' dtype on both sides
   }
   s.main_grad.zero_();
+  s.waiting = s.params_in;
 }
 
 }  // namespace syntorch::parallel

@@ -149,13 +149,6 @@ void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& gra
   if (!grad_tensors.empty() && grad_tensors.size() != tensors.size()) {
     detail::fail("backward: got {} tensors and {} gradients", tensors.size(), grad_tensors.size());
   }
-  NoGradGuard no_grad;
-  struct Pending {
-    std::vector<Tensor> grads;
-    std::size_t waiting = 0;  // edges into the node not yet delivered
-  };
-  std::unordered_map<Node*, Pending> pending;
-  // The roots' gradients, and every node reachable from them with the edges that reach it.
   std::vector<std::pair<Edge, Tensor>> roots;
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i];
@@ -175,9 +168,23 @@ void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& gra
     }
     roots.emplace_back(edge_to(t), std::move(g));
   }
+  backward(roots, retain_graph);
+}
+
+void backward(const std::vector<std::pair<Edge, Tensor>>& roots, bool retain_graph) {
+  NoGradGuard no_grad;
+  struct Pending {
+    std::vector<Tensor> grads;
+    std::size_t waiting = 0;  // edges into the node not yet delivered
+  };
+  std::unordered_map<Node*, Pending> pending;
+  for (const auto& [e, g] : roots) {
+    if (!e.valid()) detail::fail("backward: a root has no history (it does not require grad)");
+    detail::check_defined(g, "backward", "grad_tensors");
+  }
   std::vector<Node*> stack;
   std::unordered_map<Node*, bool> seen;
-  for (auto& [e, g] : roots) {
+  for (const auto& [e, g] : roots) {
     if (!seen[e.fn.get()]) {
       seen[e.fn.get()] = true;
       stack.push_back(e.fn.get());
@@ -211,8 +218,9 @@ void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& gra
       slot = add(slot, g);  // two gradients meet: one add kernel, as PyTorch's input buffer
     }
   };
-  for (auto& [e, g] : roots) deliver(e, std::move(g));
-  for (auto& [e, g] : roots) {
+  // The roots' gradients, then every node once all the edges that reach it have delivered.
+  for (const auto& [e, g] : roots) deliver(e, Tensor(g));
+  for (const auto& [e, g] : roots) {
     if (pending[e.fn.get()].waiting == 0 && seen[e.fn.get()]) {
       seen[e.fn.get()] = false;  // queued once
       ready.push(e.fn);

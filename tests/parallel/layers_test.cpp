@@ -6,6 +6,7 @@
 
 #include "syntorch/hw/machine.hpp"
 #include "syntorch/parallel/layers.hpp"
+#include "syntorch/parallel/mappings.hpp"
 #include "syntorch/runtime/engine.hpp"
 #include "syntorch/torch/cuda.hpp"
 #include "syntorch/torch/ops.hpp"
@@ -85,17 +86,23 @@ TEST(TensorParallel, ColumnThenRowSplitsWeightsAndCommunicatesOnce) {
 // rank moves the same 2(n-1)/n of the activation over the same links, in the same time.
 TEST(TensorParallel, SequenceParallelMovesTheBytesOfTheAllReduceItReplaces) {
   const hw::Machine m = hw::Machine::load(config("dgx_a100.json"));
+  std::array<std::vector<std::int64_t>, 2> hidden_shape, out_shape;
   auto run = [&](bool sp) {
     runtime::Engine engine(m, {}, 8);
-    return engine.run([&](runtime::RankContext&) {
+    return engine.run([&](runtime::RankContext& ctx) {
       torch::DefaultDtypeGuard fp16(torch::kFloat16);
       torch::NoGradGuard no_grad;
       const auto& st = parallel::initialize_model_parallel(8);
       parallel::ColumnParallelLinear fc1(4096, 16384, st.tp_size, st.tp_rank, false, true, sp);
       parallel::RowParallelLinear fc2(16384, 4096, st.tp_size, st.tp_rank, true, true, sp);
-      // Sequence-first activations, [s, b, h]; sharded along s between the regions under SP.
-      torch::Tensor x = torch::empty({sp ? 4096 / 8 : 4096, 4, 4096});
-      (void)fc2(fc1(x));
+      // Activations [b, s, h]; sharded along s (dim 1) between the regions under SP.
+      torch::Tensor x = torch::empty({4, sp ? 4096 / 8 : 4096, 4096});
+      torch::Tensor h = fc1(x);
+      torch::Tensor y = fc2(h);
+      if (ctx.rank() == 0) {
+        hidden_shape[sp] = h.sizes();
+        out_shape[sp] = y.sizes();
+      }
       torch::cuda::synchronize();
     });
   };
@@ -105,6 +112,64 @@ TEST(TensorParallel, SequenceParallelMovesTheBytesOfTheAllReduceItReplaces) {
   EXPECT_EQ(sp.ranks[0].collectives, 2u);
   const double ratio = static_cast<double>(sp.ranks[0].communication_ps) / static_cast<double>(plain.ranks[0].communication_ps);
   EXPECT_NEAR(ratio, 1.0, 0.05);
+  // The whole sequence between the layers either way; the shard outside them under SP.
+  EXPECT_EQ(hidden_shape[0], (std::vector<std::int64_t>{4, 4096, 2048}));
+  EXPECT_EQ(hidden_shape[1], (std::vector<std::int64_t>{4, 4096, 2048}));
+  EXPECT_EQ(out_shape[0], (std::vector<std::int64_t>{4, 4096, 4096}));
+  EXPECT_EQ(out_shape[1], (std::vector<std::int64_t>{4, 4096 / 8, 4096}));
+}
+
+// The backward of the pair: without SP the column layer all-reduces its input's gradient (the
+// row layer's backward communicates nothing); under SP the column layer gathers its input shard
+// again for the weight gradient and reduce-scatters the input's gradient, and the row layer's
+// reduce-scatter becomes an all-gather of the gradient.
+TEST(TensorParallel, SequenceParallelBackwardGathersTheShardAgainAndScattersTheGradient) {
+  const hw::Machine m = hw::Machine::load(config("dgx_a100.json"));
+  auto run = [&](bool sp) {
+    runtime::Engine engine(m, {}, 8);
+    return engine.run([&](runtime::RankContext&) {
+      torch::DefaultDtypeGuard fp16(torch::kFloat16);
+      const auto& st = parallel::initialize_model_parallel(8);
+      parallel::ColumnParallelLinear fc1(1024, 4096, st.tp_size, st.tp_rank, false, true, sp);
+      parallel::RowParallelLinear fc2(4096, 1024, st.tp_size, st.tp_rank, true, true, sp);
+      torch::Tensor x = torch::empty({2, sp ? 1024 / 8 : 1024, 1024}).requires_grad_();
+      torch::Tensor y = fc2(fc1(x));
+      torch::sum(y).backward();
+      EXPECT_EQ(x.grad().sizes(), x.sizes());
+      torch::cuda::synchronize();
+    });
+  };
+  EXPECT_EQ(run(false).ranks[0].collectives, 1u + 1u);
+  EXPECT_EQ(run(true).ranks[0].collectives, 2u + 3u);
+}
+
+// Megatron's region functions for a user's own layers: copying into the TP region costs nothing
+// forward and all-reduces the gradient; gathering from the sequence-parallel region all-gathers
+// forward and reduce-scatters the gradient back to the shard.
+TEST(TensorParallel, RegionFunctionsCommunicateWhereMegatronsDo) {
+  const hw::Machine m = hw::Machine::load(config("dgx_a100.json"));
+  runtime::Engine engine(m, {}, 2);
+  std::array<std::vector<std::int64_t>, 2> gathered, grad;
+  const auto r = engine.run([&](runtime::RankContext& ctx) {
+    torch::DefaultDtypeGuard fp16(torch::kFloat16);
+    parallel::initialize_model_parallel(2);
+    torch::Tensor x = torch::empty({2, 64, 256}).requires_grad_();
+    torch::Tensor copied = parallel::copy_to_tensor_model_parallel_region(x);
+    torch::Tensor whole = parallel::gather_from_sequence_parallel_region(copied, 1);
+    torch::cuda::synchronize();
+    const auto i = static_cast<std::size_t>(ctx.rank());
+    gathered[i] = whole.sizes();
+    torch::sum(whole).backward();
+    grad[i] = x.grad().sizes();
+    torch::cuda::synchronize();
+  });
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(gathered[i], (std::vector<std::int64_t>{2, 128, 256}));
+    EXPECT_EQ(grad[i], (std::vector<std::int64_t>{2, 64, 256}));
+    // Forward the gather only (the copy communicates nothing); backward a reduce-scatter, then
+    // an all-reduce.
+    EXPECT_EQ(r.ranks[i].collectives, 1u + 2u);
+  }
 }
 
 TEST(TensorParallel, GatheredOutputsAndVocabularySplits) {

@@ -159,6 +159,21 @@ TEST(Train, MirroredDataParallelReplicasGiveWhatSimulatingEveryReplicaGives) {
   EXPECT_EQ(session::simulate_training(m, {}, s).simulated_replicas, 2);
 }
 
+// With interleaving, each model chunk's last micro-batch closes its gradients: their reduction
+// starts under the rest of the backward for every chunk, not only the one that finishes last.
+TEST(Train, OverlappedGradientReductionCoversEveryChunkOfAnInterleavedPipeline) {
+  const hw::Machine m = hw::Machine::load(config("dgx_h100.json"));
+  session::TrainSpec s = spec("gpt:layers=16,hidden=2048,heads=16,vocab=256", 1, 4, 2, 8);
+  s.vp = 2;
+  const session::TrainReport serial = session::simulate_training(m, {}, s);
+  s.overlap_grad_reduce = true;
+  const session::TrainReport overlapped = session::simulate_training(m, {}, s);
+  ASSERT_GT(serial.exposed_communication_s, 0);
+  EXPECT_GT(overlapped.overlapped_communication_s, 0);
+  EXPECT_LT(overlapped.exposed_communication_s, 0.5 * serial.exposed_communication_s)
+      << "serial " << serial.exposed_communication_s << " s, overlapped " << overlapped.exposed_communication_s << " s";
+}
+
 TEST(Train, HiddenDropoutCostsAKernelAndAMaskPerBranchAndNothingWhenOff) {
   const hw::Machine m = hw::Machine::load(config("dgx_h100.json"));
   session::TrainSpec s = spec(kSmall, 1, 1, 1, 2);

@@ -58,6 +58,10 @@ struct TransformerConfig {
 
   // Weights of the whole model (a tied head counted once).
   double parameters() const;
+  // One block's matrix weights (no biases or norms): attention's projections, and the MLP of
+  // `mlps` experts (1 for a dense model).
+  double attention_weights() const;
+  double mlp_weights(std::int64_t mlps) const;
   // K/V heads one rank holds at tensor parallel `tp` (replicated when tp exceeds them).
   std::int64_t local_kv_heads(int tp) const;
   // Problems with the shape itself (heads and K/V heads, dims, bounds), under `where` and `key`.

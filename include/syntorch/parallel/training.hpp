@@ -35,9 +35,9 @@ struct PipelineOptions {
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
   std::vector<std::int64_t> activation_shape;  // what neighbouring stages exchange
   torch::ScalarType activation_dtype = torch::kBFloat16;
-  // Called before each micro-batch's backward with whether it is the iteration's last (the one
-  // whose gradients the data-parallel reduction may start on as they come: Megatron's no_sync
-  // for the others).
+  // Called before each micro-batch's backward with whether it is that model chunk's last in the
+  // iteration (the one whose gradients the data-parallel reduction may start on as they come:
+  // Megatron's no_sync for the others).
   std::function<void(int mb, bool last)> before_backward;
 };
 
@@ -57,7 +57,7 @@ struct MixedPrecisionOptions {
   bool distributed = false;       // shard master weights, gradients' reduction and Adam over DP (ZeRO-1)
   double clip_grad = 1.0;         // global norm clipping (0: off)
   bool adam = true;               // Adam(W); false: SGD with momentum
-  std::int64_t bucket_elements = 40'000'000;  // Megatron's DDP bucket (at least 1M x dp elements)
+  std::int64_t bucket_elements = 0;  // a DDP bucket's least size; 0: Megatron's, max(40M, 1M x dp)
   // Start each bucket's reduction, on a communication stream, as soon as the last micro-batch's
   // backward has produced all its gradients (Megatron's --overlap-grad-reduce); otherwise all
   // buckets are reduced at the step, on the compute stream.
@@ -74,9 +74,12 @@ class MixedPrecisionOptimizer {
   MixedPrecisionOptimizer(const MixedPrecisionOptimizer&) = delete;
   MixedPrecisionOptimizer& operator=(const MixedPrecisionOptimizer&) = delete;
 
-  // Before a micro-batch's backward (PipelineOptions::before_backward). Each parameter's 16-bit
-  // gradient is added into its fp32 main gradient by a hook as soon as backward makes it (one add
-  // kernel, Megatron's main_grad.add_), then dropped.
+  // Before a micro-batch's backward (PipelineOptions::before_backward): whether it is the last
+  // of its model chunk, whose gradients complete the buckets. Each parameter's 16-bit gradient is
+  // added into its fp32 main gradient by a hook as soon as backward makes it (one add kernel,
+  // Megatron's main_grad.add_), then dropped; with overlap_grad_reduce a bucket's reduction starts
+  // when the last micro-batch has added its last parameter's. Without a call every backward counts
+  // as the last (one micro-batch an iteration).
   void start_backward(bool last_micro_batch);
   // The step: main gradients reduced over DP in buckets (all-reduce; reduce-scatter when
   // distributed), their global norm (a multi-tensor norm, an all-reduce over the model-parallel

@@ -63,16 +63,23 @@ struct GradMode {
   static void set_enabled(bool enabled);
 };
 
-// torch.no_grad(): no recording in its scope.
-class NoGradGuard {
+// Grad mode set for a scope (at::AutoGradMode; torch.enable_grad() with true, as a checkpoint's
+// recomputation inside a backward runs).
+class AutoGradMode {
  public:
-  NoGradGuard() : previous_(GradMode::is_enabled()) { GradMode::set_enabled(false); }
-  ~NoGradGuard() { GradMode::set_enabled(previous_); }
-  NoGradGuard(const NoGradGuard&) = delete;
-  NoGradGuard& operator=(const NoGradGuard&) = delete;
+  explicit AutoGradMode(bool enabled) : previous_(GradMode::is_enabled()) { GradMode::set_enabled(enabled); }
+  ~AutoGradMode() { GradMode::set_enabled(previous_); }
+  AutoGradMode(const AutoGradMode&) = delete;
+  AutoGradMode& operator=(const AutoGradMode&) = delete;
 
  private:
   bool previous_;
+};
+
+// torch.no_grad(): no recording in its scope.
+class NoGradGuard : public AutoGradMode {
+ public:
+  NoGradGuard() : AutoGradMode(false) {}
 };
 
 // torch.autograd.backward: the gradients of `tensors` (each a scalar when its grad_tensors entry
@@ -80,6 +87,9 @@ class NoGradGuard {
 // The graph's saved tensors are freed as each node runs, unless retain_graph.
 void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& grad_tensors = {},
               bool retain_graph = false);
+// The same from the histories alone (edge_to of each tensor), each with its gradient: what a
+// pipeline stage keeps of an output it has sent on and freed (Megatron's deallocate_output_tensor).
+void backward(const std::vector<std::pair<Edge, Tensor>>& roots, bool retain_graph = false);
 
 // For the torch layer's ops and custom backward functions (parallel layers): whether an op over
 // `inputs` records a node (grad mode on and an input requires grad) ...
