@@ -37,12 +37,13 @@ Tensor softmax_backward(const Tensor& grad, const Tensor& output, std::int64_t d
 
 std::tuple<Tensor, Tensor, Tensor> norm_backward(OpKind kind, const Tensor& grad, const Tensor& input,
                                                  const Tensor& weight, const Tensor& bias, std::int64_t normalized,
-                                                 std::string_view aten) {
+                                                 std::array<bool, 3> output_mask, std::string_view aten) {
   const TensorImpl& x = impl_of(input);
   runtime::RankContext* ctx = runtime::current_rank();
-  Tensor dx = make_tensor(ctx, x.sizes, x.dtype, x.device, aten);
-  Tensor dw = weight.defined() ? make_tensor(ctx, weight.sizes(), weight.dtype(), x.device, aten) : Tensor();
-  Tensor db = bias.defined() ? make_tensor(ctx, bias.sizes(), bias.dtype(), x.device, aten) : Tensor();
+  Tensor dx = output_mask[0] ? make_tensor(ctx, x.sizes, x.dtype, x.device, aten) : Tensor();
+  Tensor dw = weight.defined() && output_mask[1] ? make_tensor(ctx, weight.sizes(), weight.dtype(), x.device, aten)
+                                                  : Tensor();
+  Tensor db = bias.defined() && output_mask[2] ? make_tensor(ctx, bias.sizes(), bias.dtype(), x.device, aten) : Tensor();
   if (ctx) {
     OpDesc o;
     o.kind = kind == OpKind::layernorm ? OpKind::layernorm_backward : OpKind::rmsnorm_backward;

@@ -3,7 +3,9 @@
 // ATen names it (aten::gelu_backward, aten::native_layer_norm_backward, ...): called by the
 // autograd nodes (derivatives.cpp) with grad mode off.
 
+#include <array>
 #include <cstdint>
+#include <string_view>
 #include <tuple>
 
 #include "syntorch/runtime/op.hpp"
@@ -18,10 +20,11 @@ Tensor elementwise_backward(runtime::OpKind kind, const Tensor& grad, const Tens
 Tensor softmax_backward(const Tensor& grad, const Tensor& output, std::int64_t dim, ScalarType dtype,
                         std::string_view aten);
 // A norm's backward over the last `normalized` elements: dx, and the weight and bias gradients
-// when they are defined (bias only for layernorm).
+// when they are defined (bias only for layernorm), each only where `output_mask` asks for it
+// (ATen's output_mask: a frozen weight gets none). The kernel is costed whole either way.
 std::tuple<Tensor, Tensor, Tensor> norm_backward(runtime::OpKind kind, const Tensor& grad, const Tensor& input,
                                                  const Tensor& weight, const Tensor& bias, std::int64_t normalized,
-                                                 std::string_view aten);
+                                                 std::array<bool, 3> output_mask, std::string_view aten);
 // FlashAttention's backward: dq, dk, dv shaped as q, k, v.
 std::tuple<Tensor, Tensor, Tensor> attention_backward(const Tensor& grad, const Tensor& q, const Tensor& k,
                                                       const Tensor& v, bool causal);

@@ -131,10 +131,32 @@ void record_binary(OpKind kind, const Tensor& a, const Tensor& b, Tensor& out) {
   }
 }
 
+// The activations' backward kernels, each reading the saved input or output.
+struct ActivationBackward {
+  OpKind kind, backward;
+  std::string_view aten, node;
+  bool from_output;
+};
+constexpr ActivationBackward kActivationBackward[] = {
+    {OpKind::gelu, OpKind::gelu_backward, "aten::gelu_backward", "GeluBackward0", false},
+    {OpKind::silu, OpKind::silu_backward, "aten::silu_backward", "SiluBackward0", false},
+    {OpKind::relu, OpKind::relu_backward, "aten::threshold_backward", "ReluBackward0", true},
+    {OpKind::tanh, OpKind::tanh_backward, "aten::tanh_backward", "TanhBackward0", true},
+    {OpKind::sigmoid, OpKind::sigmoid_backward, "aten::sigmoid_backward", "SigmoidBackward0", true},
+};
+
 // Backward of the one-input elementwise ops: tensor-scalar arithmetic (the scalar's value is not
 // kept: mul and div cost one kernel, add and sub none), negation and the activations (their
 // backward kernels read the saved input or output).
 void record_unary(OpKind kind, std::string_view aten, const Tensor& a, Tensor& out) {
+  for (const ActivationBackward& act : kActivationBackward) {
+    if (act.kind != kind) continue;
+    autograd::record(act.node, {&a}, {&out}, {act.from_output ? out : a},
+                     [back = act.backward, name = act.aten](Grads& g, Grads& s, const Node&) {
+                       return Grads{detail::elementwise_backward(back, g[0], s[0], name)};
+                     });
+    return;
+  }
   switch (kind) {
     case OpKind::add:
     case OpKind::sub:
@@ -165,36 +187,6 @@ void record_unary(OpKind kind, std::string_view aten, const Tensor& a, Tensor& o
     case OpKind::log:  // dy / x, from the saved input
       autograd::record("LogBackward0", {&a}, {&out}, {a}, [](Grads& g, Grads& s, const Node&) { return Grads{g[0] / s[0]}; });
       return;
-    case OpKind::gelu:
-    case OpKind::silu:
-      // From the saved input.
-      autograd::record(kind == OpKind::gelu ? "GeluBackward0" : "SiluBackward0", {&a}, {&out}, {a},
-                     [kind](Grads& g, Grads& s, const Node&) {
-                       return kind == OpKind::gelu
-                                  ? Grads{detail::elementwise_backward(OpKind::gelu_backward, g[0], s[0],
-                                                                       "aten::gelu_backward")}
-                                  : Grads{detail::elementwise_backward(OpKind::silu_backward, g[0], s[0],
-                                                                       "aten::silu_backward")};
-                     });
-      return;
-    case OpKind::relu:
-    case OpKind::tanh:
-    case OpKind::sigmoid: {
-      // From the saved output.
-      const OpKind back = kind == OpKind::relu   ? OpKind::relu_backward
-                          : kind == OpKind::tanh ? OpKind::tanh_backward
-                                                 : OpKind::sigmoid_backward;
-      const std::string_view aten_back = kind == OpKind::relu   ? "aten::threshold_backward"
-                                         : kind == OpKind::tanh ? "aten::tanh_backward"
-                                                                : "aten::sigmoid_backward";
-      const std::string_view name = kind == OpKind::relu   ? "ReluBackward0"
-                                    : kind == OpKind::tanh ? "TanhBackward0"
-                                                           : "SigmoidBackward0";
-      autograd::record(name, {&a}, {&out}, {out}, [back, aten_back](Grads& g, Grads& s, const Node&) {
-        return Grads{detail::elementwise_backward(back, g[0], s[0], aten_back)};
-      });
-      return;
-    }
     default:
       detail::no_backward({&a}, std::string(aten).c_str());
   }
@@ -716,10 +708,11 @@ Tensor norm(const Tensor& x, IntArrayRef shape, const Tensor& weight, const Tens
   if (grad) {
     const bool layer = kind == OpKind::layernorm;
     autograd::record(layer ? "NativeLayerNormBackward0" : "RmsNormBackward0", {&x, &weight, &bias}, {&out},
-                   {x, weight, bias, stats}, [kind, cols, layer](Grads& g, Grads& sv, const Node&) {
-                     auto [dx, dw, db] = detail::norm_backward(kind, g[0], sv[0], sv[1], sv[2], cols,
-                                                               layer ? "aten::native_layer_norm_backward"
-                                                                     : "aten::_fused_rms_norm_backward");
+                   {x, weight, bias, stats}, [kind, cols, layer](Grads& g, Grads& sv, const Node& n) {
+                     auto [dx, dw, db] = detail::norm_backward(
+                         kind, g[0], sv[0], sv[1], sv[2], cols,
+                         {n.needs_input_grad(0), n.needs_input_grad(1), n.needs_input_grad(2)},
+                         layer ? "aten::native_layer_norm_backward" : "aten::_fused_rms_norm_backward");
                      return Grads{dx, dw, db};
                    });
   }
@@ -842,14 +835,12 @@ Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim) {
   const std::int64_t numel = impl_of(result).numel;
   detail::dispatch(ctx, detail::elementwise_op(OpKind::copy, numel, first.dtype), "aten::cat", first.device,
                    numel == 0);
-  std::vector<const Tensor*> inputs;
-  bool grad = false;
-  for (const Tensor& t : tensors) {
-    inputs.push_back(&t);
-    grad = grad || autograd::any_requires_grad({&t});
-  }
+  const bool grad = std::any_of(tensors.begin(), tensors.end(),
+                                [](const Tensor& t) { return autograd::any_requires_grad({&t}); });
   if (grad) {
     // Each input's gradient is its slice of the output's: a view, no kernel.
+    std::vector<const Tensor*> inputs;
+    for (const Tensor& t : tensors) inputs.push_back(&t);
     std::vector<std::int64_t> extents;
     for (const Tensor& t : tensors) extents.push_back(t.size(static_cast<std::int64_t>(d)));
     const auto dim_d = static_cast<std::int64_t>(d);

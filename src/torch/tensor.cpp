@@ -728,32 +728,28 @@ std::vector<Tensor> Tensor::chunk(std::int64_t chunks, std::int64_t dim) const {
 
 // --- Copies ---
 
+namespace {
+// A copy kernel into a new tensor like `src` (clone; contiguous of a strided one), its gradient
+// passed straight through.
+Tensor copied(const Tensor& src, const detail::TensorImpl& s, std::string_view aten) {
+  runtime::RankContext* ctx = runtime::current_rank();
+  Tensor out = detail::make_tensor(ctx, s.sizes, s.dtype, s.device, aten);
+  detail::dispatch(ctx, detail::elementwise_op(runtime::OpKind::copy, s.numel, s.dtype), aten, s.device, s.numel == 0);
+  if (autograd::any_requires_grad({&src})) {
+    autograd::record("CloneBackward0", {&src}, {&out}, {},
+                     [](detail::Grads& g, detail::Grads&, const autograd::Node&) { return detail::Grads{g[0]}; });
+  }
+  return out;
+}
+}  // namespace
+
 Tensor Tensor::contiguous() const {
   const auto& s = checked();
   if (s.contiguous) return *this;
-  runtime::RankContext* ctx = runtime::current_rank();
-  Tensor out = detail::make_tensor(ctx, s.sizes, s.dtype, s.device, "aten::contiguous");
-  detail::dispatch(ctx, detail::elementwise_op(runtime::OpKind::copy, s.numel, s.dtype), "aten::contiguous", s.device,
-                   s.numel == 0);
-  if (autograd::any_requires_grad({this})) {
-    autograd::record("CloneBackward0", {this}, {&out}, {},
-                   [](detail::Grads& g, detail::Grads&, const autograd::Node&) { return detail::Grads{g[0]}; });
-  }
-  return out;
+  return copied(*this, s, "aten::contiguous");
 }
 
-Tensor Tensor::clone() const {
-  const auto& s = checked();
-  runtime::RankContext* ctx = runtime::current_rank();
-  Tensor out = detail::make_tensor(ctx, s.sizes, s.dtype, s.device, "aten::clone");
-  detail::dispatch(ctx, detail::elementwise_op(runtime::OpKind::copy, s.numel, s.dtype), "aten::clone", s.device,
-                   s.numel == 0);
-  if (autograd::any_requires_grad({this})) {
-    autograd::record("CloneBackward0", {this}, {&out}, {},
-                   [](detail::Grads& g, detail::Grads&, const autograd::Node&) { return detail::Grads{g[0]}; });
-  }
-  return out;
-}
+Tensor Tensor::clone() const { return copied(*this, checked(), "aten::clone"); }
 
 Tensor Tensor::to(ScalarType dtype) const {
   const auto& s = checked();

@@ -78,15 +78,7 @@ Kernel fused(const OpDesc& op, const LowerContext& cx, bool v3) {
                           element_bytes(op.kv_dtype.value_or(op.dtype));
   k.hbm_bytes = qo_bytes + kv_bytes;
   k.hbm_write_bytes = qo_bytes / 2;  // the output
-  // Useful FLOPs: QK^T and AV, each 2*seq_q*seq_kv*head_dim per head; causal keeps the lower
-  // triangle (for seq_q == seq_kv about half).
-  double pairs = static_cast<double>(op.seq_q) * static_cast<double>(op.seq_kv);
-  if (op.causal) {
-    const double s_q = static_cast<double>(op.seq_q);
-    const double offset = static_cast<double>(op.seq_kv - op.seq_q);
-    pairs = s_q * offset + s_q * (s_q + 1) / 2;
-  }
-  k.flops = 4.0 * static_cast<double>(op.batch * op.heads * op.head_dim) * pairs;
+  k.flops = ops::attention_flops(op);  // QK^T and AV over the (causal: lower-triangle) pairs
   double scores_per_tile;  // score elements one tile computes (padded to blocks)
   if (decode) {
     // Split-KV: enough splits that the grid covers the device, each at least one KV block.
@@ -114,21 +106,20 @@ Kernel fused(const OpDesc& op, const LowerContext& cx, bool v3) {
   }
   const BlockCost c = block_cost(d, mm, vec, scores_per_tile, 4.0 * static_cast<double>(op.head_dim),
                                  kSoftmaxVectorOpsPerScore, v3);
-  const double sync = c.sync, mm_s = c.mm_s, exp_s = c.exp_s, vector_s = c.vector_s, special = c.special;
-  const double softmax_s = c.softmax_s();
   k.tile_compute_s = c.tile_s(v3);
   k.tile_hbm_bytes = k.hbm_bytes / static_cast<double>(k.tiles);
   const std::string parts =
-      fmt::format("per CTA: matrix {:.2f} us{}, exponentials {:.2f} us ({}), other softmax {:.2f} us", mm_s * 1e6,
-                  sync < 1 ? fmt::format(" (synchronous mma at {:.0f}% of the matrix rate)", sync * 100) : "",
-                  exp_s * 1e6,
-                  special > 0 ? fmt::format("{:g} a clock per unit on the special-function units",
-                                            d.compute.special_ops_per_cycle)
-                              : fmt::format("{:g} vector operations each: special_ops_per_cycle not given", kSoftwareExpOps),
-                  vector_s * 1e6);
+      fmt::format("per CTA: matrix {:.2f} us{}, exponentials {:.2f} us ({}), other softmax {:.2f} us", c.mm_s * 1e6,
+                  c.sync < 1 ? fmt::format(" (synchronous mma at {:.0f}% of the matrix rate)", c.sync * 100) : "",
+                  c.exp_s * 1e6,
+                  c.special > 0 ? fmt::format("{:g} a clock per unit on the special-function units",
+                                              d.compute.special_ops_per_cycle)
+                                : fmt::format("{:g} vector operations each: special_ops_per_cycle not given", kSoftwareExpOps),
+                  c.vector_s * 1e6);
   if (v3) {
     k.why.push_back(fmt::format("flash_v3: softmax overlapped with the asynchronous matrix products: {}-bound; {}",
-                                mm_s >= softmax_s ? "matrix" : (exp_s >= vector_s ? "exponential" : "softmax"), parts));
+                                c.mm_s >= c.softmax_s() ? "matrix" : (c.exp_s >= c.vector_s ? "exponential" : "softmax"),
+                                parts));
   } else {
     k.why.push_back(fmt::format("flash_v2: softmax between the two matrix products of each block, the three in turn; "
                                 "{}",
@@ -164,26 +155,26 @@ std::vector<Kernel> backward(const OpDesc& op, const LowerContext& cx, bool v3) 
   // Query blocks a key block meets: the forward's block pairs spread over the key blocks.
   const double visited = block_pairs(op) / static_cast<double>(kv_blocks);
   const double scores_per_tile = static_cast<double>(kBlockQ * kBlockKv) * visited;
-  // Q, dO, K, V read once (a head's query blocks are shared by its key-block CTAs through L2);
-  // dK, dV written; dQ written in fp32 (its atomic additions land in L2), the log-sum-exp and D
-  // read.
-  k.hbm_bytes = 2.0 * q_elems * e + 4.0 * kv_elems * e + q_elems * 4.0 + 8.0 * lse_rows;
+  // Q, dO, K, V read once (a head's query blocks are shared by its key-block CTAs through L2; K
+  // and V in the cache's dtype); dK, dV written; dQ written in fp32 (its atomic additions land in
+  // L2), the log-sum-exp and D read.
+  const double kv_e = element_bytes(op.kv_dtype.value_or(op.dtype));
+  k.hbm_bytes = 2.0 * q_elems * e + 2.0 * kv_elems * kv_e + 2.0 * kv_elems * e + q_elems * 4.0 + 8.0 * lse_rows;
   k.hbm_write_bytes = 2.0 * kv_elems * e + q_elems * 4.0;
   k.tile_hbm_bytes = k.hbm_bytes / static_cast<double>(k.tiles);
   k.flops = 2.5 * ops::attention_flops(op);
   const BlockCost c = block_cost(d, mm, vec, scores_per_tile, 10.0 * static_cast<double>(op.head_dim),
                                  kBackwardVectorOpsPerScore, v3);
-  const double sync = c.sync, mm_s = c.mm_s, exp_s = c.exp_s, vector_s = c.vector_s;
   k.tile_compute_s = c.tile_s(v3);
   k.name = fmt::format("{} backward", impl);
   k.why.push_back(fmt::format("backward: {} CTAs (batch x heads x {}-key blocks), {:.1f} of {} query blocks each{}; "
                               "five matrix products a block, the scores recomputed",
                               k.tiles, kBlockKv, visited, q_blocks, op.causal ? " (causal)" : ""));
   k.why.push_back(fmt::format("per CTA: matrix {:.2f} us{}, exponentials {:.2f} us, other {:.2f} us; {}",
-                              mm_s * 1e6,
-                              sync < 1 ? fmt::format(" (synchronous mma at {:.0f}% of the matrix rate)", sync * 100)
-                                       : std::string(),
-                              exp_s * 1e6, vector_s * 1e6,
+                              c.mm_s * 1e6,
+                              c.sync < 1 ? fmt::format(" (synchronous mma at {:.0f}% of the matrix rate)", c.sync * 100)
+                                         : std::string(),
+                              c.exp_s * 1e6, c.vector_s * 1e6,
                               v3 ? "flash_v3 overlaps the softmax with the products"
                                  : "flash_v2 runs them in turn"));
   Kernel post = stream_kernel(cx, {"", q_elems, 4.0, e, 0});
@@ -192,14 +183,19 @@ std::vector<Kernel> backward(const OpDesc& op, const LowerContext& cx, bool v3) 
   for (Kernel& kk : ks) kk.impl = impl;
   return ks;
 }
+
+// The policy's implementation, refused where it cannot run.
+const std::string& checked_impl(const LowerContext& cx) {
+  if (cx.policy.impl == "flash_v3" && !cx.device.compute.async_matrix) {
+    unsupported(cx, "flash_v3 needs asynchronous matrix units (async_matrix: Hopper-class wgmma/TMA); use flash_v2");
+  }
+  return cx.policy.impl;
+}
 }  // namespace
 
 std::vector<Kernel> lower_attention_backward(const OpDesc& op, const LowerContext& cx) {
   const hw::Device& d = cx.device;
-  const std::string& impl = cx.policy.impl;
-  if (impl == "flash_v3" && !d.compute.async_matrix) {
-    unsupported(cx, "flash_v3 needs asynchronous matrix units (async_matrix: Hopper-class wgmma/TMA); use flash_v2");
-  }
+  const std::string& impl = checked_impl(cx);
   std::vector<std::vector<Kernel>> options;
   if (impl != "flash_v3") options.push_back(backward(op, cx, false));
   if (impl == "flash_v3" || (impl == "auto" && d.compute.async_matrix)) options.push_back(backward(op, cx, true));
@@ -208,10 +204,7 @@ std::vector<Kernel> lower_attention_backward(const OpDesc& op, const LowerContex
 
 std::vector<Kernel> lower_attention(const OpDesc& op, const LowerContext& cx) {
   const hw::Device& d = cx.device;
-  const std::string& impl = cx.policy.impl;
-  if (impl == "flash_v3" && !d.compute.async_matrix) {
-    unsupported(cx, "flash_v3 needs asynchronous matrix units (async_matrix: Hopper-class wgmma/TMA); use flash_v2");
-  }
+  const std::string& impl = checked_impl(cx);
   std::vector<std::vector<Kernel>> options;
   // auto tries the fused kernels the device can run and falls back to unfused, as PyTorch's
   // scaled_dot_product_attention does.

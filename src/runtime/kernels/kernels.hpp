@@ -52,6 +52,7 @@ std::vector<Kernel> lower_rowwise(const OpDesc& op, const LowerContext& cx, RowC
 struct ElementwiseCost {
   double ops_per_element;
   double inputs;
+  double outputs = 1;  // tensors written per element (a fused backward writes two gradients)
 };
 std::vector<Kernel> lower_elementwise(const OpDesc& op, const LowerContext& cx, ElementwiseCost cost);
 

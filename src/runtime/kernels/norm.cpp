@@ -78,11 +78,10 @@ std::vector<Kernel> lower_norm_backward(const OpDesc& op, const LowerContext& cx
   const double cols = static_cast<double>(op.cols);
   // Weight and bias (LayerNorm) or weight alone (RMSNorm): the reductions over rows.
   const double params = op.kind == OpKind::layernorm_backward ? 2.0 : 1.0;
-  // Fused: dx row by row with x and dy on chip; each CTA adds its rows into fp32 partial sums of
-  // the weight gradient, one partial row per resident CTA, which a second small kernel reduces.
-  RowCost two_inputs = cost;
-  two_inputs.inputs = 2;
-  std::vector<Kernel> fused = lower_rowwise(op, cx, two_inputs);
+  // Fused: dx row by row with x and dy (the cost's two inputs) on chip; each CTA adds its rows
+  // into fp32 partial sums of the weight gradient, one partial row per resident CTA, which a
+  // second small kernel reduces.
+  std::vector<Kernel> fused = lower_rowwise(op, cx, cost);
   const double partial_rows = std::min(static_cast<double>(op.rows),
                                        static_cast<double>(cx.device.compute.units) * fused[0].tiles_per_unit);
   const double partial_bytes = partial_rows * cols * 4.0 * params;

@@ -74,11 +74,7 @@ std::vector<Kernel> lower_adam(const OpDesc& op, const LowerContext& cx) {
 std::vector<Kernel> lower_sgd(const OpDesc& op, const LowerContext& cx) {
   // _fused_sgd_: parameter, gradient (and momentum buffer) read, parameter (and buffer) written.
   std::vector<Kernel> ks;
-  if (op.k) {
-    multi_tensor(op, cx, {"fused step", 3, 2, 4}, "fused", ks);
-  } else {
-    multi_tensor(op, cx, {"fused step", 2, 1, 2}, "fused", ks);
-  }
+  multi_tensor(op, cx, op.k ? ListPass{"fused step", 3, 2, 4} : ListPass{"fused step", 2, 1, 2}, "fused", ks);
   return ks;
 }
 

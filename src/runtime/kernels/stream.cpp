@@ -35,10 +35,10 @@ Kernel stream_kernel(const LowerContext& cx, const StreamPass& pass) {
 
 std::vector<Kernel> lower_elementwise(const OpDesc& op, const LowerContext& cx, ElementwiseCost cost) {
   const double e = element_bytes(cx.dtype);
-  Kernel k = stream_kernel(cx, {op_name(op.kind), static_cast<double>(op.elements), e * cost.inputs, e,
+  Kernel k = stream_kernel(cx, {op_name(op.kind), static_cast<double>(op.elements), e * cost.inputs, e * cost.outputs,
                                 cost.ops_per_element});
-  k.why.push_back(fmt::format("{} elements in {} CTAs of {}: read {} and write 1 per element", op.elements, k.tiles,
-                              kElementsPerTile, cost.inputs));
+  k.why.push_back(fmt::format("{} elements in {} CTAs of {}: read {} and write {} per element", op.elements, k.tiles,
+                              kElementsPerTile, cost.inputs, cost.outputs));
   return {std::move(k)};
 }
 

@@ -12,6 +12,6 @@ constexpr std::string_view kImpls[] = {"auto", "fused", "torch"};
 }  // namespace
 
 extern constinit const OpType layernorm_backward_op =
-    norm_backward_type<detail::RowCost{10, 1}>(OpKind::layernorm_backward, "layernorm_backward", kImpls);
+    norm_type<detail::RowCost{10, 1, 2}, detail::lower_norm_backward>(OpKind::layernorm_backward, "layernorm_backward", kImpls);
 
 }  // namespace syntorch::runtime::ops

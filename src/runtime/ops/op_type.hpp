@@ -105,7 +105,7 @@ constexpr OpType elementwise_type(OpKind kind, std::string_view name) {
       .check = &check_elements,
       .describe = &describe_elements,
       .flops = [](const OpDesc& op) { return static_cast<double>(op.elements) * Cost.ops_per_element; },
-      .min_bytes = [](const OpDesc& op) { return elements_bytes(op, Cost.inputs + 1); },
+      .min_bytes = [](const OpDesc& op) { return elements_bytes(op, Cost.inputs + Cost.outputs); },
       .lower = [](const OpDesc& op, const detail::LowerContext& cx) { return detail::lower_elementwise(op, cx, Cost); },
   };
 }
@@ -139,23 +139,14 @@ constexpr OpType rowwise_type(OpKind kind, std::string_view name) {
   };
 }
 
-// A normalisation over [rows, cols]: the row-wise op with implementations to choose among
-// (kernels/norm.cpp).
-template <detail::RowCost Cost>
+// A normalisation over [rows, cols], or its backward: the row-wise op with implementations to
+// choose among, lowered by `Lower` (kernels/norm.cpp: lower_norm, lower_norm_backward).
+template <detail::RowCost Cost,
+          std::vector<Kernel> (*Lower)(const OpDesc&, const detail::LowerContext&, detail::RowCost) = detail::lower_norm>
 constexpr OpType norm_type(OpKind kind, std::string_view name, std::span<const std::string_view> implementations) {
   OpType t = rowwise_type<Cost>(kind, name);
   t.implementations = implementations;
-  t.lower = [](const OpDesc& op, const detail::LowerContext& cx) { return detail::lower_norm(op, cx, Cost); };
-  return t;
-}
-
-// The backward of a normalisation: the row-wise op reading x and dy, with the fused and torch
-// implementations of kernels/norm.cpp (lower_norm_backward).
-template <detail::RowCost Cost>
-constexpr OpType norm_backward_type(OpKind kind, std::string_view name, std::span<const std::string_view> implementations) {
-  OpType t = rowwise_type<Cost>(kind, name);
-  t.implementations = implementations;
-  t.lower = [](const OpDesc& op, const detail::LowerContext& cx) { return detail::lower_norm_backward(op, cx, Cost); };
+  t.lower = [](const OpDesc& op, const detail::LowerContext& cx) { return Lower(op, cx, Cost); };
   return t;
 }
 

@@ -11,6 +11,6 @@ constexpr std::string_view kImpls[] = {"auto", "fused", "torch"};
 }  // namespace
 
 extern constinit const OpType rmsnorm_backward_op =
-    norm_backward_type<detail::RowCost{7, 1}>(OpKind::rmsnorm_backward, "rmsnorm_backward", kImpls);
+    norm_type<detail::RowCost{7, 1, 2}, detail::lower_norm_backward>(OpKind::rmsnorm_backward, "rmsnorm_backward", kImpls);
 
 }  // namespace syntorch::runtime::ops
