@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "syntorch/parallel/mappings.hpp"
+#include "syntorch/torch/autocast.hpp"
 #include "syntorch/torch/autograd.hpp"
 #include "syntorch/torch/float8.hpp"
 #include "syntorch/torch/ops.hpp"
@@ -53,9 +54,14 @@ constexpr std::int64_t kSequenceDim = 1;  // of [batch, seq, hidden]
 using Grads = std::vector<torch::Tensor>;
 }  // namespace
 
-torch::Tensor column_parallel_linear(const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias,
-                                     bool sequence_parallel) {
+torch::Tensor column_parallel_linear(const torch::Tensor& input_arg, const torch::Tensor& weight_arg,
+                                     const torch::Tensor& bias_arg, bool sequence_parallel) {
   namespace F = torch::nn::functional;
+  // Under autocast the inputs are cast first (recorded casts, so fp32 parameters get fp32
+  // gradients), as autocast's linear would.
+  const torch::Tensor input = torch::autocast::lower_precision(input_arg);
+  const torch::Tensor weight = torch::autocast::lower_precision(weight_arg);
+  const torch::Tensor bias = torch::autocast::lower_precision(bias_arg);
   const bool sp = sequence_parallel && state().tp_size > 1;
   // The whole input (all-gathered under sequence parallelism, then dropped) through one GEMM;
   // the backward keeps only the input shard, gathers it again for the weight's gradient, and

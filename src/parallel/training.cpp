@@ -9,6 +9,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "syntorch/torch/autocast.hpp"
 #include "syntorch/torch/autograd.hpp"
 #include "syntorch/torch/cuda.hpp"
 #include "syntorch/torch/ops.hpp"
@@ -116,15 +117,18 @@ torch::Tensor checkpoint(const std::function<torch::Tensor(const torch::Tensor&)
     torch::autograd::NoGradGuard no_grad;
     y = f(x);
   }
-  // Recorded even when x needs no gradient: the parameters inside f do.
+  // Recorded even when x needs no gradient: the parameters inside f do. The recomputation runs
+  // under the autocast state of the forward, as torch.utils.checkpoint restores it.
   torch::autograd::record("CheckpointFunctionBackward", {&x}, {&y}, {x},
-                          [f](std::vector<torch::Tensor>& g, std::vector<torch::Tensor>& s,
-                              const torch::autograd::Node& n) {
+                          [f, autocast = torch::autocast::state()](std::vector<torch::Tensor>& g,
+                                                                   std::vector<torch::Tensor>& s,
+                                                                   const torch::autograd::Node& n) {
                             torch::Tensor input = s[0].detach();
                             if (n.needs_input_grad(0)) input.requires_grad_(true);
                             torch::Tensor out;
                             {
                               torch::autograd::AutoGradMode recording(true);
+                              torch::autocast::StateGuard forward_autocast(autocast);
                               out = f(input);
                             }
                             if (out.requires_grad()) torch::autograd::backward({out}, {g[0]});

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "grad.hpp"
+#include "syntorch/torch/autocast.hpp"
 #include "internal.hpp"
 #include "syntorch/torch/ops.hpp"
 
@@ -110,14 +111,15 @@ bool any_requires_grad(std::initializer_list<const Tensor*> inputs) {
 Edge edge_to(const Tensor& t) {
   const detail::AutogradMeta* m = detail::autograd_meta_if(t);
   if (!m || !m->requires_grad) return {};
-  if (m->grad_fn) return {m->grad_fn, m->output_nr};
+  const ScalarType dtype = t.unsafe_get_impl()->dtype;
+  if (m->grad_fn) return {m->grad_fn, m->output_nr, dtype};
   detail::AutogradMeta& meta = detail::autograd_meta(*t.unsafe_get_impl());
   std::shared_ptr<Node> acc = meta.grad_accumulator.lock();
   if (!acc) {
     acc = std::make_shared<AccumulateGrad>(t);
     meta.grad_accumulator = acc;
   }
-  return {std::move(acc), 0};
+  return {std::move(acc), 0, dtype};
 }
 
 void Node::throw_released() const {
@@ -173,6 +175,10 @@ void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& gra
 
 void backward(const std::vector<std::pair<Edge, Tensor>>& roots, bool retain_graph) {
   NoGradGuard no_grad;
+  // Backward ops run with autocast off (on CUDA the engine runs them on its own thread).
+  autocast::State off = autocast::state();
+  off.enabled = false;
+  autocast::StateGuard no_autocast(off);
   struct Pending {
     std::vector<Tensor> grads;
     std::size_t waiting = 0;  // edges into the node not yet delivered
@@ -211,6 +217,7 @@ void backward(const std::vector<std::pair<Edge, Tensor>>& roots, bool retain_gra
     Pending& p = pending[e.fn.get()];
     if (p.grads.empty()) p.grads.resize(e.fn->num_outputs());
     Tensor& slot = p.grads[e.input_nr];
+    if (g.defined() && g.unsafe_get_impl()->dtype != e.dtype) g = g.to(e.dtype);
     if (!g.defined()) {
     } else if (!slot.defined()) {
       slot = std::move(g);

@@ -31,6 +31,10 @@ void empty_cache() {
 
 bool is_available() { return runtime::current_rank() != nullptr; }
 
+void set_kernel_policy(const runtime::KernelPolicy& policy) {
+  if (runtime::RankContext* ctx = runtime::current_rank()) ctx->set_policy(policy);
+}
+
 Stream::Stream() {
   if (runtime::RankContext* ctx = runtime::current_rank()) id_ = ctx->new_stream();
 }

@@ -13,6 +13,7 @@
 
 #include "syntorch/runtime/op.hpp"
 #include "syntorch/runtime/rank_context.hpp"
+#include "syntorch/torch/autocast.hpp"
 #include "syntorch/torch/autograd.hpp"
 #include "syntorch/torch/tensor.hpp"
 #include "syntorch/torch/types.hpp"
@@ -49,6 +50,25 @@ inline const TensorImpl& impl_of(const Tensor& t) { return *t.unsafe_get_impl();
 void check_defined(const Tensor& t, const char* op, const char* arg);
 // Throws unless a and b have the same dtype and device.
 void check_same(const Tensor& a, const Tensor& b, const char* op);
+// Throws unless a and b are on the same kind of device.
+void check_same_device(const Tensor& a, const Tensor& b, const char* op);
+// The dtype of a binary pointwise op's result (ATen's result_type): a zero-dim operand defers to a
+// dimensioned one of its category (floating or integral), otherwise promote_types; throws naming
+// `op` where PyTorch refuses to promote.
+ScalarType result_type(const Tensor& a, const Tensor& b, const char* op);
+
+// An autocast op's argument (autocast.hpp): `t` itself when autocast leaves it, else the cast,
+// kept in `holder`.
+inline const Tensor& autocast_lower(const Tensor& t, Tensor& holder) {
+  if (!autocast::is_autocast_enabled()) return t;
+  holder = autocast::lower_precision(t);
+  return holder;
+}
+inline const Tensor& autocast_fp32(const Tensor& t, Tensor& holder) {
+  if (!autocast::is_autocast_enabled()) return t;
+  holder = autocast::full_precision(t);
+  return holder;
+}
 
 // A dim in [-ndim, ndim) as a dim in [0, ndim). 0-dim tensors take dims 0 and -1.
 std::int64_t wrap_dim(std::int64_t dim, std::int64_t ndim, const char* op);

@@ -14,7 +14,9 @@ using runtime::OpKind;
 
 Tensor sum(const Tensor& x) {
   detail::check_defined(x, "sum", "self");
-  Tensor out = detail::reduction(x.numel(), x.dtype(), x.device(), {}, "aten::sum");
+  // fp32 under autocast (its fp32_set_opt_dtype list).
+  const ScalarType type = autocast::fp32_output_dtype(x, std::nullopt).value_or(x.dtype());
+  Tensor out = detail::reduction(x.numel(), type, x.device(), {}, "aten::sum");
   if (autograd::any_requires_grad({&x})) {
     detail::Sizes in = x.sizes();
     // The gradient broadcast back: a view, no kernel.
@@ -43,7 +45,8 @@ Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim) {
       out_sizes.push_back(1);
     }
   }
-  Tensor out = detail::reduction(s.numel, s.dtype, s.device, out_sizes, "aten::sum");
+  const ScalarType type = autocast::fp32_output_dtype(x, std::nullopt).value_or(s.dtype);
+  Tensor out = detail::reduction(s.numel, type, s.device, out_sizes, "aten::sum");
   if (autograd::any_requires_grad({&x})) {
     detail::Sizes in = s.sizes;
     detail::Sizes with_ones = s.sizes;
@@ -77,7 +80,9 @@ Tensor mean(const Tensor& x) {
 
 namespace nn::functional {
 
-Tensor nll_loss(const Tensor& log_probs, const Tensor& target) {
+Tensor nll_loss(const Tensor& log_probs_arg, const Tensor& target) {
+  Tensor cast;  // on autocast's fp32 list
+  const Tensor& log_probs = log_probs_arg.defined() ? detail::autocast_fp32(log_probs_arg, cast) : log_probs_arg;
   detail::check_defined(log_probs, "nll_loss", "input");
   detail::check_defined(target, "nll_loss", "target");
   const auto& x = impl_of(log_probs);

@@ -195,15 +195,17 @@ void record_unary(OpKind kind, std::string_view aten, const Tensor& a, Tensor& o
 Tensor binary(const Tensor& a, const Tensor& b, OpKind kind, const char* op, std::string_view aten) {
   detail::check_defined(a, op, "self");
   detail::check_defined(b, op, "other");
-  detail::check_same(a, b, op);
+  detail::check_same_device(a, b, op);
   const auto& x = impl_of(a);
   const auto& y = impl_of(b);
+  // Mixed dtypes promote (the kernel reads each operand in its own type: no cast kernel).
+  const ScalarType type = detail::result_type(a, b, op);
   // Same shapes (the common case) skip the broadcast.
   runtime::RankContext* ctx = runtime::current_rank();
-  Tensor out = x.sizes == y.sizes ? detail::make_tensor(ctx, x.sizes, x.dtype, x.device, aten)
-                                  : detail::make_tensor(ctx, broadcast(x.sizes, y.sizes, op), x.dtype, x.device, aten);
+  Tensor out = x.sizes == y.sizes ? detail::make_tensor(ctx, x.sizes, type, x.device, aten)
+                                  : detail::make_tensor(ctx, broadcast(x.sizes, y.sizes, op), type, x.device, aten);
   const std::int64_t n = impl_of(out).numel;
-  detail::dispatch(ctx, detail::elementwise_op(kind, n, x.dtype), aten, x.device, n == 0);
+  detail::dispatch(ctx, detail::elementwise_op(kind, n, type), aten, x.device, n == 0);
   if (autograd::any_requires_grad({&a, &b})) record_binary(kind, a, b, out);
   return out;
 }
@@ -250,9 +252,15 @@ void record_inplace(Tensor& self, const Tensor* other, OpKind kind, const char* 
 Tensor& inplace(Tensor& self, const Tensor& other, OpKind kind, const char* op, std::string_view aten) {
   detail::check_defined(self, op, "self");
   detail::check_defined(other, op, "other");
-  detail::check_same(self, other, op);
+  detail::check_same_device(self, other, op);
   const auto& x = impl_of(self);
   const auto& y = impl_of(other);
+  // Another dtype is read as it is, as long as the promoted result can be written into self.
+  const ScalarType type = detail::result_type(self, other, op);
+  if (is_floating_point(type) && !is_floating_point(x.dtype)) {
+    fail("{}: result type {} can't be cast to the desired output type {}", op, scalar_type_name(type),
+         scalar_type_name(x.dtype));
+  }
   if (x.sizes != y.sizes && !detail::broadcasts_to(y.sizes, x.sizes)) {
     fail("{}: output with shape {} doesn't match the broadcast shape {}", op, format_sizes(x.sizes),
          format_sizes(broadcast(x.sizes, y.sizes, op)));
@@ -315,8 +323,32 @@ Tensor relu(const Tensor& x) { return unary(x, OpKind::relu, "relu", "aten::relu
 Tensor silu(const Tensor& x) { return unary(x, OpKind::silu, "silu", "aten::silu"); }
 Tensor tanh(const Tensor& x) { return unary(x, OpKind::tanh, "tanh", "aten::tanh"); }
 Tensor sigmoid(const Tensor& x) { return unary(x, OpKind::sigmoid, "sigmoid", "aten::sigmoid"); }
-Tensor exp(const Tensor& x) { return unary(x, OpKind::exp, "exp", "aten::exp"); }
-Tensor log(const Tensor& x) { return unary(x, OpKind::log, "log", "aten::log"); }
+// exp and log are on autocast's fp32 list.
+Tensor exp(const Tensor& x) {
+  Tensor cast;
+  return unary(detail::autocast_fp32(x, cast), OpKind::exp, "exp", "aten::exp");
+}
+Tensor log(const Tensor& x) {
+  Tensor cast;
+  return unary(detail::autocast_fp32(x, cast), OpKind::log, "log", "aten::log");
+}
+
+Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max) {
+  detail::check_defined(x, "clamp", "self");
+  if (!min && !max) fail("clamp: At least one of 'min' or 'max' must not be None");
+  // A comparison with a constant per element: relu's kernel; its backward masks the gradient
+  // (relu's backward kernel, from the saved input).
+  const auto& s = impl_of(x);
+  runtime::RankContext* ctx = runtime::current_rank();
+  Tensor out = detail::make_tensor(ctx, s.sizes, s.dtype, s.device, "aten::clamp");
+  detail::dispatch(ctx, detail::elementwise_op(OpKind::relu, s.numel, s.dtype), "aten::clamp", s.device, s.numel == 0);
+  if (autograd::any_requires_grad({&x})) {
+    autograd::record("ClampBackward1", {&x}, {&out}, {x}, [](Grads& g, Grads& sv, const Node&) {
+      return Grads{detail::elementwise_backward(OpKind::relu_backward, g[0], sv[0], "aten::clamp_backward")};
+    });
+  }
+  return out;
+}
 
 Tensor dropout(const Tensor& x, double p, bool train) {
   detail::check_defined(x, "dropout", "input");
@@ -381,7 +413,10 @@ Tensor product_op(IntArrayRef out_sizes, const detail::TensorImpl& a, std::uint6
 
 }  // namespace
 
-Tensor matmul(const Tensor& a, const Tensor& b) {
+Tensor matmul(const Tensor& a_arg, const Tensor& b_arg) {
+  Tensor a_cast, b_cast;
+  const Tensor& a = detail::autocast_lower(a_arg, a_cast);
+  const Tensor& b = detail::autocast_lower(b_arg, b_cast);
   check_matmul_types(a, b, "matmul");
   const auto& x = impl_of(a);
   const auto& y = impl_of(b);
@@ -447,7 +482,10 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   return result;
 }
 
-Tensor mm(const Tensor& a, const Tensor& b) {
+Tensor mm(const Tensor& a_arg, const Tensor& b_arg) {
+  Tensor a_cast, b_cast;
+  const Tensor& a = detail::autocast_lower(a_arg, a_cast);
+  const Tensor& b = detail::autocast_lower(b_arg, b_cast);
   check_matmul_types(a, b, "mm");
   const auto& x = impl_of(a);
   const auto& y = impl_of(b);
@@ -463,7 +501,10 @@ Tensor mm(const Tensor& a, const Tensor& b) {
   return result;
 }
 
-Tensor bmm(const Tensor& a, const Tensor& b) {
+Tensor bmm(const Tensor& a_arg, const Tensor& b_arg) {
+  Tensor a_cast, b_cast;
+  const Tensor& a = detail::autocast_lower(a_arg, a_cast);
+  const Tensor& b = detail::autocast_lower(b_arg, b_cast);
   check_matmul_types(a, b, "bmm");
   const auto& x = impl_of(a);
   const auto& y = impl_of(b);
@@ -484,7 +525,11 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
   return result;
 }
 
-Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b) {
+Tensor addmm(const Tensor& bias_arg, const Tensor& a_arg, const Tensor& b_arg) {
+  Tensor bias_cast, a_cast, b_cast;
+  const Tensor& bias = detail::autocast_lower(bias_arg, bias_cast);
+  const Tensor& a = detail::autocast_lower(a_arg, a_cast);
+  const Tensor& b = detail::autocast_lower(b_arg, b_cast);
   check_matmul_types(a, b, "addmm");
   detail::check_defined(bias, "addmm", "self");
   detail::check_same(bias, a, "addmm");
@@ -566,7 +611,11 @@ Tensor pad(const Tensor& input, IntArrayRef pad, double) {
   return result;
 }
 
-Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+Tensor linear(const Tensor& input_arg, const Tensor& weight_arg, const Tensor& bias_arg) {
+  Tensor input_cast, weight_cast, bias_cast;
+  const Tensor& input = detail::autocast_lower(input_arg, input_cast);
+  const Tensor& weight = detail::autocast_lower(weight_arg, weight_cast);
+  const Tensor& bias = detail::autocast_lower(bias_arg, bias_cast);
   detail::check_defined(input, "linear", "input");
   detail::check_defined(weight, "linear", "weight");
   // An fp8 weight under fp8 autocast: the input quantised to fp8 (one pass), the GEMM in fp8
@@ -721,16 +770,21 @@ Tensor norm(const Tensor& x, IntArrayRef shape, const Tensor& weight, const Tens
 
 }  // namespace
 
+// Under autocast, softmax and log_softmax write fp32 (autocast's fp32_set_opt_dtype) and
+// layer_norm runs in fp32 (its inputs cast).
 Tensor softmax(const Tensor& x, std::int64_t dim, std::optional<ScalarType> dtype) {
-  return rowwise(x, dim, dtype, OpKind::softmax, "softmax", "aten::softmax");
+  return rowwise(x, dim, autocast::fp32_output_dtype(x, dtype), OpKind::softmax, "softmax", "aten::softmax");
 }
 
 Tensor log_softmax(const Tensor& x, std::int64_t dim, std::optional<ScalarType> dtype) {
-  return rowwise(x, dim, dtype, OpKind::softmax, "log_softmax", "aten::log_softmax");
+  return rowwise(x, dim, autocast::fp32_output_dtype(x, dtype), OpKind::softmax, "log_softmax", "aten::log_softmax");
 }
 
-Tensor layer_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& weight, const Tensor& bias, double) {
-  return norm(x, normalized_shape, weight, bias, OpKind::layernorm, "layer_norm", "aten::layer_norm");
+Tensor layer_norm(const Tensor& x_arg, IntArrayRef normalized_shape, const Tensor& weight_arg, const Tensor& bias_arg,
+                  double) {
+  Tensor x_cast, weight_cast, bias_cast;
+  return norm(detail::autocast_fp32(x_arg, x_cast), normalized_shape, detail::autocast_fp32(weight_arg, weight_cast),
+              detail::autocast_fp32(bias_arg, bias_cast), OpKind::layernorm, "layer_norm", "aten::layer_norm");
 }
 
 Tensor rms_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& weight, std::optional<double>) {
@@ -887,9 +941,13 @@ std::vector<Tensor> chunk(const Tensor& x, std::int64_t chunks, std::int64_t dim
 
 // --- Transformer blocks ---
 
-Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+Tensor scaled_dot_product_attention(const Tensor& query_arg, const Tensor& key_arg, const Tensor& value_arg,
                                     const Tensor& attn_mask, double dropout_p, bool is_causal, std::optional<double>,
                                     bool) {
+  Tensor query_cast, key_cast, value_cast;
+  const Tensor& query = detail::autocast_lower(query_arg, query_cast);
+  const Tensor& key = detail::autocast_lower(key_arg, key_cast);
+  const Tensor& value = detail::autocast_lower(value_arg, value_cast);
   const char* op = "scaled_dot_product_attention";
   detail::check_defined(query, op, "query");
   detail::check_defined(key, op, "key");

@@ -86,6 +86,81 @@ std::vector<Tensor> _foreach_norm(const std::vector<Tensor>& self) {
   return out;
 }
 
+namespace {
+void check_scalar(const Tensor& t, ScalarType dtype, const char* op, const char* arg) {
+  detail::check_defined(t, op, arg);
+  if (t.numel() != 1 || t.dtype() != dtype) {
+    detail::fail("{}: expected {} to be a one-element {} tensor, got {} of {} elements", op, arg,
+                 scalar_type_name(dtype), scalar_type_name(t.dtype()), t.numel());
+  }
+}
+
+// One kernel over a one-element tensor (the scaler's bookkeeping).
+void scalar_kernel(const Tensor& t, std::string_view aten) {
+  detail::dispatch(runtime::current_rank(), detail::elementwise_op(runtime::OpKind::copy, 1, t.dtype()), aten,
+                   t.device(), false);
+}
+}  // namespace
+
+void _amp_foreach_non_finite_check_and_unscale_(const std::vector<Tensor>& self, Tensor& found_inf,
+                                                const Tensor& inv_scale) {
+  const char* op = "_amp_foreach_non_finite_check_and_unscale_";
+  check_scalar(found_inf, kFloat32, op, "found_inf");
+  check_scalar(inv_scale, kFloat32, op, "inv_scale");
+  for (const Tensor& t : self) {
+    detail::check_defined(t, op, "self");
+    if (!t.is_floating_point()) detail::fail("{}: expected floating-point gradients, got {}", op, scalar_type_name(t.dtype()));
+  }
+  optim::foreach_op(self, 1, "aten::_amp_foreach_non_finite_check_and_unscale_");
+}
+
+Tensor& _amp_update_scale_(Tensor& self, Tensor& growth_tracker, const Tensor& found_inf, double scale_growth_factor,
+                           double scale_backoff_factor, std::int64_t growth_interval) {
+  const char* op = "_amp_update_scale_";
+  check_scalar(self, kFloat32, op, "self");
+  check_scalar(growth_tracker, kInt32, op, "growth_tracker");
+  check_scalar(found_inf, kFloat32, op, "found_inf");
+  if (scale_growth_factor <= 1 || scale_backoff_factor <= 0 || scale_backoff_factor >= 1 || growth_interval < 1) {
+    detail::fail("{}: expected growth factor > 1, backoff factor in (0, 1) and growth interval >= 1, got {}, {}, {}",
+                 op, scale_growth_factor, scale_backoff_factor, growth_interval);
+  }
+  scalar_kernel(self, "aten::_amp_update_scale_");
+  return self;
+}
+
+namespace nn::utils {
+
+Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, double norm_type) {
+  if (max_norm < 0) detail::fail("clip_grad_norm_: max_norm must be non-negative, got {}", max_norm);
+  if (norm_type != 2.0) detail::fail("clip_grad_norm_: only the 2-norm is modelled, got norm_type {}", norm_type);
+  autograd::NoGradGuard no_grad;
+  std::vector<Tensor> grads;
+  for (const Tensor& p : parameters) {
+    detail::check_defined(p, "clip_grad_norm_", "parameters");
+    if (p.grad().defined()) grads.push_back(p.grad());
+  }
+  if (grads.empty()) return zeros({}, kFloat32);
+  // Each group's norms (one kernel per dtype), stacked, and the norm of those.
+  std::vector<Tensor> norms = _foreach_norm(grads);
+  Tensor stacked = stack(norms);
+  runtime::RankContext* ctx = runtime::current_rank();
+  Tensor total = detail::make_tensor(ctx, {}, kFloat32, stacked.device(), "aten::linalg_vector_norm");
+  {
+    runtime::OpDesc o;
+    o.kind = runtime::OpKind::sum;
+    o.dtype = DType::fp32;
+    o.rows = 1;
+    o.cols = static_cast<std::uint64_t>(stacked.numel());
+    detail::dispatch(ctx, o, "aten::linalg_vector_norm", stacked.device(), false);
+  }
+  // max_norm / (total + 1e-6), clamped to 1, then every gradient scaled by it.
+  Tensor coef = clamp(max_norm / (total + 1e-6), std::nullopt, 1.0);
+  _foreach_mul_(grads, 1.0);
+  return total;
+}
+
+}  // namespace nn::utils
+
 }  // namespace syntorch::torch
 
 namespace syntorch::torch::optim {

@@ -106,6 +106,26 @@ void check_same(const Tensor& a, const Tensor& b, const char* op) {
     fail("{}: expected both tensors to have the same dtype, but got: {} != {}", op, scalar_type_name(x.dtype),
          scalar_type_name(y.dtype));
   }
+  check_same_device(a, b, op);
+}
+
+ScalarType result_type(const Tensor& a, const Tensor& b, const char* op) {
+  const TensorImpl& x = impl_of(a);
+  const TensorImpl& y = impl_of(b);
+  if (x.dtype == y.dtype) return x.dtype;
+  const bool zero_x = x.sizes.empty(), zero_y = y.sizes.empty();
+  if (zero_x != zero_y && is_floating_point(x.dtype) == is_floating_point(y.dtype)) return zero_x ? y.dtype : x.dtype;
+  const std::optional<ScalarType> t = promote_types(x.dtype, y.dtype);
+  if (!t) {
+    fail("{}: Promotion for Float8 Types is not supported, attempted to promote {} and {}", op,
+         scalar_type_name(x.dtype), scalar_type_name(y.dtype));
+  }
+  return *t;
+}
+
+void check_same_device(const Tensor& a, const Tensor& b, const char* op) {
+  const TensorImpl& x = impl_of(a);
+  const TensorImpl& y = impl_of(b);
   if (x.device.type() != y.device.type()) {
     fail("{}: Expected all tensors to be on the same device, but found at least two devices, {} and {}!", op,
          x.device.str(), y.device.str());

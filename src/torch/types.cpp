@@ -24,6 +24,30 @@ bool is_floating_point(ScalarType t) {
   }
 }
 
+std::optional<ScalarType> promote_types(ScalarType a, ScalarType b) {
+  if (a == b) return a;
+  auto narrow_float = [](ScalarType t) { return t == ScalarType::Float8_e4m3fn || t == ScalarType::Float4; };
+  if (narrow_float(a) || narrow_float(b)) return std::nullopt;
+  const bool fa = is_floating_point(a), fb = is_floating_point(b);
+  if (fa != fb) return fa ? a : b;
+  // Within a category, by rank: Double > Float > Half, BFloat16 (which meet at Float); Long >
+  // Int > Char > Bool.
+  auto rank = [](ScalarType t) {
+    switch (t) {
+      case ScalarType::Double: return 3;
+      case ScalarType::Float: return 2;
+      case ScalarType::Half:
+      case ScalarType::BFloat16: return 1;
+      case ScalarType::Long: return 3;
+      case ScalarType::Int: return 2;
+      case ScalarType::Char: return 1;
+      default: return 0;
+    }
+  };
+  if (rank(a) == rank(b)) return ScalarType::Float;  // Half with BFloat16
+  return rank(a) > rank(b) ? a : b;
+}
+
 DType to_runtime_dtype(ScalarType t) {
   switch (t) {
     case ScalarType::Double: return DType::fp64;

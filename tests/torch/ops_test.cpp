@@ -184,11 +184,27 @@ TEST_F(TorchPointwise, ArithmeticOpsKeepTheirOwnNames) {
   EXPECT_EQ(rank.launches[3].name, "aten::div");
 }
 
-TEST_F(TorchPointwise, MixingDtypesIsAnError) {
-  auto a = torch::empty({10}, torch::kFloat16);
-  auto b = torch::empty({10}, torch::kFloat32);
-  EXPECT_EQ(error_of([&] { (void)(a + b); }), "add: expected both tensors to have the same dtype, but got: Half != Float");
-  EXPECT_TRUE(rank.launches.empty());
+TEST_F(TorchPointwise, MixedDtypesPromoteAsPyTorch) {
+  auto half = torch::empty({10}, torch::kFloat16);
+  auto bf16 = torch::empty({10}, torch::kBFloat16);
+  auto fp32 = torch::empty({10}, torch::kFloat32);
+  EXPECT_EQ((half + fp32).dtype(), torch::kFloat32);
+  EXPECT_EQ((half * bf16).dtype(), torch::kFloat32);  // neither holds the other
+  EXPECT_EQ((torch::empty({10}, torch::kInt64) + half).dtype(), torch::kFloat16);
+  // A zero-dim operand defers to a dimensioned one of its category (a loss scale on bf16 values).
+  EXPECT_EQ((bf16 * torch::empty({}, torch::kFloat32)).dtype(), torch::kBFloat16);
+  EXPECT_EQ(rank.launches.back().op.dtype, DType::bf16);
+  // One kernel, no cast, in the result's dtype.
+  rank.launches.clear();
+  (void)(half - fp32);
+  ASSERT_EQ(rank.launches.size(), 1u);
+  EXPECT_EQ(rank.launches[0].op.dtype, DType::fp32);
+  // In place: self keeps its dtype; a floating result cannot go into an integer tensor.
+  EXPECT_EQ(half.add_(fp32).dtype(), torch::kFloat16);
+  auto ints = torch::empty({10}, torch::kInt64);
+  EXPECT_EQ(error_of([&] { ints.add_(half); }), "add_: result type Half can't be cast to the desired output type Long");
+  EXPECT_EQ(error_of([&] { (void)(torch::empty({10}, torch::kFloat8_e4m3fn) + half); }),
+            "add: Promotion for Float8 Types is not supported, attempted to promote Float8_e4m3fn and Half");
 }
 
 TEST_F(TorchPointwise, InPlaceOpsAllocateNothing) {

@@ -13,15 +13,19 @@
 #include <vector>
 
 #include "syntorch/torch/tensor.hpp"
+#include "syntorch/torch/types.hpp"
 
 namespace syntorch::torch::autograd {
 
 class Node;
 
-// Where a gradient goes: input `input_nr` of node `fn` (none when fn is null).
+// Where a gradient goes: input `input_nr` of node `fn` (none when fn is null), for a tensor of
+// `dtype`: a gradient in another dtype (from a promoting op) is cast to it on the way, as
+// PyTorch's engine does.
 struct Edge {
   std::shared_ptr<Node> fn;
   std::uint32_t input_nr = 0;
+  ScalarType dtype = ScalarType::Float;
   bool valid() const { return fn != nullptr; }
 };
 

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "syntorch/runtime/policy.hpp"
+
 namespace syntorch::torch::cuda {
 
 class Event;
@@ -71,6 +73,11 @@ class Event {
 // Blocks the host until the device has finished all the work launched so far
 // (RankContext::synchronize("cuda::synchronize")). Nothing outside a simulation.
 void synchronize();
+
+// Policy as code while the program runs (the xpuruntime design's set_kernel_policy): ops launched
+// from now on are lowered by `policy`. Throws runtime::InputError for a collective protocol the
+// machine lacks. Nothing outside a simulation.
+void set_kernel_policy(const runtime::KernelPolicy& policy);
 
 // Whether a simulated device is there to run on (a rank's program is running on this thread).
 bool is_available();

@@ -56,6 +56,8 @@ Tensor tanh(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 Tensor exp(const Tensor& x);
 Tensor log(const Tensor& x);
+// Each element limited to [min, max] (at least one given).
+Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max = std::nullopt);
 // The sizes two shapes broadcast to (throws torch::Error naming both when they cannot).
 std::vector<std::int64_t> broadcast_shapes(IntArrayRef a, IntArrayRef b);
 
@@ -86,6 +88,13 @@ void _foreach_mul_(const std::vector<Tensor>& self, double scalar);
 void _foreach_copy_(const std::vector<Tensor>& self, const std::vector<Tensor>& src);
 // The 2-norm of each tensor (one fp32 value each).
 std::vector<Tensor> _foreach_norm(const std::vector<Tensor>& self);
+// GradScaler's kernels: each gradient divided by inv_scale while any inf or NaN sets found_inf
+// (one multi-tensor kernel per dtype group), and the scale's update from found_inf (one kernel).
+// found_inf and inv_scale are one-element fp32 tensors; growth_tracker one Int.
+void _amp_foreach_non_finite_check_and_unscale_(const std::vector<Tensor>& self, Tensor& found_inf,
+                                                const Tensor& inv_scale);
+Tensor& _amp_update_scale_(Tensor& self, Tensor& growth_tracker, const Tensor& found_inf, double scale_growth_factor,
+                           double scale_backoff_factor, std::int64_t growth_interval);
 
 // --- Shape ---
 Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim = 0);
@@ -142,5 +151,14 @@ inline Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, con
   return torch::scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal);
 }
 }  // namespace nn::functional
+
+namespace nn::utils {
+// Scales the gradients of `parameters` so that their total 2-norm is at most max_norm, and
+// returns that norm (a 0-dim fp32 tensor), all on the device with no host sync, as PyTorch 2's
+// foreach path: _foreach_norm per dtype group, a stack and a norm over those, the clip
+// coefficient (add, reciprocal, mul, clamp) and one _foreach_mul_ per group. Parameters without
+// a gradient are skipped. Throws torch::Error for max_norm below 0 or a norm_type other than 2.
+Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, double norm_type = 2.0);
+}  // namespace nn::utils
 
 }  // namespace syntorch::torch

@@ -22,6 +22,9 @@ class Optimizer {
   Optimizer& operator=(const Optimizer&) = delete;
 
   virtual void step() = 0;
+  // Whether step() takes a GradScaler's scale and inf flag on the device (PyTorch's
+  // _step_supports_amp_scaling: the fused optimizers), so the scaler needs no host sync.
+  virtual bool supports_amp_scaling() const { return false; }
   // Drops the gradients (set_to_none, PyTorch's default since 2.0: their memory is freed) or
   // zeroes them in place (a foreach kernel).
   void zero_grad(bool set_to_none = true);
@@ -60,6 +63,7 @@ class SGD : public Optimizer {
  public:
   SGD(std::vector<Tensor> params, SGDOptions options);
   void step() override;
+  bool supports_amp_scaling() const override { return options_.fused_; }
 
  private:
   SGDOptions options_;
@@ -82,6 +86,7 @@ class Adam : public Optimizer {
  public:
   Adam(std::vector<Tensor> params, AdamOptions options = AdamOptions());
   void step() override;
+  bool supports_amp_scaling() const override { return options_.fused_; }
 
  protected:
   Adam(std::vector<Tensor> params, AdamOptions options, bool decoupled, const char* name);

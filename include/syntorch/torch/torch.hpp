@@ -3,6 +3,8 @@
 //   namespace torch = syntorch::torch;
 // then use torch::Tensor, torch::matmul, torch::nn::Linear, ... as with libtorch.
 
+#include "syntorch/torch/amp.hpp"
+#include "syntorch/torch/autocast.hpp"
 #include "syntorch/torch/autograd.hpp"
 #include "syntorch/torch/cuda.hpp"
 #include "syntorch/torch/float8.hpp"

@@ -56,6 +56,10 @@ constexpr unsigned element_bits(ScalarType t) {
 // libtorch's names: "Half", "Float", "Long", ...
 std::string_view scalar_type_name(ScalarType t);
 bool is_floating_point(ScalarType t);
+// PyTorch's type promotion of two tensor dtypes (torch.promote_types): the wider floating type
+// (Half with BFloat16 gives Float), a floating type over an integral one, the wider integer.
+// Empty where PyTorch refuses (the fp8 and fp4 types with any other).
+std::optional<ScalarType> promote_types(ScalarType a, ScalarType b);
 // The runtime's DType for kernels on this type: itself for floating types, the DType of the same
 // width for integers and bool (Long -> fp64, Int -> fp32, Char and Bool -> int8).
 DType to_runtime_dtype(ScalarType t);

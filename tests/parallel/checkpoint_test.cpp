@@ -1,0 +1,39 @@
+// Activation checkpointing: the recomputation in backward runs under the forward's autocast.
+
+#include <gtest/gtest.h>
+
+#include "../torch/fake_rank.hpp"
+#include "syntorch/parallel/training.hpp"
+#include "syntorch/torch/torch.hpp"
+
+namespace {
+
+using namespace syntorch;
+using runtime::OpKind;
+
+TEST(Checkpoint, RecomputesUnderTheForwardsAutocastAndGivesFp32ParametersTheirGradients) {
+  torch::testing::FakeRank rank;
+  runtime::RankGuard guard(&rank);
+  torch::nn::Linear fc(torch::nn::LinearOptions(64, 64));  // fp32
+  const auto x = torch::empty({8, 64}).requires_grad_();
+  torch::Tensor y;
+  {
+    torch::autocast::AutocastMode autocast(torch::kBFloat16);
+    y = parallel::checkpoint([&](const torch::Tensor& in) { return torch::gelu(fc(in)); }, x);
+  }
+  EXPECT_EQ(y.dtype(), torch::kBFloat16);
+  rank.launches.clear();
+  torch::sum(y).backward();  // outside the region: the recomputation restores it
+  std::size_t gemms = 0;
+  for (const auto& l : rank.launches) {
+    if (l.op.kind != OpKind::gemm) continue;
+    ++gemms;
+    EXPECT_EQ(l.op.dtype, DType::bf16) << l.name;
+  }
+  EXPECT_EQ(gemms, 3u);  // the recomputed forward, then dX and dW
+  EXPECT_EQ(fc->weight.grad().dtype(), torch::kFloat32);
+  EXPECT_EQ(x.grad().dtype(), torch::kFloat32);
+  EXPECT_FALSE(torch::autocast::is_autocast_enabled());
+}
+
+}  // namespace
