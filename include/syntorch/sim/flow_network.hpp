@@ -57,8 +57,10 @@ class FlowNetwork {
   double used_rate(ResourceId r) const { return resources_[r].used_rate; }
   // Active flows crossing r (started and not yet finished).
   std::uint32_t flows_on(ResourceId r) const { return resources_[r].flows; }
-  // Bytes that have crossed r since the start (as of the last rate change).
+  // Bytes that have crossed r since the start or the last clear_bytes_carried() (as of the last
+  // rate change).
   double bytes_carried(ResourceId r) const { return resources_[r].bytes_carried; }
+  void clear_bytes_carried(ResourceId r) { resources_[r].bytes_carried = 0; }
   std::uint64_t recomputations() const { return recomputations_; }
 
   // Told after every recomputation of the rates (for traces): used_rate() is current then.

@@ -149,20 +149,21 @@ const Communicator::Fluid& Communicator::fluid_for(const Rendezvous& rv, OpKind 
   op.bytes = bytes;
   op.splits = splits;
   const CollectivePlan plan = core_.dispatcher.lower_collective(op, rv.devices);
-  // The chunk-level plan alone on a scratch copy of the machine.
-  sim::Simulator scratch;
-  hw::SimMachine hw(scratch, core_.machine);
-  Executor executor(hw);
-  executor.run_collective(plan, nullptr, nullptr, 0);
-  scratch.run();
+  // The chunk-level plan alone on the scratch copy of the machine.
+  if (!scratch_) scratch_ = std::make_unique<Scratch>(core_.machine);
+  Scratch& s = *scratch_;
+  const sim::TimePs start_ps = s.sim.now();
+  s.executor.run_collective(plan, nullptr, nullptr, 0);
+  s.sim.run();
   Fluid f;
-  f.duration_ps = scratch.now();
+  f.duration_ps = s.sim.now() - start_ps;
   f.devices = rv.devices;
   f.algorithm = plan.protocol == "simple" ? plan.algorithm : plan.algorithm + ":" + plan.protocol;
   std::vector<std::pair<double, sim::ResourceId>> loads;
-  for (sim::ResourceId r = 0; r < hw.network().resource_count(); ++r) {
-    const double b = hw.network().bytes_carried(r);
+  for (sim::ResourceId r = 0; r < s.hw.network().resource_count(); ++r) {
+    const double b = s.hw.network().bytes_carried(r);
     if (b > 0) loads.emplace_back(b, r);
+    s.hw.network().clear_bytes_carried(r);
   }
   std::sort(loads.begin(), loads.end(),
             [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });

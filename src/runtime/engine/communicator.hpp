@@ -128,6 +128,17 @@ class Communicator {
     }
   };
   std::map<FluidKey, std::unique_ptr<Fluid>, FluidKeyLess> fluids_;
+  // The copy of the machine each new collective is planned on alone: built at the first plan and
+  // reused (a SuperPOD's takes longer to build than a plan takes to run). Its clock only moves
+  // on, so a plan's duration is a difference; the bytes it put on each resource are cleared as
+  // they are read.
+  struct Scratch {
+    explicit Scratch(const hw::Machine& machine) : hw(sim, machine), executor(hw) {}
+    sim::Simulator sim;
+    hw::SimMachine hw;
+    Executor executor;
+  };
+  std::unique_ptr<Scratch> scratch_;
   std::vector<Running> running_;
   std::vector<std::size_t> order_;  // members by arrival, for traces (reused)
   std::vector<std::uint64_t> matrix_;  // an all-to-all's traffic matrix being assembled (reused)
