@@ -63,6 +63,10 @@ void ActionQueue::abort() {
 bool ActionQueue::next(HostAction& out) {
   if (drain_pos_ < draining_.size()) {
     out = draining_[drain_pos_++];
+    // The producer wrote the batch on another core: ask for the next action's lines now, so
+    // they are here when this rank's host thread steps again.
+    if (drain_pos_ < draining_.size()) __builtin_prefetch(&draining_[drain_pos_]);
+    if (drain_pos_ + 1 < draining_.size()) __builtin_prefetch(&draining_[drain_pos_ + 1]);
     return true;
   }
   std::unique_lock lock(mutex_);

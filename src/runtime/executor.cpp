@@ -9,6 +9,7 @@ namespace syntorch::runtime {
 
 struct Executor::Running {
   const Kernel* kernel = nullptr;
+  std::uint32_t device = 0;  // where it runs
   KernelRun* result = nullptr;
   sim::EventFn on_done = nullptr;
   void* obj = nullptr;
@@ -107,12 +108,14 @@ Executor::~Executor() { hw_.set_hbm_observer(nullptr, nullptr); }
 
 void Executor::on_hbm_touched(void* obj, std::uint32_t device) { static_cast<Executor*>(obj)->share_device(device); }
 
-void Executor::launch(const Kernel& kernel, KernelRun& result, sim::EventFn on_done, void* obj, std::uint64_t arg) {
-  const hw::Device& dev = hw_.machine().devices()[kernel.device];
+void Executor::launch(const Kernel& kernel, std::uint32_t device, KernelRun& result, sim::EventFn on_done, void* obj,
+                      std::uint64_t arg) {
+  const hw::Device& dev = hw_.machine().devices()[device];
   const std::uint32_t slot = take_slot(running_, free_running_);
   Running& r = running_[slot];
   r = Running{};
   r.kernel = &kernel;
+  r.device = device;
   r.result = &result;
   r.on_done = on_done;
   r.obj = obj;
@@ -122,7 +125,7 @@ void Executor::launch(const Kernel& kernel, KernelRun& result, sim::EventFn on_d
   r.plan = plan_phases(kernel, dev);
   result.units = r.plan.units;
   result.waves = r.plan.waves;
-  const std::uint32_t d = kernel.device;
+  const std::uint32_t d = device;
   share_device(d);  // a kernel already running solo there shares from now on
   ++running_on_device_[d];
   sim::ServerPool& pool = hw_.compute_units(d);
@@ -153,7 +156,7 @@ void Executor::launch(const Kernel& kernel, KernelRun& result, sim::EventFn on_d
 void Executor::on_solo_done(void* obj, std::uint64_t slot) {
   auto* self = static_cast<Executor*>(obj);
   Running& r = self->running_[slot];
-  self->solo_on_device_[r.kernel->device] = kNoSlot;
+  self->solo_on_device_[r.device] = kNoSlot;
   r.solo = false;
   self->finish(static_cast<std::uint32_t>(slot));
 }
@@ -219,7 +222,7 @@ void Executor::share_device(std::uint32_t device) {
 
 void Executor::finish(std::uint32_t slot) {
   Running& r = running_[slot];
-  const std::uint32_t d = r.kernel->device;
+  const std::uint32_t d = r.device;
   hw_.compute_units(d).release(r.plan.units);
   --running_on_device_[d];
   r.result->end_ps = hw_.simulator().now();
@@ -233,7 +236,7 @@ void Executor::finish(std::uint32_t slot) {
 void Executor::on_units(void* obj, std::uint64_t slot) {
   auto* self = static_cast<Executor*>(obj);
   Running& r = self->running_[slot];
-  const hw::Device& dev = self->hw_.machine().devices()[r.kernel->device];
+  const hw::Device& dev = self->hw_.machine().devices()[r.device];
   r.result->start_ps = self->hw_.simulator().now();
   r.result->overhead_ps = units::seconds_to_ps(dev.compute.kernel_overhead_s);
   self->hw_.simulator().after(r.result->overhead_ps, &Executor::on_overhead_done, self, slot);
@@ -255,7 +258,7 @@ void Executor::start_phase(std::uint32_t slot) {
   r.pending = 2;
   sim.after(units::seconds_to_ps(p.compute_s), &Executor::on_phase_compute, this, slot);
   if (p.bytes > 0) {
-    const sim::ResourceId hbm = hw_.hbm(r.kernel->device);
+    const sim::ResourceId hbm = hw_.hbm(r.device);
     hw_.network().start(std::span(&hbm, 1), p.bytes, &Executor::on_phase_memory, this, slot, p.cap_bytes_per_s);
   } else {
     sim.after(0, &Executor::on_phase_memory, this, slot);

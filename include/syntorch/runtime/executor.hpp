@@ -79,9 +79,14 @@ class Executor {
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 
-  // Starts `kernel` now; on_done(obj, arg) runs when it ends. `result` is filled in as it runs
-  // and must outlive the kernel.
-  void launch(const Kernel& kernel, KernelRun& result, sim::EventFn on_done, void* obj, std::uint64_t arg);
+  // Starts `kernel` now on its device (on `device`: a kernel lowered for another device of the
+  // same spec); on_done(obj, arg) runs when it ends. `result` is filled in as it runs and must
+  // outlive the kernel.
+  void launch(const Kernel& kernel, KernelRun& result, sim::EventFn on_done, void* obj, std::uint64_t arg) {
+    launch(kernel, kernel.device, result, on_done, obj, arg);
+  }
+  void launch(const Kernel& kernel, std::uint32_t device, KernelRun& result, sim::EventFn on_done, void* obj,
+              std::uint64_t arg);
 
   // Something other than this executor's kernels is about to use `device` (its SMs or HBM): a
   // solo kernel there leaves the closed form and shares from now on.

@@ -11,6 +11,7 @@
 #include "syntorch/runtime/engine.hpp"
 #include "syntorch/runtime/executor.hpp"
 #include "syntorch/sim/simulator.hpp"
+#include "kernel_cache.hpp"
 #include "trace.hpp"
 
 namespace syntorch::runtime::detail {
@@ -59,6 +60,7 @@ struct EngineCore {
   bool trace_device = false;  // device work on stream tracks (trace level kernel or hw)
   HostCosts costs;
   StreamLayout streams;
+  std::unique_ptr<KernelCache> kernels;  // made once the trace is known (traced kernels carry their reasons)
   std::unique_ptr<Communicator> comm;
   std::unique_ptr<Copies> copies;
 };

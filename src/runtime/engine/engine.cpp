@@ -165,6 +165,7 @@ void Engine::prepare() {
   core.hw = std::make_unique<hw::SimMachine>(core.sim, machine_);
   core.executor = std::make_unique<Executor>(*core.hw);
   if (core.tracer && core.tracer->hardware()) core.executor->set_closed_form(false);
+  core.kernels = std::make_unique<detail::KernelCache>(core.machine, core.dispatcher, core.tracer != nullptr);
   core.comm = std::make_unique<detail::Communicator>(core);
   core.copies = std::make_unique<detail::Copies>(core);
 

@@ -11,7 +11,8 @@ void Rank::start_kernel(const LoweredKernel& kernel, os::Stream& stream) {
   Slot& slot = slots_[stream.index()];
   slot.kernel = &kernel;
   slot.flow_id = begin_item(stream.index(), core_.sim.now());
-  core_.executor->launch(kernel.kernel, slot.run, sim::handler<&Rank::on_kernel_done>(), this, stream.index());
+  core_.executor->launch(kernel.kernel, device_, slot.run, sim::handler<&Rank::on_kernel_done>(), this,
+                         stream.index());
 }
 
 void Rank::on_kernel_done(std::uint64_t stream) {

@@ -107,14 +107,14 @@ const std::vector<LoweredKernel>& Rank::lower(const OpDesc& op) {
   if (const auto it = lowered_.find(op); it != lowered_.end()) return *it->second;
   // Lowered before it is remembered: an op the device refuses leaves nothing behind, so a
   // program that catches the error (a Python session) can issue it again.
-  auto kernels = std::make_unique<std::vector<LoweredKernel>>();
-  for (Kernel& k : (own_dispatcher_ ? *own_dispatcher_ : core_.dispatcher).lower(op, device_)) {
-    LoweredKernel lk;
-    if (tracer_) lk.why = join(k.why, "; ");
-    lk.kernel = std::move(k);
-    kernels->push_back(std::move(lk));
+  const LoweredKernels* kernels;
+  if (own_dispatcher_) {
+    own_.push_back(lower_kernels(*own_dispatcher_, op, device_, tracer_ != nullptr));
+    kernels = own_.back().get();
+  } else {
+    kernels = &core_.kernels->lower(op, device_);
   }
-  return *lowered_.emplace(op, std::move(kernels)).first->second;
+  return *lowered_.emplace(op, kernels).first->second;
 }
 
 // The record a traced launch's note reads: the op's name and shape. `describe` gives the shape
@@ -163,7 +163,6 @@ os::HostAction Rank::launch_action() const {
 
 void Rank::set_policy(const KernelPolicy& policy) {
   auto dispatcher = std::make_unique<Dispatcher>(core_.machine, policy);  // checks it first
-  retired_.push_back(std::move(lowered_));
   lowered_.clear();
   own_dispatcher_ = std::move(dispatcher);
 }

@@ -3,7 +3,7 @@
 // launches, communication, synchronisation, graphs, scopes), turned into host actions through a
 // bounded queue; and, on the simulator's side, its host thread, device streams and what each
 // stream runs now, with the accounting of where its time went. Kernels are lowered once per
-// distinct op (the memo is keyed by the whole OpDesc) and shared by every launch of that op.
+// distinct op and device spec (EngineCore::kernels) and shared by every launch of that op.
 // Members are marked by the side that owns them: the producer (program thread) or the
 // consumer (simulator); pointers handed from one to the other point at nodes that never move.
 
@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core.hpp"
+#include "kernel_cache.hpp"
 #include "syntorch/os/caching_allocator.hpp"
 #include "syntorch/os/graph_capture.hpp"
 #include "syntorch/os/host_thread.hpp"
@@ -28,12 +29,6 @@
 #include "syntorch/runtime/rank_context.hpp"
 
 namespace syntorch::runtime::detail {
-
-// A kernel as lowered for a rank, with the dispatcher's reasons joined for traces.
-struct LoweredKernel {
-  Kernel kernel;
-  std::string why;
-};
 
 // A call that moves data, as a rank issued it: a collective over a group, one side of a
 // send/recv with a peer, or a copy between the device and its host. Interned per rank (calls
@@ -214,11 +209,12 @@ class Rank final : public RankContext {
   // ---- producer side ----
   os::CachingAllocator allocator_;
   os::ActionQueue queue_;
-  std::unordered_map<OpDesc, std::unique_ptr<std::vector<LoweredKernel>>, OpDescHash> lowered_;
-  // A policy the program set (set_policy): its dispatcher, and the kernels lowered under earlier
-  // policies, which launched actions still point to.
+  // The kernels of each op this rank has launched (records of the shared cache, or of own_).
+  std::unordered_map<OpDesc, const LoweredKernels*, OpDescHash> lowered_;
+  // A policy the program set (set_policy): its dispatcher, and what it lowered (kept while
+  // launched actions may point to it, across later policies too).
   std::unique_ptr<Dispatcher> own_dispatcher_;
-  std::vector<std::unordered_map<OpDesc, std::unique_ptr<std::vector<LoweredKernel>>, OpDescHash>> retired_;
+  std::vector<std::unique_ptr<LoweredKernels>> own_;
   std::unordered_map<CommCall, std::unique_ptr<const CommCall>, CommCallHash> calls_;
   std::map<std::pair<const void*, const void*>, std::unique_ptr<OpRecord>> op_records_;  // by (name, what)
   struct StringHash {
