@@ -10,6 +10,72 @@ ActionQueue::ActionQueue(std::size_t batch_size, std::size_t max_batches)
   filling_.reserve(batch_size_);
 }
 
+void RunGate::enter(Waiter& w) {
+  std::unique_lock lock(mutex_);
+  while (!queue_.empty() && !queue_.front()->waiting) queue_.pop_front();  // admitted out of turn
+  if (w.urgent || (free_ > 0 && queue_.empty())) {
+    w.urgent = false;
+    --free_;
+    return;
+  }
+  w.waiting = true;
+  w.admitted = false;
+  queue_.push_back(&w);
+  w.admitted_cv.wait(lock, [&] { return w.admitted; });  // the slot was taken for it
+}
+
+void RunGate::leave() {
+  const std::lock_guard lock(mutex_);
+  ++free_;
+  while (free_ > 0 && !queue_.empty()) {
+    Waiter* next = queue_.front();
+    queue_.pop_front();
+    if (!next->waiting) continue;  // admitted out of turn already
+    --free_;
+    next->waiting = false;
+    next->admitted = true;
+    next->admitted_cv.notify_one();
+  }
+}
+
+void RunGate::yield(Waiter& w) {
+  std::unique_lock lock(mutex_);
+  if (free_ >= 0) return;
+  ++free_;
+  w.waiting = true;
+  w.admitted = false;
+  queue_.push_back(&w);
+  w.admitted_cv.wait(lock, [&] { return w.admitted; });
+}
+
+void RunGate::admit(Waiter& w) {
+  const std::lock_guard lock(mutex_);
+  if (!w.waiting) {
+    w.urgent = true;  // running, or not at the gate yet
+    return;
+  }
+  --free_;  // over the count, until it leaves
+  w.waiting = false;
+  w.admitted = true;
+  w.admitted_cv.notify_one();
+}
+
+void ActionQueue::wait_for_room(std::unique_lock<std::mutex>& lock) {
+  auto room = [&] { return full_.size() < max_batches_ || aborted_; };
+  if (room()) return;
+  if (gate_) {
+    lock.unlock();
+    gate_->leave();
+    lock.lock();
+  }
+  changed_.wait(lock, room);
+  if (gate_) {
+    lock.unlock();
+    gate_->enter(waiter_);
+    lock.lock();  // only this producer adds batches: there is still room
+  }
+}
+
 void ActionQueue::push(const HostAction& action) {
   if (aborted_flag_.load(std::memory_order_relaxed)) {
     // Nobody listens any more. Unwind the program, unless it is unwinding already (a destructor
@@ -20,13 +86,17 @@ void ActionQueue::push(const HostAction& action) {
   filling_.push_back(action);
   if (filling_.size() >= batch_size_) {
     std::unique_lock lock(mutex_);
-    changed_.wait(lock, [&] { return full_.size() < max_batches_ || aborted_; });
+    wait_for_room(lock);
     if (aborted_) {
       filling_.clear();
       if (std::uncaught_exceptions() > 0) return;
       throw QueueAborted{};
     }
     publish_locked_batch();
+    if (gate_) {
+      lock.unlock();
+      gate_->yield(waiter_);
+    }
   }
 }
 
@@ -46,7 +116,7 @@ void ActionQueue::publish_locked_batch() {
 void ActionQueue::close() {
   std::unique_lock lock(mutex_);
   if (!filling_.empty() && !aborted_) {
-    changed_.wait(lock, [&] { return full_.size() < max_batches_ || aborted_; });
+    wait_for_room(lock);
     if (!aborted_) publish_locked_batch();
   }
   closed_ = true;
@@ -75,7 +145,15 @@ bool ActionQueue::next(HostAction& out) {
     spare_.push_back(std::move(draining_));
     draining_ = {};
   }
-  changed_.wait(lock, [&] { return !full_.empty() || closed_; });
+  if (full_.empty() && !closed_) {
+    // The simulator waits for this program: it may run now, whatever the gate's count.
+    if (gate_) {
+      lock.unlock();
+      gate_->admit(waiter_);
+      lock.lock();
+    }
+    changed_.wait(lock, [&] { return !full_.empty() || closed_; });
+  }
   if (full_.empty()) return false;
   draining_ = std::move(full_.front());
   full_.pop_front();

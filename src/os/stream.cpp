@@ -52,6 +52,16 @@ void Stream::finish_current() {
   }
 }
 
+void Stream::finish_current_and_continue() {
+  if (!running_ || queue_.empty() || start_pending_ || queue_.front().ready_ps > sim_.now()) {
+    finish_current();
+    return;
+  }
+  running_ = false;
+  busy_ps_ += sim_.now() - current_start_ps_;
+  try_start();
+}
+
 void Stream::notify_when_idle(sim::EventFn fn, void* obj, std::uint64_t arg) {
   if (idle()) {
     sim_.after(0, fn, obj, arg);

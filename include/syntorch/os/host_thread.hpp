@@ -68,6 +68,36 @@ class ActionSource {
 // Thrown into a program whose consumer has stopped listening.
 struct QueueAborted {};
 
+// How many programs' threads run at once. A program holds a slot while it runs and gives it up
+// while it waits for room in its queue, so hundreds of programs ready to run do not crowd the
+// simulator's own thread off the machine's cores (they would take turns with it, and it is the
+// one every program waits for). A program the simulator is waiting for goes in at once, over
+// the count: the simulator would otherwise idle until the others filled their queues.
+class RunGate {
+ public:
+  // One program's place at the gate (guarded by the gate).
+  struct Waiter {
+    std::condition_variable admitted_cv;
+    bool waiting = false;
+    bool admitted = false;
+    bool urgent = false;  // admit at once, even over the count
+  };
+  explicit RunGate(std::size_t slots) : free_(slots < 1 ? 1 : static_cast<std::ptrdiff_t>(slots)) {}
+  // Blocks until admitted: first come, first served as slots are left.
+  void enter(Waiter& w);
+  void leave();
+  // The simulator waits for `w`'s program: admitted now (or at its next enter).
+  void admit(Waiter& w);
+  // After a program has given the simulator a batch: while more programs run than the count
+  // (one was admitted out of turn), this one queues again behind the others.
+  void yield(Waiter& w);
+
+ private:
+  std::mutex mutex_;
+  std::deque<Waiter*> queue_;
+  std::ptrdiff_t free_;
+};
+
 // A bounded queue between a program running on its own OS thread (the producer) and the host
 // thread on the simulator (the consumer). Actions travel in batches, so the two threads meet
 // once per batch rather than once per action; the producer waits when `max_batches` are queued,
@@ -75,6 +105,15 @@ struct QueueAborted {};
 class ActionQueue final : public ActionSource {
  public:
   explicit ActionQueue(std::size_t batch_size = 1024, std::size_t max_batches = 16);
+  // The gate the producer's thread holds a slot of while it runs (none: it always runs); the
+  // producer's thread enters it when it starts and leaves it when it ends.
+  void set_gate(RunGate* gate) { gate_ = gate; }
+  void enter_gate() {
+    if (gate_) gate_->enter(waiter_);
+  }
+  void leave_gate() {
+    if (gate_) gate_->leave();
+  }
 
   // Producer side.
   void push(const HostAction& action);
@@ -89,6 +128,8 @@ class ActionQueue final : public ActionSource {
 
  private:
   void publish_locked_batch();
+  // Waits (the lock held) until a batch fits or the run is aborted, out of the gate meanwhile.
+  void wait_for_room(std::unique_lock<std::mutex>& lock);
 
   std::size_t batch_size_;
   std::size_t max_batches_;
@@ -102,6 +143,8 @@ class ActionQueue final : public ActionSource {
   std::atomic<bool> aborted_flag_{false};     // the same, read without the lock
   std::vector<HostAction> draining_;          // consumer only
   std::size_t drain_pos_ = 0;
+  RunGate* gate_ = nullptr;
+  RunGate::Waiter waiter_;  // the producer's place at the gate
 };
 
 class HostThread {

@@ -47,8 +47,13 @@ class Stream {
 
   // Appends `work`; it starts no earlier than `ready_ps`.
   void enqueue(sim::TimePs ready_ps, WorkItem work);
-  // Called by the running item when it is done.
+  // Called by the running item when it is done. The next item starts in an event of its own (at
+  // its ready time, or now after the events already queued now) ...
   void finish_current();
+  // ... or, when it is ready already, within this call: for an item whose completion handler
+  // does nothing after it (a kernel: the stream runs its next kernel as soon as one ends, and
+  // a busy stream's kernels then cost no event of their own to start).
+  void finish_current_and_continue();
 
   // Nothing queued and nothing running.
   bool idle() const { return !running_ && queue_.empty(); }

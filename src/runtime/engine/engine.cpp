@@ -86,9 +86,18 @@ EngineResult Engine::run(const std::function<void(RankContext&)>& program) {
   detail::EngineCore& core = e.core;
   std::vector<std::thread> threads;
   threads.reserve(e.ranks.size());
+  // The programs run on the cores the simulator's thread leaves (one at least).
+  const unsigned cores = std::thread::hardware_concurrency();
+  os::RunGate gate(cores > 1 ? cores - 1 : 1);
   for (auto& rank_ptr : e.ranks) {
     detail::Rank* rank = rank_ptr.get();
+    rank->queue().set_gate(&gate);
     threads.emplace_back([rank, &program] {
+      rank->queue().enter_gate();
+      struct Leave {
+        os::ActionQueue& queue;
+        ~Leave() { queue.leave_gate(); }
+      } leave{rank->queue()};
       RankGuard guard(rank);
       try {
         program(*rank);

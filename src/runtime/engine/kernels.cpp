@@ -46,7 +46,7 @@ void Rank::on_kernel_done(std::uint64_t stream) {
   slot.kernel = nullptr;
   slot.flow_id = 0;
   end_item(static_cast<std::uint32_t>(stream), run.end_ps);
-  streams_[stream]->finish_current();
+  streams_[stream]->finish_current_and_continue();
 }
 
 }  // namespace syntorch::runtime::detail
