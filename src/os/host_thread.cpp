@@ -83,6 +83,24 @@ void ActionQueue::push(const HostAction& action) {
     if (std::uncaught_exceptions() > 0) return;
     throw QueueAborted{};
   }
+  if (pending_host_ps_ > 0) {
+    const sim::TimePs ps = pending_host_ps_;
+    pending_host_ps_ = 0;
+    // An action that marks its time (a note: a scope's begin or end) keeps its own start.
+    if ((action.kind == HostAction::Kind::host || action.kind == HostAction::Kind::launch) && !action.note) {
+      HostAction a = action;
+      a.host_ps += ps;
+      append(a);
+      return;
+    }
+    HostAction gap;
+    gap.host_ps = ps;
+    append(gap);
+  }
+  append(action);
+}
+
+void ActionQueue::append(const HostAction& action) {
   filling_.push_back(action);
   if (filling_.size() >= batch_size_) {
     std::unique_lock lock(mutex_);
@@ -114,6 +132,12 @@ void ActionQueue::publish_locked_batch() {
 }
 
 void ActionQueue::close() {
+  if (pending_host_ps_ > 0 && !aborted_flag_.load(std::memory_order_relaxed)) {
+    HostAction gap;
+    gap.host_ps = pending_host_ps_;
+    filling_.push_back(gap);  // the last batch: published below, whatever its size
+  }
+  pending_host_ps_ = 0;
   std::unique_lock lock(mutex_);
   if (!filling_.empty() && !aborted_) {
     wait_for_room(lock);

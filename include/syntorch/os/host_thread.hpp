@@ -117,6 +117,11 @@ class ActionQueue final : public ActionSource {
 
   // Producer side.
   void push(const HostAction& action);
+  // Host time with nothing to show or run (an untraced view op): added to the next action's,
+  // which then ends when the two would have ended one after the other, for one event instead of
+  // two (a sync, a wait or an action with a note, whose start is observed, gets a plain host
+  // action of it first).
+  void add_host_time(sim::TimePs ps) { pending_host_ps_ += ps; }
   void close();  // the program has ended (flushes the last batch)
   // The consumer gives up (the run ended early): a producer blocked in push(), or pushing later,
   // gets QueueAborted thrown, so its program unwinds (pushes made while unwinding, from
@@ -128,12 +133,14 @@ class ActionQueue final : public ActionSource {
 
  private:
   void publish_locked_batch();
+  void append(const HostAction& action);  // to the batch being filled
   // Waits (the lock held) until a batch fits or the run is aborted, out of the gate meanwhile.
   void wait_for_room(std::unique_lock<std::mutex>& lock);
 
   std::size_t batch_size_;
   std::size_t max_batches_;
   std::vector<HostAction> filling_;           // producer only
+  sim::TimePs pending_host_ps_ = 0;           // producer only: add_host_time's, not yet pushed
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<std::vector<HostAction>> full_;  // guarded

@@ -180,7 +180,11 @@ void Rank::launch(const OpDesc& op, std::string_view name) {
 }
 
 void Rank::host_op(std::string_view name) {
-  if (core_.costs.dispatch_ps == 0 && !tracer_) return;  // nothing to spend, nothing to show
+  if (!tracer_) {
+    // Nothing to show: its time goes to the next action (none while capturing a graph).
+    if (!graph_.capturing()) queue_.add_host_time(core_.costs.dispatch_ps);
+    return;
+  }
   os::HostAction a;
   a.host_ps = core_.costs.dispatch_ps;
   if (tracer_) a.set_note<&Rank::note_span>(this, intern(name));
