@@ -88,7 +88,7 @@ class RunGate {
   void leave();
   // The simulator waits for `w`'s program: admitted now (or at its next enter).
   void admit(Waiter& w);
-  // After a program has given the simulator a batch: while more programs run than the count
+  // After a program has given the simulator batches: while more programs run than the count
   // (one was admitted out of turn), this one queues again behind the others.
   void yield(Waiter& w);
 
