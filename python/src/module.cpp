@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <optional>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "syntorch/trace/recorder.hpp"
 #include "syntorch/hw/config_loader.hpp"
 #include "syntorch/trace/open_trace_writer.hpp"
+#include "syntorch/torch/optim.hpp"
 
 namespace py = pybind11;
 using namespace syntorch;
@@ -74,6 +76,18 @@ class Session {
     out["events"] = r.events;
     out["out_of_memory"] = r.oom.has_value();
     out["device"] = machine_->devices().empty() ? "" : machine_->devices()[0].name;
+    // The top-level record_function scopes, on the host's clock.
+    py::list steps;
+    if (!r.ranks.empty()) {
+      for (const auto& s : r.ranks[0].steps) {
+        py::dict d;
+        d["name"] = s.name;
+        d["begin_s"] = static_cast<double>(s.begin_ps) * 1e-12;
+        d["end_s"] = static_cast<double>(s.end_ps) * 1e-12;
+        steps.append(d);
+      }
+    }
+    out["steps"] = steps;
     out["machine"] = machine_->name();
     return out;
   }
@@ -114,6 +128,25 @@ torch::TensorOptions options_of(std::optional<torch::ScalarType> dtype, const st
   }
   return o;
 }
+
+// A scope object for Python's `with`: the C++ guard made on __enter__, dropped on __exit__.
+template <class Guard, class... Args>
+class PyScope {
+ public:
+  explicit PyScope(Args... args) : args_(std::move(args)...) {}
+  void enter() {
+    if (guard_) throw std::logic_error("this context is already entered");
+    guard_ = std::apply([](auto&&... a) { return std::make_unique<Guard>(a...); }, args_);
+  }
+  void exit() { guard_.reset(); }
+
+ private:
+  std::tuple<Args...> args_;
+  std::unique_ptr<Guard> guard_;
+};
+using AutocastScope = PyScope<torch::autocast::AutocastMode, torch::ScalarType, bool, bool>;
+using GradModeScope = PyScope<torch::autograd::AutoGradMode, bool>;
+using RecordScope = PyScope<torch::RecordScope, std::string>;
 
 std::string dtype_repr(torch::ScalarType t) {
   switch (t) {
@@ -243,6 +276,25 @@ PYBIND11_MODULE(_syntorch, m) {
       // b - a as neg then add: two elementwise kernels where PyTorch's rsub launches one.
       .def("__rsub__", [](const Tensor& a, double b) { return a.neg() + b; }, py::call_guard<RequireRun>())
       .def("__matmul__", [](const Tensor& a, const Tensor& b) { return torch::matmul(a, b); }, py::call_guard<RequireRun>())
+      // Autograd.
+      .def_property("requires_grad", &Tensor::requires_grad,
+                    [](Tensor& t, bool on) { t.requires_grad_(on); })
+      .def("requires_grad_", [](Tensor& t, bool on) -> Tensor& { return t.requires_grad_(on); },
+           py::arg("requires_grad") = true, py::return_value_policy::reference_internal)
+      .def_property("grad", [](const Tensor& t) -> py::object {
+        if (!t.grad().defined()) return py::none();
+        return py::cast(t.grad());
+      }, [](Tensor& t, std::optional<Tensor> g) { t.mutable_grad() = g.value_or(Tensor()); })
+      .def_property_readonly("is_leaf", &Tensor::is_leaf)
+      .def_property_readonly("grad_fn", [](const Tensor& t) -> py::object {
+        auto fn = t.grad_fn();
+        if (!fn) return py::none();
+        return py::str(std::string(fn->name()));
+      })
+      .def("backward", [](const Tensor& t, std::optional<Tensor> gradient, bool retain_graph) {
+        torch::autograd::backward({t}, gradient ? std::vector<Tensor>{*gradient} : std::vector<Tensor>{}, retain_graph);
+      }, py::arg("gradient") = py::none(), py::arg("retain_graph") = false, py::call_guard<RequireRun>())
+      .def("detach", &Tensor::detach)
       .def("__repr__", [](const Tensor& t) {
         std::string s = "tensor(..., size=(";
         for (std::size_t i = 0; i < t.sizes().size(); ++i) s += (i ? ", " : "") + std::to_string(t.sizes()[i]);
@@ -267,6 +319,105 @@ PYBIND11_MODULE(_syntorch, m) {
   }, py::call_guard<RequireRun>());
 
   m.def("cuda_synchronize", [] { torch::cuda::synchronize(); });
+
+  // --- Training: grad mode, parameters, losses, optimizers, autocast, loss scaling, graphs ---
+  m.def("is_grad_enabled", &torch::autograd::GradMode::is_enabled);
+  m.def("_set_grad_enabled", &torch::autograd::GradMode::set_enabled);
+  py::class_<GradModeScope>(m, "_GradMode")
+      .def(py::init<bool>())
+      .def("__enter__", &GradModeScope::enter)
+      .def("__exit__", [](GradModeScope& s, py::args) { s.exit(); return false; });
+  m.def("autograd_backward", [](const std::vector<Tensor>& tensors, std::optional<std::vector<Tensor>> grads,
+                                bool retain_graph) {
+    torch::autograd::backward(tensors, grads.value_or(std::vector<Tensor>{}), retain_graph);
+  }, py::arg("tensors"), py::arg("grad_tensors") = py::none(), py::arg("retain_graph") = false,
+     py::call_guard<RequireRun>());
+  // A module parameter: allocated under weights (memory reports), requiring grad.
+  m.def("_parameter", [](const std::vector<std::int64_t>& s, std::optional<torch::ScalarType> dt,
+                         const std::string& dev, bool requires_grad) {
+    const torch::TensorOptions o = options_of(dt, dev);
+    Tensor t;
+    if (o.device().is_cuda()) {
+      t = torch::parameter_tensor(sizes_of(s), o.dtype(), "Parameter");
+    } else {
+      t = torch::empty(sizes_of(s), o);
+    }
+    if (requires_grad && torch::is_floating_point(t.dtype())) t.requires_grad_(true);
+    return t;
+  }, py::call_guard<RequireRun>());
+  m.def("cross_entropy", [](const Tensor& input, const Tensor& target) {
+    return torch::nn::functional::cross_entropy(input, target);
+  }, py::call_guard<RequireRun>());
+  m.def("nll_loss", [](const Tensor& input, const Tensor& target) {
+    return torch::nn::functional::nll_loss(input, target);
+  }, py::call_guard<RequireRun>());
+  m.def("mean", [](const Tensor& x) { return torch::mean(x); }, py::call_guard<RequireRun>());
+  m.def("sum", [](const Tensor& x, std::optional<std::vector<std::int64_t>> dims, bool keepdim) {
+    return dims ? torch::sum(x, sizes_of(*dims), keepdim) : torch::sum(x);
+  }, py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false, py::call_guard<RequireRun>());
+  m.def("exp", &torch::exp, py::call_guard<RequireRun>());
+  m.def("log", &torch::log, py::call_guard<RequireRun>());
+  m.def("clamp", &torch::clamp, py::arg("input"), py::arg("min") = py::none(), py::arg("max") = py::none(),
+        py::call_guard<RequireRun>());
+  m.def("clip_grad_norm_", &torch::nn::utils::clip_grad_norm_, py::arg("parameters"), py::arg("max_norm"),
+        py::arg("norm_type") = 2.0, py::call_guard<RequireRun>());
+
+  namespace optim = torch::optim;
+  py::class_<optim::Optimizer>(m, "_Optimizer")
+      .def("step", &optim::Optimizer::step, py::call_guard<RequireRun>())
+      .def("zero_grad", &optim::Optimizer::zero_grad, py::arg("set_to_none") = true, py::call_guard<RequireRun>())
+      .def("state_bytes", &optim::Optimizer::state_bytes)
+      .def_property_readonly("supports_amp_scaling", &optim::Optimizer::supports_amp_scaling);
+  py::class_<optim::SGD, optim::Optimizer>(m, "_SGD")
+      .def(py::init([](std::vector<Tensor> params, double lr, double momentum, double weight_decay, bool foreach,
+                       bool fused) {
+        return std::make_unique<optim::SGD>(std::move(params), optim::SGDOptions(lr).momentum(momentum)
+                                                                   .weight_decay(weight_decay).foreach(foreach)
+                                                                   .fused(fused));
+      }));
+  py::class_<optim::Adam, optim::Optimizer>(m, "_Adam")
+      .def(py::init([](std::vector<Tensor> params, double lr, double beta1, double beta2, double eps,
+                       double weight_decay, bool foreach, bool fused, bool decoupled) -> std::unique_ptr<optim::Adam> {
+        const auto o = optim::AdamOptions(lr).betas(beta1, beta2).eps(eps).weight_decay(weight_decay)
+                           .foreach(foreach).fused(fused);
+        if (decoupled) return std::make_unique<optim::AdamW>(std::move(params), o);
+        return std::make_unique<optim::Adam>(std::move(params), o);
+      }));
+
+  py::class_<AutocastScope>(m, "_Autocast")
+      .def(py::init<torch::ScalarType, bool, bool>())
+      .def("__enter__", &AutocastScope::enter)
+      .def("__exit__", [](AutocastScope& s, py::args) { s.exit(); return false; });
+  m.def("is_autocast_enabled", &torch::autocast::is_autocast_enabled);
+  py::class_<RecordScope>(m, "_RecordScope")
+      .def(py::init<std::string>())
+      .def("__enter__", &RecordScope::enter, py::call_guard<RequireRun>())
+      .def("__exit__", [](RecordScope& s, py::args) { s.exit(); return false; });
+  m.def("get_autocast_dtype", &torch::autocast::get_autocast_dtype);
+
+  py::class_<torch::amp::GradScaler>(m, "_GradScaler")
+      .def(py::init([](double init_scale, double growth_factor, double backoff_factor, std::int64_t growth_interval,
+                       bool enabled) {
+        return std::make_unique<torch::amp::GradScaler>(torch::amp::GradScalerOptions()
+                                                            .init_scale(init_scale).growth_factor(growth_factor)
+                                                            .backoff_factor(backoff_factor)
+                                                            .growth_interval(growth_interval).enabled(enabled));
+      }))
+      .def("scale", &torch::amp::GradScaler::scale, py::call_guard<RequireRun>())
+      .def("unscale_", &torch::amp::GradScaler::unscale_, py::call_guard<RequireRun>())
+      .def("step", &torch::amp::GradScaler::step, py::call_guard<RequireRun>())
+      .def("update", &torch::amp::GradScaler::update, py::call_guard<RequireRun>())
+      .def("get_scale", &torch::amp::GradScaler::get_scale, py::call_guard<RequireRun>())
+      .def("is_enabled", &torch::amp::GradScaler::is_enabled);
+
+  py::class_<torch::cuda::CUDAGraph>(m, "CUDAGraph")
+      .def(py::init<>())
+      .def("capture_begin", &torch::cuda::CUDAGraph::capture_begin, py::call_guard<RequireRun>())
+      .def("capture_end", &torch::cuda::CUDAGraph::capture_end, py::call_guard<RequireRun>())
+      .def("replay", [](torch::cuda::CUDAGraph&) {
+        throw torch::Error("CUDAGraph.replay: a captured graph is issued once, at capture_end (capture and replay "
+                           "are one in the simulation); capture again to simulate another replay");
+      });
   // Policy as code: "op=impl[:precision],..." for the ops launched from now on.
   m.def("set_policy", [](const std::string& text) {
     Diagnostics d;

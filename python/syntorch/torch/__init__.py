@@ -5,12 +5,18 @@ import builtins as _builtins
 import _syntorch
 from _syntorch import (Tensor, dtype, float64, double, float32, float, float16, half, bfloat16, float8_e4m3fn,
                        int8, int32, int, int64, long, bool, set_default_dtype, get_default_dtype, matmul, mm, bmm,
-                       add, sub, mul, div, relu, silu, tanh, sigmoid, softmax, log_softmax, argmax, cat, stack)
+                       add, sub, mul, div, relu, silu, tanh, sigmoid, softmax, log_softmax, argmax, cat, stack,
+                       exp, log, clamp, is_grad_enabled, is_autocast_enabled, get_autocast_dtype)
 
 import syntorch as _syntorch_package
 
 from . import nn  # noqa: E402
 from . import cuda  # noqa: E402
+from . import autograd  # noqa: E402
+from . import optim  # noqa: E402
+from . import amp  # noqa: E402
+from .amp import autocast  # noqa: E402
+from . import profiler  # noqa: E402
 
 _default_device = ["cuda"]
 
@@ -120,20 +126,59 @@ def reshape(x, shape):
     return x._reshape(_ints((shape,)))
 
 
-class no_grad:
-    """Gradients are not simulated yet: a context that changes nothing, as torch.no_grad reads."""
+class set_grad_enabled:
+    """Grad mode for a block (or a decorated function): ops record their backward only with it
+    on, as torch.set_grad_enabled; no_grad() and enable_grad() are its two settings."""
+
+    def __init__(self, mode=True):
+        self.mode = _builtins.bool(mode)
+        self._scopes = []
 
     def __enter__(self):
+        scope = _syntorch._GradMode(self.mode)
+        scope.__enter__()
+        self._scopes.append(scope)
         return self
 
     def __exit__(self, *exc):
+        self._scopes.pop().__exit__(*exc)
         return False
 
     def __call__(self, fn):
-        return fn
+        import functools
+
+        @functools.wraps(fn)
+        def wrapped(*args, **kwargs):
+            with set_grad_enabled(self.mode):
+                return fn(*args, **kwargs)
+        return wrapped
 
 
-inference_mode = no_grad
+class no_grad(set_grad_enabled):
+    def __init__(self):
+        super().__init__(False)
+
+
+class enable_grad(set_grad_enabled):
+    def __init__(self):
+        super().__init__(True)
+
+
+class inference_mode(set_grad_enabled):
+    def __init__(self, mode=True):
+        super().__init__(not mode)
+
+
+def mean(input, dim=None, keepdim=False, *, dtype=None):
+    if dim is not None:
+        raise NotImplementedError("torch.mean: argument 'dim' is not supported yet (the mean of all elements is)")
+    return _syntorch.mean(input if dtype is None else input.to(dtype))
+
+
+def sum(input, dim=None, keepdim=False, *, dtype=None):
+    if isinstance(dim, _builtins.int):
+        dim = [dim]
+    return _syntorch.sum(input if dtype is None else input.to(dtype), None if dim is None else list(dim), keepdim)
 
 
 # Tensor methods in PyTorch's spellings, over the extension's fixed-signature ones (sizes as
@@ -166,6 +211,12 @@ Tensor.float = lambda self: self._to_dtype(float32)
 Tensor.bfloat16 = lambda self: self._to_dtype(bfloat16)
 Tensor.matmul = lambda self, other: matmul(self, other)
 Tensor.softmax = lambda self, dim, dtype=None: softmax(self, dim, dtype)
+Tensor.log_softmax = lambda self, dim, dtype=None: log_softmax(self, dim, dtype)
+Tensor.mean = lambda self, dim=None, keepdim=False, *, dtype=None: mean(self, dim, keepdim, dtype=dtype)
+Tensor.sum = lambda self, dim=None, keepdim=False, *, dtype=None: sum(self, dim, keepdim, dtype=dtype)
+Tensor.exp = lambda self: exp(self)
+Tensor.log = lambda self: log(self)
+Tensor.clamp = lambda self, min=None, max=None: clamp(self, min, max)
 Tensor.__len__ = lambda self: self.shape[0]
 
 
@@ -176,8 +227,8 @@ Tensor.__len__ = lambda self: self.shape[0]
 def _index(self, key):
     if not isinstance(key, tuple):
         key = (key,)
-    consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
-    if sum(1 for k in key if k is Ellipsis) > 1:
+    consumed = _builtins.sum(1 for k in key if k is not None and k is not Ellipsis)
+    if _builtins.sum(1 for k in key if k is Ellipsis) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
     expanded = []
     for k in key:
@@ -185,7 +236,7 @@ def _index(self, key):
             expanded.extend([slice(None)] * (self.dim() - consumed))
         else:
             expanded.append(k)
-    if sum(1 for k in expanded if k is not None) > self.dim():
+    if _builtins.sum(1 for k in expanded if k is not None) > self.dim():
         raise IndexError(f"too many indices for tensor of dimension {self.dim()}")
     out, dim = self, 0
     for k in expanded:

@@ -60,3 +60,54 @@ def memory_summary(device=None, abbreviated=False):
     return ("|  syntorch simulated memory summary  |\n"
             f"|  allocated: {memory_allocated() / mib:.1f} MiB (peak {max_memory_allocated() / mib:.1f} MiB)\n"
             f"|  reserved:  {memory_reserved() / mib:.1f} MiB (peak {max_memory_reserved() / mib:.1f} MiB)\n")
+
+
+class CUDAGraph:
+    """torch.cuda.CUDAGraph: the ops between capture_begin() and capture_end() are issued as one
+    graph launch (no per-kernel launch cost) at capture_end. Capture and the first replay are one
+    in the simulation: replay() is not supported; capture again to simulate another replay."""
+
+    def __init__(self):
+        import _syntorch
+        self._impl = _syntorch.CUDAGraph()
+
+    def capture_begin(self, pool=None, capture_error_mode="global"):
+        self._impl.capture_begin()
+
+    def capture_end(self):
+        self._impl.capture_end()
+
+    def replay(self):
+        raise NotImplementedError("torch.cuda.CUDAGraph.replay: a captured graph runs once, at capture_end; "
+                                  "capture again to simulate another replay")
+
+
+class graph:
+    """with torch.cuda.graph(g): ... captures the block into g (issued when the block ends)."""
+
+    def __init__(self, cuda_graph, pool=None, stream=None, capture_error_mode="global"):
+        if stream is not None:
+            raise NotImplementedError("torch.cuda.graph: argument 'stream' is not supported")
+        self.cuda_graph = cuda_graph
+
+    def __enter__(self):
+        self.cuda_graph.capture_begin()
+        return self
+
+    def __exit__(self, exc_type, *exc):
+        self.cuda_graph.capture_end()
+        return False
+
+
+class amp:
+    """torch.cuda.amp (the older spelling): autocast(dtype) and GradScaler()."""
+
+    @staticmethod
+    def autocast(enabled=True, dtype=None, cache_enabled=True):
+        from . import amp as torch_amp
+        return torch_amp.autocast("cuda", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+
+    @staticmethod
+    def GradScaler(init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000, enabled=True):
+        from . import amp as torch_amp
+        return torch_amp.GradScaler("cuda", init_scale, growth_factor, backoff_factor, growth_interval, enabled)

@@ -6,13 +6,28 @@ import _syntorch
 
 from . import functional
 from . import init
+from . import utils  # noqa: E402
 
 
 class Parameter(_syntorch.Tensor):
-    """A tensor that a Module registers as a parameter (meta: its shape, dtype and device)."""
+    """A tensor that a Module registers as a parameter (meta: its shape, dtype and device); it
+    requires grad unless told otherwise."""
 
     def __new__(cls, data=None, requires_grad=True):
+        if data is None:
+            import syntorch.torch as torch
+            data = torch.empty(0)
+        if data.is_floating_point() and data.is_leaf:
+            data.requires_grad_(requires_grad)
         return data
+
+
+def _parameter(*size, device=None, dtype=None):
+    """A layer's parameter: allocated under weights in memory reports, requiring grad."""
+    import syntorch.torch as torch
+    import syntorch
+    syntorch.current_session()
+    return _syntorch._parameter(torch._sizes(size), dtype, torch._device_name(device), True)
 
 
 class Module:
@@ -115,14 +130,22 @@ class Module:
                 dtype = a
             else:
                 rest.append(a)
+        import syntorch.torch as torch
         for m in self.modules():
             for store in (m._parameters, m._buffers):
                 for k, v in store.items():
-                    if dtype is not None and v.is_floating_point():
-                        v = v.to(dtype)
-                    if rest or kwargs:
-                        v = v.to(*rest, **kwargs)
-                    store[k] = v
+                    if v is None:
+                        continue
+                    # As param.data = param.data.to(...): a leaf still, requiring grad as before.
+                    with torch.no_grad():
+                        out = v
+                        if dtype is not None and v.is_floating_point():
+                            out = out.to(dtype)
+                        if rest or kwargs:
+                            out = out.to(*rest, **kwargs)
+                    if out is not v and v.requires_grad:
+                        out.requires_grad_(True)
+                    store[k] = out
         return self
 
     def half(self):
@@ -138,20 +161,25 @@ class Module:
         return self.to("cuda")
 
     def requires_grad_(self, requires_grad=True):
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
         return self
 
     def zero_grad(self, set_to_none=True):
-        return None
+        if not set_to_none:
+            raise NotImplementedError("Module.zero_grad: set_to_none=False is not supported (the optimizer's "
+                                      "zero_grad(set_to_none=False) is)")
+        for p in self.parameters():
+            p.grad = None
 
 
 class Linear(Module):
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
-        import syntorch.torch as torch
         self.in_features, self.out_features = in_features, out_features
-        self.weight = torch.empty(out_features, in_features, device=device, dtype=dtype)
+        self.weight = _parameter(out_features, in_features, device=device, dtype=dtype)
         if bias:
-            self.bias = torch.empty(out_features, device=device, dtype=dtype)
+            self.bias = _parameter(out_features, device=device, dtype=dtype)
         else:
             object.__setattr__(self, "bias", None)
 
@@ -162,9 +190,8 @@ class Linear(Module):
 class Embedding(Module):
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, device=None, dtype=None):
         super().__init__()
-        import syntorch.torch as torch
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
-        self.weight = torch.empty(num_embeddings, embedding_dim, device=device, dtype=dtype)
+        self.weight = _parameter(num_embeddings, embedding_dim, device=device, dtype=dtype)
 
     def forward(self, indices):
         return functional.embedding(indices, self.weight)
@@ -173,14 +200,13 @@ class Embedding(Module):
 class LayerNorm(Module):
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
         super().__init__()
-        import syntorch.torch as torch
         if isinstance(normalized_shape, int):
             normalized_shape = (normalized_shape,)
         self.normalized_shape, self.eps = tuple(normalized_shape), eps
         if elementwise_affine:
-            self.weight = torch.empty(*normalized_shape, device=device, dtype=dtype)
+            self.weight = _parameter(*normalized_shape, device=device, dtype=dtype)
             if bias:
-                self.bias = torch.empty(*normalized_shape, device=device, dtype=dtype)
+                self.bias = _parameter(*normalized_shape, device=device, dtype=dtype)
             else:
                 object.__setattr__(self, "bias", None)
         else:
@@ -194,12 +220,11 @@ class LayerNorm(Module):
 class RMSNorm(Module):
     def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None):
         super().__init__()
-        import syntorch.torch as torch
         if isinstance(normalized_shape, int):
             normalized_shape = (normalized_shape,)
         self.normalized_shape, self.eps = tuple(normalized_shape), eps
         if elementwise_affine:
-            self.weight = torch.empty(*normalized_shape, device=device, dtype=dtype)
+            self.weight = _parameter(*normalized_shape, device=device, dtype=dtype)
         else:
             object.__setattr__(self, "weight", None)
 

@@ -36,3 +36,24 @@ def embedding(input, weight, padding_idx=None):
 
 def dropout(input, p=0.5, training=True, inplace=False):
     return _syntorch.dropout(input, p, training)
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
+                  label_smoothing=0.0):
+    """log_softmax over the classes, then nll_loss (mean reduction)."""
+    for name, value, default in (("weight", weight, None), ("size_average", size_average, None),
+                                 ("reduce", reduce, None), ("reduction", reduction, "mean"),
+                                 ("label_smoothing", label_smoothing, 0.0)):
+        if value != default:
+            raise NotImplementedError(f"torch.nn.functional.cross_entropy: argument {name!r} is not supported "
+                                      f"(got {value!r})")
+    if input.dim() != 2:
+        raise NotImplementedError("torch.nn.functional.cross_entropy: only [N, C] inputs are supported; flatten "
+                                  "the leading dims with .view(-1, C)")
+    return _syntorch.cross_entropy(input, target)
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    if weight is not None or reduction != "mean":
+        raise NotImplementedError("torch.nn.functional.nll_loss: only the unweighted mean is supported")
+    return _syntorch.nll_loss(input, target)

@@ -1,0 +1,100 @@
+"""torch.optim: SGD, Adam and AdamW as PyTorch's CUDA implementations launch them (foreach by
+default: one multi-tensor kernel per tensor operation; fused=True: one kernel a step). Values are
+not simulated, so learning rates, betas and schedules change nothing but are kept for the code
+that reads them."""
+
+import _syntorch
+
+
+def _flatten(params):
+    """The parameters of `params` (tensors, or param-group dicts of them) and the groups."""
+    params = list(params)
+    if not params:
+        raise ValueError("optimizer got an empty parameter list")
+    groups = params if isinstance(params[0], dict) else [{"params": params}]
+    flat = []
+    for g in groups:
+        if not isinstance(g, dict) or "params" not in g:
+            raise TypeError("optimizer params must be tensors or dicts with a 'params' entry")
+        g["params"] = list(g["params"])
+        flat.extend(g["params"])
+    return flat, groups
+
+
+class Optimizer:
+    def __init__(self, params, defaults):
+        flat, groups = _flatten(params)
+        for g in groups:
+            for k, v in defaults.items():
+                g.setdefault(k, v)
+        self.param_groups = groups
+        self.defaults = defaults
+        self._impl = self._make(flat)
+
+    def step(self, closure=None):
+        if closure is not None:
+            raise NotImplementedError(f"{type(self).__name__}.step: argument 'closure' is not supported")
+        self._impl.step()
+
+    def zero_grad(self, set_to_none=True):
+        self._impl.zero_grad(set_to_none)
+
+    def state_bytes(self):
+        """Bytes of optimizer state held now (syntorch's addition)."""
+        return self._impl.state_bytes()
+
+
+def _check_flags(name, foreach, fused, differentiable=False, capturable=False):
+    if differentiable:
+        raise NotImplementedError(f"torch.optim.{name}: argument 'differentiable' is not supported")
+    if foreach is False and not fused:
+        raise NotImplementedError(f"torch.optim.{name}: foreach=False (the per-tensor loop) is not modelled; the "
+                                  "foreach (default) and fused implementations are")
+    if foreach and fused:
+        raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+
+class SGD(Optimizer):
+    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *, maximize=False,
+                 foreach=None, differentiable=False, fused=None):
+        _check_flags("SGD", foreach, fused, differentiable)
+        if lr < 0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        self._args = (lr, momentum, weight_decay, foreach is not False and not fused, bool(fused))
+        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                                      nesterov=nesterov, maximize=maximize))
+
+    def _make(self, flat):
+        return _syntorch._SGD(flat, *self._args)
+
+
+class Adam(Optimizer):
+    _decoupled = False
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
+                 foreach=None, maximize=False, capturable=False, differentiable=False, fused=None):
+        name = type(self).__name__
+        _check_flags(name, foreach, fused, differentiable, capturable)
+        if amsgrad:
+            raise NotImplementedError(f"torch.optim.{name}: argument 'amsgrad' is not supported")
+        if lr < 0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= betas[0] < 1.0 or not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter: {betas}")
+        self._args = (lr, betas[0], betas[1], eps, weight_decay, foreach is not False and not fused, bool(fused),
+                      self._decoupled)
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                                      maximize=maximize))
+
+    def _make(self, flat):
+        return _syntorch._Adam(flat, *self._args)
+
+
+class AdamW(Adam):
+    _decoupled = True
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, **kwargs):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, **kwargs)
+
+
+from . import lr_scheduler  # noqa: E402,F401

@@ -1,0 +1,192 @@
+"""Training from Python: autograd, optimizers, autocast, loss scaling, clipping and graph capture
+run the same kernels a C++ program's do."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+import _syntorch
+import syntorch
+import syntorch.torch as torch
+import syntorch.torch.nn as nn
+import syntorch.torch.nn.functional as F
+
+SOURCE = os.environ.get("SYNTORCH_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+H100 = os.path.join(SOURCE, "hw_configs", "h100_sxm5_80gb.json")
+
+
+class MLP(nn.Module):
+    def __init__(self, d=256, h=1024, classes=10):
+        super().__init__()
+        self.fc1 = nn.Linear(d, h)
+        self.fc2 = nn.Linear(h, classes)
+
+    def forward(self, x):
+        return self.fc2(F.gelu(self.fc1(x)))
+
+
+def test_backward_fills_every_parameters_grad_and_no_grad_records_nothing():
+    syntorch.init(hw=H100)
+    model = MLP()
+    assert all(p.requires_grad and p.is_leaf and p.grad is None for p in model.parameters())
+    x = torch.randn(32, 256)
+    loss = F.cross_entropy(model(x), torch.empty(32, dtype=torch.int64))
+    assert loss.requires_grad and loss.grad_fn is not None and not loss.is_leaf
+    loss.backward()
+    for name, p in model.named_parameters():
+        assert p.grad is not None and p.grad.shape == p.shape and p.grad.dtype == p.dtype, name
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        loss.backward()
+    with torch.no_grad():
+        assert not model(x).requires_grad
+        assert not torch.is_grad_enabled()
+    assert torch.is_grad_enabled()
+
+    @torch.no_grad()
+    def evaluate():
+        return model(x)
+    assert not evaluate().requires_grad
+    model.zero_grad()
+    assert all(p.grad is None for p in model.parameters())
+    syntorch.trace_manager.stats()
+
+
+def test_a_training_step_costs_three_forwards():
+    syntorch.init(hw=H100)
+    model = MLP()
+    x = torch.randn(64, 256).requires_grad_()  # so that the first layer's input gradient runs too
+    with torch.no_grad():
+        model(x)
+    forward = syntorch.trace_manager.stats()["flops"]
+    syntorch.init(hw=H100)
+    model = MLP()
+    x = torch.randn(64, 256).requires_grad_()
+    torch.mean(model(x)).backward()
+    step = syntorch.trace_manager.stats()["flops"]
+    assert step == pytest.approx(3 * forward, rel=0.02)
+
+
+def test_optimizers_launch_foreach_or_fused_kernels_and_refuse_what_is_not_modelled():
+    counts = {}
+    for fused in (False, True):
+        syntorch.init(hw=H100)
+        model = MLP()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=fused)
+        torch.mean(model(torch.randn(8, 256))).backward()
+        before = syntorch.current_session()  # noqa: F841 (the same run)
+        opt.step()
+        opt.zero_grad()
+        assert all(p.grad is None for p in model.parameters())
+        assert opt.state_bytes() == 2 * 4 * sum(p.numel() for p in model.parameters())  # two fp32 moments
+        counts[fused] = syntorch.trace_manager.stats()["kernels"]
+    assert counts[True] < counts[False]  # one fused kernel where foreach runs several
+    syntorch.init(hw=H100)
+    params = list(MLP().parameters())
+    with pytest.raises(NotImplementedError, match="foreach=False"):
+        torch.optim.SGD(params, lr=0.1, foreach=False)
+    with pytest.raises(NotImplementedError, match="amsgrad"):
+        torch.optim.Adam(params, amsgrad=True)
+    with pytest.raises(ValueError):
+        torch.optim.Adam(params, lr=-1)
+    groups = [{"params": params[:2], "weight_decay": 0.1}, {"params": params[2:]}]
+    opt = torch.optim.AdamW(groups, lr=1e-3)
+    assert opt.param_groups[1]["weight_decay"] == 1e-2 and opt.param_groups[0]["weight_decay"] == 0.1
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 0.5)
+    assert sched.get_last_lr() == [5e-4, 5e-4]
+    syntorch.trace_manager.stats()
+
+
+def test_autocast_runs_gemms_in_16_bits_and_keeps_fp32_gradients():
+    syntorch.init(hw=H100)
+    model = MLP()
+    x = torch.randn(16, 256)
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        assert torch.is_autocast_enabled() and torch.get_autocast_dtype() == torch.bfloat16
+        h = model.fc1(x)
+        assert h.dtype == torch.bfloat16
+        assert F.layer_norm(h, (1024,)).dtype == torch.float32
+        loss = F.cross_entropy(model(x), torch.empty(16, dtype=torch.int64))
+    assert not torch.is_autocast_enabled()
+    assert model.fc1(x).dtype == torch.float32
+    assert loss.dtype == torch.float32
+    loss.backward()
+    assert model.fc1.weight.grad.dtype == torch.float32
+    with pytest.raises(NotImplementedError, match="device_type"):
+        torch.autocast("cpu")
+    with pytest.raises(RuntimeError, match="float16 and torch.bfloat16"):
+        with torch.autocast("cuda", dtype=torch.float32):
+            pass
+    syntorch.trace_manager.stats()
+
+
+def test_grad_scaler_clipping_and_a_captured_step():
+    syntorch.init(hw=H100)
+    model = MLP()
+    opt = torch.optim.AdamW(model.parameters(), fused=True)
+    scaler = torch.cuda.amp.GradScaler()
+    x, y = torch.randn(16, 256), torch.empty(16, dtype=torch.int64)
+
+    def step():
+        with torch.cuda.amp.autocast(dtype=torch.float16):
+            loss = F.cross_entropy(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)
+        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        assert norm.shape == () and norm.dtype == torch.float32
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad()
+
+    step()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):  # the fused step syncs nowhere, so it can be captured
+        step()
+    with pytest.raises(NotImplementedError, match="replay"):
+        g.replay()
+    with pytest.raises(RuntimeError, match="No inf checks"):
+        scaler.update()
+    syntorch.trace_manager.stats()
+    # fp16 parameters: PyTorch's scaler refuses to unscale their gradients.
+    syntorch.init(hw=H100)
+    model = MLP().half()
+    assert all(p.requires_grad and p.is_leaf and p.dtype == torch.float16 for p in model.parameters())
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler.scale(torch.mean(model(torch.randn(4, 256, dtype=torch.float16)))).backward()
+    with pytest.raises(RuntimeError, match="FP16 gradients"):
+        scaler.unscale_(opt)
+    syntorch.trace_manager.stats()
+
+
+def test_unsupported_loss_arguments_raise_not_implemented():
+    syntorch.init(hw=H100)
+    logits, target = torch.randn(4, 10), torch.empty(4, dtype=torch.int64)
+    with pytest.raises(NotImplementedError, match="label_smoothing"):
+        F.cross_entropy(logits, target, label_smoothing=0.1)
+    with pytest.raises(NotImplementedError, match="flatten"):
+        F.cross_entropy(torch.randn(2, 4, 10), target)
+    with pytest.raises(NotImplementedError, match="create_graph"):
+        torch.autograd.backward([torch.mean(logits)], create_graph=True)
+    syntorch.trace_manager.stats()
+
+
+def _step_times(text):
+    return re.findall(r"^\s+(step .*?\))\s+([0-9.]+) ms", text, re.M)
+
+
+def test_the_python_training_loop_matches_the_cpp_one():
+    """examples/xpuruntime_train.py and examples/xpuruntime_train.cpp build the same model and run
+    the same loop: the simulated steps take the same time."""
+    args = ["--layers", "2", "--hidden", "256", "--batch", "2", "--seq", "128", "--dtype", "fp16", "--steps", "2"]
+    env = dict(os.environ)
+    py = subprocess.run([sys.executable, os.path.join(SOURCE, "examples", "xpuruntime_train.py")] + args,
+                        capture_output=True, text=True, env=env, cwd=SOURCE, check=True)
+    py_steps = _step_times(py.stdout)
+    assert len(py_steps) == 3 and float(py_steps[2][1]) < float(py_steps[1][1]), py.stdout
+    binary = os.path.join(os.path.dirname(_syntorch.__file__), "..", "examples", "xpuruntime_train")
+    if not os.path.exists(binary):
+        pytest.skip("the C++ example is not built next to the extension")
+    cpp = subprocess.run([binary] + args, capture_output=True, text=True, cwd=SOURCE, check=True)
+    assert _step_times(cpp.stdout) == py_steps, (cpp.stdout, py.stdout)
