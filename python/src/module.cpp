@@ -20,6 +20,9 @@
 #include "syntorch/trace/recorder.hpp"
 #include "syntorch/hw/config_loader.hpp"
 #include "syntorch/trace/open_trace_writer.hpp"
+#include "syntorch/trace/console_summary.hpp"
+
+#include <sstream>
 #include "syntorch/torch/optim.hpp"
 
 namespace py = pybind11;
@@ -31,7 +34,7 @@ namespace {
 class Session {
  public:
   Session(const std::string& hw, const std::vector<std::string>& sets, const std::string& framework,
-          const std::string& trace, const std::string& policy_text) {
+          const std::string& trace, const std::string& policy_text, bool console) {
     Diagnostics d;
     const std::vector<hw::Override> overrides = hw::parse_overrides(sets, d);
     if (!d.empty()) throw InputError(std::move(d));
@@ -41,10 +44,10 @@ class Session {
     }
     runtime::EngineOptions options;
     options.framework = framework == "eager" ? runtime::Framework::eager : runtime::Framework::native;
-    if (!trace.empty()) {
-      recorder_.attach(trace::open_trace_writer(trace, std::nullopt));
-      options.recorder = &recorder_;
-    }
+    if (!trace.empty()) recorder_.attach(trace::open_trace_writer(trace, std::nullopt));
+    // The ops and kernels by name, for trace_manager.dump(format="console") after the run.
+    if (console) recorder_.attach(std::make_unique<trace::ConsoleSummary>(console_text_, 12));
+    if (recorder_.enabled()) options.recorder = &recorder_;
     Diagnostics pd;
     runtime::KernelPolicy policy = runtime::KernelPolicy::load(policy_text, pd, "policy");
     if (!pd.empty()) throw InputError(std::move(pd));
@@ -93,9 +96,11 @@ class Session {
   }
 
   bool finished() const { return result_.has_value() || error_ != nullptr; }
+  std::string console() const { return console_text_.str(); }
 
  private:
   std::unique_ptr<hw::Machine> machine_;
+  std::ostringstream console_text_;  // before the recorder, which writes to it when it finishes
   trace::Recorder recorder_;
   std::unique_ptr<runtime::Engine> engine_;
   std::optional<runtime::EngineResult> result_;
@@ -188,9 +193,11 @@ PYBIND11_MODULE(_syntorch, m) {
 
   py::class_<Session>(m, "Session")
       .def(py::init<const std::string&, const std::vector<std::string>&, const std::string&, const std::string&,
-                    const std::string&>(),
-           py::arg("hw"), py::arg("set"), py::arg("framework"), py::arg("trace"), py::arg("policy"))
+                    const std::string&, bool>(),
+           py::arg("hw"), py::arg("set"), py::arg("framework"), py::arg("trace"), py::arg("policy"),
+           py::arg("console"))
       .def("finish", &Session::finish)
+      .def("console", &Session::console)
       .def_property_readonly("finished", &Session::finished);
 
   py::class_<torch::ScalarType>(m, "dtype")

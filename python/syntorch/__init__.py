@@ -35,13 +35,14 @@ def _bundled_config(name):
     raise FileNotFoundError(f"syntorch: the bundled hardware config {name} was not found; pass init(hw=...)")
 
 
-def init(hw=None, set=(), framework="eager", trace=None, policy=None):
+def init(hw=None, set=(), framework="eager", trace=None, policy=None, console=True):
     """Starts a simulated run on the machine `hw` (a hardware config JSON file; default: the
     SYNTORCH_HW environment variable, else the bundled H100). `set` overrides config fields
     ("/json/pointer=value", as the CLI's --set); `framework` is "eager" (PyTorch's dispatch cost per
     op) or "native"; `trace` a trace file to write (.json, .pftrace, .et) when the run ends;
-    `policy` a KernelPolicy, "op=impl,..." text or a policy file. A run already going is ended
-    first."""
+    `policy` a KernelPolicy, "op=impl,..." text or a policy file; `console` keeps the ops and
+    kernels by name for trace_manager.dump() (console=False saves the tracing's cost on large
+    runs). A run already going is ended first."""
     global _session, _session_thread, _init_args, _policy
     if isinstance(set, str):
         raise TypeError("init(set=...) takes a list of \"/json/pointer=value\" strings, not one string")
@@ -52,10 +53,10 @@ def init(hw=None, set=(), framework="eager", trace=None, policy=None):
         except Exception:
             pass  # a failed run is over; the new one starts clean
     _session = None  # the old run's engine goes before the new one is built
-    args = dict(hw=hw, set=list(set), framework=framework, trace=trace, policy=policy)
+    args = dict(hw=hw, set=list(set), framework=framework, trace=trace, policy=policy, console=console)
     hw = hw or os.environ.get("SYNTORCH_HW") or _bundled_config("h100_sxm5_80gb.json")
     session = _syntorch.Session(str(hw), [str(s) for s in set], framework, str(trace) if trace else "",
-                                str(policy) if policy is not None else "")
+                                str(policy) if policy is not None else "", bool(console))
     # Kept only once they made a run: a refused init() leaves later implicit runs on the last good one.
     _session, _session_thread, _init_args = session, threading.get_ident(), args
     _policy = policy if isinstance(policy, KernelPolicy) or policy is None else KernelPolicy._from_text(str(policy))
@@ -188,6 +189,11 @@ class _TraceManager:
                  f"  FLOPs            {s['flops']:.4g}",
                  f"  HBM bytes        {s['hbm_bytes']:.4g}",
                  f"  peak memory      {', '.join(f'{b / 2**20:.1f} MiB' for b in s['peak_memory_bytes'])}"]
+        ops = _session.console().rstrip()
+        if ops:
+            lines += ["", ops]
+        else:
+            lines += ["  (ops and kernels by name: init(console=True))"]
         text = "\n".join(lines)
         if path:
             with open(path, "w") as f:

@@ -190,3 +190,31 @@ def test_the_python_training_loop_matches_the_cpp_one():
         pytest.skip("the C++ example is not built next to the extension")
     cpp = subprocess.run([binary] + args, capture_output=True, text=True, cwd=SOURCE, check=True)
     assert _step_times(cpp.stdout) == py_steps, (cpp.stdout, py.stdout)
+
+
+def test_the_quickstart_dumps_the_ops_and_kernels_it_ran():
+    out = subprocess.run([sys.executable, os.path.join(SOURCE, "examples", "quickstart.py")], capture_output=True,
+                         text=True, cwd=SOURCE, check=True).stdout
+    assert "ColumnParallelLinear shard: (4, 3)" in out
+    for op in ("aten::add", "aten::matmul", "aten::linear", "aten::relu"):
+        assert re.search(rf"^\s+{re.escape(op)}\s+\d+", out, re.M), (op, out)
+    assert re.search(r"^\s+gemm \S+\s+3\s", out, re.M), out  # x @ y.t(), SimpleModel's and the shard's linear
+    assert re.search(r"kernels\s+7$", out, re.M), out
+
+
+def test_parallel_layers_hold_one_ranks_shard_and_refuse_collectives_alone():
+    from syntorch.parallel import ColumnParallelLinear, RowParallelLinear, VocabParallelEmbedding
+    syntorch.init(hw=H100)
+    col = [ColumnParallelLinear(input_size=10, output_size=5, tp_size=2, tp_rank=r) for r in (0, 1)]
+    assert [c.weight.shape for c in col] == [(3, 10), (2, 10)]
+    row = RowParallelLinear(input_size=8, output_size=4, tp_size=2, tp_rank=1, reduce_results=False)
+    assert row(torch.randn(2, 4)).shape == (2, 4) and row.weight.shape == (4, 4)
+    emb = VocabParallelEmbedding(100, 16, tp_size=4, tp_rank=0, reduce_results=False)
+    assert emb.weight.shape == (25, 16)
+    with pytest.raises(NotImplementedError, match="other ranks"):
+        RowParallelLinear(8, 4, tp_size=2, tp_rank=0)(torch.randn(2, 4))
+    with pytest.raises(NotImplementedError, match="gather_output"):
+        ColumnParallelLinear(10, 4, tp_size=2, tp_rank=0, gather_output=True)(torch.randn(2, 10))
+    with pytest.raises(ValueError, match="tp_rank"):
+        ColumnParallelLinear(10, 4, tp_size=2, tp_rank=2)
+    syntorch.trace_manager.stats()

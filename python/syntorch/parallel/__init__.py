@@ -1,0 +1,91 @@
+"""syntorch.parallel: Megatron's tensor-parallel layers as one rank's shard.
+
+    layer = ColumnParallelLinear(input_size=10, output_size=5, tp_size=2, tp_rank=0)
+
+builds rank `tp_rank`'s share of the weight (output features split over tp_size ranks, the
+remainder to the first ranks) and runs that rank's GEMM. The collectives a layer ends with (the
+column layer's gather_output, the row layer's and the vocabulary embedding's all-reduce) need the
+other ranks of the group, which a one-rank Python run does not have: asking for them raises
+NotImplementedError. Many-rank runs use the C++ layers (docs/simulation.md)."""
+
+import syntorch.torch as torch
+import syntorch.torch.nn as nn
+import syntorch.torch.nn.functional as F
+
+__all__ = ["ColumnParallelLinear", "RowParallelLinear", "VocabParallelEmbedding", "shard_size"]
+
+
+def shard_size(total, tp_size, tp_rank):
+    """Rank tp_rank's share of `total` split over tp_size ranks (the first ranks one larger)."""
+    if tp_size < 1 or not 0 <= tp_rank < tp_size:
+        raise ValueError(f"expected 0 <= tp_rank < tp_size, got tp_rank={tp_rank}, tp_size={tp_size}")
+    if total < tp_size:
+        raise ValueError(f"cannot split {total} over {tp_size} ranks")
+    return total // tp_size + (1 if tp_rank < total % tp_size else 0)
+
+
+def _needs_peers(layer, what):
+    raise NotImplementedError(f"syntorch.parallel.{layer}: {what} needs the other ranks of the tensor-parallel "
+                              "group, which a one-rank Python run does not have")
+
+
+class ColumnParallelLinear(nn.Module):
+    """Y = X A with A split by columns: this rank holds [output_size / tp_size, input_size]."""
+
+    def __init__(self, input_size, output_size, tp_size=1, tp_rank=0, bias=True, gather_output=False,
+                 dtype=None, device=None):
+        super().__init__()
+        self.input_size, self.output_size = input_size, output_size
+        self.tp_size, self.tp_rank, self.gather_output = tp_size, tp_rank, gather_output
+        self.output_size_per_partition = shard_size(output_size, tp_size, tp_rank)
+        self.weight = nn._parameter(self.output_size_per_partition, input_size, device=device, dtype=dtype)
+        if bias:
+            self.bias = nn._parameter(self.output_size_per_partition, device=device, dtype=dtype)
+        else:
+            object.__setattr__(self, "bias", None)
+
+    def forward(self, x):
+        if self.gather_output and self.tp_size > 1:
+            _needs_peers("ColumnParallelLinear", "gather_output=True")
+        return F.linear(x, self.weight, self.bias)
+
+
+class RowParallelLinear(nn.Module):
+    """Y = X A with A split by rows: this rank holds [output_size, input_size / tp_size] and takes
+    its shard of X (input_is_parallel); the partial products are all-reduced (reduce_results)."""
+
+    def __init__(self, input_size, output_size, tp_size=1, tp_rank=0, bias=True, input_is_parallel=True,
+                 reduce_results=True, dtype=None, device=None):
+        super().__init__()
+        if not input_is_parallel:
+            raise NotImplementedError("syntorch.parallel.RowParallelLinear: input_is_parallel=False is not supported")
+        self.input_size, self.output_size = input_size, output_size
+        self.tp_size, self.tp_rank, self.reduce_results = tp_size, tp_rank, reduce_results
+        self.input_size_per_partition = shard_size(input_size, tp_size, tp_rank)
+        self.weight = nn._parameter(output_size, self.input_size_per_partition, device=device, dtype=dtype)
+        if bias:
+            self.bias = nn._parameter(output_size, device=device, dtype=dtype)
+        else:
+            object.__setattr__(self, "bias", None)
+
+    def forward(self, x):
+        if self.reduce_results and self.tp_size > 1:
+            _needs_peers("RowParallelLinear", "reduce_results=True (the all-reduce of the partial products)")
+        return F.linear(x, self.weight, self.bias)
+
+
+class VocabParallelEmbedding(nn.Module):
+    """An embedding whose rows (the vocabulary) are split over the ranks."""
+
+    def __init__(self, num_embeddings, embedding_dim, tp_size=1, tp_rank=0, reduce_results=True, dtype=None,
+                 device=None):
+        super().__init__()
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        self.tp_size, self.tp_rank, self.reduce_results = tp_size, tp_rank, reduce_results
+        self.num_embeddings_per_partition = shard_size(num_embeddings, tp_size, tp_rank)
+        self.weight = nn._parameter(self.num_embeddings_per_partition, embedding_dim, device=device, dtype=dtype)
+
+    def forward(self, indices):
+        if self.reduce_results and self.tp_size > 1:
+            _needs_peers("VocabParallelEmbedding", "reduce_results=True (the all-reduce of the looked-up rows)")
+        return F.embedding(indices, self.weight)
