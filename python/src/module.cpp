@@ -363,6 +363,29 @@ PYBIND11_MODULE(_syntorch, m) {
     return dims ? torch::sum(x, sizes_of(*dims), keepdim) : torch::sum(x);
   }, py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false, py::call_guard<RequireRun>());
   m.def("exp", &torch::exp, py::call_guard<RequireRun>());
+  // Comparisons (tensor or number), selection, masking, sampling.
+#define SYNTORCH_BIND_COMPARE(name)                                                                       \
+  m.def(#name, [](const Tensor& a, const Tensor& b) { return torch::name(a, b); }, py::call_guard<RequireRun>()); \
+  m.def(#name, [](const Tensor& a, double b) { return torch::name(a, b); }, py::call_guard<RequireRun>());
+  SYNTORCH_BIND_COMPARE(eq)
+  SYNTORCH_BIND_COMPARE(ne)
+  SYNTORCH_BIND_COMPARE(lt)
+  SYNTORCH_BIND_COMPARE(le)
+  SYNTORCH_BIND_COMPARE(gt)
+  SYNTORCH_BIND_COMPARE(ge)
+#undef SYNTORCH_BIND_COMPARE
+  m.def("where", &torch::where, py::call_guard<RequireRun>());
+  m.def("masked_fill", &torch::masked_fill, py::call_guard<RequireRun>());
+  m.def("masked_fill_", &torch::masked_fill_, py::return_value_policy::reference, py::call_guard<RequireRun>());
+  m.def("tril", &torch::tril, py::arg("input"), py::arg("diagonal") = 0, py::call_guard<RequireRun>());
+  m.def("triu", &torch::triu, py::arg("input"), py::arg("diagonal") = 0, py::call_guard<RequireRun>());
+  m.def("multinomial", &torch::multinomial, py::arg("input"), py::arg("num_samples"), py::arg("replacement") = false,
+        py::call_guard<RequireRun>());
+  m.def("topk", [](const Tensor& x, std::int64_t k, std::int64_t dim, bool largest, bool sorted) {
+    auto [values, indices] = torch::topk(x, k, dim, largest, sorted);
+    return py::make_tuple(values, indices);
+  }, py::arg("input"), py::arg("k"), py::arg("dim") = -1, py::arg("largest") = true, py::arg("sorted") = true,
+     py::call_guard<RequireRun>());
   m.def("log", &torch::log, py::call_guard<RequireRun>());
   m.def("clamp", &torch::clamp, py::arg("input"), py::arg("min") = py::none(), py::arg("max") = py::none(),
         py::call_guard<RequireRun>());

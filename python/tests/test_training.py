@@ -218,3 +218,33 @@ def test_parallel_layers_hold_one_ranks_shard_and_refuse_collectives_alone():
     with pytest.raises(ValueError, match="tp_rank"):
         ColumnParallelLinear(10, 4, tp_size=2, tp_rank=2)
     syntorch.trace_manager.stats()
+
+
+def test_sampling_and_masking_ops_a_generation_loop_uses():
+    syntorch.init(hw=H100)
+    logits = torch.randn(2, 100, dtype=torch.bfloat16)
+    v, idx = torch.topk(logits, 10)
+    assert v.shape == (2, 10) and idx.dtype == torch.int64 and torch.topk(logits, 5).values.shape == (2, 5)
+    mask = logits < v[:, -1:]
+    assert mask.dtype == torch.bool and mask.shape == (2, 100)
+    assert (logits >= 0.5).dtype == torch.bool
+    masked = logits.masked_fill(mask, float("-inf"))
+    tokens = torch.multinomial(F.softmax(masked, dim=-1), num_samples=1)
+    assert tokens.shape == (2, 1) and tokens.dtype == torch.int64
+    assert torch.where(mask, logits, torch.zeros(2, 100, dtype=torch.float32)).dtype == torch.float32
+    causal = torch.ones(8, 8, dtype=torch.bool).triu(1)
+    assert torch.tril(torch.ones(8, 8)).shape == (8, 8) and causal.dtype == torch.bool
+    assert torch.randint(0, 50, (3, 4)).dtype == torch.int64 and torch.randint(10, (5,)).shape == (5,)
+    with pytest.raises(RuntimeError, match="Bool"):
+        logits.masked_fill(torch.zeros(2, 100), 0.0)
+    with pytest.raises(RuntimeError, match="without replacement"):
+        torch.multinomial(F.softmax(logits, dim=-1), 101)
+    syntorch.trace_manager.stats()
+
+
+def test_a_gpt2_in_idiomatic_pytorch_trains_and_generates():
+    out = subprocess.run([sys.executable, os.path.join(SOURCE, "examples", "nanogpt_style.py"), "--layers", "2",
+                          "--batch", "2", "--block", "128", "--prompt", "8", "--new-tokens", "4"],
+                         capture_output=True, text=True, cwd=SOURCE, check=True).stdout
+    assert "tokens (1, 12)" in out, out
+    assert re.search(r"train step\s+[0-9.]+ ms", out) and re.search(r"generate\s+[0-9.]+ ms", out), out

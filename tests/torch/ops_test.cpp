@@ -453,3 +453,44 @@ TEST_F(TorchOps, CudaSynchronizeGraphsAndScopesReachTheRank) {
 
 }  // namespace
 }  // namespace syntorch
+
+namespace syntorch {
+namespace {
+
+TEST(TorchSelect, ComparisonsWhereMaskingAndSamplingAreOneKernelEach) {
+  torch::testing::FakeRank rank;
+  runtime::RankGuard guard(&rank);
+  const auto x = torch::empty({4, 16}, torch::kFloat16);
+  const auto lt = torch::lt(x, torch::empty({16}, torch::kFloat16));
+  EXPECT_EQ(lt.dtype(), torch::kBool);
+  EXPECT_EQ(lt.sizes(), (Sizes{4, 16}));
+  EXPECT_EQ(torch::gt(x, 0.5).dtype(), torch::kBool);
+  const auto w = torch::where(lt, x, torch::empty({4, 16}, torch::kFloat32));
+  EXPECT_EQ(w.dtype(), torch::kFloat32);  // promoted
+  const auto causal = torch::triu(torch::ones({16, 16}, torch::kBool), 1);
+  EXPECT_EQ(torch::masked_fill(torch::empty({2, 4, 16, 16}), causal, -1e30).sizes(), (Sizes{2, 4, 16, 16}));
+  const auto tokens = torch::multinomial(torch::softmax(x, -1), 1);
+  EXPECT_EQ(tokens.dtype(), torch::kInt64);
+  EXPECT_EQ(tokens.sizes(), (Sizes{4, 1}));
+  EXPECT_EQ(rank.launches.size(), 8u);  // lt, gt, where, ones, triu, masked_fill, softmax, multinomial
+  EXPECT_THROW(torch::masked_fill(x, torch::empty({4, 16}), 0.0), torch::Error);  // not a Bool mask
+  EXPECT_THROW(torch::multinomial(torch::empty({4, 16}), 17), torch::Error);      // more than C without replacement
+  EXPECT_THROW(torch::tril(torch::empty({4})), torch::Error);
+}
+
+TEST(TorchSelect, WhereAndMaskedFillPassGradientsThroughTheirMask) {
+  torch::testing::FakeRank rank;
+  runtime::RankGuard guard(&rank);
+  auto scores = torch::empty({8, 8}).requires_grad_();
+  const auto mask = torch::triu(torch::ones({8, 8}, torch::kBool), 1);
+  auto loss = torch::sum(torch::softmax(torch::masked_fill(scores, mask, -1e9), -1));
+  loss.backward();
+  ASSERT_TRUE(scores.grad().defined());
+  EXPECT_EQ(scores.grad().sizes(), (Sizes{8, 8}));
+  auto a = torch::empty({8}).requires_grad_();
+  torch::sum(torch::where(torch::gt(a, 0.0), a, torch::zeros({8}))).backward();
+  EXPECT_TRUE(a.grad().defined());
+}
+
+}  // namespace
+}  // namespace syntorch

@@ -80,6 +80,32 @@ Tensor argmax(const Tensor& x, std::optional<std::int64_t> dim = std::nullopt, b
 std::tuple<Tensor, Tensor> topk(const Tensor& x, std::int64_t k, std::int64_t dim = -1, bool largest = true,
                                 bool sorted = true);
 
+// --- Comparisons, selection, masking and sampling (select_ops.cpp) ---
+// Elementwise comparisons with broadcasting (or against a number): Bool outputs, no gradient.
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor eq(const Tensor& a, double b);
+Tensor ne(const Tensor& a, double b);
+Tensor lt(const Tensor& a, double b);
+Tensor le(const Tensor& a, double b);
+Tensor gt(const Tensor& a, double b);
+Tensor ge(const Tensor& a, double b);
+// condition ? a : b, all three broadcast (condition Bool); one kernel.
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
+// x with `value` where mask (Bool, broadcast to x) is set; one kernel. In place: no gradient.
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
+Tensor& masked_fill_(Tensor& x, const Tensor& mask, double value);
+// The lower (upper) triangle of the last two dims, the rest zeroed: one copy kernel.
+Tensor tril(const Tensor& x, std::int64_t diagonal = 0);
+Tensor triu(const Tensor& x, std::int64_t diagonal = 0);
+// num_samples category indices (Long) per row of a [C] or [N, C] probability tensor: one
+// row-wise kernel (a scan and a search per row). The values are not simulated.
+Tensor multinomial(const Tensor& probs, std::int64_t num_samples, bool replacement = false);
+
 // --- Foreach (torch._foreach_*: one multi-tensor kernel over every tensor of a list) ---
 // self[i] += other[i] (other may be in another dtype: a cast on the way).
 void _foreach_add_(const std::vector<Tensor>& self, const std::vector<Tensor>& other);

@@ -6,7 +6,8 @@ import _syntorch
 from _syntorch import (Tensor, dtype, float64, double, float32, float, float16, half, bfloat16, float8_e4m3fn,
                        int8, int32, int, int64, long, bool, set_default_dtype, get_default_dtype, matmul, mm, bmm,
                        add, sub, mul, div, relu, silu, tanh, sigmoid, softmax, log_softmax, argmax, cat, stack,
-                       exp, log, clamp, is_grad_enabled, is_autocast_enabled, get_autocast_dtype)
+                       exp, log, clamp, is_grad_enabled, is_autocast_enabled, get_autocast_dtype, eq, ne, lt, le,
+                       gt, ge, where, masked_fill, tril, triu, multinomial)
 
 import syntorch as _syntorch_package
 
@@ -88,6 +89,18 @@ zeros = _factory(_syntorch._zeros)
 ones = _factory(_syntorch._ones)
 randn = _factory(_syntorch._randn)
 rand = _factory(_syntorch._rand)
+
+
+def randint(low=0, high=None, size=None, *, dtype=None, device=None, requires_grad=False, generator=None):
+    """torch.randint(high, size) or randint(low, high, size): int64 unless dtype says otherwise."""
+    if size is None:  # randint(high, size)
+        low, high, size = 0, low, high
+    if high is None or size is None:
+        raise TypeError("randint() missing required arguments: expected randint(low=0, high, size)")
+    if _builtins.int(high) <= _builtins.int(low):
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    _syntorch_package.current_session()
+    return _syntorch._randn(_sizes((size,)), dtype if dtype is not None else int64, _device_name(device))
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
@@ -217,6 +230,28 @@ Tensor.sum = lambda self, dim=None, keepdim=False, *, dtype=None: sum(self, dim,
 Tensor.exp = lambda self: exp(self)
 Tensor.log = lambda self: log(self)
 Tensor.clamp = lambda self, min=None, max=None: clamp(self, min, max)
+for _name, _op in (("eq", eq), ("ne", ne), ("lt", lt), ("le", le), ("gt", gt), ("ge", ge)):
+    _method = (lambda op: lambda self, other: op(self, other if isinstance(other, Tensor) else _builtins.float(other)))(_op)
+    setattr(Tensor, _name, _method)
+    setattr(Tensor, f"__{_name}__", _method)
+Tensor.__hash__ = object.__hash__  # a tensor is hashed by identity, as PyTorch's (== is elementwise)
+Tensor.masked_fill = lambda self, mask, value: masked_fill(self, mask, _builtins.float(value))
+Tensor.masked_fill_ = lambda self, mask, value: _syntorch.masked_fill_(self, mask, _builtins.float(value))
+Tensor.tril = lambda self, diagonal=0: tril(self, diagonal)
+Tensor.triu = lambda self, diagonal=0: triu(self, diagonal)
+Tensor.topk = lambda self, k, dim=-1, largest=True, sorted=True: topk(self, k, dim, largest, sorted)
+Tensor.multinomial = lambda self, num_samples, replacement=False: multinomial(self, num_samples, replacement)
+
+
+class _TopK(tuple):
+    """torch.return_types.topk: (values, indices), also by name."""
+
+    values = property(lambda self: self[0])
+    indices = property(lambda self: self[1])
+
+
+def topk(input, k, dim=-1, largest=True, sorted=True):
+    return _TopK(_syntorch.topk(input, k, dim, largest, sorted))
 Tensor.__len__ = lambda self: self.shape[0]
 
 

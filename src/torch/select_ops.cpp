@@ -1,0 +1,174 @@
+// Comparisons, selection and masking, and sampling: the ops generation loops and attention masks
+// written by hand use (lt, where, masked_fill, tril, multinomial). Each is one elementwise or
+// row-wise kernel; comparisons and sampling have no gradient, as in PyTorch.
+
+#include "backward_ops.hpp"
+#include "grad.hpp"
+#include "internal.hpp"
+#include "syntorch/torch/ops.hpp"
+
+namespace syntorch::torch {
+
+using detail::fail;
+using detail::Grads;
+using detail::impl_of;
+using detail::Sizes;
+using runtime::OpKind;
+using Node = autograd::Node;
+
+namespace {
+
+// A new tensor of `sizes` from one elementwise kernel of `kind` costed at `cost_dtype`.
+Tensor elementwise(IntArrayRef sizes, ScalarType out_dtype, ScalarType cost_dtype, Device device, OpKind kind,
+                   std::string_view aten) {
+  runtime::RankContext* ctx = runtime::current_rank();
+  Tensor out = detail::make_tensor(ctx, sizes, out_dtype, device, aten);
+  const std::int64_t n = impl_of(out).numel;
+  detail::dispatch(ctx, detail::elementwise_op(kind, n, cost_dtype), aten, device, n == 0);
+  return out;
+}
+
+Tensor compare(const Tensor& a, const Tensor& b, const char* op, std::string_view aten) {
+  detail::check_defined(a, op, "self");
+  detail::check_defined(b, op, "other");
+  detail::check_same_device(a, b, op);
+  const ScalarType type = detail::result_type(a, b, op);
+  const Sizes sizes = broadcast_shapes(a.sizes(), b.sizes());
+  return elementwise(sizes, kBool, type, a.device(), OpKind::sub, aten);
+}
+
+Tensor compare_scalar(const Tensor& a, const char* op, std::string_view aten) {
+  detail::check_defined(a, op, "self");
+  return elementwise(a.sizes(), kBool, a.dtype(), a.device(), OpKind::sub, aten);
+}
+
+void check_mask(const Tensor& mask, const char* op) {
+  detail::check_defined(mask, op, "mask");
+  if (mask.dtype() != kBool) {
+    fail("{}: expected a mask of dtype Bool, got {}", op, scalar_type_name(mask.dtype()));
+  }
+}
+
+// The gradient through a mask: one kernel over the gradient, summed back to `sizes`.
+Tensor masked_grad(const Tensor& g, IntArrayRef sizes, std::string_view aten) {
+  Tensor out = elementwise(g.sizes(), g.dtype(), g.dtype(), g.device(), OpKind::mul, aten);
+  return detail::sum_to(out, sizes);
+}
+
+}  // namespace
+
+Tensor eq(const Tensor& a, const Tensor& b) { return compare(a, b, "eq", "aten::eq"); }
+Tensor ne(const Tensor& a, const Tensor& b) { return compare(a, b, "ne", "aten::ne"); }
+Tensor lt(const Tensor& a, const Tensor& b) { return compare(a, b, "lt", "aten::lt"); }
+Tensor le(const Tensor& a, const Tensor& b) { return compare(a, b, "le", "aten::le"); }
+Tensor gt(const Tensor& a, const Tensor& b) { return compare(a, b, "gt", "aten::gt"); }
+Tensor ge(const Tensor& a, const Tensor& b) { return compare(a, b, "ge", "aten::ge"); }
+Tensor eq(const Tensor& a, double) { return compare_scalar(a, "eq", "aten::eq"); }
+Tensor ne(const Tensor& a, double) { return compare_scalar(a, "ne", "aten::ne"); }
+Tensor lt(const Tensor& a, double) { return compare_scalar(a, "lt", "aten::lt"); }
+Tensor le(const Tensor& a, double) { return compare_scalar(a, "le", "aten::le"); }
+Tensor gt(const Tensor& a, double) { return compare_scalar(a, "gt", "aten::gt"); }
+Tensor ge(const Tensor& a, double) { return compare_scalar(a, "ge", "aten::ge"); }
+
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
+  const char* op = "where";
+  check_mask(condition, op);
+  detail::check_defined(a, op, "self");
+  detail::check_defined(b, op, "other");
+  detail::check_same_device(a, b, op);
+  detail::check_same_device(condition, a, op);
+  const ScalarType type = detail::result_type(a, b, op);
+  const Sizes sizes = broadcast_shapes(broadcast_shapes(condition.sizes(), a.sizes()), b.sizes());
+  Tensor out = elementwise(sizes, type, type, a.device(), OpKind::add, "aten::where");
+  if (autograd::any_requires_grad({&a, &b})) {
+    Sizes sa = a.sizes(), sb = b.sizes();
+    autograd::record("WhereBackward0", {&a, &b}, {&out}, {condition}, [sa, sb](Grads& g, Grads&, const Node& n) {
+      return Grads{n.needs_input_grad(0) ? masked_grad(g[0], sa, "aten::where") : Tensor(),
+                   n.needs_input_grad(1) ? masked_grad(g[0], sb, "aten::where") : Tensor()};
+    });
+  }
+  return out;
+}
+
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double) {
+  const char* op = "masked_fill";
+  detail::check_defined(x, op, "self");
+  check_mask(mask, op);
+  detail::check_same_device(x, mask, op);
+  if (!detail::broadcasts_to(mask.sizes(), x.sizes())) {
+    fail("{}: the mask of shape {} does not broadcast to the input's shape {}", op, format_sizes(mask.sizes()),
+         format_sizes(x.sizes()));
+  }
+  Tensor out = elementwise(x.sizes(), x.dtype(), x.dtype(), x.device(), OpKind::mul, "aten::masked_fill");
+  if (autograd::any_requires_grad({&x})) {
+    Sizes sx = x.sizes();
+    autograd::record("MaskedFillBackward0", {&x}, {&out}, {mask}, [sx](Grads& g, Grads&, const Node&) {
+      return Grads{masked_grad(g[0], sx, "aten::masked_fill")};
+    });
+  }
+  return out;
+}
+
+Tensor& masked_fill_(Tensor& x, const Tensor& mask, double) {
+  const char* op = "masked_fill_";
+  detail::check_defined(x, op, "self");
+  check_mask(mask, op);
+  if (!detail::broadcasts_to(mask.sizes(), x.sizes())) {
+    fail("{}: the mask of shape {} does not broadcast to the input's shape {}", op, format_sizes(mask.sizes()),
+         format_sizes(x.sizes()));
+  }
+  detail::no_backward({&x}, op);
+  const auto& s = impl_of(x);
+  detail::dispatch(runtime::current_rank(), detail::elementwise_op(OpKind::mul, s.numel, s.dtype),
+                   "aten::masked_fill_", s.device, s.numel == 0);
+  return x;
+}
+
+namespace {
+Tensor triangle(const Tensor& x, const char* op, std::string_view aten) {
+  detail::check_defined(x, op, "self");
+  if (x.dim() < 2) fail("{}: input tensor must have at least 2 dimensions, got {}", op, x.dim());
+  Tensor out = elementwise(x.sizes(), x.dtype(), x.dtype(), x.device(), OpKind::copy, aten);
+  if (autograd::any_requires_grad({&x})) {
+    autograd::record(std::string_view(op) == "tril" ? "TrilBackward0" : "TriuBackward0", {&x}, {&out}, {},
+                     [aten](Grads& g, Grads&, const Node&) {
+                       return Grads{elementwise(g[0].sizes(), g[0].dtype(), g[0].dtype(), g[0].device(), OpKind::copy,
+                                                aten)};
+                     });
+  }
+  return out;
+}
+}  // namespace
+
+Tensor tril(const Tensor& x, std::int64_t) { return triangle(x, "tril", "aten::tril"); }
+Tensor triu(const Tensor& x, std::int64_t) { return triangle(x, "triu", "aten::triu"); }
+
+Tensor multinomial(const Tensor& probs, std::int64_t num_samples, bool replacement) {
+  const char* op = "multinomial";
+  detail::check_defined(probs, op, "self");
+  const auto& s = impl_of(probs);
+  if (s.sizes.empty() || s.sizes.size() > 2) fail("{}: prob_dist must be 1 or 2 dim, got {}", op, s.sizes.size());
+  if (!is_floating_point(s.dtype)) fail("{}: expected a floating point probability tensor, got {}", op, scalar_type_name(s.dtype));
+  const std::int64_t categories = s.sizes.back();
+  if (num_samples <= 0) fail("{}: cannot sample n_sample <= 0 samples", op);
+  if (!replacement && num_samples > categories) {
+    fail("{}: cannot sample n_sample > prob_dist.size(-1) samples without replacement", op);
+  }
+  detail::no_backward({&probs}, op);
+  Sizes out_sizes = s.sizes;
+  out_sizes.back() = num_samples;
+  // One pass over each row (its cumulative sum and the search): a row-wise kernel.
+  runtime::RankContext* ctx = runtime::current_rank();
+  Tensor out = detail::make_tensor(ctx, out_sizes, kInt64, s.device, "aten::multinomial");
+  if (ctx) {
+    runtime::OpDesc o;
+    o.kind = OpKind::softmax;
+    o.dtype = to_runtime_dtype(s.dtype);
+    o.cols = static_cast<std::uint64_t>(categories);
+    o.rows = categories == 0 ? 0 : static_cast<std::uint64_t>(s.numel / categories);
+    detail::dispatch(ctx, o, "aten::multinomial", s.device, s.numel == 0);
+  }
+  return out;
+}
+
+}  // namespace syntorch::torch
