@@ -248,3 +248,66 @@ def test_a_gpt2_in_idiomatic_pytorch_trains_and_generates():
                          capture_output=True, text=True, cwd=SOURCE, check=True).stdout
     assert "tokens (1, 12)" in out, out
     assert re.search(r"train step\s+[0-9.]+ ms", out) and re.search(r"generate\s+[0-9.]+ ms", out), out
+
+
+UNMODIFIED = '''
+import argparse
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+p = argparse.ArgumentParser()
+p.add_argument("--steps", type=int, default=2)
+args = p.parse_args()
+device = "cuda" if torch.cuda.is_available() else "cpu"
+model = nn.Sequential(nn.Linear(512, 2048), nn.GELU(), nn.Linear(2048, 10)).to(device)
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+for step in range(args.steps):
+    x = torch.randn(64, 512, device=device)
+    y = torch.randint(0, 10, (64,), device=device)
+    with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+        loss = F.cross_entropy(model(x), y)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    print(f"step {step} loss {loss.item():.3f}")
+assert not hasattr(torch, "compile")  # probing for a feature finds it missing, as on an old PyTorch
+torch.distributed.init_process_group("nccl")
+torch.distributed.all_reduce(loss)
+print("world", torch.distributed.get_world_size())
+'''
+
+
+def _run(tmp_path, source, *args):
+    script = tmp_path / "script.py"
+    script.write_text(source)
+    return subprocess.run([sys.executable, "-m", "syntorch.run", *args, str(script), "--steps", "3"],
+                          capture_output=True, text=True, cwd=SOURCE)
+
+
+def test_syntorch_run_runs_an_unmodified_pytorch_script(tmp_path):
+    r = _run(tmp_path, UNMODIFIED, "--hw", H100)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("loss 0.000") == 3 and "world 1" in r.stdout
+    assert re.search(r"kernels\s+\d+", r.stderr) and "aten::linear" in r.stderr, r.stderr
+    refused = _run(tmp_path, UNMODIFIED, "--nproc", "8")
+    assert refused.returncode == 2 and "--nproc" in refused.stderr
+    missing = _run(tmp_path, "import torch\ntorch.fft.fft(torch.randn(4))\n")
+    assert missing.returncode == 1
+    assert "torch.fft is not supported by syntorch" in missing.stderr
+    bad_hw = _run(tmp_path, UNMODIFIED, "--hw", "no_such.json")
+    assert bad_hw.returncode == 2 and "no_such.json" in bad_hw.stderr
+
+
+def test_unsupported_names_raise_not_implemented_but_hasattr_still_works():
+    syntorch.init(hw=H100)
+    with pytest.raises(NotImplementedError, match="torch.fft"):
+        torch.fft
+    with pytest.raises(NotImplementedError, match="torch.nn.functional.grid_sample"):
+        F.grid_sample
+    with pytest.raises(NotImplementedError, match="torch.Tensor.cumsum"):
+        torch.randn(3).cumsum
+    assert not hasattr(torch, "compile") and not hasattr(nn, "Conv2d")
+    with pytest.raises(NotImplementedError, match="world of 4"):
+        torch.distributed.init_process_group("nccl", world_size=4, rank=0)
+    syntorch.trace_manager.stats()

@@ -10,6 +10,9 @@ from _syntorch import (Tensor, dtype, float64, double, float32, float, float16, 
                        gt, ge, where, masked_fill, tril, triu, multinomial)
 
 import syntorch as _syntorch_package
+from syntorch._unsupported import Unsupported as _Unsupported, module_getattr as _module_getattr
+
+__getattr__ = _module_getattr("torch")
 
 from . import nn  # noqa: E402
 from . import cuda  # noqa: E402
@@ -18,6 +21,7 @@ from . import optim  # noqa: E402
 from . import amp  # noqa: E402
 from .amp import autocast  # noqa: E402
 from . import profiler  # noqa: E402
+from . import distributed  # noqa: E402
 
 _default_device = ["cuda"]
 
@@ -308,5 +312,12 @@ def _setindex(self, key, value):
         view.fill_(_builtins.float(value))
 
 
+def _tensor_getattr(self, name):
+    if name.startswith("__") and name.endswith("__"):
+        raise AttributeError(f"'Tensor' object has no attribute {name!r}")
+    raise _Unsupported(f"torch.Tensor.{name} is not supported by syntorch (docs/python.md lists what is)")
+
+
+Tensor.__getattr__ = _tensor_getattr
 Tensor.__getitem__ = _index
 Tensor.__setitem__ = _setindex

@@ -1,6 +1,9 @@
 """torch.nn.functional over syntorch's ops."""
 
 import _syntorch
+from syntorch._unsupported import module_getattr as _module_getattr
+
+__getattr__ = _module_getattr("torch.nn.functional")
 from _syntorch import relu, silu, tanh, sigmoid, scaled_dot_product_attention  # noqa: F401
 # scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
 # scale=None, enable_gqa=False), as PyTorch's
