@@ -1,6 +1,7 @@
 """PyTorch's names over syntorch's meta tensors: `import syntorch.torch as torch`."""
 
 import builtins as _builtins
+import contextlib as _contextlib
 
 import _syntorch
 from _syntorch import (Tensor, dtype, float64, double, float32, float, float16, half, bfloat16, float8_e4m3fn,
@@ -143,7 +144,7 @@ def reshape(x, shape):
     return x._reshape(_ints((shape,)))
 
 
-class set_grad_enabled:
+class set_grad_enabled(_contextlib.ContextDecorator):
     """Grad mode for a block (or a decorated function): ops record their backward only with it
     on, as torch.set_grad_enabled; no_grad() and enable_grad() are its two settings."""
 
@@ -161,14 +162,6 @@ class set_grad_enabled:
         self._scopes.pop().__exit__(*exc)
         return False
 
-    def __call__(self, fn):
-        import functools
-
-        @functools.wraps(fn)
-        def wrapped(*args, **kwargs):
-            with set_grad_enabled(self.mode):
-                return fn(*args, **kwargs)
-        return wrapped
 
 
 class no_grad(set_grad_enabled):

@@ -1,9 +1,11 @@
 """torch.amp: autocast and GradScaler, over syntorch's (docs/torch.md "Mixed precision")."""
 
+import contextlib
+
 import _syntorch
 
 
-class autocast:
+class autocast(contextlib.ContextDecorator):
     """torch.autocast(device_type, dtype=None, enabled=True, cache_enabled=None): in its block,
     matmul, linear and attention run in `dtype` (fp16 by default on CUDA; their inputs cast,
     weights once per block), layer_norm and the losses in fp32. A context manager or a
@@ -28,14 +30,6 @@ class autocast:
         self._scopes.pop().__exit__(*exc)
         return False
 
-    def __call__(self, fn):
-        import functools
-
-        @functools.wraps(fn)
-        def wrapped(*args, **kwargs):
-            with autocast("cuda", self.dtype, self.enabled, self.cache_enabled):
-                return fn(*args, **kwargs)
-        return wrapped
 
 
 class GradScaler:

@@ -1,10 +1,12 @@
 """torch.profiler.record_function: a named span of the program on the host timeline (in traces,
 and the top-level ones in trace_manager.stats()["steps"] with their simulated begin and end)."""
 
+import contextlib
+
 import _syntorch
 
 
-class record_function:
+class record_function(contextlib.ContextDecorator):
     def __init__(self, name, args=None):
         self.name = str(name)
         self._scope = None
@@ -19,11 +21,3 @@ class record_function:
         self._scope = None
         return False
 
-    def __call__(self, fn):
-        import functools
-
-        @functools.wraps(fn)
-        def wrapped(*args, **kwargs):
-            with record_function(self.name):
-                return fn(*args, **kwargs)
-        return wrapped
