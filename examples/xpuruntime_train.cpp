@@ -168,13 +168,15 @@ int main(int argc, char** argv) {
         step();
         torch::cuda::synchronize();
       }
-      // The whole step captured as one graph: one launch instead of one per kernel. The fused
-      // optimizer takes the scaler's flag on the device, so nothing syncs inside the capture.
-      torch::RecordScope scope("step (CUDA graph)");
+      // The whole step captured as one graph, then replayed: one launch instead of one per
+      // kernel. The fused optimizer takes the scaler's flag on the device, so nothing syncs
+      // inside the capture.
       torch::cuda::CUDAGraph graph;
       graph.capture_begin();
       step();
       graph.capture_end();
+      torch::RecordScope scope("step (CUDA graph)");
+      graph.replay();
       torch::cuda::synchronize();
     });
     recorder.finish();

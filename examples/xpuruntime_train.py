@@ -100,9 +100,10 @@ def main(argv=None):
     # The whole step as one graph: the fused optimizer takes the scaler's flag on the device, so
     # nothing syncs inside the capture.
     g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        step()
     with torch.profiler.record_function("step (CUDA graph)"):
-        with torch.cuda.graph(g):
-            step()
+        g.replay()
         torch.cuda.synchronize()
     stats = syntorch.trace_manager.stats()
 

@@ -444,10 +444,7 @@ PYBIND11_MODULE(_syntorch, m) {
       .def(py::init<>())
       .def("capture_begin", &torch::cuda::CUDAGraph::capture_begin, py::call_guard<RequireRun>())
       .def("capture_end", &torch::cuda::CUDAGraph::capture_end, py::call_guard<RequireRun>())
-      .def("replay", [](torch::cuda::CUDAGraph&) {
-        throw torch::Error("CUDAGraph.replay: a captured graph is issued once, at capture_end (capture and replay "
-                           "are one in the simulation); capture again to simulate another replay");
-      });
+      .def("replay", &torch::cuda::CUDAGraph::replay, py::call_guard<RequireRun>());
   // Policy as code: "op=impl[:precision],..." for the ops launched from now on.
   m.def("set_policy", [](const std::string& text) {
     Diagnostics d;

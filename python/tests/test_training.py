@@ -123,32 +123,45 @@ def test_autocast_runs_gemms_in_16_bits_and_keeps_fp32_gradients():
 
 
 def test_grad_scaler_clipping_and_a_captured_step():
+    def run(eager_steps, capture, replays):
+        syntorch.init(hw=H100)
+        model = MLP()
+        opt = torch.optim.AdamW(model.parameters(), fused=True)
+        scaler = torch.cuda.amp.GradScaler()
+        x, y = torch.randn(16, 256), torch.empty(16, dtype=torch.int64)
+
+        def step():
+            with torch.cuda.amp.autocast(dtype=torch.float16):
+                loss = F.cross_entropy(model(x), y)
+            scaler.scale(loss).backward()
+            scaler.unscale_(opt)
+            norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            assert norm.shape == () and norm.dtype == torch.float32
+            scaler.step(opt)
+            scaler.update()
+            opt.zero_grad()
+
+        for _ in range(eager_steps):
+            step()
+        if capture:
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):  # the fused step syncs nowhere, so it can be captured
+                step()
+            for _ in range(replays):
+                g.replay()
+        with pytest.raises(RuntimeError, match="No inf checks"):
+            scaler.update()
+        return syntorch.trace_manager.stats()["kernels"]
+
+    one, two = run(1, False, 0), run(2, False, 0)
+    per_step = two - one
+    assert run(1, True, 0) == one  # a capture runs nothing
+    assert run(1, True, 3) == one + 3 * per_step  # each replay runs the step
     syntorch.init(hw=H100)
-    model = MLP()
-    opt = torch.optim.AdamW(model.parameters(), fused=True)
-    scaler = torch.cuda.amp.GradScaler()
-    x, y = torch.randn(16, 256), torch.empty(16, dtype=torch.int64)
-
-    def step():
-        with torch.cuda.amp.autocast(dtype=torch.float16):
-            loss = F.cross_entropy(model(x), y)
-        scaler.scale(loss).backward()
-        scaler.unscale_(opt)
-        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        assert norm.shape == () and norm.dtype == torch.float32
-        scaler.step(opt)
-        scaler.update()
-        opt.zero_grad()
-
-    step()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):  # the fused step syncs nowhere, so it can be captured
-        step()
-    with pytest.raises(NotImplementedError, match="replay"):
-        g.replay()
-    with pytest.raises(RuntimeError, match="No inf checks"):
-        scaler.update()
+    with pytest.raises(RuntimeError, match="nothing captured"):
+        torch.cuda.CUDAGraph().replay()
     syntorch.trace_manager.stats()
+    scaler = torch.cuda.amp.GradScaler()
     # fp16 parameters: PyTorch's scaler refuses to unscale their gradients.
     syntorch.init(hw=H100)
     model = MLP().half()

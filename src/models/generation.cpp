@@ -95,7 +95,10 @@ void generate(CausalLM& model, const GenerateOptions& o) {
         }
       }
     }
-    if (o.graph && !prefill) graph.capture_end();
+    if (o.graph && !prefill) {
+      graph.capture_end();
+      graph.replay();  // a step's shapes are its own (the KV length grows): captured once, run once
+    }
     // The sampled tokens are on the host (the last stage reads them); the other stages' hosts go
     // on launching, their streams waiting for what they receive.
     if (st.is_last_stage()) torch::cuda::synchronize();

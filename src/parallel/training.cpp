@@ -118,7 +118,8 @@ torch::Tensor checkpoint(const std::function<torch::Tensor(const torch::Tensor&)
     y = f(x);
   }
   // Recorded even when x needs no gradient: the parameters inside f do. The recomputation runs
-  // under the autocast state of the forward, as torch.utils.checkpoint restores it.
+  // in an autocast region of the forward's state, as torch.utils.checkpoint enters one (its
+  // weight casts are dropped when it ends, unless an outer region holds them).
   torch::autograd::record("CheckpointFunctionBackward", {&x}, {&y}, {x},
                           [f, autocast = torch::autocast::state()](std::vector<torch::Tensor>& g,
                                                                    std::vector<torch::Tensor>& s,
@@ -128,7 +129,8 @@ torch::Tensor checkpoint(const std::function<torch::Tensor(const torch::Tensor&)
                             torch::Tensor out;
                             {
                               torch::autograd::AutoGradMode recording(true);
-                              torch::autocast::StateGuard forward_autocast(autocast);
+                              torch::autocast::AutocastMode forward_autocast(autocast.dtype, autocast.enabled,
+                                                                             autocast.cache_enabled);
                               out = f(input);
                             }
                             if (out.requires_grad()) torch::autograd::backward({out}, {g[0]});

@@ -66,7 +66,10 @@ std::vector<Kernel> Dispatcher::lower(const OpDesc& op, std::uint32_t device) co
   for (Kernel& k : ks) {
     k.op = op.kind;
     k.why.push_back(precision);
-    k.why.push_back(fmt::format("on {} ({})", dev.name, machine_.name()));
+    // The device's group, not the device: every device of the group lowers the op alike, and
+    // shares these kernels (the trace's track says which device ran them).
+    k.why.push_back(fmt::format("on the devices of {} ({})", dev.spec_path.empty() ? dev.name : dev.spec_path,
+                                machine_.name()));
   }
   return ks;
 }

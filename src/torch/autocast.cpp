@@ -18,6 +18,7 @@ thread_local int t_nesting = 0;
 // its own while cached): a weight used by several ops in a region is cast once.
 struct CachedCast {
   Tensor source, cast;
+  bool with_history;  // made with grad mode on (the cast records its backward)
 };
 thread_local std::unordered_map<const detail::TensorImpl*, CachedCast> t_cache;
 
@@ -70,12 +71,13 @@ Tensor cached_cast(ScalarType dtype, const Tensor& t) {
   const bool cacheable = t_state.cache_enabled && dtype == t_state.dtype && t.dtype() == kFloat32 &&
                          t.requires_grad() && t.is_leaf() && !detail::impl_of(t).base;
   if (!cacheable) return t.to(dtype);
+  // A cast made with grad mode off has no history: a use with grad mode on (a checkpoint's
+  // recomputation) makes it again, with one, and keeps that instead.
+  const bool grad = autograd::GradMode::is_enabled();
   const auto found = t_cache.find(t.unsafe_get_impl());
-  if (found != t_cache.end()) return found->second.cast;
+  if (found != t_cache.end() && (found->second.with_history || !grad)) return found->second.cast;
   Tensor cast = t.to(dtype);
-  // A cast made with grad mode off has no history: kept out of the cache, or a later use with
-  // grad mode on (a checkpoint's recomputation) would get a weight without a gradient path.
-  if (autograd::GradMode::is_enabled()) t_cache.emplace(t.unsafe_get_impl(), CachedCast{t, cast});
+  t_cache.insert_or_assign(t.unsafe_get_impl(), CachedCast{t, cast, grad});
   return cast;
 }
 

@@ -98,7 +98,12 @@ void CUDAGraph::capture_begin() {
 void CUDAGraph::capture_end() {
   if (!capturing_) throw Error("CUDAGraph::capture_end: capture_begin was not called");
   capturing_ = false;
-  if (runtime::RankContext* ctx = runtime::current_rank()) ctx->graph_end();
+  if (runtime::RankContext* ctx = runtime::current_rank()) graph_ = ctx->graph_end();
+}
+
+void CUDAGraph::replay() {
+  if (capturing_ || graph_ == 0) throw Error("CUDAGraph::replay: nothing captured yet (call capture_begin and capture_end)");
+  if (runtime::RankContext* ctx = runtime::current_rank()) ctx->graph_launch(graph_);
 }
 
 }  // namespace cuda

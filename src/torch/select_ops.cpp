@@ -95,11 +95,14 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double) {
   detail::check_defined(x, op, "self");
   check_mask(mask, op);
   detail::check_same_device(x, mask, op);
-  if (!detail::broadcasts_to(mask.sizes(), x.sizes())) {
-    fail("{}: the mask of shape {} does not broadcast to the input's shape {}", op, format_sizes(mask.sizes()),
-         format_sizes(x.sizes()));
+  // As ATen: the input (broadcast with the mask) copied, then filled in place: two kernels.
+  const Sizes sizes = broadcast_shapes(x.sizes(), mask.sizes());
+  Tensor out = elementwise(sizes, x.dtype(), x.dtype(), x.device(), OpKind::copy, "aten::masked_fill");
+  {
+    const auto& o = impl_of(out);
+    detail::dispatch(runtime::current_rank(), detail::elementwise_op(OpKind::mul, o.numel, o.dtype),
+                     "aten::masked_fill_", o.device, o.numel == 0);
   }
-  Tensor out = elementwise(x.sizes(), x.dtype(), x.dtype(), x.device(), OpKind::mul, "aten::masked_fill");
   if (autograd::any_requires_grad({&x})) {
     Sizes sx = x.sizes();
     autograd::record("MaskedFillBackward0", {&x}, {&out}, {mask}, [sx](Grads& g, Grads&, const Node&) {
@@ -113,6 +116,7 @@ Tensor& masked_fill_(Tensor& x, const Tensor& mask, double) {
   const char* op = "masked_fill_";
   detail::check_defined(x, op, "self");
   check_mask(mask, op);
+  detail::check_same_device(x, mask, op);
   if (!detail::broadcasts_to(mask.sizes(), x.sizes())) {
     fail("{}: the mask of shape {} does not broadcast to the input's shape {}", op, format_sizes(mask.sizes()),
          format_sizes(x.sizes()));

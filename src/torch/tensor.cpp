@@ -113,9 +113,11 @@ ScalarType result_type(const Tensor& a, const Tensor& b, const char* op) {
   const TensorImpl& x = impl_of(a);
   const TensorImpl& y = impl_of(b);
   if (x.dtype == y.dtype) return x.dtype;
-  const bool zero_x = x.sizes.empty(), zero_y = y.sizes.empty();
-  if (zero_x != zero_y && is_floating_point(x.dtype) == is_floating_point(y.dtype)) return zero_x ? y.dtype : x.dtype;
   const std::optional<ScalarType> t = promote_types(x.dtype, y.dtype);
+  // A zero-dim operand defers to a dimensioned one of its category: bool, integral, floating.
+  auto category = [](ScalarType s) { return s == ScalarType::Bool ? 0 : is_floating_point(s) ? 2 : 1; };
+  const bool zero_x = x.sizes.empty(), zero_y = y.sizes.empty();
+  if (t && zero_x != zero_y && category(x.dtype) == category(y.dtype)) return zero_x ? y.dtype : x.dtype;
   if (!t) {
     fail("{}: Promotion for Float8 Types is not supported, attempted to promote {} and {}", op,
          scalar_type_name(x.dtype), scalar_type_name(y.dtype));

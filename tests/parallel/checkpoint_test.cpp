@@ -34,6 +34,15 @@ TEST(Checkpoint, RecomputesUnderTheForwardsAutocastAndGivesFp32ParametersTheirGr
   EXPECT_EQ(fc->weight.grad().dtype(), torch::kFloat32);
   EXPECT_EQ(x.grad().dtype(), torch::kFloat32);
   EXPECT_FALSE(torch::autocast::is_autocast_enabled());
+  // The recomputation's weight casts went with its region: the next region casts them again.
+  rank.launches.clear();
+  {
+    torch::autocast::AutocastMode autocast(torch::kBFloat16);
+    (void)fc(x);
+  }
+  std::size_t casts = 0;
+  for (const auto& l : rank.launches) casts += l.op.kind == OpKind::copy;
+  EXPECT_EQ(casts, 3u);  // x, the weight and the bias
 }
 
 }  // namespace

@@ -54,6 +54,26 @@ TEST(Autocast, LinearCastsItsInputsAndEachWeightOncePerRegion) {
   EXPECT_FALSE(torch::autocast::is_autocast_enabled());
 }
 
+TEST(Autocast, InferenceUnderNoGradCastsEachWeightOncePerRegionAndGradModeRecastsWithHistory) {
+  FakeRank rank;
+  runtime::RankGuard guard(&rank);
+  torch::nn::Linear linear(torch::nn::LinearOptions(64, 64).bias(false));
+  const auto x = torch::empty({1, 64});
+  torch::autocast::AutocastMode autocast(torch::kBFloat16);
+  {
+    torch::NoGradGuard no_grad;
+    rank.launches.clear();
+    for (int step = 0; step < 4; ++step) (void)linear(x);  // a decode loop
+    EXPECT_EQ(count(rank, OpKind::copy), 5u);             // the weight once, the input each step
+  }
+  // With grad mode on, the history-less cast is made again (with a backward) and replaces it.
+  rank.launches.clear();
+  auto y = linear(x);
+  EXPECT_EQ(count(rank, OpKind::copy), 2u);
+  torch::sum(y).backward();
+  EXPECT_TRUE(linear->weight.grad().defined());
+}
+
 TEST(Autocast, Fp32ListOpsRunInFp32AndOthersPromote) {
   FakeRank rank;
   runtime::RankGuard guard(&rank);

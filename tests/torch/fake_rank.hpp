@@ -86,7 +86,11 @@ class FakeRank : public runtime::RankContext {
   }
   void synchronize(std::string_view reason) override { syncs.emplace_back(reason); }
   void graph_begin() override { events.emplace_back("graph_begin"); }
-  void graph_end() override { events.emplace_back("graph_end"); }
+  std::uint64_t graph_end() override {
+    events.emplace_back("graph_end");
+    return ++graphs;
+  }
+  void graph_launch(std::uint64_t graph) override { events.push_back("graph_launch " + std::to_string(graph)); }
   void scope_begin(std::string_view name) override { events.push_back("begin " + std::string(name)); }
   void scope_end() override { events.emplace_back("end"); }
   runtime::GroupId new_group(const std::vector<int>&) override { return {}; }
@@ -135,6 +139,7 @@ class FakeRank : public runtime::RankContext {
   std::vector<std::string> syncs;
   std::vector<std::string> events;
   std::uint32_t streams = 1;
+  std::uint64_t graphs = 0;  // graphs captured so far
   std::uint32_t stream = 0;
   std::uint64_t recorded = 0;
 

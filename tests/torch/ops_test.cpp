@@ -472,7 +472,7 @@ TEST(TorchSelect, ComparisonsWhereMaskingAndSamplingAreOneKernelEach) {
   const auto tokens = torch::multinomial(torch::softmax(x, -1), 1);
   EXPECT_EQ(tokens.dtype(), torch::kInt64);
   EXPECT_EQ(tokens.sizes(), (Sizes{4, 1}));
-  EXPECT_EQ(rank.launches.size(), 8u);  // lt, gt, where, ones, triu, masked_fill, softmax, multinomial
+  EXPECT_EQ(rank.launches.size(), 9u);  // lt, gt, where, ones, triu, masked_fill (copy, fill), softmax, multinomial
   EXPECT_THROW(torch::masked_fill(x, torch::empty({4, 16}), 0.0), torch::Error);  // not a Bool mask
   EXPECT_THROW(torch::multinomial(torch::empty({4, 16}), 17), torch::Error);      // more than C without replacement
   EXPECT_THROW(torch::tril(torch::empty({4})), torch::Error);

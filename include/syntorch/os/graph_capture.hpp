@@ -30,19 +30,27 @@ class GraphCapture {
     return true;
   }
 
-  // Ends the capture: `issue` receives the graph launch, then the recorded actions in order.
-  template <class Issue>
-  void end(const HostAction& graph_launch, Issue&& issue) {
+  // Ends the capture and keeps what it recorded as a graph; returns its id (from 1).
+  std::uint64_t end() {
     if (!capturing_) throw std::logic_error("graph_end without graph_begin");
     capturing_ = false;
+    graphs_.push_back(std::move(captured_));
+    captured_ = {};
+    return graphs_.size();
+  }
+
+  // Issues graph `id`: `issue` receives the graph launch, then the recorded actions in order.
+  template <class Issue>
+  void launch(std::uint64_t id, const HostAction& graph_launch, Issue&& issue) const {
+    if (id == 0 || id > graphs_.size()) throw std::logic_error("graph_launch of an unknown graph");
     issue(graph_launch);
-    for (const HostAction& a : captured_) issue(a);
-    captured_.clear();
+    for (const HostAction& a : graphs_[id - 1]) issue(a);
   }
 
  private:
   bool capturing_ = false;
   std::vector<HostAction> captured_;
+  std::vector<std::vector<HostAction>> graphs_;  // kept for the run: a graph may be replayed any time
 };
 
 }  // namespace syntorch::os

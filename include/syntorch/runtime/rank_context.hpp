@@ -103,10 +103,13 @@ class RankContext {
   // Blocks the host until this rank's device has finished everything launched so far.
   virtual void synchronize(std::string_view reason) = 0;
 
-  // Graph capture: between begin and end, launches cost no host time and are issued together,
-  // as one graph launch, at end.
+  // Graph capture (CUDA graphs): what is launched between begin and end is recorded, not run;
+  // graph_end returns the graph's id (from 1). graph_launch(id) issues it: one graph launch's
+  // host cost, then its kernels with no launch cost of their own; a graph may be launched any
+  // number of times.
   virtual void graph_begin() = 0;
-  virtual void graph_end() = 0;
+  virtual std::uint64_t graph_end() = 0;
+  virtual void graph_launch(std::uint64_t graph) = 0;
 
   // Model structure marks (a layer, a generation step): spans on the host timeline in traces.
   virtual void scope_begin(std::string_view name) = 0;

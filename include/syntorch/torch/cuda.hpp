@@ -91,12 +91,11 @@ std::uint64_t memory_reserved();
 std::uint64_t max_memory_reserved();
 void empty_cache();
 
-// Captures the ops launched between capture_begin and capture_end into one CUDA graph. Our
-// meaning: the captured ops pay no per-kernel launch and are issued together, as one graph
-// launch, at capture_end (the capture and its replay folded into one). There is no replay(): to
-// simulate N replays, capture N times.
-// Invariant: capture_end follows capture_begin, once per capture; a graph destroyed mid-capture
-// ends its capture.
+// at::cuda::CUDAGraph: the ops launched between capture_begin and capture_end are recorded, not
+// run (their memory is allocated then, and stays the graph's as long as the program holds the
+// tensors); replay() runs them, as one graph launch's host cost with no per-kernel launch cost,
+// as often as called. Capturing again replaces the graph.
+// Invariant: capture_end follows capture_begin; a graph destroyed mid-capture ends its capture.
 class CUDAGraph {
  public:
   CUDAGraph() = default;
@@ -106,10 +105,13 @@ class CUDAGraph {
 
   void capture_begin();
   void capture_end();
+  // Throws torch::Error before a capture has ended.
+  void replay();
   bool capturing() const { return capturing_; }
 
  private:
   bool capturing_ = false;
+  std::uint64_t graph_ = 0;  // the rank's id of the captured graph (0: none yet)
 };
 
 }  // namespace syntorch::torch::cuda

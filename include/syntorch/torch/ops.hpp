@@ -96,7 +96,8 @@ Tensor gt(const Tensor& a, double b);
 Tensor ge(const Tensor& a, double b);
 // condition ? a : b, all three broadcast (condition Bool); one kernel.
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
-// x with `value` where mask (Bool, broadcast to x) is set; one kernel. In place: no gradient.
+// x with `value` where mask (Bool) is set, the two broadcast: a copy and the fill, as ATen's
+// clone and masked_fill_. In place (the mask broadcast to x): the fill alone, no gradient.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
 Tensor& masked_fill_(Tensor& x, const Tensor& mask, double value);
 // The lower (upper) triangle of the last two dims, the rest zeroed: one copy kernel.

@@ -63,9 +63,8 @@ def memory_summary(device=None, abbreviated=False):
 
 
 class CUDAGraph:
-    """torch.cuda.CUDAGraph: the ops between capture_begin() and capture_end() are issued as one
-    graph launch (no per-kernel launch cost) at capture_end. Capture and the first replay are one
-    in the simulation: replay() is not supported; capture again to simulate another replay."""
+    """torch.cuda.CUDAGraph: the ops between capture_begin() and capture_end() are recorded, not
+    run; replay() runs them as one graph launch (no per-kernel launch cost), as often as called."""
 
     def __init__(self):
         import _syntorch
@@ -78,12 +77,11 @@ class CUDAGraph:
         self._impl.capture_end()
 
     def replay(self):
-        raise NotImplementedError("torch.cuda.CUDAGraph.replay: a captured graph runs once, at capture_end; "
-                                  "capture again to simulate another replay")
+        self._impl.replay()
 
 
 class graph:
-    """with torch.cuda.graph(g): ... captures the block into g (issued when the block ends)."""
+    """with torch.cuda.graph(g): ... captures the block into g (g.replay() runs it)."""
 
     def __init__(self, cuda_graph, pool=None, stream=None, capture_error_mode="global"):
         if stream is not None:

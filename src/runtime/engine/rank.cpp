@@ -302,11 +302,14 @@ void Rank::synchronize(std::string_view reason) {
 
 void Rank::graph_begin() { graph_.begin(); }
 
-void Rank::graph_end() {
+std::uint64_t Rank::graph_end() { return graph_.end(); }
+
+void Rank::graph_launch(std::uint64_t graph) {
+  if (graph_.capturing()) throw std::logic_error("cudaGraphLaunch: cannot launch a graph while capturing one");
   os::HostAction launch;
   launch.host_ps = core_.costs.graph_ps;
   launch.set_note<&Rank::note_span>(this, intern("cudaGraphLaunch"));
-  quietly([&] { graph_.end(launch, [&](const os::HostAction& a) { queue_.push(a); }); });
+  graph_.launch(graph, launch, [&](const os::HostAction& a) { queue_.push(a); });
 }
 
 void Rank::scope_begin(std::string_view name) {

@@ -84,7 +84,8 @@ class Rank final : public RankContext {
   void copy_device_to_host(std::uint64_t bytes, std::string_view name) override { copy(false, bytes, name); }
   void synchronize(std::string_view reason) override;
   void graph_begin() override;
-  void graph_end() override;
+  std::uint64_t graph_end() override;
+  void graph_launch(std::uint64_t graph) override;
   void scope_begin(std::string_view name) override;
   void scope_end() override;
   GroupId new_group(const std::vector<int>& ranks) override;
