@@ -324,3 +324,12 @@ def test_unsupported_names_raise_not_implemented_but_hasattr_still_works():
     with pytest.raises(NotImplementedError, match="world of 4"):
         torch.distributed.init_process_group("nccl", world_size=4, rank=0)
     syntorch.trace_manager.stats()
+
+
+def test_docs_python_md_lists_the_api_the_code_has():
+    from syntorch import api_listing
+    with open(os.path.join(SOURCE, "docs", "python.md")) as f:
+        section = api_listing.current_section(f.read())
+    assert section == api_listing.listing(), (
+        "docs/python.md's generated section is out of date: run "
+        "PYTHONPATH=python:build/python python3 -m syntorch.api_listing --write docs/python.md")

@@ -199,7 +199,7 @@ def _to(self, *args, dtype=None, device=None, **_ignored):
     for a in args:
         if isinstance(a, _syntorch.dtype):
             dtype = a
-        elif isinstance(a, (str, device_class)):
+        elif isinstance(a, (str, _device_class)):
             device = a
     if dtype is not None:
         out = out._to_dtype(dtype)
@@ -208,7 +208,7 @@ def _to(self, *args, dtype=None, device=None, **_ignored):
     return out
 
 
-device_class = device
+_device_class = device
 Tensor.view = lambda self, *shape: self._view(_ints(shape))
 Tensor.reshape = lambda self, *shape: self._reshape(_ints(shape))
 Tensor.permute = lambda self, *dims: self._permute(_ints(dims))

@@ -4,9 +4,9 @@ are not supported yet: init_process_group with a world_size above 1 raises NotIm
 
 import os
 
-from syntorch._unsupported import module_getattr
+from syntorch._unsupported import module_getattr as _module_getattr
 
-__getattr__ = module_getattr("torch.distributed")
+__getattr__ = _module_getattr("torch.distributed")
 
 _initialized = [False]
 
