@@ -440,6 +440,34 @@ PYBIND11_MODULE(_syntorch, m) {
       .def("get_scale", &torch::amp::GradScaler::get_scale, py::call_guard<RequireRun>())
       .def("is_enabled", &torch::amp::GradScaler::is_enabled);
 
+  namespace cuda = torch::cuda;
+  py::class_<cuda::Stream>(m, "_Stream")
+      .def(py::init<>(), py::call_guard<RequireRun>())
+      .def_property_readonly("id", &cuda::Stream::id)
+      .def("__eq__", [](const cuda::Stream& a, const cuda::Stream& b) { return a == b; }, py::is_operator())
+      .def("__hash__", [](const cuda::Stream& s) { return s.id(); })
+      .def("wait_event", &cuda::Stream::wait_event, py::call_guard<RequireRun>())
+      .def("wait_stream", &cuda::Stream::wait_stream, py::call_guard<RequireRun>())
+      .def("record_event", &cuda::Stream::record_event, py::call_guard<RequireRun>())
+      .def("synchronize", &cuda::Stream::synchronize, py::call_guard<RequireRun>());
+  py::class_<cuda::Event>(m, "_Event")
+      .def(py::init<>())
+      .def("record", [](cuda::Event& e, std::optional<cuda::Stream> s) {
+        if (s) {
+          e.record(*s);
+        } else {
+          e.record();
+        }
+      }, py::arg("stream") = py::none(), py::call_guard<RequireRun>())
+      .def("wait", [](const cuda::Event& e, std::optional<cuda::Stream> s) {
+        e.wait(s.value_or(cuda::current_stream()));
+      }, py::arg("stream") = py::none(), py::call_guard<RequireRun>())
+      .def("synchronize", &cuda::Event::synchronize, py::call_guard<RequireRun>())
+      .def_property_readonly("recorded", &cuda::Event::recorded);
+  m.def("current_stream", &cuda::current_stream);
+  m.def("default_stream", [] { return cuda::default_stream(); });
+  m.def("set_stream", &cuda::set_current_stream, py::call_guard<RequireRun>());
+
   py::class_<torch::cuda::CUDAGraph>(m, "CUDAGraph")
       .def(py::init<>())
       .def("capture_begin", &torch::cuda::CUDAGraph::capture_begin, py::call_guard<RequireRun>())

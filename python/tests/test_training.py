@@ -333,3 +333,30 @@ def test_docs_python_md_lists_the_api_the_code_has():
     assert section == api_listing.listing(), (
         "docs/python.md's generated section is out of date: run "
         "PYTHONPATH=python:build/python python3 -m syntorch.api_listing --write docs/python.md")
+
+
+def test_streams_and_events_order_work_as_on_a_gpu():
+    def waited_for(side, event):
+        """How long the host waits for the default stream after a GEMM went to `side` or not."""
+        syntorch.init(hw=H100)
+        a = torch.randn(4096, 4096, dtype=torch.float16)
+        torch.cuda.synchronize()
+        s = torch.cuda.Stream()
+        with torch.profiler.record_function("wait"):
+            with torch.cuda.stream(s if side else None):
+                a @ a
+            assert torch.cuda.current_stream() == torch.cuda.default_stream()
+            if event:  # the default stream's later work waits for the side stream's GEMM
+                done = torch.cuda.Event()
+                done.record(s)
+                done.wait()
+            torch.cuda.current_stream().synchronize()
+        steps = syntorch.trace_manager.stats()["steps"]
+        return steps[0]["end_s"] - steps[0]["begin_s"]
+    on_default, on_side, waited = waited_for(False, False), waited_for(True, False), waited_for(True, True)
+    assert on_side < on_default / 3  # the default stream had nothing to wait for
+    assert waited > on_default * 0.9  # the event made it wait for the GEMM
+    syntorch.init(hw=H100)
+    with pytest.raises(NotImplementedError, match="elapsed_time"):
+        torch.cuda.Event().elapsed_time(torch.cuda.Event())
+    syntorch.trace_manager.stats()

@@ -109,3 +109,97 @@ class amp:
     def GradScaler(init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000, enabled=True):
         from . import amp as torch_amp
         return torch_amp.GradScaler("cuda", init_scale, growth_factor, backoff_factor, growth_interval, enabled)
+
+
+def _ext():
+    import _syntorch
+    return _syntorch
+
+
+class Stream:
+    """torch.cuda.Stream(): a new stream of the simulated device. Work on different streams may
+    overlap, and then shares the device's SMs, HBM and links."""
+
+    def __init__(self, device=None, priority=0, _impl=None):
+        self._impl = _impl if _impl is not None else _ext()._Stream()
+
+    def wait_event(self, event):
+        self._impl.wait_event(event._impl)
+
+    def wait_stream(self, stream):
+        self._impl.wait_stream(stream._impl)
+
+    def record_event(self, event=None):
+        event = event if event is not None else Event()
+        event.record(self)
+        return event
+
+    def synchronize(self):
+        self._impl.synchronize()
+
+    def query(self):
+        raise NotImplementedError("torch.cuda.Stream.query: the program cannot observe simulated time")
+
+    def __eq__(self, other):
+        return isinstance(other, Stream) and self._impl == other._impl
+
+    def __hash__(self):
+        return hash(self._impl)
+
+    def __repr__(self):
+        return f"<torch.cuda.Stream id={self._impl.id}>"
+
+
+class Event:
+    """torch.cuda.Event(): record() marks the point a stream has reached; wait() makes a stream's
+    later work wait for it; synchronize() blocks the host until it completes."""
+
+    def __init__(self, enable_timing=False, blocking=False, interprocess=False):
+        self._impl = _ext()._Event()
+
+    def record(self, stream=None):
+        self._impl.record(None if stream is None else stream._impl)
+
+    def wait(self, stream=None):
+        self._impl.wait(None if stream is None else stream._impl)
+
+    def synchronize(self):
+        self._impl.synchronize()
+
+    def query(self):
+        raise NotImplementedError("torch.cuda.Event.query: the program cannot observe simulated time")
+
+    def elapsed_time(self, end_event):
+        raise NotImplementedError("torch.cuda.Event.elapsed_time: the program cannot observe simulated time "
+                                  "(torch.profiler.record_function spans are in trace_manager.stats()['steps'])")
+
+
+def current_stream(device=None):
+    return Stream(_impl=_ext().current_stream())
+
+
+def default_stream(device=None):
+    return Stream(_impl=_ext().default_stream())
+
+
+def set_stream(stream):
+    _ext().set_stream(stream._impl)
+
+
+class stream:
+    """with torch.cuda.stream(s): ops in the block go to stream s (None: unchanged)."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self._previous = []
+
+    def __enter__(self):
+        if self.stream is not None:
+            self._previous.append(current_stream())
+            set_stream(self.stream)
+        return self.stream
+
+    def __exit__(self, *exc):
+        if self.stream is not None:
+            set_stream(self._previous.pop())
+        return False
