@@ -379,6 +379,12 @@ PYBIND11_MODULE(_syntorch, m) {
   m.def("masked_fill_", &torch::masked_fill_, py::return_value_policy::reference, py::call_guard<RequireRun>());
   m.def("tril", &torch::tril, py::arg("input"), py::arg("diagonal") = 0, py::call_guard<RequireRun>());
   m.def("triu", &torch::triu, py::arg("input"), py::arg("diagonal") = 0, py::call_guard<RequireRun>());
+  m.def("index_select", &torch::index_select, py::arg("input"), py::arg("dim"), py::arg("index"),
+        py::call_guard<RequireRun>());
+  m.def("index_copy_", &torch::index_copy_, py::return_value_policy::reference, py::call_guard<RequireRun>());
+  m.def("_tensor", [](const std::vector<std::int64_t>& values, const std::string& dev) {
+    return torch::tensor(values, options_of(torch::kInt64, dev));
+  }, py::call_guard<RequireRun>());
   m.def("multinomial", &torch::multinomial, py::arg("input"), py::arg("num_samples"), py::arg("replacement") = false,
         py::call_guard<RequireRun>());
   m.def("topk", [](const Tensor& x, std::int64_t k, std::int64_t dim, bool largest, bool sorted) {

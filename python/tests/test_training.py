@@ -360,3 +360,32 @@ def test_streams_and_events_order_work_as_on_a_gpu():
     with pytest.raises(NotImplementedError, match="elapsed_time"):
         torch.cuda.Event().elapsed_time(torch.cuda.Event())
     syntorch.trace_manager.stats()
+
+
+def test_indexing_with_lists_and_tensors_gathers_and_index_assignment_copies():
+    syntorch.init(hw=H100)
+    x = torch.randn(4, 10, 8)
+    assert x[:, [1, 3, 5]].shape == (4, 3, 8)
+    assert x[[0, -1]].shape == (2, 10, 8)
+    idx = torch.tensor([[0, 1], [2, 3]], device="cuda")
+    assert idx.dtype == torch.int64 and idx.shape == (2, 2)
+    assert x[:, idx].shape == (4, 2, 2, 8)
+    assert torch.tensor([1.0, 2.0]).dtype == torch.float32 and torch.tensor([True]).dtype == torch.bool
+    logits = torch.randn(2, 100)
+    v, _ = torch.topk(logits, 5)
+    assert v[:, [-1]].shape == (2, 1)  # nanoGPT's top-k threshold
+    w = torch.randn(10, 8).requires_grad_()
+    torch.sum(w[[1, 2, 2]]).backward()
+    assert w.grad.shape == (10, 8)
+    cache = torch.zeros(2, 16, 8)
+    cache[:, [3, 4]] = torch.randn(2, 2, 8)
+    cache[:, torch.tensor([5])] = 0.0
+    with pytest.raises(NotImplementedError, match="boolean mask"):
+        x[x > 0]
+    with pytest.raises(NotImplementedError, match="more than one"):
+        x[[0, 1], [2, 3]]
+    with pytest.raises(IndexError, match="out of bounds"):
+        x[:, [10]]
+    with pytest.raises(ValueError, match="ragged"):
+        torch.tensor([[1, 2], [3]])
+    syntorch.trace_manager.stats()

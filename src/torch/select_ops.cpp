@@ -147,6 +147,58 @@ Tensor triangle(const Tensor& x, const char* op, std::string_view aten) {
 Tensor tril(const Tensor& x, std::int64_t) { return triangle(x, "tril", "aten::tril"); }
 Tensor triu(const Tensor& x, std::int64_t) { return triangle(x, "triu", "aten::triu"); }
 
+namespace {
+std::int64_t checked_index_dim(const Tensor& x, std::int64_t dim, const Tensor& index, const char* op) {
+  detail::check_defined(x, op, "self");
+  detail::check_defined(index, op, "index");
+  if (index.dtype() != kInt64 && index.dtype() != kInt32) {
+    fail("{}: Expected dtype int32/int64 for index but got: {}", op, scalar_type_name(index.dtype()));
+  }
+  if (index.dim() > 1) fail("{}: Index is supposed to be a vector, got {} dims", op, index.dim());
+  detail::check_same_device(x, index, op);
+  return detail::wrap_dim(dim, x.dim(), op);
+}
+}  // namespace
+
+Tensor index_select(const Tensor& x, std::int64_t dim, const Tensor& index) {
+  const char* op = "index_select";
+  const std::int64_t d = checked_index_dim(x, dim, index, op);
+  Sizes sizes = x.sizes();
+  if (!sizes.empty()) sizes[static_cast<std::size_t>(d)] = index.numel();
+  // A gather: each output element read from its row of x (a copy of the output's elements).
+  Tensor out = elementwise(sizes, x.dtype(), x.dtype(), x.device(), OpKind::copy, "aten::index_select");
+  if (autograd::any_requires_grad({&x})) {
+    Sizes sx = x.sizes();
+    const ScalarType type = x.dtype();
+    // index_add into zeros: a fill of x's size, then the gradient's elements added in.
+    autograd::record("IndexSelectBackward0", {&x}, {&out}, {}, [sx, type](Grads& g, Grads&, const Node&) {
+      Tensor grad = zeros(sx, TensorOptions(type).device(g[0].device()));
+      const auto& gi = impl_of(g[0]);
+      detail::dispatch(runtime::current_rank(), detail::elementwise_op(OpKind::add, gi.numel, gi.dtype),
+                       "aten::index_add_", gi.device, gi.numel == 0);
+      return Grads{grad};
+    });
+  }
+  return out;
+}
+
+Tensor& index_copy_(Tensor& x, std::int64_t dim, const Tensor& index, const Tensor& source) {
+  const char* op = "index_copy_";
+  const std::int64_t d = checked_index_dim(x, dim, index, op);
+  detail::check_defined(source, op, "source");
+  Sizes expected = x.sizes();
+  if (!expected.empty()) expected[static_cast<std::size_t>(d)] = index.numel();
+  if (!detail::broadcasts_to(source.sizes(), expected)) {
+    fail("{}: source of shape {} does not fit the {} indexed slices of shape {}", op, format_sizes(source.sizes()),
+         index.numel(), format_sizes(expected));
+  }
+  detail::no_backward({&x, &source}, op);
+  const std::int64_t n = detail::product(expected);
+  detail::dispatch(runtime::current_rank(), detail::elementwise_op(OpKind::copy, n, x.dtype()), "aten::index_copy_",
+                   x.device(), n == 0);
+  return x;
+}
+
 Tensor multinomial(const Tensor& probs, std::int64_t num_samples, bool replacement) {
   const char* op = "multinomial";
   detail::check_defined(probs, op, "self");

@@ -494,3 +494,28 @@ TEST(TorchSelect, WhereAndMaskedFillPassGradientsThroughTheirMask) {
 
 }  // namespace
 }  // namespace syntorch
+
+namespace syntorch {
+namespace {
+
+TEST(TorchSelect, IndexSelectGathersTheOutputAndItsBackwardAddsIntoZeros) {
+  torch::testing::FakeRank rank;
+  runtime::RankGuard guard(&rank);
+  auto w = torch::empty({100, 64}).requires_grad_();
+  const auto idx = torch::tensor({3, 7, 7});
+  rank.launches.clear();
+  const auto rows = torch::index_select(w, 0, idx);
+  EXPECT_EQ(rows.sizes(), (Sizes{3, 64}));
+  ASSERT_EQ(rank.launches.size(), 1u);
+  EXPECT_EQ(rank.launches[0].op.elements, 3u * 64);
+  torch::sum(rows).backward();
+  EXPECT_EQ(w.grad().sizes(), (Sizes{100, 64}));
+  auto cache = torch::empty({2, 16, 8});
+  torch::index_copy_(cache, 1, torch::tensor({4, 5}), torch::empty({2, 2, 8}));
+  EXPECT_EQ(rank.launches.back().op.elements, 2u * 2 * 8);
+  EXPECT_THROW(torch::index_select(w, 0, torch::empty({3})), torch::Error);  // a float index
+  EXPECT_THROW(torch::index_copy_(cache, 1, torch::tensor({4}), torch::empty({2, 3, 8})), torch::Error);
+}
+
+}  // namespace
+}  // namespace syntorch

@@ -103,6 +103,11 @@ Tensor& masked_fill_(Tensor& x, const Tensor& mask, double value);
 // The lower (upper) triangle of the last two dims, the rest zeroed: one copy kernel.
 Tensor tril(const Tensor& x, std::int64_t diagonal = 0);
 Tensor triu(const Tensor& x, std::int64_t diagonal = 0);
+// The slices of x at `index` (a 1-D Int or Long tensor) along dim: one gather kernel over the
+// output; its backward fills a zero gradient and adds into it (index_add_). index_copy_ writes
+// `source` into those slices (a copy of its elements; no gradient).
+Tensor index_select(const Tensor& x, std::int64_t dim, const Tensor& index);
+Tensor& index_copy_(Tensor& x, std::int64_t dim, const Tensor& index, const Tensor& source);
 // num_samples category indices (Long) per row of a [C] or [N, C] probability tensor: one
 // row-wise kernel (a scan and a search per row). The values are not simulated.
 Tensor multinomial(const Tensor& probs, std::int64_t num_samples, bool replacement = false);

@@ -8,7 +8,7 @@ from _syntorch import (Tensor, dtype, float64, double, float32, float, float16, 
                        int8, int32, int, int64, long, bool, set_default_dtype, get_default_dtype, matmul, mm, bmm,
                        add, sub, mul, div, relu, silu, tanh, sigmoid, softmax, log_softmax, argmax, cat, stack,
                        exp, log, clamp, is_grad_enabled, is_autocast_enabled, get_autocast_dtype, eq, ne, lt, le,
-                       gt, ge, where, masked_fill, tril, triu, multinomial)
+                       gt, ge, where, masked_fill, tril, triu, multinomial, index_select)
 
 import syntorch as _syntorch_package
 from syntorch._unsupported import Unsupported as _Unsupported, module_getattr as _module_getattr
@@ -106,6 +106,42 @@ def randint(low=0, high=None, size=None, *, dtype=None, device=None, requires_gr
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     _syntorch_package.current_session()
     return _syntorch._randn(_sizes((size,)), dtype if dtype is not None else int64, _device_name(device))
+
+
+def _shape_and_kind(data):
+    """The shape of nested lists of numbers, and the widest kind in them (bool < int < float)."""
+    if isinstance(data, (list, tuple)):
+        if not data:
+            return [0], 0
+        parts = [_shape_and_kind(d) for d in data]
+        if any(p[0] != parts[0][0] for p in parts):
+            raise ValueError(f"expected sequence of length {parts[0][0]} at dim 1 (got a ragged list)")
+        return [len(data)] + parts[0][0], _builtins.max(p[1] for p in parts)
+    if isinstance(data, _builtins.bool):
+        return [], 0
+    if isinstance(data, _builtins.int):
+        return [], 1
+    if isinstance(data, _builtins.float):
+        return [], 2
+    if isinstance(data, Tensor):
+        raise NotImplementedError("torch.tensor: from a tensor; use .clone().detach()")
+    raise TypeError(f"torch.tensor: could not infer dtype of {type(data).__name__}")
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """A tensor of `data`'s shape (nested lists of numbers): made on the host and copied to the
+    device (a host-to-device copy). Values are not kept."""
+    shape, kind = _shape_and_kind(data)
+    if dtype is None:
+        dtype = (bool, int64, get_default_dtype())[kind]
+    _syntorch_package.current_session()
+    out = _syntorch._empty(shape, dtype, "cpu")
+    name = _device_name(device)
+    if name != "cpu":
+        out = out._to_device(name)
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
@@ -289,13 +325,58 @@ def _index(self, key):
                 raise ValueError("step must be greater than zero")
             out = out._slice(dim, start, _builtins.max(start, stop), step)
             dim += 1
+        elif isinstance(k, (list, Tensor)):
+            if _builtins.sum(1 for j in expanded if isinstance(j, (list, Tensor))) > 1:
+                raise NotImplementedError("indexing with more than one list or tensor (advanced indexing that "
+                                          "broadcasts indices together) is not supported; index one dim at a time")
+            index = _index_tensor(k, out.size(dim), out.device)
+            shape = list(out.shape)
+            out = index_select(out, dim, index.reshape(-1) if index.dim() != 1 else index)
+            if index.dim() != 1:
+                out = out._view(shape[:dim] + list(index.shape) + shape[dim + 1:])
+            dim += index.dim()
         else:
             raise IndexError(f"indexing with {type(k).__name__} is not supported yet (integers, slices, None and "
                              "... are)")
     return out
 
 
+def _index_tensor(k, size, device_name):
+    """A list of ints or an integer tensor as a Long index tensor on the device."""
+    if isinstance(k, Tensor):
+        if k.dtype == bool:
+            raise NotImplementedError("indexing with a boolean mask is not supported: its result's shape depends on "
+                                      "the mask's values, which are not simulated (use masked_fill or where)")
+        if k.dtype not in (int64, int32):
+            raise IndexError(f"tensors used as indices must be long, int or bool tensors, got {k.dtype}")
+        return k
+    for v in k:
+        if isinstance(v, _builtins.bool) or not isinstance(v, _builtins.int):
+            raise NotImplementedError("indexing with a list of anything but integers is not supported")
+        if not -size <= v < size:
+            raise IndexError(f"index {v} is out of bounds for dimension with size {size}")
+    return tensor(list(k), dtype=int64, device=device_name)
+
+
 def _setindex(self, key, value):
+    keys = key if isinstance(key, tuple) else (key,)
+    advanced = [i for i, k in enumerate(keys) if isinstance(k, (list, Tensor))]
+    if advanced:
+        # One advanced index after basic ones: index_copy_ into that dim of the basic view.
+        if len(advanced) > 1 or any(k is Ellipsis or k is None for k in keys[:advanced[0]]):
+            raise NotImplementedError("index assignment with more than one list or tensor index, or one after ... "
+                                      "or None, is not supported")
+        dim = advanced[0]
+        view = _index(self, keys[:dim]) if dim else self
+        index = _index_tensor(keys[dim], view.size(dim), view.device)
+        if index.dim() != 1:
+            raise NotImplementedError("index assignment with a multi-dimensional index is not supported")
+        if not isinstance(value, Tensor):
+            shape = list(view.shape)
+            shape[dim] = index.numel()
+            value = full(shape, _builtins.float(value), dtype=view.dtype, device=view.device)
+        _syntorch.index_copy_(view, dim, index, value)
+        return
     view = _index(self, key)
     if isinstance(value, Tensor):
         if tuple(value.shape) != tuple(view.shape):
