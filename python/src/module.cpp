@@ -24,6 +24,7 @@
 
 #include <sstream>
 #include "syntorch/torch/optim.hpp"
+#include "syntorch/parallel/distributed.hpp"
 
 namespace py = pybind11;
 using namespace syntorch;
@@ -106,6 +107,84 @@ class Session {
   std::optional<runtime::EngineResult> result_;
   std::exception_ptr error_;  // why finishing failed
 };
+
+// The summary of a finished run, as trace_manager.stats() returns it (per-rank lists where a
+// value is per rank).
+py::dict run_stats(const runtime::EngineResult& r, const hw::Machine& machine) {
+  py::dict out;
+  out["simulated_time_s"] = static_cast<double>(r.end_ps) * 1e-12;
+  std::uint64_t kernels = 0;
+  double flops = 0, hbm = 0;
+  py::list peaks;
+  for (const auto& rank : r.ranks) {
+    kernels += rank.kernels;
+    flops += rank.flops;
+    hbm += rank.hbm_bytes;
+    peaks.append(rank.memory.peak_allocated_bytes);
+  }
+  out["kernels"] = kernels;
+  out["flops"] = flops;
+  out["hbm_bytes"] = hbm;
+  out["peak_memory_bytes"] = peaks;
+  out["events"] = r.events;
+  out["out_of_memory"] = r.oom.has_value();
+  out["device"] = machine.devices().empty() ? "" : machine.devices()[0].name;
+  out["machine"] = machine.name();
+  return out;
+}
+
+// Many ranks from Python: each rank's program is a Python call on a thread of its own, holding
+// the interpreter's lock while it runs Python and giving it up whenever its queue or the gate
+// makes it wait (os::set_thread_blocking_hooks); the simulation runs on the caller's thread.
+thread_local PyThreadState* t_saved_state = nullptr;
+void release_interpreter() { t_saved_state = PyEval_SaveThread(); }
+void reacquire_interpreter() {
+  PyEval_RestoreThread(t_saved_state);
+  t_saved_state = nullptr;
+}
+
+py::dict run_ranks(const std::string& hw, const std::vector<std::string>& sets, const std::string& framework,
+                   const std::string& trace_path, const std::string& policy_text, bool console, int world,
+                   const py::function& program) {
+  Diagnostics d;
+  const std::vector<hw::Override> overrides = hw::parse_overrides(sets, d);
+  if (!d.empty()) throw InputError(std::move(d));
+  const hw::Machine machine = hw::Machine::load(hw, overrides);
+  Diagnostics pd;
+  runtime::KernelPolicy policy = runtime::KernelPolicy::load(policy_text, pd, "policy");
+  if (!pd.empty()) throw InputError(std::move(pd));
+  std::ostringstream console_text;
+  trace::Recorder recorder;
+  if (!trace_path.empty()) recorder.attach(trace::open_trace_writer(trace_path, std::nullopt));
+  if (console) recorder.attach(std::make_unique<trace::ConsoleSummary>(console_text, 12));
+  runtime::EngineOptions options;
+  options.framework = framework == "native" ? runtime::Framework::native : runtime::Framework::eager;
+  if (recorder.enabled()) options.recorder = &recorder;
+  runtime::Engine engine(machine, std::move(policy), world, options);
+  runtime::EngineResult result;
+  {
+    py::gil_scoped_release release;
+    result = engine.run([&](runtime::RankContext& ctx) {
+      py::gil_scoped_acquire gil;
+      os::set_thread_blocking_hooks({&release_interpreter, &reacquire_interpreter});
+      struct Reset {
+        ~Reset() { os::set_thread_blocking_hooks({}); }
+      } reset;
+      try {
+        program(ctx.rank());
+      } catch (py::error_already_set& e) {
+        // A simulated OOM is a result (the rank holds its report); anything else fails the run,
+        // naming the rank. The Python error goes here, with the interpreter's lock held.
+        if (e.matches(py::module_::import("_syntorch").attr("OutOfMemoryError"))) return;
+        throw std::runtime_error("rank " + std::to_string(ctx.rank()) + ": " + e.what());
+      }
+    });
+  }
+  recorder.finish();
+  py::dict out = run_stats(result, machine);
+  out["console"] = console_text.str();
+  return out;
+}
 
 // Ops launch on the run attached to this thread: without one (the run ended with stats(), or
 // another thread) they would silently run nowhere, so they refuse.
@@ -190,6 +269,44 @@ PYBIND11_MODULE(_syntorch, m) {
       PyErr_SetString(PyExc_RuntimeError, "the simulation has stopped (an earlier out-of-memory)");
     }
   });
+
+  m.def("run_ranks", &run_ranks, py::arg("hw"), py::arg("set"), py::arg("framework"), py::arg("trace"),
+        py::arg("policy"), py::arg("console"), py::arg("world"), py::arg("program"));
+  m.def("current_rank_index", [] {
+    runtime::RankContext* ctx = runtime::current_rank();
+    return ctx ? ctx->rank() : -1;
+  });
+  m.def("current_world_size", [] {
+    runtime::RankContext* ctx = runtime::current_rank();
+    return ctx ? ctx->world_size() : 1;
+  });
+  // torch.distributed over the run's ranks (parallel::'s collectives).
+  py::class_<parallel::ProcessGroup>(m, "_ProcessGroup")
+      .def_readonly("ranks", &parallel::ProcessGroup::ranks)
+      .def_readonly("rank", &parallel::ProcessGroup::rank)
+      .def("size", &parallel::ProcessGroup::size);
+  m.def("dist_new_group", [](std::vector<int> ranks) {
+    runtime::RankContext* ctx = runtime::current_rank();
+    if (!ctx) throw std::invalid_argument("new_group: no run is going");
+    parallel::ProcessGroup g;
+    g.rank = -1;
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
+      if (ranks[i] < 0 || ranks[i] >= ctx->world_size()) {
+        throw torch::Error("new_group: rank " + std::to_string(ranks[i]) + " is not in the world of " +
+                           std::to_string(ctx->world_size()));
+      }
+      if (ranks[i] == ctx->rank()) g.rank = static_cast<int>(i);
+    }
+    g.id = ctx->new_group(ranks);
+    g.ranks = std::move(ranks);
+    return g;
+  });
+  m.def("dist_all_reduce", [](torch::Tensor& t, const parallel::ProcessGroup& g) { parallel::all_reduce(t, g); },
+        py::call_guard<RequireRun>());
+  m.def("dist_all_gather", &parallel::all_gather, py::call_guard<RequireRun>());
+  m.def("dist_reduce_scatter", &parallel::reduce_scatter, py::call_guard<RequireRun>());
+  m.def("dist_send", &parallel::send, py::call_guard<RequireRun>());
+  m.def("dist_recv", [](torch::Tensor& t, int src) { parallel::recv(t, src); }, py::call_guard<RequireRun>());
 
   py::class_<Session>(m, "Session")
       .def(py::init<const std::string&, const std::vector<std::string>&, const std::string&, const std::string&,

@@ -130,9 +130,19 @@ def clear_kernel_policy():
     set_kernel_policy(KernelPolicy())
 
 
+_rank_local = threading.local()  # .rank: this thread is a rank of a many-rank run (syntorch.run)
+
+
+def in_rank_program():
+    """Whether this thread runs one rank's program of a many-rank run."""
+    return getattr(_rank_local, "rank", None) is not None
+
+
 def current_session():
     """The run ops go to: started on first use, and after a finished run started again with the
-    arguments the last init() had."""
+    arguments the last init() had. None on a rank of a many-rank run (the run is the caller's)."""
+    if in_rank_program():
+        return None
     if _session is None or _session.finished:
         init(**_init_args)
     _check_thread()
@@ -173,6 +183,9 @@ class _TraceManager:
     """What the run measured. stats() ends the run (the simulation waits for every op issued)."""
 
     def stats(self):
+        if in_rank_program():
+            raise RuntimeError("syntorch: in a many-rank run the statistics come when every rank's script has ended "
+                               "(python -m syntorch.run prints them)")
         if _session is None:
             raise RuntimeError("syntorch: no run has started (call syntorch.init() or issue an op)")
         _check_thread()

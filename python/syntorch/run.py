@@ -40,11 +40,12 @@ def main(argv=None):
     p.add_argument("script", help="the PyTorch script to run")
     p.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
     ns = p.parse_args(argv)
-    if ns.nproc != 1:
-        p.exit(2, f"{p.prog}: --nproc: {ns.nproc} ranks are not supported from Python yet (1 is); the C++ "
-                  "front ends (syntorch simulate --tp/--pp, syntorch train) run many\n")
+    if ns.nproc < 1:
+        p.exit(2, f"{p.prog}: --nproc: expected at least 1 rank, got {ns.nproc}\n")
     if not os.path.isfile(ns.script):
         p.exit(2, f"{p.prog}: script: no such file {ns.script!r}\n")
+    if ns.nproc > 1:
+        return _run_ranks(p, ns)
 
     import syntorch
     try:
@@ -63,6 +64,75 @@ def main(argv=None):
         if syntorch._session is not None:
             text = syntorch.trace_manager.dump(format="console", path=os.devnull)
             print(text, file=sys.stderr)
+
+
+class _RankEnviron(dict):
+    """os.environ with RANK, LOCAL_RANK and WORLD_SIZE per thread: every rank's script sees its own,
+    as every process does under torchrun."""
+
+    _PER_RANK = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK")
+
+    def __init__(self, base, local):
+        super().__init__(base)
+        self._base, self._local = base, local
+
+    def _own(self, key):
+        values = getattr(self._local, "env", None)
+        return values if values is not None and key in self._PER_RANK else None
+
+    def __getitem__(self, key):
+        own = self._own(key)
+        return own[key] if own is not None else self._base[key]
+
+    def get(self, key, default=None):
+        own = self._own(key)
+        return own.get(key, default) if own is not None else self._base.get(key, default)
+
+    def __contains__(self, key):
+        own = self._own(key)
+        return key in own if own is not None else key in self._base
+
+    def __setitem__(self, key, value):
+        self._base[key] = value
+
+
+def _run_ranks(p, ns):
+    """Every rank runs the script on a thread of its own, all on one simulator."""
+    import _syntorch
+    import threading
+    import syntorch
+    alias_torch()
+    with open(ns.script) as f:
+        code = compile(f.read(), ns.script, "exec")
+    local = threading.local()
+    environ = os.environ
+    os.environ = _RankEnviron(environ, local)
+    sys.argv = [ns.script] + ns.args
+    sys.path.insert(0, os.path.dirname(os.path.abspath(ns.script)))
+
+    def rank_main(rank):
+        local.env = {"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(ns.nproc),
+                     "LOCAL_WORLD_SIZE": str(ns.nproc), "GROUP_RANK": "0"}
+        syntorch._rank_local.rank = rank
+        exec(code, {"__name__": "__main__", "__file__": os.path.abspath(ns.script), "__builtins__": __builtins__})
+
+    hw = ns.hw or os.environ.get("SYNTORCH_HW") or syntorch._bundled_config("h100_sxm5_80gb.json")
+    try:
+        stats = _syntorch.run_ranks(str(hw), list(ns.set), ns.framework, ns.trace or "", ns.policy or "", True,
+                                    ns.nproc, rank_main)
+    except ValueError as e:
+        p.exit(2, f"{p.prog}: {e}\n")
+    finally:
+        os.environ = environ
+    lines = [f"syntorch run of {ns.nproc} ranks on {stats['machine']}",
+             f"  simulated time   {stats['simulated_time_s'] * 1e3:.3f} ms",
+             f"  kernels          {stats['kernels']}",
+             f"  FLOPs            {stats['flops']:.4g}",
+             f"  peak memory      {', '.join(f'{b / 2**20:.1f} MiB' for b in stats['peak_memory_bytes'])}"]
+    if stats["out_of_memory"]:
+        lines.append("  a rank ran out of memory (simulated)")
+    print("\n".join(lines) + "\n\n" + stats["console"].rstrip(), file=sys.stderr)
+    return 3 if stats["out_of_memory"] else 0
 
 
 if __name__ == "__main__":

@@ -303,7 +303,7 @@ def test_syntorch_run_runs_an_unmodified_pytorch_script(tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stdout.count("loss 0.000") == 3 and "world 1" in r.stdout
     assert re.search(r"kernels\s+\d+", r.stderr) and "aten::linear" in r.stderr, r.stderr
-    refused = _run(tmp_path, UNMODIFIED, "--nproc", "8")
+    refused = _run(tmp_path, UNMODIFIED, "--nproc", "0")
     assert refused.returncode == 2 and "--nproc" in refused.stderr
     missing = _run(tmp_path, "import torch\ntorch.fft.fft(torch.randn(4))\n")
     assert missing.returncode == 1
@@ -389,3 +389,39 @@ def test_indexing_with_lists_and_tensors_gathers_and_index_assignment_copies():
     with pytest.raises(ValueError, match="ragged"):
         torch.tensor([[1, 2], [3]])
     syntorch.trace_manager.stats()
+
+
+MANY_RANKS = """
+import os
+import torch
+import torch.distributed as dist
+from syntorch.parallel import ColumnParallelLinear, RowParallelLinear
+
+dist.init_process_group("nccl")
+r, n = dist.get_rank(), dist.get_world_size()
+assert int(os.environ["RANK"]) == r and int(os.environ["WORLD_SIZE"]) == n
+col = ColumnParallelLinear(1024, 4096, tp_size=n, tp_rank=r, dtype=torch.float16)
+row = RowParallelLinear(4096, 1024, tp_size=n, tp_rank=r, dtype=torch.float16)
+y = row(torch.relu(col(torch.randn(8, 1024, dtype=torch.float16))))  # an all-reduce closes it
+assert y.shape == (8, 1024)
+parts = [torch.empty(2) for _ in range(n)]
+dist.all_gather(parts, torch.zeros(2))
+if r == 0:
+    dist.send(torch.empty(16), 1)
+elif r == 1:
+    dist.recv(torch.empty(16), 0)
+dist.barrier()
+print("rank", r, "of", n)
+"""
+
+
+def test_syntorch_run_runs_every_rank_of_a_distributed_script(tmp_path):
+    dgx = os.path.join(SOURCE, "hw_configs", "dgx_h100.json")
+    r = _run(tmp_path, MANY_RANKS, "--nproc", "4", "--hw", dgx)
+    assert r.returncode == 0, r.stderr
+    assert sorted(r.stdout.split("\n")[:4]) == [f"rank {i} of 4" for i in range(4)], r.stdout
+    assert "syntorch run of 4 ranks" in r.stderr and re.search(r"nccl:all_reduce\s+\d+", r.stderr), r.stderr
+    failing = _run(tmp_path, "import torch\nimport torch.distributed as dist\ndist.init_process_group('nccl')\n"
+                             "if dist.get_rank() == 2:\n    torch.randn(4) @ torch.randn(5)\n", "--nproc", "4",
+                   "--hw", dgx)
+    assert failing.returncode != 0 and "rank 2" in failing.stderr, failing.stderr

@@ -10,7 +10,26 @@ ActionQueue::ActionQueue(std::size_t batch_size, std::size_t max_batches)
   filling_.reserve(batch_size_);
 }
 
+namespace {
+thread_local BlockingHooks t_hooks;
+
+// The hooks around one wait of this thread.
+struct Blocking {
+  Blocking() {
+    if (t_hooks.before) t_hooks.before();
+  }
+  ~Blocking() {
+    if (t_hooks.after) t_hooks.after();
+  }
+  Blocking(const Blocking&) = delete;
+  Blocking& operator=(const Blocking&) = delete;
+};
+}  // namespace
+
+void set_thread_blocking_hooks(BlockingHooks hooks) { t_hooks = hooks; }
+
 void RunGate::enter(Waiter& w) {
+  const Blocking blocking;  // made before the lock and gone after it: hooks never run under it
   std::unique_lock lock(mutex_);
   while (!queue_.empty() && !queue_.front()->waiting) queue_.pop_front();  // admitted out of turn
   if (w.urgent || (free_ > 0 && queue_.empty())) {
@@ -39,6 +58,7 @@ void RunGate::leave() {
 }
 
 void RunGate::yield(Waiter& w) {
+  const Blocking blocking;
   std::unique_lock lock(mutex_);
   // The simulator asked for this program meanwhile (admit found it running): it keeps going.
   if (free_ >= 0 || w.urgent) {
@@ -72,7 +92,12 @@ void ActionQueue::wait_for_room(std::unique_lock<std::mutex>& lock) {
     gate_->leave();
     lock.lock();
   }
-  changed_.wait(lock, room);
+  {
+    const Blocking blocking;
+    changed_.wait(lock, room);
+    lock.unlock();  // the hooks run with the queue unlocked
+  }
+  lock.lock();
   if (gate_) {
     lock.unlock();
     gate_->enter(waiter_);

@@ -68,6 +68,15 @@ class ActionSource {
 // Thrown into a program whose consumer has stopped listening.
 struct QueueAborted {};
 
+// Run around every wait of a producer thread (for room in its queue, or at the gate), on that
+// thread: a program holding a lock the others need to make progress (a Python interpreter's)
+// gives it up while it waits. Per thread; none by default.
+struct BlockingHooks {
+  void (*before)() = nullptr;
+  void (*after)() = nullptr;
+};
+void set_thread_blocking_hooks(BlockingHooks hooks);
+
 // How many programs' threads run at once. A program holds a slot while it runs and gives it up
 // while it waits for room in its queue, so hundreds of programs ready to run do not crowd the
 // simulator's own thread off the machine's cores (they would take turns with it, and it is the

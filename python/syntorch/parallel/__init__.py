@@ -4,9 +4,10 @@
 
 builds rank `tp_rank`'s share of the weight (output features split over tp_size ranks, the
 remainder to the first ranks) and runs that rank's GEMM. The collectives a layer ends with (the
-column layer's gather_output, the row layer's and the vocabulary embedding's all-reduce) need the
-other ranks of the group, which a one-rank Python run does not have: asking for them raises
-NotImplementedError. Many-rank runs use the C++ layers (docs/simulation.md)."""
+column layer's gather_output, the row layer's and the vocabulary embedding's all-reduce) run over
+`group` (default: the world, once torch.distributed is initialised in a run of tp_size ranks,
+`python -m syntorch.run --nproc`); a one-rank run has no other ranks, and asking for them there
+raises NotImplementedError."""
 
 import syntorch.torch as torch
 import syntorch.torch.nn as nn
@@ -24,17 +25,25 @@ def shard_size(total, tp_size, tp_rank):
     return total // tp_size + (1 if tp_rank < total % tp_size else 0)
 
 
-def _needs_peers(layer, what):
+def _tp_group(layer, what, tp_size, group):
+    """The group a layer's collective runs over, or NotImplementedError when the run lacks one."""
+    import syntorch.torch.distributed as dist
+    if group is not None:
+        return group
+    if dist.is_initialized() and dist.get_world_size() == tp_size:
+        return None  # the world
     raise NotImplementedError(f"syntorch.parallel.{layer}: {what} needs the other ranks of the tensor-parallel "
-                              "group, which a one-rank Python run does not have")
+                              f"group: run {tp_size} ranks (python -m syntorch.run --nproc {tp_size}) with "
+                              "torch.distributed initialised, or pass group=")
 
 
 class ColumnParallelLinear(nn.Module):
     """Y = X A with A split by columns: this rank holds [output_size / tp_size, input_size]."""
 
     def __init__(self, input_size, output_size, tp_size=1, tp_rank=0, bias=True, gather_output=False,
-                 dtype=None, device=None):
+                 dtype=None, device=None, group=None):
         super().__init__()
+        object.__setattr__(self, "group", group)
         self.input_size, self.output_size = input_size, output_size
         self.tp_size, self.tp_rank, self.gather_output = tp_size, tp_rank, gather_output
         self.output_size_per_partition = shard_size(output_size, tp_size, tp_rank)
@@ -45,9 +54,12 @@ class ColumnParallelLinear(nn.Module):
             object.__setattr__(self, "bias", None)
 
     def forward(self, x):
+        y = F.linear(x, self.weight, self.bias)
         if self.gather_output and self.tp_size > 1:
-            _needs_peers("ColumnParallelLinear", "gather_output=True")
-        return F.linear(x, self.weight, self.bias)
+            import syntorch.torch.distributed as dist
+            g = _tp_group("ColumnParallelLinear", "gather_output=True", self.tp_size, self.group)
+            y = _all_gather_last(y, dist._group(g))
+        return y
 
 
 class RowParallelLinear(nn.Module):
@@ -55,8 +67,9 @@ class RowParallelLinear(nn.Module):
     its shard of X (input_is_parallel); the partial products are all-reduced (reduce_results)."""
 
     def __init__(self, input_size, output_size, tp_size=1, tp_rank=0, bias=True, input_is_parallel=True,
-                 reduce_results=True, dtype=None, device=None):
+                 reduce_results=True, dtype=None, device=None, group=None):
         super().__init__()
+        object.__setattr__(self, "group", group)
         if not input_is_parallel:
             raise NotImplementedError("syntorch.parallel.RowParallelLinear: input_is_parallel=False is not supported")
         self.input_size, self.output_size = input_size, output_size
@@ -69,23 +82,35 @@ class RowParallelLinear(nn.Module):
             object.__setattr__(self, "bias", None)
 
     def forward(self, x):
+        y = F.linear(x, self.weight, self.bias)
         if self.reduce_results and self.tp_size > 1:
-            _needs_peers("RowParallelLinear", "reduce_results=True (the all-reduce of the partial products)")
-        return F.linear(x, self.weight, self.bias)
+            import syntorch.torch.distributed as dist
+            dist.all_reduce(y, group=_tp_group("RowParallelLinear", "reduce_results=True (the all-reduce of the "
+                                               "partial products)", self.tp_size, self.group))
+        return y
 
 
 class VocabParallelEmbedding(nn.Module):
     """An embedding whose rows (the vocabulary) are split over the ranks."""
 
     def __init__(self, num_embeddings, embedding_dim, tp_size=1, tp_rank=0, reduce_results=True, dtype=None,
-                 device=None):
+                 device=None, group=None):
         super().__init__()
+        object.__setattr__(self, "group", group)
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.tp_size, self.tp_rank, self.reduce_results = tp_size, tp_rank, reduce_results
         self.num_embeddings_per_partition = shard_size(num_embeddings, tp_size, tp_rank)
         self.weight = nn._parameter(self.num_embeddings_per_partition, embedding_dim, device=device, dtype=dtype)
 
     def forward(self, indices):
+        y = F.embedding(indices, self.weight)
         if self.reduce_results and self.tp_size > 1:
-            _needs_peers("VocabParallelEmbedding", "reduce_results=True (the all-reduce of the looked-up rows)")
-        return F.embedding(indices, self.weight)
+            import syntorch.torch.distributed as dist
+            dist.all_reduce(y, group=_tp_group("VocabParallelEmbedding", "reduce_results=True (the all-reduce of "
+                                               "the looked-up rows)", self.tp_size, self.group))
+        return y
+
+
+def _all_gather_last(y, group_impl):
+    import _syntorch
+    return _syntorch.dist_all_gather(y, group_impl, -1)

@@ -24,7 +24,17 @@ from .amp import autocast  # noqa: E402
 from . import profiler  # noqa: E402
 from . import distributed  # noqa: E402
 
-_default_device = ["cuda"]
+import threading as _threading
+
+
+class _DeviceStack(_threading.local):
+    """The factories' default device, per thread (each rank of a many-rank run is a thread)."""
+
+    def __init__(self):
+        self.stack = ["cuda"]
+
+
+_default_device = _DeviceStack()
 
 
 class device:
@@ -51,16 +61,16 @@ class device:
         return str(self) == str(other)
 
     def __enter__(self):
-        _default_device.append(str(self))
+        _default_device.stack.append(str(self))
         return self
 
     def __exit__(self, *exc):
-        _default_device.pop()
+        _default_device.stack.pop()
         return False
 
 
 def _device_name(d):
-    return str(device(d)) if d is not None else _default_device[-1]
+    return str(device(d)) if d is not None else _default_device.stack[-1]
 
 
 def _ints(args):

@@ -1,33 +1,54 @@
-"""torch.distributed for a one-process run (what syntorch.run gives a script today): a world of
-one, where every collective is a no-op, as it is for one rank in PyTorch. Many ranks from Python
-are not supported yet: init_process_group with a world_size above 1 raises NotImplementedError."""
+"""torch.distributed over the run's ranks. Under `python -m syntorch.run --nproc N` every rank's
+script runs on one simulator and the collectives are simulated over the machine's links (NCCL's
+algorithms, as the C++ layers run them); in a one-process run the world is one rank and every
+collective is a no-op, as it is for one rank in PyTorch."""
 
 import os
 
+import _syntorch
 from syntorch._unsupported import module_getattr as _module_getattr
 
 __getattr__ = _module_getattr("torch.distributed")
 
-_initialized = [False]
+import threading as _threading
+
+
+class _State(_threading.local):
+    def __init__(self):
+        self.initialized = False
+        self.world = None  # the WORLD group's handle in a many-rank run
+
+
+_state = _State()
 
 
 class ReduceOp:
     SUM, AVG, PRODUCT, MIN, MAX = "sum", "avg", "product", "min", "max"
 
 
+def _world_size():
+    return _syntorch.current_world_size()
+
+
+def _rank():
+    r = _syntorch.current_rank_index()
+    return 0 if r < 0 else r
+
+
 class ProcessGroup:
-    def __init__(self, ranks):
+    def __init__(self, ranks, impl=None):
         self.ranks = list(ranks)
+        self._impl = impl
 
     def size(self):
         return len(self.ranks)
 
     def rank(self):
-        return 0
+        return self.ranks.index(_rank()) if _rank() in self.ranks else -1
 
 
-_WORLD = ProcessGroup([0])
-group = type("group", (), {"WORLD": _WORLD})
+class group:
+    WORLD = None
 
 
 def is_available():
@@ -35,7 +56,7 @@ def is_available():
 
 
 def is_initialized():
-    return _initialized[0]
+    return _state.initialized
 
 
 def is_nccl_available():
@@ -44,50 +65,116 @@ def is_nccl_available():
 
 def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1, rank=-1, **kwargs):
     world = world_size if world_size != -1 else int(os.environ.get("WORLD_SIZE", "1"))
-    if world != 1:
-        raise NotImplementedError(f"torch.distributed.init_process_group: a world of {world} processes is not "
-                                  "supported from Python yet (one process is)")
-    _initialized[0] = True
+    if world != _world_size():
+        raise NotImplementedError(f"torch.distributed.init_process_group: a world of {world} processes in a run of "
+                                  f"{_world_size()} rank(s) (python -m syntorch.run --nproc {world} runs that many)")
+    if rank not in (-1, _rank()):
+        raise RuntimeError(f"init_process_group: rank {rank} given to the thread of rank {_rank()}")
+    _state.initialized = True
+    _state.world = new_group(list(range(world)))
 
 
 def destroy_process_group(group=None):
-    _initialized[0] = False
+    _state.initialized = False
 
 
 def get_rank(group=None):
-    return 0
+    return _rank() if group is None else group.rank()
 
 
 def get_world_size(group=None):
-    return 1
+    return _world_size() if group is None else group.size()
 
 
 def new_group(ranks=None, **kwargs):
-    if ranks is not None and list(ranks) != [0]:
-        raise NotImplementedError(f"torch.distributed.new_group: ranks {list(ranks)} in a world of one")
-    return _WORLD
+    """Every rank must call it, in the same order, as in PyTorch."""
+    ranks = list(range(_world_size())) if ranks is None else sorted(int(r) for r in ranks)
+    if _world_size() == 1:
+        if ranks != [0]:
+            raise NotImplementedError(f"torch.distributed.new_group: ranks {ranks} in a world of one")
+        return ProcessGroup(ranks)
+    return ProcessGroup(ranks, _syntorch.dist_new_group(ranks))
 
 
-def barrier(group=None, **kwargs):
-    return None
+def _group(group):
+    g = group if group is not None else _state.world
+    if g is None:
+        if _world_size() == 1:
+            return None
+        raise RuntimeError("Default process group has not been initialized, please make sure to call "
+                           "init_process_group.")
+    return g._impl
 
 
-def _one_rank(tensor, *args, **kwargs):
-    return None  # a collective over one rank moves nothing
+def _check_op(name, op):
+    if op not in (ReduceOp.SUM, ReduceOp.AVG, ReduceOp.MAX, ReduceOp.MIN):
+        raise NotImplementedError(f"torch.distributed.{name}: op {op!r} is not supported")
 
 
-all_reduce = reduce = broadcast = _one_rank
+def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
+    _check_op("all_reduce", op)
+    g = _group(group)
+    if g is not None:
+        _syntorch.dist_all_reduce(tensor, g)
 
 
 def all_gather(tensor_list, tensor, group=None, async_op=False):
-    if len(tensor_list) != 1:
-        raise RuntimeError(f"all_gather: expected a list of 1 tensor (the world size), got {len(tensor_list)}")
-    tensor_list[0].copy_(tensor)
+    g = _group(group)
+    n = 1 if g is None else g.size()
+    if len(tensor_list) != n:
+        raise RuntimeError(f"all_gather: expected a list of {n} tensors (the group's size), got {len(tensor_list)}")
+    if g is None:
+        tensor_list[0].copy_(tensor)
+        return
+    gathered = _syntorch.dist_all_gather(tensor.unsqueeze(0), g, 0)  # a flat buffer, then a copy out each
+    for i, t in enumerate(tensor_list):
+        t.copy_(gathered.select(0, i))
+
+
+def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
+    g = _group(group)
+    if g is None:
+        output_tensor.copy_(input_tensor)
+        return
+    _syntorch.dist_all_gather(input_tensor, g, 0)
+
+
+def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
+    _check_op("reduce_scatter_tensor", op)
+    g = _group(group)
+    if g is None:
+        output.copy_(input)
+        return
+    _syntorch.dist_reduce_scatter(input, g, 0)
+
+
+def broadcast(tensor, src, group=None, async_op=False):
+    if _group(group) is not None:
+        raise NotImplementedError("torch.distributed.broadcast is not supported over more than one rank yet")
+
+
+def barrier(group=None, **kwargs):
+    """NCCL's barrier: an all-reduce of one element."""
+    import syntorch.torch as torch
+    g = _group(group)
+    if g is not None:
+        _syntorch.dist_all_reduce(torch.zeros(1), g)
 
 
 def send(tensor, dst, group=None, tag=0):
-    raise RuntimeError(f"send: there is no rank {dst} in a world of one")
+    if _world_size() == 1:
+        raise RuntimeError(f"send: there is no rank {dst} in a world of one")
+    _syntorch.dist_send(tensor, dst)
 
 
 def recv(tensor, src=None, group=None, tag=0):
-    raise RuntimeError(f"recv: there is no rank {src} in a world of one")
+    if src is None:
+        raise NotImplementedError("torch.distributed.recv: from any source (src=None) is not supported")
+    if _world_size() == 1:
+        raise RuntimeError(f"recv: there is no rank {src} in a world of one")
+    _syntorch.dist_recv(tensor, src)
+
+
+def reduce(tensor, dst, op=ReduceOp.SUM, group=None, async_op=False):
+    if _group(group) is not None:
+        raise NotImplementedError("torch.distributed.reduce is not supported over more than one rank yet")
