@@ -130,6 +130,17 @@ py::dict run_stats(const runtime::EngineResult& r, const hw::Machine& machine) {
   out["out_of_memory"] = r.oom.has_value();
   out["device"] = machine.devices().empty() ? "" : machine.devices()[0].name;
   out["machine"] = machine.name();
+  py::list steps;  // rank 0's top-level record_function spans
+  if (!r.ranks.empty()) {
+    for (const auto& s : r.ranks[0].steps) {
+      py::dict d;
+      d["name"] = s.name;
+      d["begin_s"] = static_cast<double>(s.begin_ps) * 1e-12;
+      d["end_s"] = static_cast<double>(s.end_ps) * 1e-12;
+      steps.append(d);
+    }
+  }
+  out["steps"] = steps;
   return out;
 }
 

@@ -18,8 +18,8 @@ import threading
 
 import _syntorch
 
-__all__ = ["init", "trace_manager", "current_session", "profile", "KernelPolicy", "set_kernel_policy", "get_kernel_policy",
-           "clear_kernel_policy"]
+__all__ = ["init", "launch", "trace_manager", "current_session", "profile", "KernelPolicy", "set_kernel_policy",
+           "get_kernel_policy", "clear_kernel_policy"]
 
 _here = os.path.dirname(os.path.abspath(__file__))
 _session = None
@@ -131,6 +131,29 @@ def clear_kernel_policy():
 
 
 _rank_local = threading.local()  # .rank: this thread is a rank of a many-rank run (syntorch.run)
+
+
+def launch(fn, nproc, hw=None, set=(), framework="eager", trace=None, policy=None, console=True):
+    """Runs fn(rank) once per rank, ranks 0..nproc-1 on the machine's first nproc devices, all on
+    one simulator (each call on a thread of its own: torch.distributed works between them), and
+    returns the run's statistics (per-rank peak memory, `console`: every op and kernel by name).
+    What a rank raises fails the run, naming the rank; a simulated out-of-memory is a result
+    (`out_of_memory` is true)."""
+    if isinstance(set, str):
+        raise TypeError("launch(set=...) takes a list of \"/json/pointer=value\" strings, not one string")
+    if int(nproc) < 1:
+        raise ValueError(f"launch: nproc must be at least 1, got {nproc}")
+    hw = hw or os.environ.get("SYNTORCH_HW") or _bundled_config("h100_sxm5_80gb.json")
+
+    def rank_main(rank):
+        _rank_local.rank = rank
+        try:
+            fn(rank)
+        finally:
+            _rank_local.rank = None
+
+    return _syntorch.run_ranks(str(hw), [str(s) for s in set], framework, str(trace) if trace else "",
+                               str(policy) if policy is not None else "", bool(console), int(nproc), rank_main)
 
 
 def in_rank_program():

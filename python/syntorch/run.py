@@ -96,34 +96,62 @@ class _RankEnviron(dict):
         self._base[key] = value
 
 
+class _RankLines:
+    """sys.stdout or sys.stderr for the ranks' threads: each thread's text goes out a whole line at
+    a time, as separate processes' lines do, instead of interleaving mid-line."""
+
+    def __init__(self, stream, local):
+        self._stream, self._local = stream, local
+
+    def write(self, text):
+        pending = getattr(self._local, "pending", "") + text
+        *lines, rest = pending.split("\n")
+        self._local.pending = rest
+        if lines:
+            self._stream.write("".join(line + "\n" for line in lines))
+        return len(text)
+
+    def flush(self):
+        pending = getattr(self._local, "pending", "")
+        if pending:
+            self._stream.write(pending)
+            self._local.pending = ""
+        self._stream.flush()
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
 def _run_ranks(p, ns):
     """Every rank runs the script on a thread of its own, all on one simulator."""
-    import _syntorch
     import threading
     import syntorch
     alias_torch()
     with open(ns.script) as f:
         code = compile(f.read(), ns.script, "exec")
     local = threading.local()
-    environ = os.environ
+    environ, stdout, stderr = os.environ, sys.stdout, sys.stderr
     os.environ = _RankEnviron(environ, local)
+    sys.stdout, sys.stderr = _RankLines(stdout, threading.local()), _RankLines(stderr, threading.local())
     sys.argv = [ns.script] + ns.args
     sys.path.insert(0, os.path.dirname(os.path.abspath(ns.script)))
 
     def rank_main(rank):
         local.env = {"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(ns.nproc),
                      "LOCAL_WORLD_SIZE": str(ns.nproc), "GROUP_RANK": "0"}
-        syntorch._rank_local.rank = rank
-        exec(code, {"__name__": "__main__", "__file__": os.path.abspath(ns.script), "__builtins__": __builtins__})
+        try:
+            exec(code, {"__name__": "__main__", "__file__": os.path.abspath(ns.script), "__builtins__": __builtins__})
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
 
-    hw = ns.hw or os.environ.get("SYNTORCH_HW") or syntorch._bundled_config("h100_sxm5_80gb.json")
     try:
-        stats = _syntorch.run_ranks(str(hw), list(ns.set), ns.framework, ns.trace or "", ns.policy or "", True,
-                                    ns.nproc, rank_main)
-    except ValueError as e:
+        stats = syntorch.launch(rank_main, ns.nproc, hw=ns.hw, set=ns.set, framework=ns.framework, trace=ns.trace,
+                                policy=ns.policy)
+    except (ValueError, FileNotFoundError) as e:
         p.exit(2, f"{p.prog}: {e}\n")
     finally:
-        os.environ = environ
+        os.environ, sys.stdout, sys.stderr = environ, stdout, stderr
     lines = [f"syntorch run of {ns.nproc} ranks on {stats['machine']}",
              f"  simulated time   {stats['simulated_time_s'] * 1e3:.3f} ms",
              f"  kernels          {stats['kernels']}",

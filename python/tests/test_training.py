@@ -425,3 +425,18 @@ def test_syntorch_run_runs_every_rank_of_a_distributed_script(tmp_path):
                              "if dist.get_rank() == 2:\n    torch.randn(4) @ torch.randn(5)\n", "--nproc", "4",
                    "--hw", dgx)
     assert failing.returncode != 0 and "rank 2" in failing.stderr, failing.stderr
+
+
+def test_gpt3_inference_from_python_runs_out_of_memory_on_one_gpu_and_fits_on_eight():
+    script = os.path.join(SOURCE, "examples", "gpt3", "inference.py")
+    dgx = os.path.join(SOURCE, "hw_configs", "dgx_h100.json")
+    one = subprocess.run([sys.executable, script, "--num_input_tokens", "10", "--num_output_tokens", "20", "--tp", "1"],
+                         capture_output=True, text=True, cwd=SOURCE)
+    assert one.returncode == 3 and "simulated out of memory" in one.stdout, (one.stdout, one.stderr)
+    small = subprocess.run([sys.executable, script, "--model", "gpt3-350m", "--num_input_tokens", "16",
+                            "--num_output_tokens", "4", "--tp", "2", "--hw", dgx], capture_output=True, text=True,
+                           cwd=SOURCE)
+    assert small.returncode == 0, small.stderr
+    assert re.search(r"time per output token\s+[0-9.]+ ms", small.stdout), small.stdout
+    bad = subprocess.run([sys.executable, script, "--tp", "5"], capture_output=True, text=True, cwd=SOURCE)
+    assert bad.returncode == 2 and "--tp" in bad.stderr

@@ -64,7 +64,7 @@ def is_nccl_available():
 
 
 def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1, rank=-1, **kwargs):
-    world = world_size if world_size != -1 else int(os.environ.get("WORLD_SIZE", "1"))
+    world = world_size if world_size != -1 else int(os.environ.get("WORLD_SIZE", _world_size()))
     if world != _world_size():
         raise NotImplementedError(f"torch.distributed.init_process_group: a world of {world} processes in a run of "
                                   f"{_world_size()} rank(s) (python -m syntorch.run --nproc {world} runs that many)")
