@@ -302,9 +302,32 @@ Tensor.__len__ = lambda self: self.shape[0]
 # Indexing: integers select, slices narrow (or stride), None adds a dim, ... stands for the rest;
 # all are views, as in PyTorch. Index assignment copies into the view (a copy kernel), as a KV
 # cache update `cache[:, :, pos] = kv` does.
+def _basic_index(self, key):
+    """Integers and slices only (a KV cache's `cache[:, :, a:b]`): views, dim by dim. A slice that
+    covers its whole dim is no op at all, as in PyTorch."""
+    out, dim = self, 0
+    for k in key:
+        if type(k) is slice:
+            size = out.size(dim)
+            start, stop, step = k.indices(size)
+            if step <= 0:
+                raise ValueError("step must be greater than zero")
+            if not (start == 0 and stop >= size and step == 1):
+                out = out._slice(dim, start, _builtins.max(start, stop), step)
+            dim += 1
+        else:
+            size = out.size(dim)
+            if not -size <= k < size:
+                raise IndexError(f"index {k} is out of bounds for dimension {dim} with size {size}")
+            out = out.select(dim, k)
+    return out
+
+
 def _index(self, key):
-    if not isinstance(key, tuple):
+    if type(key) is not tuple:
         key = (key,)
+    if len(key) <= self.dim() and all(type(k) is slice or type(k) is _builtins.int for k in key):
+        return _basic_index(self, key)
     consumed = _builtins.sum(1 for k in key if k is not None and k is not Ellipsis)
     if _builtins.sum(1 for k in key if k is Ellipsis) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
@@ -333,7 +356,8 @@ def _index(self, key):
             start, stop, step = k.indices(size)
             if step <= 0:
                 raise ValueError("step must be greater than zero")
-            out = out._slice(dim, start, _builtins.max(start, stop), step)
+            if not (start == 0 and stop >= size and step == 1):  # a whole dim: no op, as in PyTorch
+                out = out._slice(dim, start, _builtins.max(start, stop), step)
             dim += 1
         elif isinstance(k, (list, Tensor)):
             if _builtins.sum(1 for j in expanded if isinstance(j, (list, Tensor))) > 1:

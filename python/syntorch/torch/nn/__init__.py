@@ -50,8 +50,21 @@ class Module:
         elif isinstance(value, _syntorch.Tensor) and not isinstance(value, type(None)):
             # Tensors assigned as attributes are parameters, as nn.Parameter(...) makes them.
             self._parameters[name] = value
-        else:
+        # Also an ordinary attribute: reading it (model.layer, self.weight: every op's operands)
+        # then costs a dict lookup, not __getattr__. The stores stay the registry; _register keeps
+        # the two in step.
+        object.__setattr__(self, name, value)
+
+    def _register(self, store, name, value):
+        store[name] = value
+        if name.isidentifier():
             object.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        for store in (self._parameters, self._buffers, self._modules):
+            store.pop(name, None)
+        if name in self.__dict__:
+            object.__delattr__(self, name)
 
     def __getattr__(self, name):
         for store in ("_parameters", "_buffers", "_modules"):
@@ -61,13 +74,13 @@ class Module:
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def register_buffer(self, name, tensor, persistent=True):
-        self._buffers[name] = tensor
+        self._register(self._buffers, name, tensor)
 
     def register_parameter(self, name, param):
-        self._parameters[name] = param
+        self._register(self._parameters, name, param)
 
     def add_module(self, name, module):
-        self._modules[name] = module
+        self._register(self._modules, name, module)
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f"Module [{type(self).__name__}] is missing the required \"forward\" function")
@@ -148,7 +161,7 @@ class Module:
                             out = out.to(*rest, **kwargs)
                     if out is not v and v.requires_grad:
                         out.requires_grad_(True)
-                    store[k] = out
+                    m._register(store, k, out)
         return self
 
     def half(self):
