@@ -3,6 +3,7 @@
 // bound as they are, so a Python program issues the same ops a C++ one does. The Python package
 // (python/syntorch) gives them PyTorch's module layout, and nn.Module its Python form.
 
+#include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -430,6 +431,10 @@ PYBIND11_MODULE(_syntorch, m) {
         torch::autograd::backward({t}, gradient ? std::vector<Tensor>{*gradient} : std::vector<Tensor>{}, retain_graph);
       }, py::arg("gradient") = py::none(), py::arg("retain_graph") = false, py::call_guard<RequireRun>())
       .def("detach", &Tensor::detach)
+      .def("register_post_accumulate_grad_hook", [](Tensor& t, const py::function& hook) {
+        // The hook runs inside backward, on the thread that called it (holding the interpreter).
+        t.register_post_accumulate_grad_hook([hook](Tensor& param) { hook(param); });
+      })
       .def("__repr__", [](const Tensor& t) {
         std::string s = "tensor(..., size=(";
         for (std::size_t i = 0; i < t.sizes().size(); ++i) s += (i ? ", " : "") + std::to_string(t.sizes()[i]);

@@ -14,8 +14,8 @@ import os
 import runpy
 import sys
 
-_SUBMODULES = ("nn", "nn.functional", "nn.init", "nn.utils", "cuda", "optim", "optim.lr_scheduler", "amp",
-               "autograd", "profiler", "distributed")
+_SUBMODULES = ("nn", "nn.functional", "nn.init", "nn.utils", "nn.parallel", "cuda", "optim", "optim.lr_scheduler",
+               "amp", "autograd", "profiler", "distributed")
 
 
 def alias_torch():

@@ -440,3 +440,29 @@ def test_gpt3_inference_from_python_runs_out_of_memory_on_one_gpu_and_fits_on_ei
     assert re.search(r"time per output token\s+[0-9.]+ ms", small.stdout), small.stdout
     bad = subprocess.run([sys.executable, script, "--tp", "5"], capture_output=True, text=True, cwd=SOURCE)
     assert bad.returncode == 2 and "--tp" in bad.stderr
+
+
+DDP_SCRIPT = """
+import torch
+import torch.nn as nn
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+dist.init_process_group("nccl")
+model = DDP(nn.Sequential(*[nn.Linear(2048, 2048) for _ in range(4)]), bucket_cap_mb=25)
+opt = torch.optim.AdamW(model.parameters(), fused=True)
+for step in range(2):
+    model(torch.randn(32, 2048)).mean().backward()
+    opt.step()
+    opt.zero_grad()
+print("done", dist.get_rank())
+"""
+
+
+def test_ddp_reduces_gradient_buckets_during_backward(tmp_path):
+    r = _run(tmp_path, DDP_SCRIPT, "--nproc", "2", "--hw", os.path.join(SOURCE, "hw_configs", "dgx_h100.json"))
+    assert r.returncode == 0, r.stderr
+    # 4 layers of 16 MiB fp32 weights, in reverse order, into buckets of 25 MiB: a bucket closes
+    # once it reaches the cap, so two layers a bucket; per step and rank one all-reduce a bucket.
+    m = re.search(r'category "collective": (\d+) spans', r.stderr)
+    assert m and int(m.group(1)) == 2 * 2 * 2, r.stderr  # 2 ranks x 2 steps x 2 buckets

@@ -339,3 +339,6 @@ class ModuleDict(Module):
 
     def values(self):
         return self._modules.values()
+
+
+from . import parallel  # noqa: E402,F401  (after Module: it subclasses it)
