@@ -32,85 +32,40 @@ using namespace syntorch;
 
 namespace {
 
-// One simulated run: a machine, and the engine the Python thread is attached to.
-class Session {
- public:
-  Session(const std::string& hw, const std::vector<std::string>& sets, const std::string& framework,
-          const std::string& trace, const std::string& policy_text, bool console) {
+// What a run from Python is made of, checked whole before any run starts: the machine (with
+// its --set overrides), the kernel policy, the engine's options and the recorder (a trace file,
+// the console summary of every op and kernel by name, or both). Not movable: the options point
+// at the recorder.
+struct RunSetup {
+  RunSetup(const std::string& hw, const std::vector<std::string>& sets, const std::string& framework,
+           const std::string& trace_path, const std::string& policy_text, bool console) {
     Diagnostics d;
     const std::vector<hw::Override> overrides = hw::parse_overrides(sets, d);
     if (!d.empty()) throw InputError(std::move(d));
-    machine_ = std::make_unique<hw::Machine>(hw::Machine::load(hw, overrides));
+    machine = std::make_unique<hw::Machine>(hw::Machine::load(hw, overrides));
     if (framework != "eager" && framework != "native") {
       throw std::invalid_argument("framework must be \"eager\" or \"native\", got \"" + framework + "\"");
     }
-    runtime::EngineOptions options;
     options.framework = framework == "eager" ? runtime::Framework::eager : runtime::Framework::native;
-    if (!trace.empty()) recorder_.attach(trace::open_trace_writer(trace, std::nullopt));
-    // The ops and kernels by name, for trace_manager.dump(format="console") after the run.
-    if (console) recorder_.attach(std::make_unique<trace::ConsoleSummary>(console_text_, 12));
-    if (recorder_.enabled()) options.recorder = &recorder_;
     Diagnostics pd;
-    runtime::KernelPolicy policy = runtime::KernelPolicy::load(policy_text, pd, "policy");
+    policy = runtime::KernelPolicy::load(policy_text, pd, "policy");
     if (!pd.empty()) throw InputError(std::move(pd));
-    engine_ = std::make_unique<runtime::Engine>(*machine_, std::move(policy), 1, options);
-    engine_->attach();
+    if (!trace_path.empty()) recorder.attach(trace::open_trace_writer(trace_path, std::nullopt));
+    if (console) recorder.attach(std::make_unique<trace::ConsoleSummary>(console_text, 12));
+    if (recorder.enabled()) options.recorder = &recorder;
   }
+  RunSetup(const RunSetup&) = delete;
+  RunSetup& operator=(const RunSetup&) = delete;
 
-  // Ends the program, waits for the simulation and returns what it measured.
-  py::dict finish() {
-    if (!result_ && !error_) {
-      try {
-        py::gil_scoped_release release;  // the simulation touches no Python object
-        result_ = engine_->detach();
-        recorder_.finish();
-      } catch (...) {
-        error_ = std::current_exception();  // the run is over either way
-      }
-    }
-    if (error_) std::rethrow_exception(error_);
-    const runtime::EngineResult& r = *result_;
-    py::dict out;
-    out["simulated_time_s"] = static_cast<double>(r.end_ps) * 1e-12;
-    out["kernels"] = r.ranks.empty() ? 0 : r.ranks[0].kernels;
-    out["flops"] = r.ranks.empty() ? 0.0 : r.ranks[0].flops;
-    out["hbm_bytes"] = r.ranks.empty() ? 0.0 : r.ranks[0].hbm_bytes;
-    py::list peaks;
-    for (const auto& rank : r.ranks) peaks.append(rank.memory.peak_allocated_bytes);
-    out["peak_memory_bytes"] = peaks;
-    out["events"] = r.events;
-    out["out_of_memory"] = r.oom.has_value();
-    out["device"] = machine_->devices().empty() ? "" : machine_->devices()[0].name;
-    // The top-level record_function scopes, on the host's clock.
-    py::list steps;
-    if (!r.ranks.empty()) {
-      for (const auto& s : r.ranks[0].steps) {
-        py::dict d;
-        d["name"] = s.name;
-        d["begin_s"] = static_cast<double>(s.begin_ps) * 1e-12;
-        d["end_s"] = static_cast<double>(s.end_ps) * 1e-12;
-        steps.append(d);
-      }
-    }
-    out["steps"] = steps;
-    out["machine"] = machine_->name();
-    return out;
-  }
-
-  bool finished() const { return result_.has_value() || error_ != nullptr; }
-  std::string console() const { return console_text_.str(); }
-
- private:
-  std::unique_ptr<hw::Machine> machine_;
-  std::ostringstream console_text_;  // before the recorder, which writes to it when it finishes
-  trace::Recorder recorder_;
-  std::unique_ptr<runtime::Engine> engine_;
-  std::optional<runtime::EngineResult> result_;
-  std::exception_ptr error_;  // why finishing failed
+  std::unique_ptr<hw::Machine> machine;
+  runtime::KernelPolicy policy;
+  runtime::EngineOptions options;
+  std::ostringstream console_text;  // before the recorder, which writes to it when it finishes
+  trace::Recorder recorder;
 };
 
-// The summary of a finished run, as trace_manager.stats() returns it (per-rank lists where a
-// value is per rank).
+// The summary of a finished run, as trace_manager.stats() returns it: totals over the ranks,
+// per-rank peak memory, rank 0's top-level record_function spans.
 py::dict run_stats(const runtime::EngineResult& r, const hw::Machine& machine) {
   py::dict out;
   out["simulated_time_s"] = static_cast<double>(r.end_ps) * 1e-12;
@@ -131,7 +86,7 @@ py::dict run_stats(const runtime::EngineResult& r, const hw::Machine& machine) {
   out["out_of_memory"] = r.oom.has_value();
   out["device"] = machine.devices().empty() ? "" : machine.devices()[0].name;
   out["machine"] = machine.name();
-  py::list steps;  // rank 0's top-level record_function spans
+  py::list steps;
   if (!r.ranks.empty()) {
     for (const auto& s : r.ranks[0].steps) {
       py::dict d;
@@ -144,6 +99,41 @@ py::dict run_stats(const runtime::EngineResult& r, const hw::Machine& machine) {
   out["steps"] = steps;
   return out;
 }
+
+// One simulated run: its setup, and the engine the Python thread is attached to.
+class Session {
+ public:
+  Session(const std::string& hw, const std::vector<std::string>& sets, const std::string& framework,
+          const std::string& trace, const std::string& policy_text, bool console)
+      : setup_(hw, sets, framework, trace, policy_text, console),
+        engine_(std::make_unique<runtime::Engine>(*setup_.machine, setup_.policy, 1, setup_.options)) {
+    engine_->attach();
+  }
+
+  // Ends the program, waits for the simulation and returns what it measured.
+  py::dict finish() {
+    if (!result_ && !error_) {
+      try {
+        py::gil_scoped_release release;  // the simulation touches no Python object
+        result_ = engine_->detach();
+        setup_.recorder.finish();
+      } catch (...) {
+        error_ = std::current_exception();  // the run is over either way
+      }
+    }
+    if (error_) std::rethrow_exception(error_);
+    return run_stats(*result_, *setup_.machine);
+  }
+
+  bool finished() const { return result_.has_value() || error_ != nullptr; }
+  std::string console() const { return setup_.console_text.str(); }
+
+ private:
+  RunSetup setup_;
+  std::unique_ptr<runtime::Engine> engine_;
+  std::optional<runtime::EngineResult> result_;
+  std::exception_ptr error_;  // why finishing failed
+};
 
 // Many ranks from Python: each rank's program is a Python call on a thread of its own, holding
 // the interpreter's lock while it runs Python and giving it up whenever its queue or the gate
@@ -158,21 +148,8 @@ void reacquire_interpreter() {
 py::dict run_ranks(const std::string& hw, const std::vector<std::string>& sets, const std::string& framework,
                    const std::string& trace_path, const std::string& policy_text, bool console, int world,
                    const py::function& program) {
-  Diagnostics d;
-  const std::vector<hw::Override> overrides = hw::parse_overrides(sets, d);
-  if (!d.empty()) throw InputError(std::move(d));
-  const hw::Machine machine = hw::Machine::load(hw, overrides);
-  Diagnostics pd;
-  runtime::KernelPolicy policy = runtime::KernelPolicy::load(policy_text, pd, "policy");
-  if (!pd.empty()) throw InputError(std::move(pd));
-  std::ostringstream console_text;
-  trace::Recorder recorder;
-  if (!trace_path.empty()) recorder.attach(trace::open_trace_writer(trace_path, std::nullopt));
-  if (console) recorder.attach(std::make_unique<trace::ConsoleSummary>(console_text, 12));
-  runtime::EngineOptions options;
-  options.framework = framework == "native" ? runtime::Framework::native : runtime::Framework::eager;
-  if (recorder.enabled()) options.recorder = &recorder;
-  runtime::Engine engine(machine, std::move(policy), world, options);
+  RunSetup setup(hw, sets, framework, trace_path, policy_text, console);
+  runtime::Engine engine(*setup.machine, setup.policy, world, setup.options);
   runtime::EngineResult result;
   {
     py::gil_scoped_release release;
@@ -192,9 +169,9 @@ py::dict run_ranks(const std::string& hw, const std::vector<std::string>& sets, 
       }
     });
   }
-  recorder.finish();
-  py::dict out = run_stats(result, machine);
-  out["console"] = console_text.str();
+  setup.recorder.finish();
+  py::dict out = run_stats(result, *setup.machine);
+  out["console"] = setup.console_text.str();
   return out;
 }
 
