@@ -466,3 +466,29 @@ def test_ddp_reduces_gradient_buckets_during_backward(tmp_path):
     # once it reaches the cap, so two layers a bucket; per step and rank one all-reduce a bucket.
     m = re.search(r'category "collective": (\d+) spans', r.stderr)
     assert m and int(m.group(1)) == 2 * 2 * 2, r.stderr  # 2 ranks x 2 steps x 2 buckets
+
+
+def test_one_grad_mode_object_used_from_two_threads_keeps_each_threads_scopes():
+    """A module-level @torch.no_grad() runs on every rank's thread of a many-rank run at once:
+    leaving it on one thread must restore that thread's own state."""
+    import threading
+    g = torch.no_grad()
+    entered, release = threading.Event(), threading.Event()
+    seen = {}
+
+    def other():
+        with g:
+            entered.set()
+            release.wait()
+            seen["inside"] = torch.is_grad_enabled()
+        seen["after"] = torch.is_grad_enabled()
+
+    t = threading.Thread(target=other)
+    with torch.no_grad():  # this thread's grad mode is off before it enters g
+        with g:
+            t.start()
+            entered.wait()
+        seen["main_after"] = torch.is_grad_enabled()  # left g while the other thread is inside it
+    release.set()
+    t.join()
+    assert seen == {"inside": False, "after": True, "main_after": False}

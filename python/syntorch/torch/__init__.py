@@ -1,7 +1,6 @@
 """PyTorch's names over syntorch's meta tensors: `import syntorch.torch as torch`."""
 
 import builtins as _builtins
-import contextlib as _contextlib
 
 import _syntorch
 from _syntorch import (Tensor, dtype, float64, double, float32, float, float16, half, bfloat16, float8_e4m3fn,
@@ -11,6 +10,7 @@ from _syntorch import (Tensor, dtype, float64, double, float32, float, float16, 
                        gt, ge, where, masked_fill, tril, triu, multinomial, index_select)
 
 import syntorch as _syntorch_package
+from syntorch._scopes import CppScope as _CppScope
 from syntorch._unsupported import Unsupported as _Unsupported, module_getattr as _module_getattr
 
 __getattr__ = _module_getattr("torch")
@@ -190,23 +190,15 @@ def reshape(x, shape):
     return x._reshape(_ints((shape,)))
 
 
-class set_grad_enabled(_contextlib.ContextDecorator):
+class set_grad_enabled(_CppScope):
     """Grad mode for a block (or a decorated function): ops record their backward only with it
     on, as torch.set_grad_enabled; no_grad() and enable_grad() are its two settings."""
 
     def __init__(self, mode=True):
         self.mode = _builtins.bool(mode)
-        self._scopes = []
 
-    def __enter__(self):
-        scope = _syntorch._GradMode(self.mode)
-        scope.__enter__()
-        self._scopes.append(scope)
-        return self
-
-    def __exit__(self, *exc):
-        self._scopes.pop().__exit__(*exc)
-        return False
+    def _make(self):
+        return _syntorch._GradMode(self.mode)
 
 
 

@@ -1,11 +1,10 @@
 """torch.amp: autocast and GradScaler, over syntorch's (docs/torch.md "Mixed precision")."""
 
-import contextlib
-
 import _syntorch
+from syntorch._scopes import CppScope as _CppScope
 
 
-class autocast(contextlib.ContextDecorator):
+class autocast(_CppScope):
     """torch.autocast(device_type, dtype=None, enabled=True, cache_enabled=None): in its block,
     matmul, linear and attention run in `dtype` (fp16 by default on CUDA; their inputs cast,
     weights once per block), layer_norm and the losses in fp32. A context manager or a
@@ -18,17 +17,9 @@ class autocast(contextlib.ContextDecorator):
         self.dtype = _syntorch.float16 if dtype is None else dtype
         self.enabled = bool(enabled)
         self.cache_enabled = True if cache_enabled is None else bool(cache_enabled)
-        self._scopes = []
 
-    def __enter__(self):
-        scope = _syntorch._Autocast(self.dtype, self.enabled, self.cache_enabled)
-        scope.__enter__()
-        self._scopes.append(scope)
-        return self
-
-    def __exit__(self, *exc):
-        self._scopes.pop().__exit__(*exc)
-        return False
+    def _make(self):
+        return _syntorch._Autocast(self.dtype, self.enabled, self.cache_enabled)
 
 
 

@@ -1,23 +1,14 @@
 """torch.profiler.record_function: a named span of the program on the host timeline (in traces,
 and the top-level ones in trace_manager.stats()["steps"] with their simulated begin and end)."""
 
-import contextlib
-
 import _syntorch
+from syntorch._scopes import CppScope as _CppScope
 
 
-class record_function(contextlib.ContextDecorator):
+class record_function(_CppScope):
     def __init__(self, name, args=None):
         self.name = str(name)
-        self._scope = None
 
-    def __enter__(self):
-        self._scope = _syntorch._RecordScope(self.name)
-        self._scope.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        self._scope.__exit__(*exc)
-        self._scope = None
-        return False
+    def _make(self):
+        return _syntorch._RecordScope(self.name)
 
