@@ -18,6 +18,7 @@ class TorchMatmul : public torch::testing::OnRank {};
 class TorchPointwise : public torch::testing::OnRank {};
 class TorchRowwise : public torch::testing::OnRank {};
 class TorchAttention : public torch::testing::OnRank {};
+class TorchSelect : public torch::testing::OnRank {};
 class TorchOps : public torch::testing::OnRank {};
 
 // --- matmul ---
@@ -451,15 +452,7 @@ TEST_F(TorchOps, CudaSynchronizeGraphsAndScopesReachTheRank) {
   EXPECT_EQ(rank.kinds(), (std::vector<OpKind>{OpKind::gelu}));
 }
 
-}  // namespace
-}  // namespace syntorch
-
-namespace syntorch {
-namespace {
-
-TEST(TorchSelect, ComparisonsWhereMaskingAndSamplingAreOneKernelEach) {
-  torch::testing::FakeRank rank;
-  runtime::RankGuard guard(&rank);
+TEST_F(TorchSelect, ComparisonsWhereMaskingAndSamplingAreOneKernelEach) {
   const auto x = torch::empty({4, 16}, torch::kFloat16);
   const auto lt = torch::lt(x, torch::empty({16}, torch::kFloat16));
   EXPECT_EQ(lt.dtype(), torch::kBool);
@@ -478,9 +471,7 @@ TEST(TorchSelect, ComparisonsWhereMaskingAndSamplingAreOneKernelEach) {
   EXPECT_THROW(torch::tril(torch::empty({4})), torch::Error);
 }
 
-TEST(TorchSelect, WhereAndMaskedFillPassGradientsThroughTheirMask) {
-  torch::testing::FakeRank rank;
-  runtime::RankGuard guard(&rank);
+TEST_F(TorchSelect, WhereAndMaskedFillPassGradientsThroughTheirMask) {
   auto scores = torch::empty({8, 8}).requires_grad_();
   const auto mask = torch::triu(torch::ones({8, 8}, torch::kBool), 1);
   auto loss = torch::sum(torch::softmax(torch::masked_fill(scores, mask, -1e9), -1));
@@ -492,15 +483,7 @@ TEST(TorchSelect, WhereAndMaskedFillPassGradientsThroughTheirMask) {
   EXPECT_TRUE(a.grad().defined());
 }
 
-}  // namespace
-}  // namespace syntorch
-
-namespace syntorch {
-namespace {
-
-TEST(TorchSelect, IndexSelectGathersTheOutputAndItsBackwardAddsIntoZeros) {
-  torch::testing::FakeRank rank;
-  runtime::RankGuard guard(&rank);
+TEST_F(TorchSelect, IndexSelectGathersTheOutputAndItsBackwardAddsIntoZeros) {
   auto w = torch::empty({100, 64}).requires_grad_();
   const auto idx = torch::tensor({3, 7, 7});
   rank.launches.clear();
