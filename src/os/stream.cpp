@@ -39,10 +39,14 @@ void Stream::try_start() {
   work.start(work.obj, work.arg, *this);
 }
 
-void Stream::finish_current() {
+void Stream::end_current() {
   if (!running_) throw std::logic_error("Stream::finish_current with nothing running");
   running_ = false;
   busy_ps_ += sim_.now() - current_start_ps_;
+}
+
+void Stream::finish_current() {
+  end_current();
   if (!queue_.empty()) {
     schedule_start();
   } else if (idle_fn_) {
@@ -53,12 +57,11 @@ void Stream::finish_current() {
 }
 
 void Stream::finish_current_and_continue() {
-  if (!running_ || queue_.empty() || start_pending_ || queue_.front().ready_ps > sim_.now()) {
+  if (queue_.empty() || start_pending_ || queue_.front().ready_ps > sim_.now()) {
     finish_current();
     return;
   }
-  running_ = false;
-  busy_ps_ += sim_.now() - current_start_ps_;
+  end_current();
   try_start();
 }
 

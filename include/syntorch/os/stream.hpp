@@ -72,6 +72,7 @@ class Stream {
     WorkItem work;
   };
   static void on_try_start(void* obj, std::uint64_t arg);
+  void end_current();  // the running item's end (throws when nothing runs)
   void try_start();
   void schedule_start();
 
