@@ -85,7 +85,7 @@ std::optional<std::uint32_t> RouteTable::nearest_host(std::uint32_t from) const 
     double best = std::numeric_limits<double>::infinity();
     for (std::uint32_t h = 0; h < hosts_.size(); ++h) {
       if (hosts_[h] == from || r.predecessor[hosts_[h]] == hosts_[h]) continue;
-      const Route& to_host = route(from, hosts_[h]);
+      const Route to_host = spell(r, from, hosts_[h]);  // compared, not kept: the row stores only routes used
       const double score = to_host.latency_s + 1e-12 * static_cast<double>(to_host.hops.size());
       if (score < best) {
         best = score;

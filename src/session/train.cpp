@@ -206,7 +206,7 @@ TrainReport simulate_training(const hw::Machine& machine, const runtime::KernelP
                               trace::Recorder* recorder, runtime::TraceLevel trace_level) {
   Diagnostics d;
   if (!validate_train(spec, machine, d, "run")) throw InputError(std::move(d));
-  spec.global_batch = global_batch(spec);
+  const std::int64_t batch = global_batch(spec);  // the spec's, or its default
   runtime::EngineOptions options;
   options.recorder = recorder;
   options.trace_level = trace_level;
@@ -229,7 +229,7 @@ TrainReport simulate_training(const hw::Machine& machine, const runtime::KernelP
   runtime::Engine engine(machine, policy, world, options);
   models::TrainOptions train;
   train.micro_batch = spec.micro_batch;
-  train.micro_batches = spec.global_batch / (spec.micro_batch * spec.dp);
+  train.micro_batches = batch / (spec.micro_batch * spec.dp);
   // The warm-up iteration fills the pipeline once (interleaving needs a multiple of pp, which pp is).
   train.warmup_micro_batches = std::min<std::int64_t>(train.micro_batches, spec.pp);
   train.seq = spec.seq;
@@ -243,7 +243,7 @@ TrainReport simulate_training(const hw::Machine& machine, const runtime::KernelP
   train.hidden_dropout = spec.hidden_dropout;
   const torch::ScalarType dtype = torch::from_runtime_dtype(spec.dtype);
   TrainReport report;
-  report.global_batch = spec.global_batch;
+  report.global_batch = batch;
   report.micro_batches = train.micro_batches;
   report.simulated_replicas = simulated_replicas;
   report.warmup_micro_batches = train.warmup_micro_batches;
@@ -277,7 +277,7 @@ TrainReport simulate_training(const hw::Machine& machine, const runtime::KernelP
     }
   }
   report.iteration_s = units::ps_to_seconds(last_end - first_end);
-  const double tokens = static_cast<double>(spec.global_batch) * static_cast<double>(spec.seq);
+  const double tokens = static_cast<double>(batch) * static_cast<double>(spec.seq);
   report.tokens_per_s = report.iteration_s > 0 ? tokens / report.iteration_s : 0;
   report.model_flops = 3.0 * spec.model->forward_flops_per_token(spec.seq) * tokens;
   // What the measured iteration did: the counters at its end less those at the warm-up's end

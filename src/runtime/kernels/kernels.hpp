@@ -47,8 +47,8 @@ struct RowCost {
 };
 std::vector<Kernel> lower_rowwise(const OpDesc& op, const LowerContext& cx, RowCost cost);  // norms, softmax
 
-// An elementwise op's cost: fp32 operations per element and the input tensors read per element
-// (one output is written).
+// An elementwise op's cost: fp32 operations per element, and the tensors read and written per
+// element.
 struct ElementwiseCost {
   double ops_per_element;
   double inputs;
