@@ -59,7 +59,6 @@ FlowId FlowNetwork::start(std::span<const ResourceId> path, double bytes, EventF
   f.on_index.clear();
   for (ResourceId r : f.path) {
     Resource& res = resources_[r];
-    ++res.flows;
     if (res.on.empty()) {
       res.busy_index = static_cast<std::uint32_t>(busy_.size());
       busy_.push_back(r);
@@ -149,7 +148,6 @@ void FlowNetwork::recompute() {
   // Callbacks last: they may start new flows, which marks the network dirty again.
   for (FlowId id : finished_) {
     Flow& f = flows_[id];
-    for (ResourceId r : f.path) --resources_[r].flows;
     f.rate = 0;
     const EventFn fn = f.on_done;
     void* obj = f.obj;

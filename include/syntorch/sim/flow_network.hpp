@@ -55,8 +55,9 @@ class FlowNetwork {
   double capacity(ResourceId r) const { return resources_[r].capacity; }
   // Sum of the rates of the flows crossing r right now.
   double used_rate(ResourceId r) const { return resources_[r].used_rate; }
-  // Active flows crossing r (started and not yet finished).
-  std::uint32_t flows_on(ResourceId r) const { return resources_[r].flows; }
+  // Active flows crossing r (started and not yet finished: a flow is off its resources before
+  // the callbacks of its instant run).
+  std::uint32_t flows_on(ResourceId r) const { return static_cast<std::uint32_t>(resources_[r].on.size()); }
   // Bytes that have crossed r since the start or the last clear_bytes_carried() (as of the last
   // rate change).
   double bytes_carried(ResourceId r) const { return resources_[r].bytes_carried; }
@@ -81,7 +82,6 @@ class FlowNetwork {
     double capacity = 0;
     double used_rate = 0;
     double bytes_carried = 0;
-    std::uint32_t flows = 0;  // active flows crossing it
     std::vector<FlowId> on;   // the active flows crossing it
     std::uint32_t busy_index = 0;  // in busy_ while `on` is not empty
     // Scratch for progressive filling.
