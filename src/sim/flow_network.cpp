@@ -195,6 +195,7 @@ void FlowNetwork::reshare() {
     res.unfrozen_flows = static_cast<std::uint32_t>(res.on.size());
     res.capacity_left = res.capacity;
   }
+  flows_refilled_ += component_.size();
   for (FlowId id : component_) {
     Flow& f = flows_[id];
     f.rate = 0;

@@ -168,10 +168,12 @@ TEST(FlowNetwork, AChangeRefillsOnlyTheFlowsItsResourcesConnect) {
   EXPECT_DOUBLE_EQ(net.rate(z), 50 * kGBps);
   EXPECT_DOUBLE_EQ(net.rate(w), 10 * kGBps);
   const std::uint64_t before = net.recomputations();
-  // x (1 MB at 50 GB/s) ends at 20 us: y takes b's whole capacity, so c splits 100 / 0 -> y gets
-  // what c leaves it, z too: max-min over {y, z} on c gives 50 each; y is then limited by c.
+  const std::uint64_t refilled = net.flows_refilled();
+  // x (1 MB at 50 GB/s) ends at 20 us and leaves b to y; y and z still share c, 50 each, so y
+  // stays at 50. Only x's component is refilled: y and z, not w (nor x, gone).
   sim.run(21 * kPsPerUs);
   EXPECT_EQ(net.recomputations(), before + 1);
+  EXPECT_EQ(net.flows_refilled(), refilled + 2);
   EXPECT_DOUBLE_EQ(net.rate(y), 50 * kGBps);
   EXPECT_DOUBLE_EQ(net.rate(z), 50 * kGBps);
   EXPECT_DOUBLE_EQ(net.used_rate(a), 0);

@@ -63,6 +63,8 @@ class FlowNetwork {
   double bytes_carried(ResourceId r) const { return resources_[r].bytes_carried; }
   void clear_bytes_carried(ResourceId r) { resources_[r].bytes_carried = 0; }
   std::uint64_t recomputations() const { return recomputations_; }
+  // Flows whose rates recomputations have refilled, summed over them (the components' sizes).
+  std::uint64_t flows_refilled() const { return flows_refilled_; }
 
   // Told after every recomputation of the rates (for traces): used_rate() is current then.
   using RateObserver = void (*)(void* obj);
@@ -126,6 +128,7 @@ class FlowNetwork {
   std::uint64_t completion_version_ = 0;     // events carrying an older version are stale
   bool recompute_pending_ = false;
   std::uint64_t recomputations_ = 0;
+  std::uint64_t flows_refilled_ = 0;
   RateObserver observer_ = nullptr;
   void* observer_obj_ = nullptr;
 };
