@@ -147,8 +147,11 @@ void reacquire_interpreter() {
 
 py::dict run_ranks(const std::string& hw, const std::vector<std::string>& sets, const std::string& framework,
                    const std::string& trace_path, const std::string& policy_text, bool console, int world,
-                   const py::function& program) {
+                   const py::function& program, bool mirror) {
   RunSetup setup(hw, sets, framework, trace_path, policy_text, console);
+  // Identical ranks simulated once: rank 0's program stands for every rank, which joins its
+  // collectives (runtime::EngineOptions::mirror_of).
+  if (mirror) setup.options.mirror_of.assign(static_cast<std::size_t>(std::max(world, 0)), 0);
   runtime::Engine engine(*setup.machine, setup.policy, world, setup.options);
   runtime::EngineResult result;
   {
@@ -260,7 +263,7 @@ PYBIND11_MODULE(_syntorch, m) {
   });
 
   m.def("run_ranks", &run_ranks, py::arg("hw"), py::arg("set"), py::arg("framework"), py::arg("trace"),
-        py::arg("policy"), py::arg("console"), py::arg("world"), py::arg("program"));
+        py::arg("policy"), py::arg("console"), py::arg("world"), py::arg("program"), py::arg("mirror") = false);
   m.def("current_rank_index", [] {
     runtime::RankContext* ctx = runtime::current_rank();
     return ctx ? ctx->rank() : -1;
@@ -365,6 +368,12 @@ PYBIND11_MODULE(_syntorch, m) {
       }, py::call_guard<RequireRun>())
       .def("select", &Tensor::select)
       .def("split", &Tensor::split, py::arg("split_size"), py::arg("dim") = 0)
+      .def("split", [](const Tensor& t, const std::vector<std::int64_t>& sizes, std::int64_t dim) {
+        return t.split_with_sizes(sizes_of(sizes), dim);
+      }, py::arg("split_size"), py::arg("dim") = 0)
+      .def("split_with_sizes", [](const Tensor& t, const std::vector<std::int64_t>& sizes, std::int64_t dim) {
+        return t.split_with_sizes(sizes_of(sizes), dim);
+      }, py::arg("split_sizes"), py::arg("dim") = 0)
       .def("chunk", &Tensor::chunk, py::arg("chunks"), py::arg("dim") = 0)
       .def("contiguous", &Tensor::contiguous, py::call_guard<RequireRun>())
       .def("clone", &Tensor::clone, py::call_guard<RequireRun>())
@@ -429,6 +438,10 @@ PYBIND11_MODULE(_syntorch, m) {
                               const std::string& dev) { return make(sizes_of(s), options_of(dt, dev)); },
           py::call_guard<RequireRun>());
   }
+  m.def("_randint", [](std::int64_t low, std::int64_t high, const std::vector<std::int64_t>& s,
+                       torch::ScalarType dt, const std::string& dev) {
+    return torch::randint(low, high, sizes_of(s), options_of(dt, dev));
+  }, py::call_guard<RequireRun>());
   m.def("_full", [](const std::vector<std::int64_t>& s, double v, std::optional<torch::ScalarType> dt,
                     const std::string& dev) { return torch::full(sizes_of(s), v, options_of(dt, dev)); }, py::call_guard<RequireRun>());
   m.def("_arange", [](std::int64_t start, std::int64_t end, std::optional<torch::ScalarType> dt, const std::string& dev) {
@@ -468,7 +481,9 @@ PYBIND11_MODULE(_syntorch, m) {
   m.def("nll_loss", [](const Tensor& input, const Tensor& target) {
     return torch::nn::functional::nll_loss(input, target);
   }, py::call_guard<RequireRun>());
-  m.def("mean", [](const Tensor& x) { return torch::mean(x); }, py::call_guard<RequireRun>());
+  m.def("mean", [](const Tensor& x, std::optional<std::vector<std::int64_t>> dims, bool keepdim) {
+    return dims ? torch::mean(x, sizes_of(*dims), keepdim) : torch::mean(x);
+  }, py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false, py::call_guard<RequireRun>());
   m.def("sum", [](const Tensor& x, std::optional<std::vector<std::int64_t>> dims, bool keepdim) {
     return dims ? torch::sum(x, sizes_of(*dims), keepdim) : torch::sum(x);
   }, py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false, py::call_guard<RequireRun>());
@@ -492,6 +507,8 @@ PYBIND11_MODULE(_syntorch, m) {
   m.def("index_select", &torch::index_select, py::arg("input"), py::arg("dim"), py::arg("index"),
         py::call_guard<RequireRun>());
   m.def("index_copy_", &torch::index_copy_, py::return_value_policy::reference, py::call_guard<RequireRun>());
+  m.def("_index", &torch::index, py::call_guard<RequireRun>());
+  m.def("_index_put_", &torch::index_put_, py::return_value_policy::reference, py::call_guard<RequireRun>());
   m.def("_tensor", [](const std::vector<std::int64_t>& values, const std::string& dev) {
     return torch::tensor(values, options_of(torch::kInt64, dev));
   }, py::call_guard<RequireRun>());

@@ -133,12 +133,18 @@ def clear_kernel_policy():
 _rank_local = threading.local()  # .rank: this thread is a rank of a many-rank run (syntorch.run)
 
 
-def launch(fn, nproc, hw=None, set=(), framework="eager", trace=None, policy=None, console=True):
+def launch(fn, nproc, hw=None, set=(), framework="eager", trace=None, policy=None, console=True, mirror=False):
     """Runs fn(rank) once per rank, ranks 0..nproc-1 on the machine's first nproc devices, all on
     one simulator (each call on a thread of its own: torch.distributed works between them), and
     returns the run's statistics (per-rank peak memory, `console`: every op and kernel by name).
     What a rank raises fails the run, naming the rank; a simulated out-of-memory is a result
-    (`out_of_memory` is true)."""
+    (`out_of_memory` is true).
+
+    mirror=True is for ranks that run the same program on tensors of the same shapes (tensor
+    parallelism, data-parallel replicas): only fn(0) runs, and every other rank mirrors rank 0,
+    joining its collectives so that their bytes still cross the machine's links. The simulated
+    times are those of the full run at 1/nproc of the Python work; statistics report rank 0's
+    results for every rank. A program whose ranks differ (pipeline stages, send/recv) is refused."""
     if isinstance(set, str):
         raise TypeError("launch(set=...) takes a list of \"/json/pointer=value\" strings, not one string")
     if int(nproc) < 1:
@@ -153,7 +159,8 @@ def launch(fn, nproc, hw=None, set=(), framework="eager", trace=None, policy=Non
             _rank_local.rank = None
 
     return _syntorch.run_ranks(str(hw), [str(s) for s in set], framework, str(trace) if trace else "",
-                               str(policy) if policy is not None else "", bool(console), int(nproc), rank_main)
+                               str(policy) if policy is not None else "", bool(console), int(nproc), rank_main,
+                               bool(mirror))
 
 
 def in_rank_program():

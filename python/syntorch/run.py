@@ -1,7 +1,8 @@
 """Runs an unmodified PyTorch script on a simulated machine, as torchrun runs it on a real one:
 
     python -m syntorch.run [--hw hw_configs/h100_sxm5_80gb.json] [--set /ptr=value]... \\
-        [--policy P] [--trace run.pftrace] [--framework eager|native] [--nproc 1] script.py [args...]
+        [--policy P] [--trace run.pftrace] [--framework eager|native] [--nproc 1 [--mirror]] \
+        script.py [args...]
 
 Inside the run `import torch` (torch.nn, torch.nn.functional, torch.cuda, torch.optim,
 torch.distributed, ...) resolves to syntorch's, so the script needs no edits; a PyTorch function
@@ -37,6 +38,8 @@ def main(argv=None):
     p.add_argument("--trace", default=None, help="trace file (.pftrace, .json, .json.gz, .et)")
     p.add_argument("--framework", default="eager", choices=["eager", "native"])
     p.add_argument("--nproc", "--nproc-per-node", dest="nproc", type=int, default=1, help="processes (ranks)")
+    p.add_argument("--mirror", action="store_true",
+                   help="the ranks run the same program on the same shapes: run rank 0's, the others mirror it")
     p.add_argument("script", help="the PyTorch script to run")
     p.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
     ns = p.parse_args(argv)
@@ -147,7 +150,7 @@ def _run_ranks(p, ns):
 
     try:
         stats = syntorch.launch(rank_main, ns.nproc, hw=ns.hw, set=ns.set, framework=ns.framework, trace=ns.trace,
-                                policy=ns.policy)
+                                policy=ns.policy, mirror=ns.mirror)
     except (ValueError, FileNotFoundError) as e:
         p.exit(2, f"{p.prog}: {e}\n")
     finally:

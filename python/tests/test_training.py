@@ -1,6 +1,7 @@
 """Training from Python: autograd, optimizers, autocast, loss scaling, clipping and graph capture
 run the same kernels a C++ program's do."""
 
+import json
 import os
 import re
 import subprocess
@@ -381,14 +382,51 @@ def test_indexing_with_lists_and_tensors_gathers_and_index_assignment_copies():
     cache[:, [3, 4]] = torch.randn(2, 2, 8)
     cache[:, torch.tensor([5])] = 0.0
     with pytest.raises(NotImplementedError, match="boolean mask"):
-        x[x > 0]
-    with pytest.raises(NotImplementedError, match="more than one"):
-        x[[0, 1], [2, 3]]
+        x[x > 0]  # its shape is the mask's count of set elements: a value, which is not simulated
     with pytest.raises(IndexError, match="out of bounds"):
         x[:, [10]]
     with pytest.raises(ValueError, match="ragged"):
         torch.tensor([[1, 2], [3]])
     syntorch.trace_manager.stats()
+
+
+def test_several_indices_broadcast_together_and_masks_fill(tmp_path):
+    """x[i, j] is one gather (aten::index) whose indices broadcast, their shape in the indexed
+    dims' place when those are adjacent and first when not; x[i, j] = v one index_put_; x[mask] =
+    number one masked_fill_."""
+    syntorch.init(hw=H100, trace=str(tmp_path / "ops.json"))
+    x = torch.randn(4, 5, 6)
+    i, j = torch.tensor([0, 1, 2]), torch.tensor([[1], [2]])
+    assert x[i, j].shape == (2, 3, 6)            # adjacent: in place
+    assert x[:, [0, 1], [2, 3]].shape == (4, 2)
+    assert x[i, :, [0, 1, 2]].shape == (3, 5)    # apart: the indices' shape first
+    assert x[i, 0, j].shape == (2, 3)            # the integer selects first, as in PyTorch
+    x[i, j] = torch.randn(3, 6)                  # broadcast to [2, 3, 6]
+    x[[0, 1], :, [2, 3]] = 0.5
+    mask = x > 0
+    x[mask] = 0.0
+    x[mask[:, :, 0]] = 1.0                       # a mask over the leading dims
+    x[mask] = torch.tensor(2.0)
+    with pytest.raises(NotImplementedError, match="one-element"):
+        x[mask] = torch.randn(3)
+    with pytest.raises(IndexError, match="shape of the mask"):
+        x[mask[0]] = 0.0
+    with pytest.raises(RuntimeError, match="cannot be broadcast"):
+        x[i, j] = torch.randn(4, 6)
+    with pytest.raises(RuntimeError, match="too many indices"):
+        _syntorch._index(x, [i, None, None, i])
+    w = torch.randn(10, 8).requires_grad_()
+    torch.sum(w[[1, 2], [3, 4]]).backward()
+    assert w.grad.shape == (10, 8)
+    assert torch.mean(x, dim=(0, 2), keepdim=True).shape == (1, 5, 1) and x.mean(1).shape == (4, 6)
+    assert torch.randint(5, (3,)).dtype == torch.int64
+    q, k, v = torch.randn(2, 12, 4).split([4, 4, 4], 1)
+    assert q.shape == k.shape == v.shape == (2, 4, 4)
+    assert torch.split(torch.randn(6), [1, 5])[1].shape == (5,) and torch.narrow(x, 1, 1, 2).shape == (4, 2, 6)
+    syntorch.trace_manager.stats()
+    with open(tmp_path / "ops.json") as f:
+        ops = {e["name"] for e in json.load(f)["traceEvents"] if e.get("cat") == "op"}
+    assert {"aten::index", "aten::index_put_", "aten::masked_fill_", "aten::mean", "aten::randint"} <= ops
 
 
 MANY_RANKS = """
@@ -440,6 +478,58 @@ def test_gpt3_inference_from_python_runs_out_of_memory_on_one_gpu_and_fits_on_ei
     assert re.search(r"time per output token\s+[0-9.]+ ms", small.stdout), small.stdout
     bad = subprocess.run([sys.executable, script, "--tp", "5"], capture_output=True, text=True, cwd=SOURCE)
     assert bad.returncode == 2 and "--tp" in bad.stderr
+
+
+def _report(text):
+    """time to first token, time per output token, end-to-end latency (ms) and kernels, from the
+    example's or `syntorch simulate`'s report."""
+    times = [re.search(rf"{name}\s+([0-9.]+) ms", text).group(1)
+             for name in ("time to first token", "time per output token", "end-to-end latency")]
+    return times + [re.search(r"([0-9]+) kernels", text).group(1)]
+
+
+def test_the_python_gpt3_and_the_zoo_gpt3_take_the_same_simulated_time():
+    """examples/gpt3/inference.py is the zoo's GPT-3 op for op (Megatron's shards and padded
+    vocabulary, the gathered logits, a KV cache per layer): the same run through the CLI gives the
+    same times and kernels, whether every rank's Python program runs or rank 0's is mirrored."""
+    script = os.path.join(SOURCE, "examples", "gpt3", "inference.py")
+    dgx = os.path.join(SOURCE, "hw_configs", "dgx_h100.json")
+    common = ["--model", "gpt3-350m", "--tp", "2", "--batch", "3", "--hw", dgx]
+    py = [subprocess.run([sys.executable, script, *common, "--num_input_tokens", "300", "--num_output_tokens", "4",
+                          *extra], capture_output=True, text=True, cwd=SOURCE, check=True).stdout
+          for extra in ([], ["--all-ranks"])]
+    assert _report(py[0]) == _report(py[1]), py
+    binary = os.path.join(os.path.dirname(_syntorch.__file__), "..", "syntorch")
+    if not os.path.exists(binary):
+        pytest.skip("the CLI is not built next to the extension")
+    cli = subprocess.run([binary, "simulate", *common, "--input-tokens", "300", "--output-tokens", "4"],
+                         capture_output=True, text=True, cwd=SOURCE, check=True).stdout
+    assert _report(cli) == _report(py[0]), (cli, py[0])
+
+
+def test_a_mirrored_run_is_the_full_run_and_refuses_ranks_that_differ():
+    """mirror=True runs rank 0's program for every rank: the same times as every rank running
+    it; a point-to-point transfer, which only differing ranks make, is refused by name."""
+    import syntorch.torch.distributed as dist
+    dgx = os.path.join(SOURCE, "hw_configs", "dgx_h100.json")
+
+    def alike(rank):
+        dist.init_process_group("nccl")
+        x = torch.randn(4096, 4096, dtype=torch.float16)
+        dist.all_reduce(x @ x)
+        torch.cuda.synchronize()
+
+    full = syntorch.launch(alike, 4, hw=dgx, console=False)
+    mirrored = syntorch.launch(alike, 4, hw=dgx, console=False, mirror=True)
+    assert full["simulated_time_s"] == mirrored["simulated_time_s"] > 0
+    assert full["kernels"] == mirrored["kernels"] and full["peak_memory_bytes"] == mirrored["peak_memory_bytes"]
+
+    def differing(rank):
+        dist.init_process_group("nccl")
+        dist.send(torch.empty(16), 1)
+
+    with pytest.raises(Exception, match="mirrors rank 0"):
+        syntorch.launch(differing, 2, hw=dgx, mirror=True)
 
 
 DDP_SCRIPT = """

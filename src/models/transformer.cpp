@@ -381,7 +381,9 @@ std::vector<KVCache> TransformerImpl::make_kv_cache(std::int64_t batch, std::int
 torch::Tensor TransformerImpl::embed(const torch::Tensor& tokens, std::int64_t past) {
   if (!embed_positions_) return embed_tokens_->forward(tokens);
   const torch::Tensor positions = torch::arange(past, past + tokens.size(1));
-  return embed_tokens_->forward(tokens) + embed_positions_->forward(positions);
+  // The two lookups in this order (an operator's operands are evaluated in no set order).
+  const torch::Tensor words = embed_tokens_->forward(tokens);
+  return words + embed_positions_->forward(positions);
 }
 
 torch::Tensor TransformerImpl::blocks(torch::Tensor x, std::vector<KVCache>& caches, std::int64_t past) {

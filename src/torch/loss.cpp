@@ -27,37 +27,58 @@ Tensor sum(const Tensor& x) {
   return out;
 }
 
-Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim) {
-  detail::check_defined(x, "sum", "self");
+namespace {
+
+// A reduction over `dims` (each once; kept as size 1 with keepdim): one kernel named `name`. Its
+// backward broadcasts the gradient back over the input, a view for a sum; a mean also divides
+// by the count, one kernel over the input's size.
+Tensor reduce_dims(const Tensor& x, IntArrayRef dims, bool keepdim, ScalarType type, const char* name, bool mean) {
   const auto& s = impl_of(x);
   const auto n = static_cast<std::int64_t>(s.sizes.size());
   std::vector<bool> reduced(static_cast<std::size_t>(std::max<std::int64_t>(n, 1)), false);
   for (std::int64_t d : dims) {
-    const auto w = static_cast<std::size_t>(detail::wrap_dim(d, n, "sum"));
-    if (reduced[w]) detail::fail("sum: dim {} appears multiple times in the list of dims", w);
+    const auto w = static_cast<std::size_t>(detail::wrap_dim(d, n, mean ? "mean" : "sum"));
+    if (reduced[w]) detail::fail("{}: dim {} appears multiple times in the list of dims", mean ? "mean" : "sum", w);
     reduced[w] = true;
   }
   detail::Sizes out_sizes;
+  detail::Sizes with_ones = s.sizes;
   for (std::size_t i = 0; i < s.sizes.size(); ++i) {
+    if (reduced[i]) with_ones[i] = 1;
     if (!reduced[i]) {
       out_sizes.push_back(s.sizes[i]);
     } else if (keepdim) {
       out_sizes.push_back(1);
     }
   }
-  const ScalarType type = autocast::fp32_output_dtype(x, std::nullopt).value_or(s.dtype);
-  Tensor out = detail::reduction(s.numel, type, s.device, out_sizes, "aten::sum");
+  Tensor out = detail::reduction(s.numel, type, s.device, out_sizes, name);
   if (autograd::any_requires_grad({&x})) {
     detail::Sizes in = s.sizes;
-    detail::Sizes with_ones = s.sizes;
-    for (std::size_t i = 0; i < with_ones.size(); ++i) {
-      if (reduced[i]) with_ones[i] = 1;
-    }
-    autograd::record("SumBackward1", {&x}, {&out}, {}, [in, with_ones](Grads& g, Grads&, const autograd::Node&) {
-      return Grads{g[0].reshape(with_ones).expand(in)};
-    });
+    autograd::record(mean ? "MeanBackward1" : "SumBackward1", {&x}, {&out}, {},
+                     [in, with_ones, mean](Grads& g, Grads&, const autograd::Node&) {
+                       Tensor back = g[0].reshape(with_ones).expand(in);
+                       return Grads{mean ? back / 1.0 : back};
+                     });
   }
   return out;
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim) {
+  detail::check_defined(x, "sum", "self");
+  const ScalarType type = autocast::fp32_output_dtype(x, std::nullopt).value_or(x.dtype());
+  return reduce_dims(x, dims, keepdim, type, "aten::sum", false);
+}
+
+Tensor mean(const Tensor& x, IntArrayRef dims, bool keepdim) {
+  detail::check_defined(x, "mean", "self");
+  if (!x.is_floating_point()) {
+    detail::fail("mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. "
+                 "Got: {}",
+                 scalar_type_name(x.dtype()));
+  }
+  return reduce_dims(x, dims, keepdim, x.dtype(), "aten::mean", true);
 }
 
 Tensor mean(const Tensor& x) {

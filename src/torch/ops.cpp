@@ -44,6 +44,10 @@ Tensor ones(IntArrayRef sizes, TensorOptions options) { return factory(sizes, op
 Tensor full(IntArrayRef sizes, double, TensorOptions options) { return factory(sizes, options, "aten::full", true); }
 Tensor randn(IntArrayRef sizes, TensorOptions options) { return factory(sizes, options, "aten::randn", true); }
 Tensor rand(IntArrayRef sizes, TensorOptions options) { return factory(sizes, options, "aten::rand", true); }
+Tensor randint(std::int64_t low, std::int64_t high, IntArrayRef sizes, TensorOptions options) {
+  if (high <= low) fail("random_ expects 'from' to be less than 'to', but got from={} >= to={}", low, high);
+  return factory(sizes, options, "aten::randint", true);
+}
 
 namespace {
 TensorOptions options_of(const Tensor& t, const char* op) {

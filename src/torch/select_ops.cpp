@@ -199,6 +199,82 @@ Tensor& index_copy_(Tensor& x, std::int64_t dim, const Tensor& index, const Tens
   return x;
 }
 
+namespace {
+// The shape x[indices] has (aten::index's rule), the indices checked.
+Sizes indexed_sizes(const Tensor& x, const std::vector<std::optional<Tensor>>& indices, const char* op) {
+  detail::check_defined(x, op, "self");
+  if (static_cast<std::int64_t>(indices.size()) > x.dim()) {
+    fail("{}: too many indices for tensor of dimension {} (got {})", op, x.dim(), indices.size());
+  }
+  Sizes broadcast;
+  bool any = false;
+  std::size_t first = 0, last = 0, count = 0;
+  for (std::size_t i = 0; i < indices.size(); ++i) {
+    if (!indices[i]) continue;
+    const Tensor& index = *indices[i];
+    detail::check_defined(index, op, "indices");
+    if (index.dtype() != kInt64 && index.dtype() != kInt32) {
+      fail("{}: tensors used as indices must be long or int tensors, got {} at position {}", op,
+           scalar_type_name(index.dtype()), i);
+    }
+    detail::check_same_device(x, index, op);
+    broadcast = any ? broadcast_shapes(broadcast, index.sizes()) : index.sizes();
+    if (!any) first = i;
+    last = i;
+    any = true;
+    ++count;
+  }
+  if (!any) fail("{}: expected at least one index tensor", op);
+  const Sizes xs = x.sizes();
+  Sizes out;
+  const bool adjacent = last - first + 1 == count;
+  if (!adjacent) out = broadcast;
+  for (std::size_t d = 0; d < xs.size(); ++d) {
+    const bool indexed = d < indices.size() && indices[d].has_value();
+    if (!indexed) {
+      out.push_back(xs[d]);
+    } else if (adjacent && d == first) {
+      out.insert(out.end(), broadcast.begin(), broadcast.end());
+    }
+  }
+  return out;
+}
+}  // namespace
+
+Tensor index(const Tensor& x, const std::vector<std::optional<Tensor>>& indices) {
+  const Sizes sizes = indexed_sizes(x, indices, "index");
+  // A gather: each output element read from where its indices point (a copy of the output).
+  Tensor out = elementwise(sizes, x.dtype(), x.dtype(), x.device(), OpKind::copy, "aten::index");
+  if (autograd::any_requires_grad({&x})) {
+    Sizes sx = x.sizes();
+    const ScalarType type = x.dtype();
+    // index_put_ with accumulation into zeros: a fill of x's size, the gradient's elements added in.
+    autograd::record("IndexBackward0", {&x}, {&out}, {}, [sx, type](Grads& g, Grads&, const Node&) {
+      Tensor grad = zeros(sx, TensorOptions(type).device(g[0].device()));
+      const auto& gi = impl_of(g[0]);
+      detail::dispatch(runtime::current_rank(), detail::elementwise_op(OpKind::add, gi.numel, gi.dtype),
+                       "aten::index_put_", gi.device, gi.numel == 0);
+      return Grads{grad};
+    });
+  }
+  return out;
+}
+
+Tensor& index_put_(Tensor& x, const std::vector<std::optional<Tensor>>& indices, const Tensor& values) {
+  const char* op = "index_put_";
+  const Sizes expected = indexed_sizes(x, indices, op);
+  detail::check_defined(values, op, "values");
+  if (!detail::broadcasts_to(values.sizes(), expected)) {
+    fail("{}: shape mismatch: value tensor of shape {} cannot be broadcast to indexing result of shape {}", op,
+         format_sizes(values.sizes()), format_sizes(expected));
+  }
+  detail::no_backward({&x, &values}, op);
+  const std::int64_t n = detail::product(expected);
+  detail::dispatch(runtime::current_rank(), detail::elementwise_op(OpKind::copy, n, x.dtype()), "aten::index_put_",
+                   x.device(), n == 0);
+  return x;
+}
+
 Tensor multinomial(const Tensor& probs, std::int64_t num_samples, bool replacement) {
   const char* op = "multinomial";
   detail::check_defined(probs, op, "self");

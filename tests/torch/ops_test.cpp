@@ -500,5 +500,48 @@ TEST_F(TorchSelect, IndexSelectGathersTheOutputAndItsBackwardAddsIntoZeros) {
   EXPECT_THROW(torch::index_copy_(cache, 1, torch::tensor({4}), torch::empty({2, 3, 8})), torch::Error);
 }
 
+TEST_F(TorchSelect, SeveralIndicesBroadcastTogetherInOneGather) {
+  auto x = torch::empty({4, 5, 6}).requires_grad_();
+  const auto i = torch::tensor({0, 1, 2});
+  const auto j = torch::tensor({1, 2}).view({2, 1});
+  rank.launches.clear();
+  // Adjacent indexed dims: the broadcast shape [2, 3] takes their place.
+  const auto adjacent = torch::index(x, {i, j});
+  EXPECT_EQ(adjacent.sizes(), (Sizes{2, 3, 6}));
+  ASSERT_EQ(rank.launches.size(), 1u);
+  EXPECT_EQ(rank.launches[0].op.elements, 2u * 3 * 6);  // one gather over the output
+  // Dims apart: the broadcast shape comes first.
+  EXPECT_EQ(torch::index(x, {i, std::nullopt, i}).sizes(), (Sizes{3, 5}));
+  EXPECT_EQ(torch::index(x, {std::nullopt, i.narrow(0, 0, 2), i.narrow(0, 1, 2)}).sizes(), (Sizes{4, 2}));
+  torch::sum(adjacent).backward();
+  EXPECT_EQ(x.grad().sizes(), (Sizes{4, 5, 6}));
+  auto y = torch::empty({4, 5, 6});
+  torch::index_put_(y, {i, j}, torch::empty({3, 6}));  // broadcast to [2, 3, 6]
+  EXPECT_EQ(rank.launches.back().op.elements, 2u * 3 * 6);
+  EXPECT_THROW(torch::index_put_(y, {i, j}, torch::empty({4, 6})), torch::Error);
+  EXPECT_THROW(torch::index(y, {i, j, i, i}), torch::Error);                       // too many
+  EXPECT_THROW(torch::index(y, {torch::empty({2}), std::nullopt}), torch::Error);  // a float index
+  EXPECT_THROW(torch::index(y, {std::nullopt}), torch::Error);                     // no index at all
+  EXPECT_THROW(torch::randint(5, 5, {3}), torch::Error);
+  EXPECT_EQ(torch::randint(0, 5, {3}).dtype(), torch::kInt64);
+}
+
+TEST_F(TorchSelect, MeanOverDimsIsOneReductionAndItsBackwardDividesOverTheInput) {
+  auto x = torch::empty({4, 5, 6}).requires_grad_();
+  rank.launches.clear();
+  const auto m = torch::mean(x, {0, 2}, /*keepdim=*/true);
+  EXPECT_EQ(m.sizes(), (Sizes{1, 5, 1}));
+  ASSERT_EQ(rank.launches.size(), 1u);
+  EXPECT_EQ(torch::mean(x, {-1}).sizes(), (Sizes{4, 5}));
+  rank.launches.clear();
+  torch::sum(m).backward();
+  EXPECT_EQ(x.grad().sizes(), (Sizes{4, 5, 6}));
+  // The sum's own kernel, then the mean's divide over the input's size.
+  ASSERT_FALSE(rank.launches.empty());
+  EXPECT_EQ(rank.launches.back().op.elements, 4u * 5 * 6);
+  EXPECT_THROW(torch::mean(x, {0, 0}), torch::Error);
+  EXPECT_THROW(torch::mean(torch::empty({3}, torch::kInt64), {0}), torch::Error);
+}
+
 }  // namespace
 }  // namespace syntorch

@@ -24,6 +24,8 @@ Tensor ones(IntArrayRef sizes, TensorOptions options = {});
 Tensor full(IntArrayRef sizes, double value, TensorOptions options = {});
 Tensor randn(IntArrayRef sizes, TensorOptions options = {});
 Tensor rand(IntArrayRef sizes, TensorOptions options = {});
+// Integers in [low, high): Long unless options say otherwise (torch::Error when high <= low).
+Tensor randint(std::int64_t low, std::int64_t high, IntArrayRef sizes, TensorOptions options = TensorOptions(kInt64));
 Tensor empty_like(const Tensor& t);
 Tensor zeros_like(const Tensor& t);
 Tensor ones_like(const Tensor& t);
@@ -72,8 +74,9 @@ Tensor rms_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& wei
 // The sum (mean) of all elements: a 0-dim tensor, one reduction kernel.
 Tensor sum(const Tensor& x);
 Tensor mean(const Tensor& x);
-// The sum over `dims` (kept as size 1 with keepdim): one reduction kernel.
+// The sum (mean) over `dims` (kept as size 1 with keepdim): one reduction kernel.
 Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim = false);
+Tensor mean(const Tensor& x, IntArrayRef dims, bool keepdim = false);
 // Indices (Long) of the largest value along dim; over all elements without dim.
 Tensor argmax(const Tensor& x, std::optional<std::int64_t> dim = std::nullopt, bool keepdim = false);
 // The k largest (smallest) values along dim and their indices (Long): one topk op.
@@ -108,6 +111,13 @@ Tensor triu(const Tensor& x, std::int64_t diagonal = 0);
 // `source` into those slices (a copy of its elements; no gradient).
 Tensor index_select(const Tensor& x, std::int64_t dim, const Tensor& index);
 Tensor& index_copy_(Tensor& x, std::int64_t dim, const Tensor& index, const Tensor& source);
+// Advanced indexing, x[i0, :, i2] (aten::index): an index tensor (Int or Long) or nothing (the
+// whole dim) per leading dim of x. The indices broadcast together; their shape takes the place of
+// the indexed dims when those are adjacent, else it comes first (NumPy's and PyTorch's rule).
+// One gather kernel over the output; its backward fills a zero gradient and adds into it.
+// index_put_ writes `values` (broadcast to that shape) there: a copy of its elements, no gradient.
+Tensor index(const Tensor& x, const std::vector<std::optional<Tensor>>& indices);
+Tensor& index_put_(Tensor& x, const std::vector<std::optional<Tensor>>& indices, const Tensor& values);
 // num_samples category indices (Long) per row of a [C] or [N, C] probability tensor: one
 // row-wise kernel (a scan and a search per row). The values are not simulated.
 Tensor multinomial(const Tensor& probs, std::int64_t num_samples, bool replacement = false);

@@ -13,7 +13,8 @@ import syntorch.torch as torch
 import syntorch.torch.nn as nn
 import syntorch.torch.nn.functional as F
 
-__all__ = ["ColumnParallelLinear", "RowParallelLinear", "VocabParallelEmbedding", "shard_size"]
+__all__ = ["ColumnParallelLinear", "RowParallelLinear", "VocabParallelEmbedding", "shard_size",
+           "gather_from_tensor_model_parallel_region", "reduce_from_tensor_model_parallel_region"]
 
 
 def shard_size(total, tp_size, tp_rank):
@@ -82,12 +83,13 @@ class RowParallelLinear(nn.Module):
             object.__setattr__(self, "bias", None)
 
     def forward(self, x):
-        y = F.linear(x, self.weight, self.bias)
+        # The bias is added once, after the partial products are summed (Megatron's order).
+        y = F.linear(x, self.weight)
         if self.reduce_results and self.tp_size > 1:
             import syntorch.torch.distributed as dist
             dist.all_reduce(y, group=_tp_group("RowParallelLinear", "reduce_results=True (the all-reduce of the "
                                                "partial products)", self.tp_size, self.group))
-        return y
+        return y if self.bias is None else y + self.bias
 
 
 class VocabParallelEmbedding(nn.Module):
@@ -109,6 +111,22 @@ class VocabParallelEmbedding(nn.Module):
             dist.all_reduce(y, group=_tp_group("VocabParallelEmbedding", "reduce_results=True (the all-reduce of "
                                                "the looked-up rows)", self.tp_size, self.group))
         return y
+
+
+def gather_from_tensor_model_parallel_region(x, group=None):
+    """Megatron's gather: every rank's shard of the last dim, concatenated (one all-gather over
+    `group`, default the world); the input itself in a one-rank run."""
+    import syntorch.torch.distributed as dist
+    g = dist._group(group)
+    return x if g is None else _all_gather_last(x, g)
+
+
+def reduce_from_tensor_model_parallel_region(x, group=None):
+    """Megatron's reduce: the sum of every rank's x (an all-reduce in place over `group`, default
+    the world); x itself in a one-rank run."""
+    import syntorch.torch.distributed as dist
+    dist.all_reduce(x, group=group)
+    return x
 
 
 def _all_gather_last(y, group_impl):

@@ -112,10 +112,9 @@ def randint(low=0, high=None, size=None, *, dtype=None, device=None, requires_gr
         low, high, size = 0, low, high
     if high is None or size is None:
         raise TypeError("randint() missing required arguments: expected randint(low=0, high, size)")
-    if _builtins.int(high) <= _builtins.int(low):
-        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     _syntorch_package.current_session()
-    return _syntorch._randn(_sizes((size,)), dtype if dtype is not None else int64, _device_name(device))
+    return _syntorch._randint(_builtins.int(low), _builtins.int(high), _sizes((size,)),
+                              dtype if dtype is not None else int64, _device_name(device))
 
 
 def _shape_and_kind(data):
@@ -190,6 +189,18 @@ def reshape(x, shape):
     return x._reshape(_ints((shape,)))
 
 
+def split(tensor, split_size_or_sections, dim=0):
+    return tensor.split(split_size_or_sections, dim)
+
+
+def chunk(input, chunks, dim=0):
+    return input.chunk(chunks, dim)
+
+
+def narrow(input, dim, start, length):
+    return input.narrow(dim, start, length)
+
+
 class set_grad_enabled(_CppScope):
     """Grad mode for a block (or a decorated function): ops record their backward only with it
     on, as torch.set_grad_enabled; no_grad() and enable_grad() are its two settings."""
@@ -218,9 +229,9 @@ class inference_mode(set_grad_enabled):
 
 
 def mean(input, dim=None, keepdim=False, *, dtype=None):
-    if dim is not None:
-        raise NotImplementedError("torch.mean: argument 'dim' is not supported yet (the mean of all elements is)")
-    return _syntorch.mean(input if dtype is None else input.to(dtype))
+    if isinstance(dim, _builtins.int):
+        dim = [dim]
+    return _syntorch.mean(input if dtype is None else input.to(dtype), None if dim is None else list(dim), keepdim)
 
 
 def sum(input, dim=None, keepdim=False, *, dtype=None):
@@ -332,6 +343,7 @@ def _index(self, key):
     if _builtins.sum(1 for k in expanded if k is not None) > self.dim():
         raise IndexError(f"too many indices for tensor of dimension {self.dim()}")
     out, dim = self, 0
+    advanced = {}  # the dim of `out` each list or tensor index applies to, once the basic ones are done
     for k in expanded:
         if k is None:
             out = out.unsqueeze(dim)
@@ -352,18 +364,19 @@ def _index(self, key):
                 out = out._slice(dim, start, _builtins.max(start, stop), step)
             dim += 1
         elif isinstance(k, (list, Tensor)):
-            if _builtins.sum(1 for j in expanded if isinstance(j, (list, Tensor))) > 1:
-                raise NotImplementedError("indexing with more than one list or tensor (advanced indexing that "
-                                          "broadcasts indices together) is not supported; index one dim at a time")
-            index = _index_tensor(k, out.size(dim), out.device)
-            shape = list(out.shape)
-            out = index_select(out, dim, index.reshape(-1) if index.dim() != 1 else index)
-            if index.dim() != 1:
-                out = out._view(shape[:dim] + list(index.shape) + shape[dim + 1:])
-            dim += index.dim()
+            advanced[dim] = _index_tensor(k, out.size(dim), out.device)
+            dim += 1
         else:
             raise IndexError(f"indexing with {type(k).__name__} is not supported yet (integers, slices, None and "
                              "... are)")
+    if len(advanced) == 1:  # one index: index_select along its dim, its shape in the dim's place
+        (dim, index), = advanced.items()
+        shape = list(out.shape)
+        out = index_select(out, dim, index.reshape(-1) if index.dim() != 1 else index)
+        if index.dim() != 1:
+            out = out._view(shape[:dim] + list(index.shape) + shape[dim + 1:])
+    elif advanced:  # several, broadcast together: one gather (aten::index)
+        out = _syntorch._index(out, [advanced.get(d) for d in range(_builtins.max(advanced) + 1)])
     return out
 
 
@@ -386,12 +399,25 @@ def _index_tensor(k, size, device_name):
 
 def _setindex(self, key, value):
     keys = key if isinstance(key, tuple) else (key,)
+    if len(keys) == 1 and isinstance(keys[0], Tensor) and keys[0].dtype == bool:
+        return _set_masked(self, keys[0], value)
     advanced = [i for i, k in enumerate(keys) if isinstance(k, (list, Tensor))]
+    if len(advanced) > 1:
+        # Several indices broadcast together (x[rows, cols] = v): index_put_ over the basic view.
+        if any(not isinstance(k, (list, Tensor, slice)) or (type(k) is slice and k != slice(None)) for k in keys):
+            raise NotImplementedError("index assignment with several list or tensor indices takes only whole-dim "
+                                      "slices (:) beside them")
+        indices = [_index_tensor(k, self.size(d), self.device) if isinstance(k, (list, Tensor)) else None
+                   for d, k in enumerate(keys)]
+        if not isinstance(value, Tensor):
+            value = full([], _builtins.float(value), dtype=self.dtype, device="cpu")  # a wrapped number
+        _syntorch._index_put_(self, indices, value)
+        return
     if advanced:
         # One advanced index after basic ones: index_copy_ into that dim of the basic view.
-        if len(advanced) > 1 or any(k is Ellipsis or k is None for k in keys[:advanced[0]]):
-            raise NotImplementedError("index assignment with more than one list or tensor index, or one after ... "
-                                      "or None, is not supported")
+        if any(k is Ellipsis or k is None for k in keys[:advanced[0]]):
+            raise NotImplementedError("index assignment with a list or tensor index after ... or None is not "
+                                      "supported")
         dim = advanced[0]
         view = _index(self, keys[:dim]) if dim else self
         index = _index_tensor(keys[dim], view.size(dim), view.device)
@@ -410,6 +436,22 @@ def _setindex(self, key, value):
         view.copy_(value)
     else:
         view.fill_(_builtins.float(value))
+
+
+def _set_masked(self, mask, value):
+    """x[mask] = value for a boolean mask over x's leading dims: masked_fill_, as PyTorch does for
+    a number or a one-element tensor. Anything else needs the mask's count of set elements (a
+    value the simulator does not have)."""
+    if mask.dim() > self.dim() or list(mask.shape) != list(self.shape)[:mask.dim()]:
+        raise IndexError(f"The shape of the mask {list(mask.shape)} does not match the shape of the indexed tensor "
+                         f"{list(self.shape)}")
+    if isinstance(value, Tensor):
+        if value.numel() != 1:
+            raise NotImplementedError("x[mask] = tensor is supported for a one-element tensor only: the number of "
+                                      "elements the mask selects depends on its values, which are not simulated")
+        value = 0.0
+    aligned = mask if mask.dim() == self.dim() else mask._view(list(mask.shape) + [1] * (self.dim() - mask.dim()))
+    _syntorch.masked_fill_(self, aligned, _builtins.float(value))
 
 
 def _tensor_getattr(self, name):
