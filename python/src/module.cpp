@@ -236,6 +236,8 @@ std::string dtype_repr(torch::ScalarType t) {
     case torch::ScalarType::Int: return "torch.int32";
     case torch::ScalarType::Long: return "torch.int64";
     case torch::ScalarType::Bool: return "torch.bool";
+    case torch::ScalarType::ComplexFloat: return "torch.complex64";
+    case torch::ScalarType::ComplexDouble: return "torch.complex128";
   }
   return "torch.unknown";
 }
@@ -316,13 +318,15 @@ PYBIND11_MODULE(_syntorch, m) {
       .def("__ne__", [](torch::ScalarType a, torch::ScalarType b) { return a != b; }, py::is_operator())
       .def("__hash__", [](torch::ScalarType a) { return static_cast<int>(a); })
       .def_property_readonly("is_floating_point", [](torch::ScalarType t) { return torch::is_floating_point(t); })
+      .def_property_readonly("is_complex", [](torch::ScalarType t) { return torch::is_complex(t); })
       .def_property_readonly("itemsize", [](torch::ScalarType t) { return torch::element_bits(t) / 8.0; });
   const std::pair<const char*, torch::ScalarType> dtypes[] = {
       {"float64", torch::kFloat64}, {"double", torch::kFloat64}, {"float32", torch::kFloat32},
       {"float", torch::kFloat32},   {"float16", torch::kFloat16}, {"half", torch::kFloat16},
       {"bfloat16", torch::kBFloat16}, {"float8_e4m3fn", torch::kFloat8_e4m3fn}, {"int8", torch::kInt8},
       {"int32", torch::kInt32},     {"int", torch::kInt32},     {"int64", torch::kInt64},
-      {"long", torch::kInt64},      {"bool", torch::kBool}};
+      {"long", torch::kInt64},      {"bool", torch::kBool},     {"complex64", torch::kComplexFloat},
+      {"cfloat", torch::kComplexFloat}, {"complex128", torch::kComplexDouble}, {"cdouble", torch::kComplexDouble}};
   for (const auto& [name, t] : dtypes) m.attr(name) = t;
   m.def("set_default_dtype", &torch::set_default_dtype);
   m.def("get_default_dtype", &torch::get_default_dtype);
@@ -395,8 +399,8 @@ PYBIND11_MODULE(_syntorch, m) {
       .def("__truediv__", [](const Tensor& a, const Tensor& b) { return a / b; }, py::call_guard<RequireRun>())
       .def("__truediv__", [](const Tensor& a, double b) { return a / b; }, py::call_guard<RequireRun>())
       .def("__neg__", [](const Tensor& a) { return a.neg(); }, py::call_guard<RequireRun>())
-      // b - a as neg then add: two elementwise kernels where PyTorch's rsub launches one.
-      .def("__rsub__", [](const Tensor& a, double b) { return a.neg() + b; }, py::call_guard<RequireRun>())
+      .def("__rsub__", [](const Tensor& a, double b) { return b - a; }, py::call_guard<RequireRun>())
+      .def("__rtruediv__", [](const Tensor& a, double b) { return b / a; }, py::call_guard<RequireRun>())
       .def("__matmul__", [](const Tensor& a, const Tensor& b) { return torch::matmul(a, b); }, py::call_guard<RequireRun>())
       // Autograd.
       .def_property("requires_grad", &Tensor::requires_grad,
@@ -488,6 +492,16 @@ PYBIND11_MODULE(_syntorch, m) {
     return dims ? torch::sum(x, sizes_of(*dims), keepdim) : torch::sum(x);
   }, py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false, py::call_guard<RequireRun>());
   m.def("exp", &torch::exp, py::call_guard<RequireRun>());
+  m.def("sqrt", &torch::sqrt, py::arg("input"), py::call_guard<RequireRun>());
+  m.def("rsqrt", &torch::rsqrt, py::arg("input"), py::call_guard<RequireRun>());
+  m.def("sin", &torch::sin, py::arg("input"), py::call_guard<RequireRun>());
+  m.def("cos", &torch::cos, py::arg("input"), py::call_guard<RequireRun>());
+  m.def("abs", &torch::abs, py::arg("input"), py::call_guard<RequireRun>());
+  m.def("_pow", py::overload_cast<const Tensor&, double>(&torch::pow), py::call_guard<RequireRun>());
+  m.def("_rpow", py::overload_cast<double, const Tensor&>(&torch::pow), py::call_guard<RequireRun>());
+  m.def("polar", &torch::polar, py::arg("abs"), py::arg("angle"), py::call_guard<RequireRun>());
+  m.def("view_as_complex", &torch::view_as_complex, py::arg("input"), py::call_guard<RequireRun>());
+  m.def("view_as_real", &torch::view_as_real, py::arg("input"), py::call_guard<RequireRun>());
   // Comparisons (tensor or number), selection, masking, sampling.
 #define SYNTORCH_BIND_COMPARE(name)                                                                       \
   m.def(#name, [](const Tensor& a, const Tensor& b) { return torch::name(a, b); }, py::call_guard<RequireRun>()); \

@@ -582,3 +582,67 @@ def test_one_grad_mode_object_used_from_two_threads_keeps_each_threads_scopes():
     release.set()
     t.join()
     assert seen == {"inside": False, "after": True, "main_after": False}
+
+
+class LlamaAttention(nn.Module):
+    """LLaMA's reference attention as its authors wrote it: rotary embeddings through complex
+    numbers (torch.polar, view_as_complex, view_as_real), grouped K/V heads repeated with
+    repeat_interleave, and a hand-written RMSNorm (pow, mean over the last dim, rsqrt)."""
+
+    def __init__(self, dim=256, heads=8, kv_heads=2, seq=32):
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, dim // heads
+        self.wq = nn.Linear(dim, dim, bias=False)
+        self.wk = nn.Linear(dim, kv_heads * self.head_dim, bias=False)
+        self.wv = nn.Linear(dim, kv_heads * self.head_dim, bias=False)
+        self.wo = nn.Linear(dim, dim, bias=False)
+        self.norm = nn.Parameter(torch.ones(dim))
+        freqs = 1.0 / (10000.0 ** (torch.arange(0, self.head_dim, 2)[: self.head_dim // 2].float() / self.head_dim))
+        freqs = torch.outer(torch.arange(seq).float(), freqs)
+        self.register_buffer("freqs_cis", torch.polar(torch.ones_like(freqs), freqs))
+
+    def forward(self, x):
+        b, s, _ = x.shape
+        h = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.norm
+        q = self.wq(h).view(b, s, self.heads, self.head_dim)
+        k = self.wk(h).view(b, s, self.kv_heads, self.head_dim)
+        v = self.wv(h).view(b, s, self.kv_heads, self.head_dim)
+        cis = self.freqs_cis[:s].view(1, s, 1, self.head_dim // 2)
+        q = torch.view_as_real(torch.view_as_complex(q.float().reshape(b, s, self.heads, -1, 2)) * cis).flatten(3)
+        k = torch.view_as_real(torch.view_as_complex(k.float().reshape(b, s, self.kv_heads, -1, 2)) * cis).flatten(3)
+        q, k = q.type_as(x), k.type_as(x)
+        rep = self.heads // self.kv_heads
+        k, v = torch.repeat_interleave(k, rep, dim=2), v.repeat_interleave(rep, dim=2)
+        a = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True)
+        return x + self.wo(a.transpose(1, 2).reshape(b, s, -1))
+
+
+def test_llama_reference_code_runs_with_complex_rotary_tables(tmp_path):
+    syntorch.init(hw=H100, trace=str(tmp_path / "llama.json"))
+    model = LlamaAttention()
+    assert model.freqs_cis.dtype == torch.complex64 and model.freqs_cis.shape == (32, 16)
+    assert model.freqs_cis.is_complex() and not model.freqs_cis.dtype.is_floating_point
+    x = torch.randn(2, 32, 256, requires_grad=True)
+    out = model(x)
+    assert out.shape == (2, 32, 256) and out.dtype == torch.float32
+    out.sum().backward()
+    assert x.grad.shape == x.shape and model.wk.weight.grad.shape == (64, 256)
+    pair = torch.randn(4, 8, 2)
+    c = torch.view_as_complex(pair)
+    assert c.shape == (4, 8) and torch.view_as_real(c).shape == (4, 8, 2) and (c * c).dtype == torch.complex64
+    assert (c * torch.randn(8, dtype=torch.float64)).dtype == torch.complex128
+    with pytest.raises(RuntimeError, match="last dimension of size 2"):
+        torch.view_as_complex(torch.randn(4, 3))
+    with pytest.raises(RuntimeError, match="stride 1"):
+        torch.view_as_complex(torch.randn(2, 4).t())
+    with pytest.raises(RuntimeError, match="complex tensors"):
+        torch.view_as_real(pair)
+    with pytest.raises(NotImplementedError, match="repeats"):
+        torch.repeat_interleave(x, torch.tensor([1, 2]))
+    assert (2.0 ** torch.randn(3)).shape == (3,) and (1 - torch.randn(3)).shape == (3,)
+    assert torch.sqrt(torch.randn(3)).shape == torch.sin(torch.randn(3)).shape == torch.cos(torch.randn(3)).shape
+    syntorch.trace_manager.stats()
+    with open(tmp_path / "llama.json") as f:
+        ops = {e["name"] for e in json.load(f)["traceEvents"] if e.get("cat") == "op"}
+    assert {"aten::polar", "aten::view_as_complex", "aten::view_as_real", "aten::rsqrt", "aten::pow",
+            "aten::rsub", "aten::sqrt", "aten::sin", "aten::cos"} <= ops

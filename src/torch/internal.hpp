@@ -116,7 +116,8 @@ inline runtime::OpDesc elementwise_op(runtime::OpKind kind, std::int64_t element
   runtime::OpDesc op;
   op.kind = kind;
   op.dtype = to_runtime_dtype(dtype);
-  op.elements = static_cast<std::uint64_t>(elements);
+  // A ComplexDouble element is two fp64 ones.
+  op.elements = static_cast<std::uint64_t>(elements) * (dtype == ScalarType::ComplexDouble ? 2 : 1);
   return op;
 }
 

@@ -3,6 +3,7 @@
 #include "syntorch/torch/ops.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "backward_ops.hpp"
 #include "grad.hpp"
@@ -191,6 +192,29 @@ void record_unary(OpKind kind, std::string_view aten, const Tensor& a, Tensor& o
     case OpKind::log:  // dy / x, from the saved input
       autograd::record("LogBackward0", {&a}, {&out}, {a}, [](Grads& g, Grads& s, const Node&) { return Grads{g[0] / s[0]}; });
       return;
+    case OpKind::sqrt:  // dy / (2 y), from the saved output
+      autograd::record("SqrtBackward0", {&a}, {&out}, {out},
+                       [](Grads& g, Grads& s, const Node&) { return Grads{g[0] / (s[0] * 2.0)}; });
+      return;
+    case OpKind::rsqrt:  // -dy y^3 / 2, from the saved output
+      autograd::record("RsqrtBackward0", {&a}, {&out}, {out},
+                       [](Grads& g, Grads& s, const Node&) { return Grads{(g[0] * pow(s[0], 3.0)) * -0.5}; });
+      return;
+    case OpKind::sin:  // dy cos(x)
+      autograd::record("SinBackward0", {&a}, {&out}, {a}, [](Grads& g, Grads& s, const Node&) { return Grads{g[0] * cos(s[0])}; });
+      return;
+    case OpKind::cos:  // -dy sin(x)
+      autograd::record("CosBackward0", {&a}, {&out}, {a}, [](Grads& g, Grads& s, const Node&) { return Grads{g[0] * -sin(s[0])}; });
+      return;
+    case OpKind::abs:  // dy sgn(x): the sign's kernel, then the product
+      autograd::record("AbsBackward0", {&a}, {&out}, {a}, [](Grads& g, Grads& s, const Node&) {
+        const auto& in = impl_of(s[0]);
+        runtime::RankContext* ctx = runtime::current_rank();
+        Tensor sign = detail::make_tensor(ctx, in.sizes, in.dtype, in.device, "aten::sgn");
+        detail::dispatch(ctx, detail::elementwise_op(OpKind::abs, in.numel, in.dtype), "aten::sgn", in.device, in.numel == 0);
+        return Grads{g[0] * sign};
+      });
+      return;
     default:
       detail::no_backward({&a}, std::string(aten).c_str());
   }
@@ -335,6 +359,39 @@ Tensor exp(const Tensor& x) {
 Tensor log(const Tensor& x) {
   Tensor cast;
   return unary(detail::autocast_fp32(x, cast), OpKind::log, "log", "aten::log");
+}
+
+// sqrt, rsqrt, pow, sin, cos and abs: one kernel each (their backward in record_unary).
+Tensor sqrt(const Tensor& x) { return unary(x, OpKind::sqrt, "sqrt", "aten::sqrt"); }
+Tensor rsqrt(const Tensor& x) { return unary(x, OpKind::rsqrt, "rsqrt", "aten::rsqrt"); }
+Tensor pow(double base, const Tensor& exponent) {
+  Tensor out;
+  {
+    autograd::NoGradGuard plain;
+    out = unary(exponent, OpKind::pow, "pow", "aten::pow");
+  }
+  if (autograd::any_requires_grad({&exponent})) {  // dy base^x ln(base), from the saved output
+    autograd::record("PowBackward2", {&exponent}, {&out}, {out}, [base](Grads& g, Grads& s, const Node&) {
+      return Grads{(g[0] * s[0]) * std::log(base)};
+    });
+  }
+  return out;
+}
+Tensor sin(const Tensor& x) { return unary(x, OpKind::sin, "sin", "aten::sin"); }
+Tensor cos(const Tensor& x) { return unary(x, OpKind::cos, "cos", "aten::cos"); }
+Tensor abs(const Tensor& x) { return unary(x, OpKind::abs, "abs", "aten::abs"); }
+Tensor pow(const Tensor& x, double exponent) {
+  Tensor out;
+  {
+    autograd::NoGradGuard plain;  // its own backward, which needs the exponent
+    out = unary(x, OpKind::pow, "pow", "aten::pow");
+  }
+  if (autograd::any_requires_grad({&x})) {  // dy e x^(e-1)
+    autograd::record("PowBackward0", {&x}, {&out}, {x}, [exponent](Grads& g, Grads& s, const Node&) {
+      return Grads{(g[0] * pow(s[0], exponent - 1.0)) * exponent};
+    });
+  }
+  return out;
 }
 
 Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max) {

@@ -115,7 +115,9 @@ ScalarType result_type(const Tensor& a, const Tensor& b, const char* op) {
   if (x.dtype == y.dtype) return x.dtype;
   const std::optional<ScalarType> t = promote_types(x.dtype, y.dtype);
   // A zero-dim operand defers to a dimensioned one of its category: bool, integral, floating.
-  auto category = [](ScalarType s) { return s == ScalarType::Bool ? 0 : is_floating_point(s) ? 2 : 1; };
+  auto category = [](ScalarType s) {
+    return s == ScalarType::Bool ? 0 : is_complex(s) ? 3 : is_floating_point(s) ? 2 : 1;
+  };
   const bool zero_x = x.sizes.empty(), zero_y = y.sizes.empty();
   if (t && zero_x != zero_y && category(x.dtype) == category(y.dtype)) return zero_x ? y.dtype : x.dtype;
   if (!t) {

@@ -5,8 +5,9 @@
 namespace syntorch::torch {
 
 namespace {
-constexpr std::array<std::string_view, 10> kNames{"Double", "Float", "Half", "BFloat16", "Float8_e4m3fn",
-                                                  "Float4", "Char",  "Int",  "Long",     "Bool"};
+constexpr std::array<std::string_view, 12> kNames{"Double", "Float", "Half",  "BFloat16",     "Float8_e4m3fn",
+                                                  "Float4", "Char",  "Int",   "Long",         "Bool",
+                                                  "ComplexFloat",    "ComplexDouble"};
 thread_local ScalarType t_default_dtype = ScalarType::Float;
 }  // namespace
 
@@ -24,10 +25,38 @@ bool is_floating_point(ScalarType t) {
   }
 }
 
+bool is_complex(ScalarType t) { return t == ScalarType::ComplexFloat || t == ScalarType::ComplexDouble; }
+
+ScalarType to_complex(ScalarType t) {
+  switch (t) {
+    case ScalarType::Half:  // a ComplexHalf is not modelled: complex math runs in fp32 at least
+    case ScalarType::BFloat16:
+    case ScalarType::Float:
+    case ScalarType::ComplexFloat: return ScalarType::ComplexFloat;
+    case ScalarType::Double:
+    case ScalarType::ComplexDouble: return ScalarType::ComplexDouble;
+    default: throw Error(fmt::format("expected a floating point type for a complex one, got {}", scalar_type_name(t)));
+  }
+}
+
+ScalarType to_real(ScalarType t) {
+  switch (t) {
+    case ScalarType::ComplexFloat: return ScalarType::Float;
+    case ScalarType::ComplexDouble: return ScalarType::Double;
+    default: throw Error(fmt::format("expected a complex type, got {}", scalar_type_name(t)));
+  }
+}
+
 std::optional<ScalarType> promote_types(ScalarType a, ScalarType b) {
   if (a == b) return a;
   auto narrow_float = [](ScalarType t) { return t == ScalarType::Float8_e4m3fn || t == ScalarType::Float4; };
   if (narrow_float(a) || narrow_float(b)) return std::nullopt;
+  if (is_complex(a) || is_complex(b)) {
+    // Complex over everything; ComplexDouble where either side has double precision.
+    const bool wide = a == ScalarType::ComplexDouble || b == ScalarType::ComplexDouble || a == ScalarType::Double ||
+                      b == ScalarType::Double;
+    return wide ? ScalarType::ComplexDouble : ScalarType::ComplexFloat;
+  }
   const bool fa = is_floating_point(a), fb = is_floating_point(b);
   if (fa != fb) return fa ? a : b;
   // Within a category, by rank: Double > Float > Half, BFloat16 (which meet at Float); Long >
@@ -59,7 +88,9 @@ DType to_runtime_dtype(ScalarType t) {
     case ScalarType::Char:
     case ScalarType::Bool: return DType::int8;
     case ScalarType::Int: return DType::fp32;
-    case ScalarType::Long: return DType::fp64;
+    case ScalarType::Long:
+    case ScalarType::ComplexFloat:
+    case ScalarType::ComplexDouble: return DType::fp64;
   }
   return DType::fp32;
 }

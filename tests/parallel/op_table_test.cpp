@@ -150,6 +150,13 @@ TEST(OpTable, EveryKindHasAFunctionInTheTorchOrParallelApi) {
   (void)torch::sigmoid(x);
   (void)torch::exp(x);
   (void)torch::log(x);
+  (void)torch::sqrt(x);
+  (void)torch::rsqrt(x);
+  (void)torch::pow(x, 2.0);
+  (void)torch::sin(x);
+  (void)torch::cos(x);
+  (void)torch::abs(x);
+  (void)torch::polar(x, x);
   (void)(-x);
   (void)torch::dropout(x, 0.1, true);
   (void)(x + x);

@@ -72,3 +72,30 @@ TEST(FlashAttention, SmallHeadsAreExponentialBoundLargeOnesMatrixBound) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(UnfusedAttention, Fp32BackwardFollowsTheForwardThroughHbm) {
+  // No fp32 matrix units: auto runs the forward unfused (PyTorch's math path) and its backward
+  // through the probabilities that forward kept: four batched products and the softmax's backward.
+  const hw::Machine m = hw::Machine::load(config("h100_sxm5_80gb.json"));
+  runtime::OpDesc op = prefill(64);
+  op.dtype = DType::fp32;
+  op.seq_q = op.seq_kv = 512;
+  runtime::Predictor p(m, policy(""));
+  const runtime::Prediction forward = p.predict(op);
+  ASSERT_EQ(forward.kernels.size(), 3u);
+  op.kind = runtime::OpKind::attention_backward;
+  const runtime::Prediction backward = p.predict(op);
+  ASSERT_EQ(backward.kernels.size(), 5u);
+  EXPECT_NE(backward.kernels[2].name.find("softmax"), std::string::npos);
+  std::string why;
+  for (const auto& line : backward.kernels[0].why) why += line + "\n";
+  EXPECT_NE(why.find("probabilities kept in HBM"), std::string::npos) << why;
+  // Four products of the forward's two, at the same shapes: twice its matrix time and more.
+  EXPECT_GT(backward.time_s, 1.5 * forward.time_s);
+  runtime::Predictor flash(m, policy("attention_backward=flash_v2"));
+  EXPECT_THROW(flash.predict(op), std::exception);  // fp32 has no matrix units for the fused kernel
+}
+
+}  // namespace

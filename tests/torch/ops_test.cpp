@@ -526,6 +526,54 @@ TEST_F(TorchSelect, SeveralIndicesBroadcastTogetherInOneGather) {
   EXPECT_EQ(torch::randint(0, 5, {3}).dtype(), torch::kInt64);
 }
 
+TEST_F(TorchSelect, ComplexRotaryTablesArePolarViewsAndOneProduct) {
+  const auto angles = torch::empty({16, 32});
+  rank.launches.clear();
+  const auto cis = torch::polar(torch::ones_like(angles), angles);
+  EXPECT_EQ(cis.dtype(), torch::kComplexFloat);
+  ASSERT_EQ(rank.launches.size(), 2u);  // ones_like, polar
+  EXPECT_EQ(rank.launches[1].op.kind, runtime::OpKind::polar);
+  // A complex64 element is one fp64 one: 8 bytes in (abs and angle), 8 out.
+  EXPECT_EQ(rank.launches[1].op.dtype, DType::fp64);
+  EXPECT_EQ(rank.launches[1].op.elements, 16u * 32);
+  auto q = torch::empty({2, 16, 4, 64});
+  rank.launches.clear();
+  const auto pairs = torch::view_as_complex(q.view({2, 16, 4, 32, 2}));
+  EXPECT_EQ(pairs.sizes(), (Sizes{2, 16, 4, 32}));
+  EXPECT_EQ(pairs.strides(), (Sizes{16 * 4 * 32, 4 * 32, 32, 1}));
+  EXPECT_TRUE(rank.launches.empty());  // views
+  const auto rotated = torch::view_as_real(pairs * cis.view({1, 16, 1, 32}));
+  EXPECT_EQ(rotated.sizes(), (Sizes{2, 16, 4, 32, 2}));
+  EXPECT_EQ(rotated.dtype(), torch::kFloat);
+  ASSERT_EQ(rank.launches.size(), 1u);  // the product
+  EXPECT_EQ(rank.launches[0].op.kind, runtime::OpKind::mul);
+  EXPECT_EQ(rank.launches[0].op.elements, 2u * 16 * 4 * 32);
+  // Promotion: complex over real; double precision on either side gives ComplexDouble.
+  EXPECT_EQ(torch::promote_types(torch::kComplexFloat, torch::kHalf), torch::kComplexFloat);
+  EXPECT_EQ(torch::promote_types(torch::kComplexFloat, torch::kDouble), torch::kComplexDouble);
+  EXPECT_EQ(torch::promote_types(torch::kLong, torch::kComplexFloat), torch::kComplexFloat);
+  EXPECT_EQ(torch::element_bits(torch::kComplexDouble), 128u);
+  EXPECT_THROW(torch::view_as_complex(torch::empty({4, 3})), torch::Error);                // last dim not 2
+  EXPECT_THROW(torch::view_as_complex(torch::empty({2, 4}).t()), torch::Error);            // last stride not 1
+  EXPECT_THROW(torch::view_as_complex(torch::empty({6}).narrow(0, 1, 4).view({2, 2})), torch::Error);  // odd offset
+  EXPECT_THROW(torch::view_as_real(torch::empty({4})), torch::Error);                       // not complex
+  EXPECT_THROW(torch::polar(angles, torch::empty({16, 32}, torch::kHalf)), torch::Error);
+}
+
+TEST_F(TorchSelect, MathOpsAreOneKernelAndTheirBackwardProducts) {
+  auto x = torch::empty({8, 64}).requires_grad_();
+  rank.launches.clear();
+  auto y = torch::rsqrt(torch::pow(x, 2.0) + 1e-6) * torch::sqrt(torch::abs(x)) + torch::sin(x) * torch::cos(x);
+  EXPECT_EQ(rank.launches.size(), 10u);  // pow, add, rsqrt, abs, sqrt, mul, sin, cos, mul, add
+  torch::sum(y).backward();
+  EXPECT_EQ(x.grad().sizes(), (Sizes{8, 64}));
+  rank.launches.clear();
+  const auto e = torch::pow(2.0, torch::empty({8}));
+  ASSERT_EQ(rank.launches.size(), 1u);
+  EXPECT_EQ(rank.launches[0].op.kind, runtime::OpKind::pow);
+  EXPECT_EQ(e.sizes(), (Sizes{8}));
+}
+
 TEST_F(TorchSelect, MeanOverDimsIsOneReductionAndItsBackwardDividesOverTheInput) {
   auto x = torch::empty({4, 5, 6}).requires_grad_();
   rank.launches.clear();

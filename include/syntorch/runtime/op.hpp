@@ -24,7 +24,7 @@ namespace syntorch::runtime {
   X(layernorm) X(rmsnorm) X(softmax)                               /* row-wise */                  \
   X(rope) X(swiglu)                                                /* fused transformer pieces */  \
   X(gelu) X(silu) X(relu) X(tanh) X(sigmoid) X(neg) X(dropout)     /* elementwise, one input */    \
-  X(exp) X(log)                                                                                     \
+  X(exp) X(log) X(sqrt) X(rsqrt) X(pow) X(sin) X(cos) X(abs) X(polar)                              \
   X(add) X(sub) X(mul) X(div)                                      /* elementwise, two inputs */   \
   X(embedding) X(copy)                                             /* gathers and copies */        \
   X(topk) X(moe_permute) X(moe_unpermute) X(grouped_gemm)          /* mixture of experts */        \

@@ -58,6 +58,20 @@ Tensor tanh(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 Tensor exp(const Tensor& x);
 Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor rsqrt(const Tensor& x);
+Tensor pow(const Tensor& x, double exponent);
+Tensor pow(double base, const Tensor& exponent);
+Tensor sin(const Tensor& x);
+Tensor cos(const Tensor& x);
+Tensor abs(const Tensor& x);
+// Complex numbers, as rotary tables in torch.polar's form use them: polar(abs, angle) is one
+// kernel writing abs * (cos(angle) + i sin(angle)) (Float or Double in, complex out);
+// view_as_complex views a real tensor whose last dim is 2 (stride 1) as complex, view_as_real a
+// complex one as real pairs: views, no kernel. Products of complex tensors are mul's.
+Tensor polar(const Tensor& abs, const Tensor& angle);
+Tensor view_as_complex(const Tensor& x);
+Tensor view_as_real(const Tensor& x);
 // Each element limited to [min, max] (at least one given).
 Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max = std::nullopt);
 // The sizes two shapes broadcast to (throws torch::Error naming both when they cannot).

@@ -26,8 +26,11 @@ class Error : public std::invalid_argument {
 
 // An element type as libtorch names it. Floating types map one to one onto the runtime's DType;
 // integer and boolean types (indices, masks) reach the runtime as the DType of the same width,
-// since the kernels that touch them only move bytes.
-enum class ScalarType : std::uint8_t { Double, Float, Half, BFloat16, Float8_e4m3fn, Float4, Char, Int, Long, Bool };
+// since the kernels that touch them only move bytes. Complex types (rotary tables in
+// torch.polar's form) reach it as fp64 elements of their width: ComplexFloat one, ComplexDouble two.
+enum class ScalarType : std::uint8_t {
+  Double, Float, Half, BFloat16, Float8_e4m3fn, Float4, Char, Int, Long, Bool, ComplexFloat, ComplexDouble
+};
 using Dtype = ScalarType;
 
 inline constexpr ScalarType kFloat64 = ScalarType::Double;
@@ -47,15 +50,22 @@ inline constexpr ScalarType kInt = ScalarType::Int;
 inline constexpr ScalarType kInt64 = ScalarType::Long;
 inline constexpr ScalarType kLong = ScalarType::Long;
 inline constexpr ScalarType kBool = ScalarType::Bool;
+inline constexpr ScalarType kComplexFloat = ScalarType::ComplexFloat;
+inline constexpr ScalarType kComplexDouble = ScalarType::ComplexDouble;
 
 // Bits per element (fp4 packs two per byte).
 constexpr unsigned element_bits(ScalarType t) {
-  constexpr std::array<unsigned, 10> bits{64, 32, 16, 16, 8, 4, 8, 32, 64, 8};
+  constexpr std::array<unsigned, 12> bits{64, 32, 16, 16, 8, 4, 8, 32, 64, 8, 64, 128};
   return bits[static_cast<std::size_t>(t)];
 }
 // libtorch's names: "Half", "Float", "Long", ...
 std::string_view scalar_type_name(ScalarType t);
 bool is_floating_point(ScalarType t);
+bool is_complex(ScalarType t);
+// The complex type of a real one's precision (Float -> ComplexFloat, Double -> ComplexDouble) and
+// back; torch::Error for types without one.
+ScalarType to_complex(ScalarType t);
+ScalarType to_real(ScalarType t);
 // PyTorch's type promotion of two tensor dtypes (torch.promote_types): the wider floating type
 // (Half with BFloat16 gives Float), a floating type over an integral one, the wider integer.
 // Empty where PyTorch refuses (the fp8 and fp4 types with any other).

@@ -7,7 +7,8 @@ from _syntorch import (Tensor, dtype, float64, double, float32, float, float16, 
                        int8, int32, int, int64, long, bool, set_default_dtype, get_default_dtype, matmul, mm, bmm,
                        add, sub, mul, div, relu, silu, tanh, sigmoid, softmax, log_softmax, argmax, cat, stack,
                        exp, log, clamp, is_grad_enabled, is_autocast_enabled, get_autocast_dtype, eq, ne, lt, le,
-                       gt, ge, where, masked_fill, tril, triu, multinomial, index_select)
+                       gt, ge, where, masked_fill, tril, triu, multinomial, index_select, sqrt, rsqrt, sin, cos,
+                       abs, polar, view_as_complex, view_as_real, complex64, cfloat, complex128, cdouble)
 
 import syntorch as _syntorch_package
 from syntorch._scopes import CppScope as _CppScope
@@ -92,10 +93,22 @@ def _sizes(size):
     return size
 
 
+def _grad(out, requires_grad):
+    """A factory's requires_grad=, as PyTorch applies it (floating and complex tensors only)."""
+    if requires_grad:
+        if not (out.dtype.is_floating_point or out.dtype.is_complex):
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
+        out.requires_grad_(True)
+    return out
+
+
 def _factory(make):
-    def factory(*size, dtype=None, device=None, requires_grad=False, **_ignored):
+    def factory(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
+                memory_format=None):
+        if out is not None:
+            raise NotImplementedError("torch factories: argument 'out' is not supported")
         _syntorch_package.current_session()
-        return make(_sizes(size), dtype, _device_name(device))
+        return _grad(make(_sizes(size), dtype, _device_name(device)), requires_grad)
     return factory
 
 
@@ -113,8 +126,8 @@ def randint(low=0, high=None, size=None, *, dtype=None, device=None, requires_gr
     if high is None or size is None:
         raise TypeError("randint() missing required arguments: expected randint(low=0, high, size)")
     _syntorch_package.current_session()
-    return _syntorch._randint(_builtins.int(low), _builtins.int(high), _sizes((size,)),
-                              dtype if dtype is not None else int64, _device_name(device))
+    return _grad(_syntorch._randint(_builtins.int(low), _builtins.int(high), _sizes((size,)),
+                                    dtype if dtype is not None else int64, _device_name(device)), requires_grad)
 
 
 def _shape_and_kind(data):
@@ -148,14 +161,13 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     name = _device_name(device)
     if name != "cpu":
         out = out._to_device(name)
-    if requires_grad:
-        out.requires_grad_(True)
-    return out
+    return _grad(out, requires_grad)
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
     _syntorch_package.current_session()
-    return _syntorch._full(_sizes((size,)), _builtins.float(fill_value), dtype, _device_name(device))
+    return _grad(_syntorch._full(_sizes((size,)), _builtins.float(fill_value), dtype, _device_name(device)),
+                 requires_grad)
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
@@ -166,12 +178,14 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     if step == 0:
         raise RuntimeError("step must be nonzero")
     count = _builtins.max(0, -(-(end - start) // step))
-    return _syntorch._arange(0, count, dtype, _device_name(device))  # the same shape and kernel
+    # The same shape and kernel whatever the start.
+    return _grad(_syntorch._arange(0, count, dtype, _device_name(device)), requires_grad)
 
 
 def _like(make):
     def like(t, *, dtype=None, device=None, requires_grad=False):
-        return make(list(t.shape), dtype if dtype is not None else t.dtype, _device_name(device or t.device))
+        return _grad(make(list(t.shape), dtype if dtype is not None else t.dtype, _device_name(device or t.device)),
+                     requires_grad)
     return like
 
 
@@ -187,6 +201,44 @@ def transpose(x, dim0, dim1):
 
 def reshape(x, shape):
     return x._reshape(_ints((shape,)))
+
+
+def pow(input, exponent):
+    """input ** exponent with a number on one side: one kernel (two tensors are not supported)."""
+    if isinstance(input, Tensor) and isinstance(exponent, Tensor):
+        raise NotImplementedError("torch.pow: a tensor raised to a tensor is not supported (a number on one side is)")
+    if isinstance(exponent, Tensor):
+        return _syntorch._rpow(_builtins.float(input), exponent)
+    return _syntorch._pow(input, _builtins.float(exponent))
+
+
+def outer(input, vec2):
+    """The outer product of two vectors, as ATen computes it: input[:, None] * vec2 (one kernel)."""
+    if input.dim() != 1 or vec2.dim() != 1:
+        raise RuntimeError(f"outer: expected 1D tensors, got {input.dim()}D and {vec2.dim()}D")
+    return input.reshape(-1, 1) * vec2
+
+
+ger = outer
+
+
+def repeat_interleave(input, repeats, dim=None, *, output_size=None):
+    """Each element (or slice along dim) repeated `repeats` times, as ATen does for a number:
+    an expand over a new dim after dim, copied contiguous (one copy kernel) and flattened."""
+    if isinstance(repeats, Tensor) or not isinstance(repeats, _builtins.int) or repeats < 0:
+        raise NotImplementedError("torch.repeat_interleave: only a non-negative number of repeats is supported "
+                                  "(per-element repeats come from values, which are not simulated)")
+    if dim is None:
+        input, dim = input.reshape(-1), 0
+    d = dim % input.dim() if input.dim() else 0
+    shape = list(input.shape)
+    expanded = input.unsqueeze(d + 1)._expand(shape[:d + 1] + [repeats] + shape[d + 1:])
+    return expanded.reshape(shape[:d] + [shape[d] * repeats] + shape[d + 1:])
+
+
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):
+    return full(list(input.shape), fill_value, dtype=dtype or input.dtype,
+                device=device if device is not None else input.device, requires_grad=requires_grad)
 
 
 def split(tensor, split_size_or_sections, dim=0):
@@ -275,6 +327,29 @@ Tensor.mean = lambda self, dim=None, keepdim=False, *, dtype=None: mean(self, di
 Tensor.sum = lambda self, dim=None, keepdim=False, *, dtype=None: sum(self, dim, keepdim, dtype=dtype)
 Tensor.exp = lambda self: exp(self)
 Tensor.log = lambda self: log(self)
+for _name, _op in (("sqrt", sqrt), ("rsqrt", rsqrt), ("sin", sin), ("cos", cos), ("abs", abs)):
+    setattr(Tensor, _name, (lambda op: lambda self: op(self))(_op))
+Tensor.__abs__ = Tensor.abs
+Tensor.pow = lambda self, exponent: pow(self, exponent)
+Tensor.__pow__ = Tensor.pow
+Tensor.__rpow__ = lambda self, base: pow(base, self)
+Tensor.outer = lambda self, vec2: outer(self, vec2)
+Tensor.repeat_interleave = lambda self, repeats, dim=None, *, output_size=None: repeat_interleave(self, repeats, dim)
+Tensor.argmax = lambda self, dim=None, keepdim=False: argmax(self, dim, keepdim)
+Tensor.type_as = lambda self, other: self.to(other.dtype)
+Tensor.view_as = lambda self, other: self._view(list(other.shape))
+Tensor.reshape_as = lambda self, other: self._reshape(list(other.shape))
+Tensor.expand_as = lambda self, other: self._expand(list(other.shape))
+Tensor.is_complex = lambda self: self.dtype.is_complex
+Tensor.new_empty = lambda self, *size, dtype=None, device=None, requires_grad=False: empty(
+    *size, dtype=dtype or self.dtype, device=device if device is not None else self.device, requires_grad=requires_grad)
+Tensor.new_zeros = lambda self, *size, dtype=None, device=None, requires_grad=False: zeros(
+    *size, dtype=dtype or self.dtype, device=device if device is not None else self.device, requires_grad=requires_grad)
+Tensor.new_ones = lambda self, *size, dtype=None, device=None, requires_grad=False: ones(
+    *size, dtype=dtype or self.dtype, device=device if device is not None else self.device, requires_grad=requires_grad)
+Tensor.new_full = lambda self, size, fill_value, *, dtype=None, device=None, requires_grad=False: full(
+    size, fill_value, dtype=dtype or self.dtype, device=device if device is not None else self.device,
+    requires_grad=requires_grad)
 Tensor.clamp = lambda self, min=None, max=None: clamp(self, min, max)
 for _name, _op in (("eq", eq), ("ne", ne), ("lt", lt), ("le", le), ("gt", gt), ("ge", ge)):
     _method = (lambda op: lambda self, other: op(self, other if isinstance(other, Tensor) else _builtins.float(other)))(_op)

@@ -193,12 +193,60 @@ const std::string& checked_impl(const LowerContext& cx) {
 }
 }  // namespace
 
+// The backward of the unfused forward (autograd through its ops, PyTorch's math path): the
+// probabilities P were kept in HBM, so dV = P^T dO, dP = dO V^T, the softmax's backward over the
+// scores, dQ = dS K and dK = dS^T Q: four batched products and a row-wise pass, each through HBM.
+std::vector<Kernel> unfused_backward(const OpDesc& op, const LowerContext& cx) {
+  const std::uint64_t batch = op.batch * op.heads;
+  auto product = [&](std::uint64_t m, std::uint64_t n, std::uint64_t k) {
+    OpDesc p{};
+    p.kind = OpKind::bmm;
+    p.dtype = op.dtype;
+    p.batch = batch;
+    p.m = m;
+    p.n = n;
+    p.k = k;
+    return p;
+  };
+  OpDesc sm{};
+  sm.kind = OpKind::softmax_backward;
+  sm.dtype = op.dtype;
+  sm.rows = batch * op.seq_q;
+  sm.cols = op.seq_kv;
+  const PolicyEntry automatic{};
+  const LowerContext sub{cx.device, cx.device_index, automatic, cx.dtype};
+  struct Part {
+    std::vector<Kernel> kernels;
+    const char* name;
+  };
+  const Part parts[] = {{lower_gemm(product(op.seq_kv, op.head_dim, op.seq_q), sub), "attention backward dV = P^T dO"},
+                        {lower_gemm(product(op.seq_q, op.seq_kv, op.head_dim), sub), "attention backward dP = dO V^T"},
+                        {op_type(OpKind::softmax_backward).lower(sm, sub), "attention backward softmax"},
+                        {lower_gemm(product(op.seq_q, op.head_dim, op.seq_kv), sub), "attention backward dQ = dS K"},
+                        {lower_gemm(product(op.seq_kv, op.head_dim, op.seq_q), sub), "attention backward dK = dS^T Q"}};
+  std::vector<Kernel> ks;
+  for (const Part& part : parts) {
+    for (const Kernel& k : part.kernels) {
+      ks.push_back(k);
+      ks.back().name = k.tile.empty() ? part.name : fmt::format("{} {}", part.name, k.tile);
+    }
+  }
+  ks[0].why.insert(ks[0].why.begin(), fmt::format("unfused: the {}x{}x{} probabilities kept in HBM by the forward",
+                                                  batch, op.seq_q, op.seq_kv));
+  return ks;
+}
+
 std::vector<Kernel> lower_attention_backward(const OpDesc& op, const LowerContext& cx) {
   const hw::Device& d = cx.device;
   const std::string& impl = checked_impl(cx);
+  // auto follows the forward's choice: fused where the device has matrix units for the dtype.
+  const bool fused_ok = unit_matrix_ops_per_s(d, cx.dtype) > 0;
   std::vector<std::vector<Kernel>> options;
-  if (impl != "flash_v3") options.push_back(backward(op, cx, false));
-  if (impl == "flash_v3" || (impl == "auto" && d.compute.async_matrix)) options.push_back(backward(op, cx, true));
+  if (impl == "flash_v2" || (impl == "auto" && fused_ok)) options.push_back(backward(op, cx, false));
+  if (impl == "flash_v3" || (impl == "auto" && fused_ok && d.compute.async_matrix)) {
+    options.push_back(backward(op, cx, true));
+  }
+  if (impl == "unfused" || (impl == "auto" && !fused_ok)) options.push_back(unfused_backward(op, cx));
   return choose_implementation(std::move(options), cx);
 }
 
