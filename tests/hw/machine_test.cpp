@@ -65,7 +65,7 @@ TEST(Machine, PeaksReproduceTheDatasheet) {
 TEST(Machine, ExtendsMergesObjectsKeyByKey) {
   const Machine h200 = Machine::load(config_path("h200_sxm_141gb"));
   const Machine h100 = Machine::load(config_path("h100_sxm5_80gb"));
-  EXPECT_DOUBLE_EQ(h200.devices()[0].memory.size_bytes, 141e9);
+  EXPECT_DOUBLE_EQ(h200.devices()[0].memory.size_bytes, 143771.0 * (1 << 20));  // as NVML reports it
   EXPECT_DOUBLE_EQ(h200.devices()[0].memory.bandwidth_bytes_per_s, 4.8e12);
   EXPECT_DOUBLE_EQ(h200.devices()[0].memory.latency_s, h100.devices()[0].memory.latency_s);  // inherited
   EXPECT_EQ(h200.devices()[0].compute.units, 132u);
