@@ -63,6 +63,34 @@ TEST(GemmTiler, TinySideTakesTheGemvPathAndSkinnyLongKSplitsK) {
   EXPECT_EQ(skinny.kernels[0].impl, "splitk") << skinny.kernels[0].name;
 }
 
+TEST(GemmTiler, ACtaPairSharesItsLargerPanelSoAFeedBoundTileBecomesMathBound) {
+  // B016's shape on B200: a 256x128 tile fed both its panels alone is bound by the unit's feed;
+  // in a CTA pair (tcgen05 .cta_group::2) the 256-row panel is fetched once between two SMs.
+  const std::string cluster = "/components/gpu/components/sm/tile_cluster";
+  const hw::Machine alone = hw::Machine::load(config_path("b200_sxm"), {{cluster, "1"}});
+  const hw::Machine pair = hw::Machine::load(config_path("b200_sxm"), {{cluster, "2"}});
+  const OpDesc op = gemm(1792, 16128, 3072, DType::bf16);
+  Predictor pa(alone, KernelPolicy{}), pp(pair, KernelPolicy{});
+  const Prediction a = pa.predict(op), p = pp.predict(op);
+  auto why = [](const Prediction& x) {
+    std::string text;
+    for (const auto& line : x.kernels.at(0).why) text += line + "\n";
+    return text;
+  };
+  EXPECT_NE(why(a).find("L2-feed-bound"), std::string::npos) << why(a);
+  EXPECT_NE(why(p).find("math-bound (its larger panel shared by a cluster of 2 CTAs)"), std::string::npos) << why(p);
+  EXPECT_GT(a.time_s / p.time_s, 1.1);
+  // Blackwell's matrix rate per SM is twice Hopper's at about the same feed: without the pair
+  // even a large square tile waits on its panels; with it the tile is math-bound and gains no more.
+  const OpDesc square = gemm(8192, 8192, 8192, DType::bf16);
+  EXPECT_NE(why(pa.predict(square)).find("L2-feed-bound"), std::string::npos);
+  const Prediction paired_square = pp.predict(square);
+  EXPECT_NE(why(paired_square).find("math-bound"), std::string::npos) << why(paired_square);
+  const hw::Machine quad = hw::Machine::load(config_path("b200_sxm"), {{cluster, "4"}});
+  Predictor pq(quad, KernelPolicy{});
+  EXPECT_NEAR(pq.predict(square).time_s / paired_square.time_s, 1.0, 0.01);
+}
+
 TEST(GemmTiler, Fp8IsRefusedOnADeviceWithoutIt) {
   const hw::Machine a100 = hw::Machine::load(config_path("a100_sxm4_80gb"));
   Predictor p(a100, KernelPolicy{});

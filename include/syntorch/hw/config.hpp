@@ -36,6 +36,9 @@ struct ComputeSpec {
   double matrix_efficiency = 1;                  // fraction of matrix peak a GEMM mainloop sustains
   double vector_efficiency = 1;                  // same for vector-unit arithmetic
   double unit_bandwidth_bytes_per_s = 0;         // most one unit can stream from memory; 0 = no limit
+  std::uint32_t tile_cluster = 1;                // GEMM CTAs that load one operand panel once between them
+                                                 // (Hopper's TMA multicast in a cluster, Blackwell's CTA-pair
+                                                 // MMA): each fetches 1/tile_cluster of the shared panel
   double kernel_overhead_s = 0;                  // device-side fixed cost of a kernel (ramp and drain)
   std::uint32_t resident_tiles_per_unit = 1;     // CTAs of a memory-bound kernel one unit holds at once
   bool async_matrix = false;                     // asynchronous matrix instructions + bulk copies (Hopper wgmma/TMA)

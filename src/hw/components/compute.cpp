@@ -75,6 +75,7 @@ void parse_compute(ObjectReader& r, ComponentSpec& out) {
   c.matrix_efficiency = r.fraction("matrix_efficiency", false).value_or(1.0);
   c.vector_efficiency = r.fraction("vector_efficiency", false).value_or(1.0);
   c.unit_bandwidth_bytes_per_s = r.bandwidth("unit_bandwidth", false).value_or(0);
+  c.tile_cluster = r.count("tile_cluster", false, 1).value_or(1);
   c.kernel_overhead_s = r.time("kernel_overhead", false).value_or(0);
   c.resident_tiles_per_unit = r.count("resident_tiles_per_unit", false, 1).value_or(1);
   c.async_matrix = r.boolean("async_matrix", false).value_or(false);

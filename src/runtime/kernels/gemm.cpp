@@ -30,11 +30,15 @@ Kernel tiled(const OpDesc& op, const LowerContext& cx, const hw::GemmTile& t, st
   k.tiles_per_unit = 1;
   // Partial tiles cost a whole tile: the hardware computes the padding. A tile is also fed its
   // A and B panels ((tm + tn) x k elements) from L2 at the unit's load bandwidth; the mainloop
-  // overlaps the two, so a small tile (low arithmetic intensity) is bound by the feed.
+  // overlaps the two, so a small tile (low arithmetic intensity) is bound by the feed. The CTAs of
+  // a cluster (tile_cluster of them, side by side along the grid) load the larger panel once
+  // between them, each its share, and multicast it: the feed of one tile shrinks by that much.
   const double math_s = 2.0 * t.m * t.n * static_cast<double>(k_pad) / unit_rate;
+  const std::uint64_t cluster = std::min<std::uint64_t>(d.compute.tile_cluster, k.tiles);
+  const double shared_panel = static_cast<double>(std::max(t.m, t.n));
+  const double panels = static_cast<double>(t.m + t.n) - shared_panel * (1.0 - 1.0 / static_cast<double>(cluster));
   const double feed_s = d.compute.unit_bandwidth_bytes_per_s > 0
-                            ? static_cast<double>(t.m + t.n) * static_cast<double>(k_pad) * e /
-                                  d.compute.unit_bandwidth_bytes_per_s
+                            ? panels * static_cast<double>(k_pad) * e / d.compute.unit_bandwidth_bytes_per_s
                             : 0.0;
   k.tile_compute_s = std::max(math_s, feed_s);
   k.flops = 2.0 * static_cast<double>(op.batch) * static_cast<double>(op.m) * static_cast<double>(op.n) *
@@ -63,9 +67,11 @@ Kernel tiled(const OpDesc& op, const LowerContext& cx, const hw::GemmTile& t, st
   k.name = fmt::format("{} {}{}", op_name(op.kind), k.tile, split > 1 ? fmt::format(" split-k {}", split) : "");
   k.why.push_back(fmt::format("tile {}{}: {} tiles = {:.2f} waves on {} units", k.tile,
                               split > 1 ? fmt::format(", split-K {}", split) : "", k.tiles, waves, d.compute.units));
-  k.why.push_back(fmt::format("{} on {} units: {} per unit at the calibrated efficiency; the tile is {}-bound",
+  k.why.push_back(fmt::format("{} on {} units: {} per unit at the calibrated efficiency; the tile is {}-bound{}",
                               dtype_name(cx.dtype), on_matrix ? "matrix" : "vector", units::format_flops(unit_rate),
-                              feed_s > math_s ? "L2-feed" : "math"));
+                              feed_s > math_s ? "L2-feed" : "math",
+                              cluster > 1 ? fmt::format(" (its larger panel shared by a cluster of {} CTAs)", cluster)
+                                          : std::string()));
   return k;
 }
 
