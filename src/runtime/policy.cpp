@@ -53,9 +53,19 @@ void add_entry(KernelPolicy& p, const std::string& op_text, const std::string& i
     return;
   }
   const auto impls = KernelPolicy::implementations(*op);
-  if (const auto alias = detail::algorithm_for_alias(*op, impl_text)) {
-    add_entry(p, op_text, std::string(*alias), precision_text, d, where, path);
-    return;
+  if (is_collective(*op)) {
+    // NCCL_ALGO's names in any case (Ring, NVLS, CollNet), as NCCL reads them.
+    std::string lower = impl_text;
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (const auto alias = detail::algorithm_for_alias(*op, lower)) {
+      add_entry(p, op_text, std::string(*alias), precision_text, d, where, path);
+      return;
+    }
+    if (lower != impl_text && std::find(impls.begin(), impls.end(), lower) != impls.end()) {
+      add_entry(p, op_text, lower, precision_text, d, where, path);
+      return;
+    }
   }
   if (std::find(impls.begin(), impls.end(), impl_text) == impls.end()) {
     d.error(where, path, fmt::format("unknown implementation \"{}\" for {}{} (valid: {})", impl_text, op_text,

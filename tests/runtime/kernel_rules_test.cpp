@@ -227,6 +227,15 @@ TEST(Collectives, NvlsBeatsRingOnEightH100sForLargeMessagesNotTinyOnes) {
   EXPECT_EQ(small.plan->algorithm, "ring");
   EXPECT_EQ(small.plan->protocol, "ll");
   EXPECT_GT(small_nvls.time_s, 25e-6);
+  // NCCL_ALGO's spellings in any case name the same algorithms.
+  for (const char* text : {"allreduce=NVLS", "allreduce=CollNet", "allreduce=Ring:LL128", "allgather=RING"}) {
+    Diagnostics spelled;
+    const KernelPolicy p = KernelPolicy::parse(text, spelled);
+    EXPECT_TRUE(spelled.empty()) << text << ": " << spelled.to_string();
+  }
+  Diagnostics upper;
+  EXPECT_EQ(KernelPolicy::parse("allreduce=NVLS", upper).describe(), "allreduce=in_switch");
+  EXPECT_EQ(KernelPolicy::parse("allreduce=Ring:LL128", upper).describe(), "allreduce=ring:ll128");
 }
 
 TEST(Collectives, EachProtocolPaysItsLatencyAndCarriesItsPayload) {
