@@ -43,7 +43,8 @@ const std::string kSm = "/components/gpu/components/sm/";
 TEST(FlashAttention, V3BeatsV2OnH100ByTheOverlapAndTheAsynchronousMatrixUnitsNotAConstant) {
   const hw::Machine h100 = hw::Machine::load(config("h100_sxm5_80gb.json"));
   const double v2 = time_s(h100, "flash_v2", 128), v3 = time_s(h100, "flash_v3", 128);
-  EXPECT_GT(v2, 2.0 * v3);  // FlashAttention-3 paper: 1.5-2x faster forward
+  EXPECT_GT(v2, 1.5 * v3);  // FlashAttention-3 paper: 1.5-2x faster forward (648 against 370 TFLOPS here)
+  EXPECT_LT(v2, 2.0 * v3);
   // With synchronous mma at the full rate, v2 still adds the softmax to the products: slower, less so.
   const hw::Machine full_sync = hw::Machine::load(config("h100_sxm5_80gb.json"), {{kSm + "sync_matrix_efficiency", "1"}});
   const double v2_full = time_s(full_sync, "flash_v2", 128);
@@ -62,10 +63,18 @@ TEST(FlashAttention, SmallHeadsAreExponentialBoundLargeOnesMatrixBound) {
   // head_dim 64: 256 matrix FLOPs a score against one exponential at 16 a clock per SM.
   EXPECT_NE(why(h100, "flash_v3", 64).find("exponential-bound"), std::string::npos) << why(h100, "flash_v3", 64);
   EXPECT_NE(why(h100, "flash_v3", 128).find("matrix-bound"), std::string::npos) << why(h100, "flash_v3", 128);
-  // More exponentials a clock lift an exponential-bound kernel, and not a matrix-bound one.
+  // More exponentials a clock lift an exponential-bound kernel more than a matrix-bound one,
+  // which gains only the part of its softmax the ping-pong leaves exposed; fully hidden, nothing.
   const hw::Machine faster_exp = hw::Machine::load(config("h100_sxm5_80gb.json"), {{kSm + "special_ops_per_cycle", "64"}});
-  EXPECT_LT(time_s(faster_exp, "flash_v3", 64), 0.97 * time_s(h100, "flash_v3", 64));
-  EXPECT_NEAR(time_s(faster_exp, "flash_v3", 128) / time_s(h100, "flash_v3", 128), 1.0, 1e-9);
+  const double gain_64 = time_s(h100, "flash_v3", 64) / time_s(faster_exp, "flash_v3", 64);
+  const double gain_128 = time_s(h100, "flash_v3", 128) / time_s(faster_exp, "flash_v3", 128);
+  EXPECT_GT(gain_64, 1.03);
+  EXPECT_GT(gain_64, gain_128);
+  const std::string all_hidden = kSm + "async_softmax_overlap";
+  const hw::Machine hidden = hw::Machine::load(config("h100_sxm5_80gb.json"), {{all_hidden, "1"}});
+  const hw::Machine hidden_fast = hw::Machine::load(config("h100_sxm5_80gb.json"),
+                                                    {{all_hidden, "1"}, {kSm + "special_ops_per_cycle", "64"}});
+  EXPECT_NEAR(time_s(hidden_fast, "flash_v3", 128) / time_s(hidden, "flash_v3", 128), 1.0, 1e-9);
   // B200 doubled the matrix rate, not the exponentials: head_dim 128 is exponential-bound there.
   const hw::Machine b200 = hw::Machine::load(config("b200_sxm.json"));
   EXPECT_NE(why(b200, "flash_v3", 128).find("exponential-bound"), std::string::npos) << why(b200, "flash_v3", 128);

@@ -44,6 +44,9 @@ struct ComputeSpec {
   bool async_matrix = false;                     // asynchronous matrix instructions + bulk copies (Hopper wgmma/TMA)
   double special_ops_per_cycle = 0;              // per unit: exponentials the special-function units finish
                                                  // per clock (0: not given; exps run on the vector units)
+  double async_softmax_overlap = 1;              // on async_matrix devices: the share of attention's softmax (or,
+                                                 // exponential-bound, of its products) FlashAttention-3's
+                                                 // ping-pong hides behind the other; 1 = all of it
   double sync_matrix_efficiency = 1;             // on async_matrix devices: the fraction of the matrix rate that
                                                  // synchronous (pre-Hopper mma.sync) instructions reach
 

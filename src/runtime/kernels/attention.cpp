@@ -42,11 +42,15 @@ double block_pairs(const OpDesc& op) {
 // at the synchronous-mma fraction for flash_v2 on a device built for asynchronous ones), one
 // exponential a score on the special-function units (a software routine of a few FMAs without
 // them), and `vector_ops_per_score` fp32 operations. v2 runs them in turn; v3 overlaps the softmax
-// with the products, so the slower bounds.
+// with the products: the slower bounds, and the part of the faster one its ping-pong does not hide
+// (1 - async_softmax_overlap) adds to it.
 struct BlockCost {
-  double sync, mm_s, exp_s, vector_s, special;
+  double sync, mm_s, exp_s, vector_s, special, overlap;
   double softmax_s() const { return exp_s + vector_s; }
-  double tile_s(bool v3) const { return v3 ? std::max(mm_s, softmax_s()) : mm_s + softmax_s(); }
+  double tile_s(bool v3) const {
+    if (!v3) return mm_s + softmax_s();
+    return std::max(mm_s, softmax_s()) + (1.0 - overlap) * std::min(mm_s, softmax_s());
+  }
 };
 BlockCost block_cost(const hw::Device& d, double mm, double vec, double scores, double matrix_ops_per_score,
                      double vector_ops_per_score, bool v3) {
@@ -56,6 +60,7 @@ BlockCost block_cost(const hw::Device& d, double mm, double vec, double scores, 
   c.special = d.compute.special_ops_per_cycle * d.compute.clock_hz;
   c.exp_s = c.special > 0 ? scores / c.special : (vec > 0 ? kSoftwareExpOps * scores / vec : 0);
   c.vector_s = vec > 0 ? vector_ops_per_score * scores / vec : 0;
+  c.overlap = d.compute.async_softmax_overlap;
   return c;
 }
 
@@ -117,9 +122,10 @@ Kernel fused(const OpDesc& op, const LowerContext& cx, bool v3) {
                                 : fmt::format("{:g} vector operations each: special_ops_per_cycle not given", kSoftwareExpOps),
                   c.vector_s * 1e6);
   if (v3) {
-    k.why.push_back(fmt::format("flash_v3: softmax overlapped with the asynchronous matrix products: {}-bound; {}",
+    k.why.push_back(fmt::format("flash_v3: softmax overlapped with the asynchronous matrix products: {}-bound, {:.0f}% "
+                                "of the shorter {} hidden behind it; {}",
                                 c.mm_s >= c.softmax_s() ? "matrix" : (c.exp_s >= c.vector_s ? "exponential" : "softmax"),
-                                parts));
+                                c.overlap * 100, c.mm_s >= c.softmax_s() ? "softmax" : "products", parts));
   } else {
     k.why.push_back(fmt::format("flash_v2: softmax between the two matrix products of each block, the three in turn; "
                                 "{}",
