@@ -335,7 +335,7 @@ PYBIND11_MODULE(_syntorch, m) {
   py::class_<Tensor>(m, "Tensor")
       .def_property_readonly("shape", [](const Tensor& t) { return py::tuple(py::cast(t.sizes())); })
       .def_property_readonly("dtype", [](const Tensor& t) { return t.dtype(); })
-      .def_property_readonly("device", [](const Tensor& t) { return t.device().str(); })
+      .def_property_readonly("_device", [](const Tensor& t) { return t.device().str(); })
       .def_property_readonly("is_cuda", &Tensor::is_cuda)
       .def_property_readonly("ndim", &Tensor::dim)
       .def("size", [](const Tensor& t, std::optional<std::int64_t> dim) -> py::object {

@@ -61,6 +61,9 @@ class device:
     def __eq__(self, other):
         return str(self) == str(other)
 
+    def __hash__(self):
+        return hash(str(self))
+
     def __enter__(self):
         _default_device.stack.append(str(self))
         return self
@@ -310,6 +313,7 @@ def _to(self, *args, dtype=None, device=None, **_ignored):
 
 
 _device_class = device
+Tensor.device = property(lambda self: device(self._device))
 Tensor.view = lambda self, *shape: self._view(_ints(shape))
 Tensor.reshape = lambda self, *shape: self._reshape(_ints(shape))
 Tensor.permute = lambda self, *dims: self._permute(_ints(dims))

@@ -6,7 +6,9 @@ def is_available():
 
 
 def device_count():
-    return 1
+    """The devices the run uses: its world in a many-rank run (each rank on its own), else one."""
+    import _syntorch
+    return max(1, _syntorch.current_world_size())
 
 
 def synchronize(device=None):
