@@ -140,11 +140,13 @@ def launch(fn, nproc, hw=None, set=(), framework="eager", trace=None, policy=Non
     What a rank raises fails the run, naming the rank; a simulated out-of-memory is a result
     (`out_of_memory` is true).
 
-    mirror=True is for ranks that run the same program on tensors of the same shapes (tensor
-    parallelism, data-parallel replicas): only fn(0) runs, and every other rank mirrors rank 0,
-    joining its collectives so that their bytes still cross the machine's links. The simulated
-    times are those of the full run at 1/nproc of the Python work; statistics report rank 0's
-    results for every rank. A program whose ranks differ (pipeline stages, send/recv) is refused."""
+    mirror=True is for ranks that run the same program on tensors of the same shapes, each of
+    whose process groups holds rank 0 (pure tensor parallelism, or pure data parallelism): only
+    fn(0) runs, and every other rank mirrors rank 0, joining its collectives so that their bytes
+    still cross the machine's links. The simulated times are those of the full run at 1/nproc of
+    the Python work; statistics report rank 0's results for every rank. A group without rank 0
+    (whose collectives rank 0 never sees) and a point-to-point transfer (which only differing
+    ranks make) are refused by name."""
     if isinstance(set, str):
         raise TypeError("launch(set=...) takes a list of \"/json/pointer=value\" strings, not one string")
     if int(nproc) < 1:
@@ -153,10 +155,12 @@ def launch(fn, nproc, hw=None, set=(), framework="eager", trace=None, policy=Non
 
     def rank_main(rank):
         _rank_local.rank = rank
+        _rank_local.mirrored = bool(mirror)
         try:
             fn(rank)
         finally:
             _rank_local.rank = None
+            _rank_local.mirrored = False
 
     return _syntorch.run_ranks(str(hw), [str(s) for s in set], framework, str(trace) if trace else "",
                                str(policy) if policy is not None else "", bool(console), int(nproc), rank_main,

@@ -1,7 +1,7 @@
 """Runs an unmodified PyTorch script on a simulated machine, as torchrun runs it on a real one:
 
     python -m syntorch.run [--hw hw_configs/h100_sxm5_80gb.json] [--set /ptr=value]... \\
-        [--policy P] [--trace run.pftrace] [--framework eager|native] [--nproc 1 [--mirror]] \
+        [--policy P] [--trace run.pftrace] [--framework eager|native] [--nproc 1 [--mirror]] \\
         script.py [args...]
 
 Inside the run `import torch` (torch.nn, torch.nn.functional, torch.cuda, torch.optim,

@@ -217,3 +217,50 @@ def test_every_listed_name_is_exercised():
     missing += [f"Tensor.{name}" for name in dir(_syntorch.Tensor)
                 if not name.startswith("_") and not re.search(rf"\.{re.escape(name)}\b", text)]
     assert not missing, f"listed in docs/python.md but exercised nowhere: {missing}"
+
+
+def test_result_dtypes_refusals_and_edges_as_pytorch():
+    syntorch.init(hw=H100)
+    ints = torch.arange(6)
+    assert torch.sqrt(ints).dtype == torch.float32 and (ints ** 0.5).dtype == torch.float32
+    assert (ints ** 2).dtype == torch.int64 and torch.sin(ints).dtype == torch.float32
+    c = torch.view_as_complex(torch.randn(4, 2))
+    assert torch.abs(c).dtype == torch.float32 and abs(c).shape == (4,)
+    with pytest.raises(RuntimeError, match="complex tensors"):
+        c @ c
+    with pytest.raises(RuntimeError, match="complex tensors"):
+        torch.softmax(c, -1)
+    with pytest.raises(RuntimeError, match="complex tensors"):
+        torch.sum(c)
+    # Zero-dim operands defer to a dimensioned one of their category or a higher one.
+    half = torch.randn(3, dtype=torch.float16)
+    assert (half + torch.tensor(2.0, dtype=torch.float64)).dtype == torch.float16
+    assert (torch.randn(3) * torch.tensor(1.0, dtype=torch.complex128)).dtype == torch.complex64
+    x = torch.randn(2, 3)
+    assert x.sum(keepdim=True).shape == (1, 1) and torch.mean(x, dim=(), keepdim=False).shape == ()
+    assert x.mean(dim=[], keepdim=True).shape == (1, 1)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        torch.repeat_interleave(x, 2, dim=2)
+    assert torch.repeat_interleave(x, 2, dim=-1).shape == (2, 6)
+    assert torch.zeros(size=(2, 3)).shape == (2, 3) and torch.randn(2, generator=None).shape == (2,)
+    with pytest.raises(NotImplementedError, match="pin_memory"):
+        torch.empty(2, pin_memory=True)
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        torch.ones(2, colour="red")
+    # An index tensor on the host is copied to the indexed tensor's device, as ATen does.
+    assert x[torch.tensor([1, 0], device="cpu")].shape == (2, 3)
+    with pytest.raises(RuntimeError, match="dtypes match"):
+        x[[0, 1], [1, 2]] = torch.randn(2, dtype=torch.float16)
+    syntorch.trace_manager.stats()
+
+
+def test_a_mirrored_run_refuses_a_group_without_rank_0():
+    import syntorch.torch.distributed as dist
+
+    def program(rank):
+        dist.init_process_group("nccl")
+        dist.new_group([0, 1])
+        dist.new_group([2, 3])  # its all-reduces would never run: refused
+
+    with pytest.raises(Exception, match="leaves out rank 0"):
+        syntorch.launch(program, 4, hw=DGX, mirror=True, console=False)

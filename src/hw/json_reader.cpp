@@ -161,6 +161,16 @@ std::optional<double> ObjectReader::fraction(std::string_view key, bool required
   return v->get<double>();
 }
 
+std::optional<double> ObjectReader::share(std::string_view key, bool required) {
+  const Json* v = lookup(key, required, "a share in [0, 1]");
+  if (!v) return std::nullopt;
+  if (!v->is_number() || !(v->get<double>() >= 0) || v->get<double>() > 1) {
+    error(key, fmt::format("expected a share in [0, 1], got {}", describe_json(*v)));
+    return std::nullopt;
+  }
+  return v->get<double>();
+}
+
 std::optional<bool> ObjectReader::boolean(std::string_view key, bool required) {
   const Json* v = lookup(key, required, "true or false");
   if (!v) return std::nullopt;

@@ -49,8 +49,9 @@ class ObjectReader {
   std::optional<double> time(std::string_view key, bool required);  // >= 0 allowed
   std::optional<std::uint32_t> count(std::string_view key, bool required, std::uint32_t min_value);
   std::optional<double> number(std::string_view key, bool required, double min_exclusive);
-  // A number in (0, 1].
+  // A number in (0, 1]; a share may also be 0.
   std::optional<double> fraction(std::string_view key, bool required);
+  std::optional<double> share(std::string_view key, bool required);
   std::optional<bool> boolean(std::string_view key, bool required);
   std::optional<std::string> string(std::string_view key, bool required);
   // A string, or a list of strings.

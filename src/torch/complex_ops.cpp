@@ -2,7 +2,6 @@
 // polar builds the table, view_as_complex pairs the last dim of q and k, a mul rotates them and
 // view_as_real unpairs the result. The views change the element type over the same memory.
 
-#include "backward_ops.hpp"
 #include "grad.hpp"
 #include "internal.hpp"
 #include "syntorch/torch/ops.hpp"
@@ -23,13 +22,13 @@ Tensor polar(const Tensor& abs, const Tensor& angle) {
          scalar_type_name(abs.dtype()), scalar_type_name(angle.dtype()));
   }
   detail::check_same_device(abs, angle, "polar");
+  detail::no_backward({&abs, &angle}, "polar");
   const Sizes sizes = broadcast_shapes(abs.sizes(), angle.sizes());
   const ScalarType type = to_complex(abs.dtype());
   runtime::RankContext* ctx = runtime::current_rank();
   Tensor out = detail::make_tensor(ctx, sizes, type, abs.device(), "aten::polar");
   const std::int64_t n = impl_of(out).numel;
   detail::dispatch(ctx, detail::elementwise_op(OpKind::polar, n, type), "aten::polar", abs.device(), n == 0);
-  detail::no_backward({&abs, &angle}, "polar");
   return out;
 }
 

@@ -48,6 +48,9 @@ inline const TensorImpl& impl_of(const Tensor& t) { return *t.unsafe_get_impl();
 
 // Throws "<op>: expected a defined tensor" for undefined arguments.
 void check_defined(const Tensor& t, const char* op, const char* arg);
+// Throws for a complex tensor: complex numbers are modelled in elementwise ops, copies and views
+// (rotary tables), not in matrix products, row-wise kernels, attention or reductions.
+void check_real(const Tensor& t, const char* op, const char* arg);
 // Throws unless a and b have the same dtype and device.
 void check_same(const Tensor& a, const Tensor& b, const char* op);
 // Throws unless a and b are on the same kind of device.

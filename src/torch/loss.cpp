@@ -14,6 +14,7 @@ using runtime::OpKind;
 
 Tensor sum(const Tensor& x) {
   detail::check_defined(x, "sum", "self");
+  detail::check_real(x, "sum", "self");
   // fp32 under autocast (its fp32_set_opt_dtype list).
   const ScalarType type = autocast::fp32_output_dtype(x, std::nullopt).value_or(x.dtype());
   Tensor out = detail::reduction(x.numel(), type, x.device(), {}, "aten::sum");
@@ -32,13 +33,14 @@ namespace {
 // A reduction over `dims` (each once; kept as size 1 with keepdim): one kernel named `name`. Its
 // backward broadcasts the gradient back over the input, a view for a sum; a mean also divides
 // by the count, one kernel over the input's size.
-Tensor reduce_dims(const Tensor& x, IntArrayRef dims, bool keepdim, ScalarType type, const char* name, bool mean) {
+Tensor reduce_dims(const Tensor& x, IntArrayRef dims, bool keepdim, ScalarType type, const char* op,
+                   std::string_view aten, bool mean) {
   const auto& s = impl_of(x);
   const auto n = static_cast<std::int64_t>(s.sizes.size());
   std::vector<bool> reduced(static_cast<std::size_t>(std::max<std::int64_t>(n, 1)), false);
   for (std::int64_t d : dims) {
-    const auto w = static_cast<std::size_t>(detail::wrap_dim(d, n, mean ? "mean" : "sum"));
-    if (reduced[w]) detail::fail("{}: dim {} appears multiple times in the list of dims", mean ? "mean" : "sum", w);
+    const auto w = static_cast<std::size_t>(detail::wrap_dim(d, n, op));
+    if (reduced[w]) detail::fail("{}: dim {} appears multiple times in the list of dims", op, w);
     reduced[w] = true;
   }
   detail::Sizes out_sizes;
@@ -51,7 +53,7 @@ Tensor reduce_dims(const Tensor& x, IntArrayRef dims, bool keepdim, ScalarType t
       out_sizes.push_back(1);
     }
   }
-  Tensor out = detail::reduction(s.numel, type, s.device, out_sizes, name);
+  Tensor out = detail::reduction(s.numel, type, s.device, out_sizes, aten);
   if (autograd::any_requires_grad({&x})) {
     detail::Sizes in = s.sizes;
     autograd::record(mean ? "MeanBackward1" : "SumBackward1", {&x}, {&out}, {},
@@ -67,22 +69,25 @@ Tensor reduce_dims(const Tensor& x, IntArrayRef dims, bool keepdim, ScalarType t
 
 Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim) {
   detail::check_defined(x, "sum", "self");
+  detail::check_real(x, "sum", "self");
   const ScalarType type = autocast::fp32_output_dtype(x, std::nullopt).value_or(x.dtype());
-  return reduce_dims(x, dims, keepdim, type, "aten::sum", false);
+  return reduce_dims(x, dims, keepdim, type, "sum", "aten::sum", false);
 }
 
 Tensor mean(const Tensor& x, IntArrayRef dims, bool keepdim) {
   detail::check_defined(x, "mean", "self");
+  detail::check_real(x, "mean", "self");
   if (!x.is_floating_point()) {
     detail::fail("mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. "
                  "Got: {}",
                  scalar_type_name(x.dtype()));
   }
-  return reduce_dims(x, dims, keepdim, x.dtype(), "aten::mean", true);
+  return reduce_dims(x, dims, keepdim, x.dtype(), "mean", "aten::mean", true);
 }
 
 Tensor mean(const Tensor& x) {
   detail::check_defined(x, "mean", "self");
+  detail::check_real(x, "mean", "self");
   if (!x.is_floating_point()) {
     detail::fail("mean: could not infer output dtype. Input dtype must be either a floating point or complex dtype. "
                  "Got: {}",

@@ -153,6 +153,9 @@ constexpr ActivationBackward kActivationBackward[] = {
 // Backward of the one-input elementwise ops: tensor-scalar arithmetic (the scalar's value is not
 // kept: mul and div cost one kernel, add and sub none), negation and the activations (their
 // backward kernels read the saved input or output).
+Tensor unary(const Tensor& a, OpKind kind, const char* op, std::string_view aten,
+             std::optional<ScalarType> out_dtype = std::nullopt);
+
 void record_unary(OpKind kind, std::string_view aten, const Tensor& a, Tensor& out) {
   for (const ActivationBackward& act : kActivationBackward) {
     if (act.kind != kind) continue;
@@ -206,13 +209,9 @@ void record_unary(OpKind kind, std::string_view aten, const Tensor& a, Tensor& o
     case OpKind::cos:  // -dy sin(x)
       autograd::record("CosBackward0", {&a}, {&out}, {a}, [](Grads& g, Grads& s, const Node&) { return Grads{g[0] * -sin(s[0])}; });
       return;
-    case OpKind::abs:  // dy sgn(x): the sign's kernel, then the product
+    case OpKind::abs:  // dy sgn(x): the sign's kernel (as abs's), then the product
       autograd::record("AbsBackward0", {&a}, {&out}, {a}, [](Grads& g, Grads& s, const Node&) {
-        const auto& in = impl_of(s[0]);
-        runtime::RankContext* ctx = runtime::current_rank();
-        Tensor sign = detail::make_tensor(ctx, in.sizes, in.dtype, in.device, "aten::sgn");
-        detail::dispatch(ctx, detail::elementwise_op(OpKind::abs, in.numel, in.dtype), "aten::sgn", in.device, in.numel == 0);
-        return Grads{g[0] * sign};
+        return Grads{g[0] * unary(s[0], OpKind::abs, "sgn", "aten::sgn", std::nullopt)};
       });
       return;
     default:
@@ -238,12 +237,13 @@ Tensor binary(const Tensor& a, const Tensor& b, OpKind kind, const char* op, std
   return out;
 }
 
-// A new tensor of a's shape from one elementwise kernel (tensor-scalar ops, activations).
-Tensor unary(const Tensor& a, OpKind kind, const char* op, std::string_view aten) {
+// A new tensor of a's shape (of out_dtype, else a's) from one elementwise kernel (tensor-scalar
+// ops, activations, math functions).
+Tensor unary(const Tensor& a, OpKind kind, const char* op, std::string_view aten, std::optional<ScalarType> out_dtype) {
   detail::check_defined(a, op, "self");
   const auto& x = impl_of(a);
   runtime::RankContext* ctx = runtime::current_rank();
-  Tensor out = detail::make_tensor(ctx, x.sizes, x.dtype, x.device, aten);
+  Tensor out = detail::make_tensor(ctx, x.sizes, out_dtype.value_or(x.dtype), x.device, aten);
   detail::dispatch(ctx, detail::elementwise_op(kind, x.numel, x.dtype), aten, x.device, x.numel == 0);
   if (autograd::any_requires_grad({&a})) record_unary(kind, aten, a, out);
   return out;
@@ -362,33 +362,60 @@ Tensor log(const Tensor& x) {
 }
 
 // sqrt, rsqrt, pow, sin, cos and abs: one kernel each (their backward in record_unary).
-Tensor sqrt(const Tensor& x) { return unary(x, OpKind::sqrt, "sqrt", "aten::sqrt"); }
-Tensor rsqrt(const Tensor& x) { return unary(x, OpKind::rsqrt, "rsqrt", "aten::rsqrt"); }
-Tensor pow(double base, const Tensor& exponent) {
-  Tensor out;
-  {
-    autograd::NoGradGuard plain;
-    out = unary(exponent, OpKind::pow, "pow", "aten::pow");
-  }
-  if (autograd::any_requires_grad({&exponent})) {  // dy base^x ln(base), from the saved output
-    autograd::record("PowBackward2", {&exponent}, {&out}, {out}, [base](Grads& g, Grads& s, const Node&) {
-      return Grads{(g[0] * s[0]) * std::log(base)};
-    });
-  }
-  return out;
+namespace {
+// ATen's result dtype of a floating-point function of x: x's own when floating or complex, the
+// default dtype for integers and bool.
+ScalarType floating_result(const Tensor& x) {
+  const ScalarType t = x.dtype();
+  return is_floating_point(t) || is_complex(t) ? t : get_default_dtype();
 }
-Tensor sin(const Tensor& x) { return unary(x, OpKind::sin, "sin", "aten::sin"); }
-Tensor cos(const Tensor& x) { return unary(x, OpKind::cos, "cos", "aten::cos"); }
-Tensor abs(const Tensor& x) { return unary(x, OpKind::abs, "abs", "aten::abs"); }
-Tensor pow(const Tensor& x, double exponent) {
+}  // namespace
+
+// sqrt, sin and cos: one kernel each (their backward in record_unary); rsqrt and pow are also on
+// autocast's fp32 list, as exp and log are.
+Tensor sqrt(const Tensor& x) { return unary(x, OpKind::sqrt, "sqrt", "aten::sqrt", floating_result(x)); }
+Tensor sin(const Tensor& x) { return unary(x, OpKind::sin, "sin", "aten::sin", floating_result(x)); }
+Tensor cos(const Tensor& x) { return unary(x, OpKind::cos, "cos", "aten::cos", floating_result(x)); }
+Tensor rsqrt(const Tensor& x_arg) {
+  Tensor cast;
+  const Tensor& x = detail::autocast_fp32(x_arg, cast);
+  return unary(x, OpKind::rsqrt, "rsqrt", "aten::rsqrt", floating_result(x));
+}
+// |x|: of a complex tensor, its real magnitude.
+Tensor abs(const Tensor& x) {
+  detail::check_defined(x, "abs", "self");
+  return unary(x, OpKind::abs, "abs", "aten::abs", is_complex(x.dtype()) ? to_real(x.dtype()) : x.dtype());
+}
+Tensor pow(const Tensor& x_arg, double exponent) {
+  Tensor cast;
+  const Tensor& x = detail::autocast_fp32(x_arg, cast);
+  detail::check_defined(x, "pow", "self");
+  // An integer tensor to a whole power stays an integer tensor; to a fractional one it is floating.
+  const bool whole = std::floor(exponent) == exponent;
   Tensor out;
   {
     autograd::NoGradGuard plain;  // its own backward, which needs the exponent
-    out = unary(x, OpKind::pow, "pow", "aten::pow");
+    out = unary(x, OpKind::pow, "pow", "aten::pow", whole ? x.dtype() : floating_result(x));
   }
   if (autograd::any_requires_grad({&x})) {  // dy e x^(e-1)
     autograd::record("PowBackward0", {&x}, {&out}, {x}, [exponent](Grads& g, Grads& s, const Node&) {
       return Grads{(g[0] * pow(s[0], exponent - 1.0)) * exponent};
+    });
+  }
+  return out;
+}
+Tensor pow(double base, const Tensor& exponent_arg) {
+  Tensor cast;
+  const Tensor& exponent = detail::autocast_fp32(exponent_arg, cast);
+  detail::check_defined(exponent, "pow", "exponent");
+  Tensor out;
+  {
+    autograd::NoGradGuard plain;
+    out = unary(exponent, OpKind::pow, "pow", "aten::pow", floating_result(exponent));
+  }
+  if (autograd::any_requires_grad({&exponent})) {  // dy base^x ln(base), from the saved output
+    autograd::record("PowBackward2", {&exponent}, {&out}, {out}, [base](Grads& g, Grads& s, const Node&) {
+      return Grads{(g[0] * s[0]) * std::log(base)};
     });
   }
   return out;
@@ -457,6 +484,10 @@ void check_matmul_types(const Tensor& a, const Tensor& b, const char* op) {
 Tensor product_op(IntArrayRef out_sizes, const detail::TensorImpl& a, std::uint64_t batch, std::int64_t m,
                   std::int64_t n, std::int64_t k, bool batched, std::string_view aten,
                   std::optional<ScalarType> out_dtype = std::nullopt) {
+  if (is_complex(a.dtype)) {
+    fail("{}: {} operands: complex tensors are supported by elementwise ops, copies and views only", aten,
+         scalar_type_name(a.dtype));
+  }
   runtime::RankContext* ctx = runtime::current_rank();
   Tensor out = detail::make_tensor(ctx, out_sizes, out_dtype.value_or(a.dtype), a.device, aten);
   if (ctx) {
@@ -738,6 +769,7 @@ namespace {
 Tensor rowwise(const Tensor& x, std::int64_t dim, std::optional<ScalarType> dtype, OpKind kind, const char* op,
                std::string_view aten) {
   detail::check_defined(x, op, "self");
+  detail::check_real(x, op, "self");
   const auto& s = impl_of(x);
   const auto d = detail::wrap_dim(dim, static_cast<std::int64_t>(s.sizes.size()), op);
   const std::int64_t cols = s.sizes.empty() ? 1 : s.sizes[static_cast<std::size_t>(d)];
@@ -769,6 +801,7 @@ Tensor rowwise(const Tensor& x, std::int64_t dim, std::optional<ScalarType> dtyp
 Tensor norm(const Tensor& x, IntArrayRef shape, const Tensor& weight, const Tensor& bias, OpKind kind, const char* op,
             std::string_view aten) {
   detail::check_defined(x, op, "input");
+  detail::check_real(x, op, "input");
   const auto& s = impl_of(x);
   if (shape.empty()) {
     fail("{}: Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element, but got "
@@ -1013,6 +1046,7 @@ Tensor scaled_dot_product_attention(const Tensor& query_arg, const Tensor& key_a
   detail::check_defined(query, op, "query");
   detail::check_defined(key, op, "key");
   detail::check_defined(value, op, "value");
+  detail::check_real(query, op, "query");
   const auto& q = impl_of(query);
   const auto& k = impl_of(key);
   const auto& v = impl_of(value);

@@ -264,6 +264,10 @@ Tensor& index_put_(Tensor& x, const std::vector<std::optional<Tensor>>& indices,
   const char* op = "index_put_";
   const Sizes expected = indexed_sizes(x, indices, op);
   detail::check_defined(values, op, "values");
+  if (values.dtype() != x.dtype()) {
+    fail("Index put requires the source and destination dtypes match, got {} for the destination and {} for the source.",
+         scalar_type_name(x.dtype()), scalar_type_name(values.dtype()));
+  }
   if (!detail::broadcasts_to(values.sizes(), expected)) {
     fail("{}: shape mismatch: value tensor of shape {} cannot be broadcast to indexing result of shape {}", op,
          format_sizes(values.sizes()), format_sizes(expected));

@@ -99,6 +99,13 @@ void check_defined(const Tensor& t, const char* op, const char* arg) {
   if (!t.defined()) fail("{}: expected a defined tensor for argument '{}'", op, arg);
 }
 
+void check_real(const Tensor& t, const char* op, const char* arg) {
+  if (t.defined() && is_complex(impl_of(t).dtype)) {
+    fail("{}: argument '{}' is {}: complex tensors are supported by elementwise ops, copies and views only", op, arg,
+         scalar_type_name(impl_of(t).dtype));
+  }
+}
+
 void check_same(const Tensor& a, const Tensor& b, const char* op) {
   const TensorImpl& x = impl_of(a);
   const TensorImpl& y = impl_of(b);
@@ -114,12 +121,19 @@ ScalarType result_type(const Tensor& a, const Tensor& b, const char* op) {
   const TensorImpl& y = impl_of(b);
   if (x.dtype == y.dtype) return x.dtype;
   const std::optional<ScalarType> t = promote_types(x.dtype, y.dtype);
-  // A zero-dim operand defers to a dimensioned one of its category: bool, integral, floating.
+  // A zero-dim operand defers to a dimensioned one of its category or a higher one (bool <
+  // integral < floating < complex); of a higher category it sets the category, and a complex one
+  // meeting a dimensioned floating one gives that precision's complex type.
   auto category = [](ScalarType s) {
     return s == ScalarType::Bool ? 0 : is_complex(s) ? 3 : is_floating_point(s) ? 2 : 1;
   };
   const bool zero_x = x.sizes.empty(), zero_y = y.sizes.empty();
-  if (t && zero_x != zero_y && category(x.dtype) == category(y.dtype)) return zero_x ? y.dtype : x.dtype;
+  if (t && zero_x != zero_y) {
+    const TensorImpl& dimensioned = zero_x ? y : x;
+    const TensorImpl& zero = zero_x ? x : y;
+    if (category(zero.dtype) <= category(dimensioned.dtype)) return dimensioned.dtype;
+    if (is_complex(zero.dtype) && is_floating_point(dimensioned.dtype)) return to_complex(dimensioned.dtype);
+  }
   if (!t) {
     fail("{}: Promotion for Float8 Types is not supported, attempted to promote {} and {}", op,
          scalar_type_name(x.dtype), scalar_type_name(y.dtype));

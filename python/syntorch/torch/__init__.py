@@ -105,21 +105,35 @@ def _grad(out, requires_grad):
     return out
 
 
-def _factory(make):
-    def factory(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
-                memory_format=None):
-        if out is not None:
-            raise NotImplementedError("torch factories: argument 'out' is not supported")
+def _unsupported_factory_args(name, out=None, layout=None, pin_memory=False, memory_format=None):
+    """Factory arguments the simulator does not model: refused by name unless left at their default."""
+    for arg, value in (("out", out), ("layout", layout), ("memory_format", memory_format)):
+        if value is not None:
+            raise NotImplementedError(f"torch.{name}: argument '{arg}' is not supported (got {value!r})")
+    if pin_memory:
+        raise NotImplementedError(f"torch.{name}: pin_memory=True is not supported (pinned host memory is not "
+                                  "modelled)")
+
+
+def _factory(make, name):
+    def factory(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+                pin_memory=False, memory_format=None, generator=None, **kwargs):
+        if "size" in kwargs:  # torch.zeros(size=(2, 3))
+            size = (kwargs.pop("size"),)
+        if kwargs:
+            raise TypeError(f"{name}() got an unexpected keyword argument '{next(iter(kwargs))}'")
+        _unsupported_factory_args(name, out, layout, pin_memory, memory_format)
         _syntorch_package.current_session()
         return _grad(make(_sizes(size), dtype, _device_name(device)), requires_grad)
+    factory.__name__ = name
     return factory
 
 
-empty = _factory(_syntorch._empty)
-zeros = _factory(_syntorch._zeros)
-ones = _factory(_syntorch._ones)
-randn = _factory(_syntorch._randn)
-rand = _factory(_syntorch._rand)
+empty = _factory(_syntorch._empty, "empty")
+zeros = _factory(_syntorch._zeros, "zeros")
+ones = _factory(_syntorch._ones, "ones")
+randn = _factory(_syntorch._randn, "randn")
+rand = _factory(_syntorch._rand, "rand")
 
 
 def randint(low=0, high=None, size=None, *, dtype=None, device=None, requires_grad=False, generator=None):
@@ -233,7 +247,10 @@ def repeat_interleave(input, repeats, dim=None, *, output_size=None):
                                   "(per-element repeats come from values, which are not simulated)")
     if dim is None:
         input, dim = input.reshape(-1), 0
-    d = dim % input.dim() if input.dim() else 0
+    n = _builtins.max(input.dim(), 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    d = dim % n
     shape = list(input.shape)
     expanded = input.unsqueeze(d + 1)._expand(shape[:d + 1] + [repeats] + shape[d + 1:])
     return expanded.reshape(shape[:d] + [shape[d] * repeats] + shape[d + 1:])
@@ -283,16 +300,22 @@ class inference_mode(set_grad_enabled):
         super().__init__(not mode)
 
 
-def mean(input, dim=None, keepdim=False, *, dtype=None):
+def _reduced_dims(input, dim, keepdim):
+    """The dims a reduction runs over, as the extension takes them: None for all of them without
+    keepdim (a 0-dim result); every dim with keepdim, or when the list is empty, as PyTorch does."""
     if isinstance(dim, _builtins.int):
-        dim = [dim]
-    return _syntorch.mean(input if dtype is None else input.to(dtype), None if dim is None else list(dim), keepdim)
+        return [dim]
+    if dim is None or len(dim) == 0:
+        return list(range(input.dim())) if keepdim or dim is not None else None
+    return list(dim)
+
+
+def mean(input, dim=None, keepdim=False, *, dtype=None):
+    return _syntorch.mean(input if dtype is None else input.to(dtype), _reduced_dims(input, dim, keepdim), keepdim)
 
 
 def sum(input, dim=None, keepdim=False, *, dtype=None):
-    if isinstance(dim, _builtins.int):
-        dim = [dim]
-    return _syntorch.sum(input if dtype is None else input.to(dtype), None if dim is None else list(dim), keepdim)
+    return _syntorch.sum(input if dtype is None else input.to(dtype), _reduced_dims(input, dim, keepdim), keepdim)
 
 
 # Tensor methods in PyTorch's spellings, over the extension's fixed-signature ones (sizes as
@@ -345,12 +368,15 @@ Tensor.view_as = lambda self, other: self._view(list(other.shape))
 Tensor.reshape_as = lambda self, other: self._reshape(list(other.shape))
 Tensor.expand_as = lambda self, other: self._expand(list(other.shape))
 Tensor.is_complex = lambda self: self.dtype.is_complex
-Tensor.new_empty = lambda self, *size, dtype=None, device=None, requires_grad=False: empty(
-    *size, dtype=dtype or self.dtype, device=device if device is not None else self.device, requires_grad=requires_grad)
-Tensor.new_zeros = lambda self, *size, dtype=None, device=None, requires_grad=False: zeros(
-    *size, dtype=dtype or self.dtype, device=device if device is not None else self.device, requires_grad=requires_grad)
-Tensor.new_ones = lambda self, *size, dtype=None, device=None, requires_grad=False: ones(
-    *size, dtype=dtype or self.dtype, device=device if device is not None else self.device, requires_grad=requires_grad)
+def _new(make):
+    """Tensor.new_empty/new_zeros/new_ones: self's dtype and device unless told otherwise."""
+    def new(self, *size, dtype=None, device=None, requires_grad=False):
+        return make(*size, dtype=dtype or self.dtype, device=device if device is not None else self.device,
+                    requires_grad=requires_grad)
+    return new
+
+
+Tensor.new_empty, Tensor.new_zeros, Tensor.new_ones = _new(empty), _new(zeros), _new(ones)
 Tensor.new_full = lambda self, size, fill_value, *, dtype=None, device=None, requires_grad=False: full(
     size, fill_value, dtype=dtype or self.dtype, device=device if device is not None else self.device,
     requires_grad=requires_grad)
@@ -467,7 +493,8 @@ def _index_tensor(k, size, device_name):
                                       "the mask's values, which are not simulated (use masked_fill or where)")
         if k.dtype not in (int64, int32):
             raise IndexError(f"tensors used as indices must be long, int or bool tensors, got {k.dtype}")
-        return k
+        # An index on another device is copied to the indexed tensor's first, as ATen does.
+        return k if k._device == str(device_name) else k._to_device(str(device_name))
     for v in k:
         if isinstance(v, _builtins.bool) or not isinstance(v, _builtins.int):
             raise NotImplementedError("indexing with a list of anything but integers is not supported")

@@ -89,6 +89,11 @@ def get_world_size(group=None):
 def new_group(ranks=None, **kwargs):
     """Every rank must call it, in the same order, as in PyTorch."""
     ranks = list(range(_world_size())) if ranks is None else sorted(int(r) for r in ranks)
+    import syntorch
+    if getattr(syntorch._rank_local, "mirrored", False) and 0 not in ranks:
+        raise ValueError(f"torch.distributed.new_group: group {ranks} leaves out rank 0, whose program stands for "
+                         "every rank in a mirrored run (launch(mirror=True), syntorch.run --mirror): its collectives "
+                         "would never run; run every rank's program instead")
     if _world_size() == 1:
         if ranks != [0]:
             raise NotImplementedError(f"torch.distributed.new_group: ranks {ranks} in a world of one")

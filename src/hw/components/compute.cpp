@@ -81,7 +81,7 @@ void parse_compute(ObjectReader& r, ComponentSpec& out) {
   c.async_matrix = r.boolean("async_matrix", false).value_or(false);
   c.special_ops_per_cycle = r.number("special_ops_per_cycle", false, 0).value_or(0);
   c.sync_matrix_efficiency = r.fraction("sync_matrix_efficiency", false).value_or(1.0);
-  c.async_softmax_overlap = r.fraction("async_softmax_overlap", false).value_or(1.0);
+  c.async_softmax_overlap = r.share("async_softmax_overlap", false).value_or(1.0);
   // The design's own form: "metadata": {"ops_supported": ["matmul", "add"]} restricts what the unit
   // may run. The names are the runtime's to check (hw knows no ops); here only their form.
   if (const Json* metadata = r.raw("metadata")) {

@@ -31,10 +31,11 @@ Kernel tiled(const OpDesc& op, const LowerContext& cx, const hw::GemmTile& t, st
   // Partial tiles cost a whole tile: the hardware computes the padding. A tile is also fed its
   // A and B panels ((tm + tn) x k elements) from L2 at the unit's load bandwidth; the mainloop
   // overlaps the two, so a small tile (low arithmetic intensity) is bound by the feed. The CTAs of
-  // a cluster (tile_cluster of them, side by side along the grid) load the larger panel once
-  // between them, each its share, and multicast it: the feed of one tile shrinks by that much.
+  // a cluster (tile_cluster of them, neighbours across the larger panel: along m when it is B's,
+  // along n when it is A's) load that panel once between them, each its share, and multicast it.
   const double math_s = 2.0 * t.m * t.n * static_cast<double>(k_pad) / unit_rate;
-  const std::uint64_t cluster = std::min<std::uint64_t>(d.compute.tile_cluster, k.tiles);
+  const std::uint64_t neighbours = t.n >= t.m ? tiles_m : tiles_n;
+  const std::uint64_t cluster = std::max<std::uint64_t>(1, std::min<std::uint64_t>(d.compute.tile_cluster, neighbours));
   const double shared_panel = static_cast<double>(std::max(t.m, t.n));
   const double panels = static_cast<double>(t.m + t.n) - shared_panel * (1.0 - 1.0 / static_cast<double>(cluster));
   const double feed_s = d.compute.unit_bandwidth_bytes_per_s > 0
