@@ -41,6 +41,12 @@ std::string KernelPolicy::describe() const {
 }
 
 namespace {
+std::string lower_case(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
 // Adds op -> impl[:suffix] after checking both: the suffix is a precision for an op that computes
 // and the library's protocol for a collective. Problems name `where` and `path`.
 void add_entry(KernelPolicy& p, const std::string& op_text, const std::string& impl_text,
@@ -55,9 +61,7 @@ void add_entry(KernelPolicy& p, const std::string& op_text, const std::string& i
   const auto impls = KernelPolicy::implementations(*op);
   if (is_collective(*op)) {
     // NCCL_ALGO's names in any case (Ring, NVLS, CollNet), as NCCL reads them.
-    std::string lower = impl_text;
-    std::transform(lower.begin(), lower.end(), lower.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    const std::string lower = lower_case(impl_text);
     if (const auto alias = detail::algorithm_for_alias(*op, lower)) {
       add_entry(p, op_text, std::string(*alias), precision_text, d, where, path);
       return;
@@ -75,9 +79,7 @@ void add_entry(KernelPolicy& p, const std::string& op_text, const std::string& i
   PolicyEntry e{impl_text, std::nullopt, std::nullopt};
   if (precision_text && is_collective(*op)) {
     // NCCL_PROTO's names, in any case: the library's protocols (simple, ll, ll128) are lower case.
-    std::string protocol = *precision_text;
-    std::transform(protocol.begin(), protocol.end(), protocol.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    const std::string protocol = lower_case(*precision_text);
     if (protocol.empty() || protocol.find_first_of(":,= ") != std::string::npos) {
       d.error(where, path, fmt::format("expected a protocol of the collective library after {}:, such as simple, "
                                        "ll or ll128, got \"{}\"", impl_text, *precision_text));

@@ -103,6 +103,12 @@ TEST(UnfusedAttention, Fp32BackwardFollowsTheForwardThroughHbm) {
   EXPECT_NE(why.find("probabilities kept in HBM"), std::string::npos) << why;
   // Four products of the forward's two, at the same shapes: twice its matrix time and more.
   EXPECT_GT(backward.time_s, 1.5 * forward.time_s);
+  // Under GQA the per-query-head dK and dV are summed over each group of heads: one more kernel.
+  op.kv_heads = op.heads / 4;
+  const runtime::Prediction grouped = p.predict(op);
+  ASSERT_EQ(grouped.kernels.size(), 6u);
+  EXPECT_NE(grouped.kernels[5].name.find("summed over each head group"), std::string::npos);
+  op.kv_heads = op.heads;
   runtime::Predictor flash(m, policy("attention_backward=flash_v2"));
   EXPECT_THROW(flash.predict(op), std::exception);  // fp32 has no matrix units for the fused kernel
 }

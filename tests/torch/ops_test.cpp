@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "fake_rank.hpp"
 #include "syntorch/torch/torch.hpp"
 
@@ -565,8 +567,18 @@ TEST_F(TorchSelect, MathOpsAreOneKernelAndTheirBackwardProducts) {
   rank.launches.clear();
   auto y = torch::rsqrt(torch::pow(x, 2.0) + 1e-6) * torch::sqrt(torch::abs(x)) + torch::sin(x) * torch::cos(x);
   EXPECT_EQ(rank.launches.size(), 10u);  // pow, add, rsqrt, abs, sqrt, mul, sin, cos, mul, add
+  rank.launches.clear();
   torch::sum(y).backward();
   EXPECT_EQ(x.grad().sizes(), (Sizes{8, 64}));
+  // Each function's derivative is computed from what it saved: a cos for sin, a sin for cos, a
+  // pow for pow and for rsqrt, a sign for abs, with the products and the sums into x's gradient.
+  std::map<runtime::OpKind, int> kinds;
+  for (const auto& l : rank.launches) ++kinds[l.op.kind];
+  EXPECT_EQ(kinds[runtime::OpKind::cos], 1);
+  EXPECT_EQ(kinds[runtime::OpKind::sin], 1);
+  EXPECT_EQ(kinds[runtime::OpKind::pow], 2);
+  EXPECT_EQ(kinds[runtime::OpKind::abs], 1);
+  EXPECT_GE(kinds[runtime::OpKind::mul], 6);
   rank.launches.clear();
   const auto e = torch::pow(2.0, torch::empty({8}));
   ASSERT_EQ(rank.launches.size(), 1u);

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 #include <fmt/format.h>
 
 #include "../ops/op_type.hpp"
@@ -199,53 +200,75 @@ const std::string& checked_impl(const LowerContext& cx) {
 }
 }  // namespace
 
-// The backward of the unfused forward (autograd through its ops, PyTorch's math path): the
-// probabilities P were kept in HBM, so dV = P^T dO, dP = dO V^T, the softmax's backward over the
-// scores, dQ = dS K and dK = dS^T Q: four batched products and a row-wise pass, each through HBM.
-std::vector<Kernel> unfused_backward(const OpDesc& op, const LowerContext& cx) {
-  const std::uint64_t batch = op.batch * op.heads;
-  auto product = [&](std::uint64_t m, std::uint64_t n, std::uint64_t k) {
-    OpDesc p{};
-    p.kind = OpKind::bmm;
-    p.dtype = op.dtype;
-    p.batch = batch;
-    p.m = m;
-    p.n = n;
-    p.k = k;
-    return p;
-  };
-  OpDesc sm{};
-  sm.kind = OpKind::softmax_backward;
-  sm.dtype = op.dtype;
-  sm.rows = batch * op.seq_q;
-  sm.cols = op.seq_kv;
+// The unfused path's pieces (PyTorch's math path): batched products over every query head (K/V
+// heads repeated for GQA) and a row-wise pass over the scores, each lowered as its own op on the
+// automatic policy and named for what it computes.
+struct UnfusedPart {
+  OpDesc op;
+  const char* name;
+};
+OpDesc unfused_product(const OpDesc& op, std::uint64_t m, std::uint64_t n, std::uint64_t k) {
+  OpDesc p{};
+  p.kind = OpKind::bmm;
+  p.dtype = op.dtype;
+  p.batch = op.batch * op.heads;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  return p;
+}
+OpDesc unfused_rows(const OpDesc& op, OpKind kind) {
+  OpDesc r{};
+  r.kind = kind;
+  r.dtype = op.dtype;
+  r.rows = op.batch * op.heads * op.seq_q;
+  r.cols = op.seq_kv;
+  return r;
+}
+std::vector<Kernel> lower_unfused(std::span<const UnfusedPart> parts, const LowerContext& cx) {
   const PolicyEntry automatic{};
   const LowerContext sub{cx.device, cx.device_index, automatic, cx.dtype};
-  struct Part {
-    std::vector<Kernel> kernels;
-    const char* name;
-  };
-  const Part parts[] = {{lower_gemm(product(op.seq_kv, op.head_dim, op.seq_q), sub), "attention backward dV = P^T dO"},
-                        {lower_gemm(product(op.seq_q, op.seq_kv, op.head_dim), sub), "attention backward dP = dO V^T"},
-                        {op_type(OpKind::softmax_backward).lower(sm, sub), "attention backward softmax"},
-                        {lower_gemm(product(op.seq_q, op.head_dim, op.seq_kv), sub), "attention backward dQ = dS K"},
-                        {lower_gemm(product(op.seq_kv, op.head_dim, op.seq_q), sub), "attention backward dK = dS^T Q"}};
   std::vector<Kernel> ks;
-  for (const Part& part : parts) {
-    for (const Kernel& k : part.kernels) {
-      ks.push_back(k);
-      ks.back().name = k.tile.empty() ? part.name : fmt::format("{} {}", part.name, k.tile);
+  for (const UnfusedPart& part : parts) {
+    for (Kernel& k : op_type(part.op.kind).lower(part.op, sub)) {
+      k.name = k.tile.empty() ? part.name : fmt::format("{} {}", part.name, k.tile);
+      ks.push_back(std::move(k));
     }
   }
+  return ks;
+}
+
+// The backward of the unfused forward (autograd through its ops): dV = P^T dO, dP = dO V^T, the
+// softmax's backward over the scores, dQ = dS K and dK = dS^T Q, four batched products and a
+// row-wise pass through HBM, from the probabilities P the forward kept (the torch layer does not
+// count P's memory: it saves only the log-sum-exp, as the fused kernels need). Under GQA the
+// per-query-head dK and dV are summed over each group of heads.
+std::vector<Kernel> unfused_backward(const OpDesc& op, const LowerContext& cx) {
+  std::vector<UnfusedPart> parts = {
+      {unfused_product(op, op.seq_kv, op.head_dim, op.seq_q), "attention backward dV = P^T dO"},
+      {unfused_product(op, op.seq_q, op.seq_kv, op.head_dim), "attention backward dP = dO V^T"},
+      {unfused_rows(op, OpKind::softmax_backward), "attention backward softmax"},
+      {unfused_product(op, op.seq_q, op.head_dim, op.seq_kv), "attention backward dQ = dS K"},
+      {unfused_product(op, op.seq_kv, op.head_dim, op.seq_q), "attention backward dK = dS^T Q"}};
+  if (op.kv_heads > 0 && op.heads > op.kv_heads) {
+    OpDesc group{};
+    group.kind = OpKind::sum;
+    group.dtype = op.dtype;
+    group.rows = 2 * op.batch * op.kv_heads * op.seq_kv * op.head_dim;  // dK and dV
+    group.cols = op.heads / op.kv_heads;
+    parts.push_back({group, "attention backward dK, dV summed over each head group"});
+  }
+  std::vector<Kernel> ks = lower_unfused(parts, cx);
   ks[0].why.insert(ks[0].why.begin(), fmt::format("unfused: the {}x{}x{} probabilities kept in HBM by the forward",
-                                                  batch, op.seq_q, op.seq_kv));
+                                                  op.batch * op.heads, op.seq_q, op.seq_kv));
   return ks;
 }
 
 std::vector<Kernel> lower_attention_backward(const OpDesc& op, const LowerContext& cx) {
   const hw::Device& d = cx.device;
   const std::string& impl = checked_impl(cx);
-  // auto follows the forward's choice: fused where the device has matrix units for the dtype.
+  // auto chooses as the forward's auto does: fused where the device has matrix units for the
+  // dtype (a forward pinned to another implementation does not carry over to its backward).
   const bool fused_ok = unit_matrix_ops_per_s(d, cx.dtype) > 0;
   std::vector<std::vector<Kernel>> options;
   if (impl == "flash_v2" || (impl == "auto" && fused_ok)) options.push_back(backward(op, cx, false));
@@ -267,32 +290,12 @@ std::vector<Kernel> lower_attention(const OpDesc& op, const LowerContext& cx) {
   if (impl == "flash_v3" || (impl == "auto" && fused_ok && d.compute.async_matrix)) options.push_back({fused(op, cx, true)});
   if (impl == "unfused" || (impl == "auto" && !fused_ok)) {
     // QK^T per head (K/V heads repeated for GQA), softmax over the scores in HBM, then AV.
-    OpDesc qk{};
-    qk.kind = OpKind::bmm;
-    qk.dtype = op.dtype;
-    qk.batch = op.batch * op.heads;
-    qk.m = op.seq_q;
-    qk.n = op.seq_kv;
-    qk.k = op.head_dim;
-    OpDesc sm{};
-    sm.kind = OpKind::softmax;
-    sm.dtype = op.dtype;
-    sm.rows = op.batch * op.heads * op.seq_q;
-    sm.cols = op.seq_kv;
-    OpDesc av = qk;
-    av.n = op.head_dim;
-    av.k = op.seq_kv;
-    const PolicyEntry automatic{};
-    const LowerContext sub{cx.device, cx.device_index, automatic, cx.dtype};
-    std::vector<Kernel> ks;
-    for (auto&& part : {lower_gemm(qk, sub), op_type(OpKind::softmax).lower(sm, sub), lower_gemm(av, sub)}) {
-      for (auto&& kk : part) ks.push_back(kk);
-    }
-    ks[0].name = "attention QK^T " + ks[0].tile;
-    ks[1].name = "attention softmax";
-    ks[2].name = "attention AV " + ks[2].tile;
-    ks[0].why.insert(ks[0].why.begin(), fmt::format("unfused: the {} score matrix goes through HBM{}",
-                                                    fmt::format("{}x{}x{}", qk.batch, op.seq_q, op.seq_kv),
+    const UnfusedPart parts[] = {{unfused_product(op, op.seq_q, op.seq_kv, op.head_dim), "attention QK^T"},
+                                 {unfused_rows(op, OpKind::softmax), "attention softmax"},
+                                 {unfused_product(op, op.seq_q, op.head_dim, op.seq_kv), "attention AV"}};
+    std::vector<Kernel> ks = lower_unfused(parts, cx);
+    ks[0].why.insert(ks[0].why.begin(), fmt::format("unfused: the {}x{}x{} score matrix goes through HBM{}",
+                                                    op.batch * op.heads, op.seq_q, op.seq_kv,
                                                     op.causal ? "; the causal mask saves no work" : ""));
     options.push_back(std::move(ks));
   }
