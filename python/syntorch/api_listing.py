@@ -49,7 +49,9 @@ def _public(module):
 
 def _describe(name, obj):
     if inspect.isclass(obj):
-        return f"class `{name}{_signature(obj.__init__) if '__init__' in vars(obj) else ''}`"
+        init = vars(obj).get("__init__")
+        own = init is not None and not getattr(init, "coverage_inherited", False)  # see python/tests/conftest.py
+        return f"class `{name}{_signature(obj.__init__) if own else ''}`"
     if callable(obj):
         return f"`{name}{_signature(obj)}`"
     return f"`{name}` = {obj!r}" if isinstance(obj, (int, float, str)) else f"`{name}`"

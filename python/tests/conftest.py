@@ -1,0 +1,81 @@
+"""API coverage: with SYNTORCH_API_COVERAGE=1 (the test command sets it), every callable name the
+API listing of docs/python.md holds (module functions, classes, Tensor methods and properties) is
+wrapped to note its calls, and the session fails if the whole suite ran and one was never
+called. The wrappers go in before any test module imports the package's names."""
+
+import functools
+import importlib
+import inspect
+import os
+
+import pytest
+
+_ENABLED = os.environ.get("SYNTORCH_API_COVERAGE") == "1"
+_called = set()
+_listed = set()
+
+
+def _note(key, fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        _called.add(key)
+        return fn(*args, **kwargs)
+    return wrapper
+
+
+def _wrap_class(key, cls):
+    own = "__init__" in cls.__dict__
+    init = cls.__init__
+    if not inspect.isfunction(init):
+        return False  # an extension type or object's own __init__: nothing of ours to wrap
+    wrapper = _note(key, init)
+    wrapper.coverage_inherited = not own  # the listing still shows the class without a signature
+    cls.__init__ = wrapper
+    return True
+
+
+def _install():
+    from syntorch import api_listing
+    import _syntorch
+    for modname in api_listing.MODULES:
+        if modname == "syntorch.run":
+            continue  # it runs scripts in processes of their own (test_syntorch_run_*), changing os.environ
+        module = importlib.import_module(modname)
+        for name, obj in api_listing._public(module):
+            key = f"{modname}.{name}"
+            if inspect.isclass(obj):
+                if _wrap_class(key, obj):
+                    _listed.add(key)
+            elif callable(obj):
+                setattr(module, name, _note(key, obj))
+                _listed.add(key)
+    tensor = _syntorch.Tensor
+    for name in dir(tensor):
+        if name.startswith("_"):
+            continue
+        attr = inspect.getattr_static(tensor, name)
+        key = f"Tensor.{name}"
+        if isinstance(attr, property) and attr.fget is not None:
+            setattr(tensor, name, property(_note(key, attr.fget), attr.fset, attr.fdel, attr.__doc__))
+        elif callable(attr):
+            setattr(tensor, name, _note(key, getattr(tensor, name)))
+        else:
+            continue
+        _listed.add(key)
+
+
+if _ENABLED:
+    _install()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if not _ENABLED or exitstatus != 0:
+        return
+    if session.config.getoption("keyword") or session.config.getoption("markexpr") or session.config.getoption(
+            "deselect", None):
+        return  # a selection of the suite: not every name is expected
+    missing = sorted(_listed - _called)
+    if missing:
+        session.config.get_terminal_writer().line(
+            "API coverage: listed in docs/python.md but never called by the tests: " + ", ".join(missing), red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
