@@ -298,6 +298,12 @@ PYBIND11_MODULE(_syntorch, m) {
   m.def("dist_all_reduce", [](torch::Tensor& t, const parallel::ProcessGroup& g) { parallel::all_reduce(t, g); },
         py::call_guard<RequireRun>());
   m.def("dist_all_gather", &parallel::all_gather, py::call_guard<RequireRun>());
+  m.def("dist_broadcast", [](torch::Tensor& t, const parallel::ProcessGroup& g, int root) {
+    parallel::broadcast(t, g, root);
+  }, py::call_guard<RequireRun>());
+  m.def("dist_reduce", [](torch::Tensor& t, const parallel::ProcessGroup& g, int root) {
+    parallel::reduce(t, g, root);
+  }, py::call_guard<RequireRun>());
   m.def("dist_reduce_scatter", &parallel::reduce_scatter, py::call_guard<RequireRun>());
   m.def("dist_send", &parallel::send, py::call_guard<RequireRun>());
   m.def("dist_recv", [](torch::Tensor& t, int src) { parallel::recv(t, src); }, py::call_guard<RequireRun>());

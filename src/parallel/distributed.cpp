@@ -132,6 +132,26 @@ void all_reduce(torch::Tensor& tensor, const ProcessGroup& group) {
                   "nccl:all_reduce");
 }
 
+namespace {
+void rooted(runtime::OpKind kind, torch::Tensor& tensor, const ProcessGroup& group, int root, const char* name,
+            const char* trace_name) {
+  if (root < 0 || root >= group.size()) {
+    throw std::invalid_argument(fmt::format("{}: root {} is not a member of a group of {}", name, root, group.size()));
+  }
+  runtime::RankContext* ctx = runtime::current_rank();
+  if (!ctx || group.size() < 2) return;
+  ctx->collective(comm_op(kind, tensor, group.size(), tensor.nbytes()), group.id, trace_name);
+}
+}  // namespace
+
+void broadcast(torch::Tensor& tensor, const ProcessGroup& group, int root) {
+  rooted(runtime::OpKind::broadcast, tensor, group, root, "broadcast", "nccl:broadcast");
+}
+
+void reduce(torch::Tensor& tensor, const ProcessGroup& group, int root) {
+  rooted(runtime::OpKind::reduce, tensor, group, root, "reduce", "nccl:reduce");
+}
+
 torch::Tensor all_gather(const torch::Tensor& tensor, const ProcessGroup& group, std::int64_t dim) {
   if (group.size() < 2) return tensor;
   const std::int64_t d = dim < 0 ? dim + tensor.dim() : dim;

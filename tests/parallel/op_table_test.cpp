@@ -171,6 +171,8 @@ TEST(OpTable, EveryKindHasAFunctionInTheTorchOrParallelApi) {
   torch::fused::rotary_embedding_(rq, rk, 32);
   const parallel::ProcessGroup group{{}, {0, 1}, 0};
   parallel::all_reduce(x, group);
+  parallel::broadcast(x, group, 0);
+  parallel::reduce(x, group, 1);
   (void)parallel::all_gather(x, group);
   (void)parallel::reduce_scatter(x, group);
   parallel::send(x, 1);

@@ -63,6 +63,10 @@ void set_virtual_pipeline_model_parallel_rank(int vp_rank);
 // torch.distributed-style collectives on the current rank's device stream. In-place on `tensor`
 // where torch.distributed is; a group of one costs nothing.
 void all_reduce(torch::Tensor& tensor, const ProcessGroup& group);
+// The root member's `tensor` into every member's (broadcast), every member's summed into the
+// root's (reduce), in place: `root` is a position in the group (0 <= root < size).
+void broadcast(torch::Tensor& tensor, const ProcessGroup& group, int root);
+void reduce(torch::Tensor& tensor, const ProcessGroup& group, int root);
 // Concatenates every member's `tensor` along `dim` (a new tensor).
 torch::Tensor all_gather(const torch::Tensor& tensor, const ProcessGroup& group, std::int64_t dim = -1);
 // Sums every member's `tensor` and leaves each its 1/n share along `dim` (a new tensor), as

@@ -29,6 +29,7 @@ namespace syntorch::runtime {
   X(embedding) X(copy)                                             /* gathers and copies */        \
   X(topk) X(moe_permute) X(moe_unpermute) X(grouped_gemm)          /* mixture of experts */        \
   X(allreduce) X(allgather) X(reducescatter) X(sendrecv) X(alltoall) /* communication */     \
+  X(broadcast) X(reduce)                                                                          \
   X(attention_backward) X(layernorm_backward) X(rmsnorm_backward)  /* backward (autograd) */  \
   X(softmax_backward) X(swiglu_backward) X(embedding_backward)                                \
   X(gelu_backward) X(silu_backward) X(relu_backward) X(tanh_backward) X(sigmoid_backward)     \

@@ -51,6 +51,22 @@ class group:
     WORLD = None
 
 
+class Work:
+    """What a collective called with async_op=True returns: the collective is already queued on
+    the current stream, so wait() (ordering later work after it, as PyTorch's does on the current
+    stream) has nothing more to do."""
+
+    def wait(self, timeout=None):
+        return True
+
+    def is_completed(self):
+        return True
+
+
+def _done(async_op):
+    return Work() if async_op else None
+
+
 def is_available():
     return True
 
@@ -121,6 +137,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     g = _group(group)
     if g is not None:
         _syntorch.dist_all_reduce(tensor, g)
+    return _done(async_op)
 
 
 def all_gather(tensor_list, tensor, group=None, async_op=False):
@@ -130,18 +147,20 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
         raise RuntimeError(f"all_gather: expected a list of {n} tensors (the group's size), got {len(tensor_list)}")
     if g is None:
         tensor_list[0].copy_(tensor)
-        return
+        return _done(async_op)
     gathered = _syntorch.dist_all_gather(tensor.unsqueeze(0), g, 0)  # a flat buffer, then a copy out each
     for i, t in enumerate(tensor_list):
         t.copy_(gathered.select(0, i))
+    return _done(async_op)
 
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
     g = _group(group)
     if g is None:
         output_tensor.copy_(input_tensor)
-        return
+        return _done(async_op)
     _syntorch.dist_all_gather(input_tensor, g, 0)
+    return _done(async_op)
 
 
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
@@ -149,13 +168,26 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     g = _group(group)
     if g is None:
         output.copy_(input)
-        return
+        return _done(async_op)
     _syntorch.dist_reduce_scatter(input, g, 0)
+    return _done(async_op)
+
+
+def _root(name, rank, group):
+    """A global rank's position in the group (torch.distributed's src/dst), checked."""
+    members = group.ranks if group is not None else list(range(_world_size()))
+    if rank not in members:
+        raise ValueError(f"torch.distributed.{name}: rank {rank} is not in the group {members}")
+    return members.index(rank)
 
 
 def broadcast(tensor, src, group=None, async_op=False):
-    if _group(group) is not None:
-        raise NotImplementedError("torch.distributed.broadcast is not supported over more than one rank yet")
+    """The src rank's tensor into every member's, in place: NCCL's pipelined chain along the ring."""
+    root = _root("broadcast", src, group)
+    g = _group(group)
+    if g is not None:
+        _syntorch.dist_broadcast(tensor, g, root)
+    return _done(async_op)
 
 
 def barrier(group=None, **kwargs):
@@ -181,5 +213,10 @@ def recv(tensor, src=None, group=None, tag=0):
 
 
 def reduce(tensor, dst, op=ReduceOp.SUM, group=None, async_op=False):
-    if _group(group) is not None:
-        raise NotImplementedError("torch.distributed.reduce is not supported over more than one rank yet")
+    """Every member's tensor summed (op) into the dst rank's: NCCL's pipelined chain along the ring."""
+    _check_op("reduce", op)
+    root = _root("reduce", dst, group)
+    g = _group(group)
+    if g is not None:
+        _syntorch.dist_reduce(tensor, g, root)
+    return _done(async_op)

@@ -95,6 +95,9 @@ double estimate_ring_allreduce_s(const OpDesc& op, const CollectiveContext& cx);
 std::optional<CollectivePlan> ring_allgather(const OpDesc& op, const CollectiveContext& cx);
 double estimate_ring_gather_s(const OpDesc& op, const CollectiveContext& cx);  // all-gather and reduce-scatter
 std::optional<CollectivePlan> ring_reducescatter(const OpDesc& op, const CollectiveContext& cx);
+std::optional<CollectivePlan> ring_broadcast(const OpDesc& op, const CollectiveContext& cx);  // chain.cpp
+std::optional<CollectivePlan> ring_reduce(const OpDesc& op, const CollectiveContext& cx);
+double estimate_ring_chain_s(const OpDesc& op, const CollectiveContext& cx);
 std::optional<CollectivePlan> tree_allreduce(const OpDesc& op, const CollectiveContext& cx);
 double estimate_tree_allreduce_s(const OpDesc& op, const CollectiveContext& cx);
 std::optional<CollectivePlan> in_switch_allreduce(const OpDesc& op, const CollectiveContext& cx);

@@ -7,7 +7,7 @@
 namespace syntorch::runtime::detail {
 
 std::span<const CollectiveAlgorithm> collective_algorithms() {
-  static constexpr std::array<CollectiveAlgorithm, 10> kAlgorithms{{
+  static constexpr std::array<CollectiveAlgorithm, 12> kAlgorithms{{
       {OpKind::allreduce, "ring", &ring_allreduce, &estimate_ring_allreduce_s, "", true},
       {OpKind::allreduce, "in_switch", &in_switch_allreduce, &estimate_in_switch_allreduce_s,
        "a switch with in_switch_reduction on every rank's route (dgx_h100 and hgx_h200 have one)"},
@@ -18,6 +18,8 @@ std::span<const CollectiveAlgorithm> collective_algorithms() {
        "a full mesh: a link of its own between every pair of ranks (mi300x_x8 has one)", true},
       {OpKind::allgather, "ring", &ring_allgather, &estimate_ring_gather_s, "", true},
       {OpKind::reducescatter, "ring", &ring_reducescatter, &estimate_ring_gather_s, "", true},
+      {OpKind::broadcast, "ring", &ring_broadcast, &estimate_ring_chain_s, "", true},
+      {OpKind::reduce, "ring", &ring_reduce, &estimate_ring_chain_s, "", true},
       {OpKind::sendrecv, "direct", &direct_sendrecv},
       {OpKind::alltoall, "pairwise", &pairwise_alltoall, &estimate_pairwise_alltoall_s},
       {OpKind::alltoall, "hierarchical", &hierarchical_alltoall, &estimate_hierarchical_alltoall_s,

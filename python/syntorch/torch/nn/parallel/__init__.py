@@ -2,11 +2,40 @@
 buckets of bucket_cap_mb (25 MB), in reverse parameter order; as soon as backward has made all of
 a bucket's gradients, they are copied into one flat buffer, all-reduced on a stream of DDP's own
 (overlapping the rest of backward, sharing the device's HBM and links with it) and copied back;
-the default stream waits for the last bucket before the optimizer's step."""
+the default stream waits for the last bucket before the optimizer's step. The constructor first
+broadcasts rank 0's parameters and buffers, and each forward its buffers (broadcast_buffers)."""
 
 import syntorch.torch as torch
 import syntorch.torch.distributed as dist
 from syntorch.torch.nn import Module
+
+
+_BROADCAST_BUCKET_BYTES = 250 * 2 ** 20  # DDP's broadcast_bucket_size
+
+
+def _broadcast_coalesced(tensors, group):
+    """c10d's broadcast_coalesced from rank 0: buckets of up to 250 MiB, each flattened into one
+    buffer (a cat), broadcast, and copied back into its tensors on the other ranks."""
+    if not tensors or dist.get_world_size(group) == 1:
+        return
+    receiving = dist.get_rank() != 0
+    bucket, size = [], 0
+    for t in tensors + [None]:
+        if t is not None and (not bucket or size + t.numel() * t.element_size() <= _BROADCAST_BUCKET_BYTES):
+            bucket.append(t)
+            size += t.numel() * t.element_size()
+            continue
+        with torch.no_grad():
+            for dtype in sorted({b.dtype for b in bucket}, key=str):  # one buffer per dtype
+                same = [b for b in bucket if b.dtype == dtype]
+                flat = torch.cat([b.reshape(-1) for b in same])
+                dist.broadcast(flat, 0, group=group)
+                if receiving:
+                    offset = 0
+                    for b in same:
+                        b.copy_(flat[offset:offset + b.numel()].view(*b.shape))
+                        offset += b.numel()
+        bucket, size = ([t], t.numel() * t.element_size()) if t is not None else ([], 0)
 
 
 class DistributedDataParallel(Module):
@@ -21,6 +50,9 @@ class DistributedDataParallel(Module):
             raise NotImplementedError("DistributedDataParallel: gradient_as_bucket_view=True is not supported")
         self.module = module
         object.__setattr__(self, "_group", process_group)
+        object.__setattr__(self, "_broadcast_buffers", bool(broadcast_buffers))
+        # As PyTorch's DDP: rank 0's parameters and buffers to every rank before training starts.
+        _broadcast_coalesced([t for _, t in module.state_dict().items() if t is not None], process_group)
         params = [p for p in module.parameters() if p.requires_grad]
         cap = int(bucket_cap_mb * 2 ** 20)
         buckets, current, size = [], [], 0
@@ -62,4 +94,6 @@ class DistributedDataParallel(Module):
             object.__setattr__(self, "_waiting", [len(b) for b in self._buckets])
 
     def forward(self, *args, **kwargs):
+        if self._broadcast_buffers:  # rank 0's buffers (running statistics) to every rank, each step
+            _broadcast_coalesced([b for _, b in self.module.named_buffers() if b is not None], self._group)
         return self.module(*args, **kwargs)
