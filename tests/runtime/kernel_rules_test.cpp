@@ -184,6 +184,55 @@ TEST(Collectives, RingAllReduceSendsTwoNMinusOneOverNOfTheBytesPerRank) {
   }
 }
 
+TEST(Collectives, BroadcastAndReduceAreChainsThatMoveTheMessageOverEveryHopOnce) {
+  const hw::Machine m = hw::Machine::load(config_path("dgx_a100"));
+  Dispatcher disp(m, KernelPolicy{});
+  const std::vector<std::uint32_t> devices{0, 1, 2, 3, 4, 5, 6, 7};
+  for (OpKind kind : {OpKind::broadcast, OpKind::reduce}) {
+    OpDesc op;
+    op.kind = kind;
+    op.ranks = 8;
+    op.bytes = 64ULL << 20;
+    const CollectivePlan plan = disp.lower_collective(op, devices);
+    EXPECT_EQ(plan.algorithm, "ring");
+    std::vector<double> sent(m.endpoints().size(), 0), received(m.endpoints().size(), 0);
+    for (const Transfer& t : plan.transfers) {
+      sent[t.src_endpoint] += t.bytes;
+      received[t.dst_endpoint] += t.bytes;
+    }
+    // Seven hops of a chain: every rank but the last sends the message once, every rank but the
+    // first receives it once (broadcast from rank 0; reduce towards it, the other way round).
+    const std::uint32_t first = m.devices()[0].endpoint, last = m.devices()[7].endpoint;
+    const bool down = kind == OpKind::broadcast;
+    EXPECT_EQ(sent[down ? last : first], 0.0);
+    EXPECT_EQ(received[down ? first : last], 0.0);
+    EXPECT_NEAR(sent[m.devices()[3].endpoint], static_cast<double>(op.bytes), 1.0);
+    EXPECT_NEAR(received[m.devices()[3].endpoint], static_cast<double>(op.bytes), 1.0);
+  }
+  // Pipelined: a large message takes about one pass over a link, not seven (an all-gather moves
+  // 7/8 of the same bytes over each link, so a broadcast takes 8/7 of its time and a little more
+  // to fill the chain and pay each chunk's step); a tiny one pays the seven hops' latency.
+  const double big = predict_s(m, [] {
+    OpDesc op;
+    op.kind = OpKind::broadcast;
+    op.ranks = 8;
+    op.bytes = 1ULL << 30;
+    return op;
+  }());
+  OpDesc gather;
+  gather.kind = OpKind::allgather;
+  gather.ranks = 8;
+  gather.bytes = 1ULL << 30;
+  const double gather_s = predict_s(m, gather);
+  EXPECT_GT(big, 8.0 / 7.0 * 0.95 * gather_s);
+  EXPECT_LT(big, 1.5 * gather_s);
+  OpDesc tiny;
+  tiny.kind = OpKind::broadcast;
+  tiny.ranks = 8;
+  tiny.bytes = 8;
+  EXPECT_GT(predict_s(m, tiny), 7 * 1.4e-6);  // the A100's Simple step latency, seven times
+}
+
 TEST(Collectives, InSwitchReductionOnlyWhereTheSwitchSupportsIt) {
   OpDesc op;
   op.kind = OpKind::allreduce;

@@ -12,9 +12,13 @@
 namespace syntorch::runtime::detail {
 
 namespace {
+// A chain fills in n - 1 hops of one chunk: cut finer than a ring's segments, so that filling it
+// costs what the library's own chunk size makes it cost, not a simulation limit.
+constexpr std::uint64_t kMaxChainChunks = 256;
+
 CollectivePlan chain(const CollectiveContext& cx, double bytes, bool towards_first) {
   const auto n = static_cast<std::uint32_t>(cx.endpoints.size());
-  const auto k = static_cast<std::uint32_t>(chunks_for(bytes, cx.protocol));
+  const auto k = static_cast<std::uint32_t>(chunks_for(bytes, cx.protocol, kMaxChainChunks));
   CollectivePlan plan;
   plan.algorithm = "ring";
   plan.step_latency_s = cx.protocol.step_latency_s;
@@ -54,7 +58,7 @@ double estimate_ring_chain_s(const OpDesc& op, const CollectiveContext& cx) {
   // The chain fills in n-1 hops of one chunk, then the other chunks follow one a hop time apart.
   const double n = static_cast<double>(cx.endpoints.size());
   const double s = static_cast<double>(op.bytes);
-  const double k = static_cast<double>(chunks_for(s, cx.protocol));
+  const double k = static_cast<double>(chunks_for(s, cx.protocol, kMaxChainChunks));
   const double alpha = cx.protocol.step_latency_s + ring_hop_latency(cx);
   const double bw = payload_rate(cx, std::min(ring_bandwidth(cx), channel_cap(s, cx.protocol)));
   return (n - 1.0 + k - 1.0) * (alpha + s / k / bw);
