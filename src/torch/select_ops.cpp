@@ -158,6 +158,21 @@ std::int64_t checked_index_dim(const Tensor& x, std::int64_t dim, const Tensor& 
   detail::check_same_device(x, index, op);
   return detail::wrap_dim(dim, x.dim(), op);
 }
+
+// A gather's backward: the gradient's elements added into zeros of x's size where they came from
+// (index_add_, or index_put_ with accumulation): a fill, then one kernel over the gradient.
+void record_gather_backward(const Tensor& x, Tensor& out, const char* node, const char* aten) {
+  if (!autograd::any_requires_grad({&x})) return;
+  Sizes sx = x.sizes();
+  const ScalarType type = x.dtype();
+  autograd::record(node, {&x}, {&out}, {}, [sx, type, aten](Grads& g, Grads&, const Node&) {
+    Tensor grad = zeros(sx, TensorOptions(type).device(g[0].device()));
+    const auto& gi = impl_of(g[0]);
+    detail::dispatch(runtime::current_rank(), detail::elementwise_op(OpKind::add, gi.numel, gi.dtype), aten,
+                     gi.device, gi.numel == 0);
+    return Grads{grad};
+  });
+}
 }  // namespace
 
 Tensor index_select(const Tensor& x, std::int64_t dim, const Tensor& index) {
@@ -167,18 +182,7 @@ Tensor index_select(const Tensor& x, std::int64_t dim, const Tensor& index) {
   if (!sizes.empty()) sizes[static_cast<std::size_t>(d)] = index.numel();
   // A gather: each output element read from its row of x (a copy of the output's elements).
   Tensor out = elementwise(sizes, x.dtype(), x.dtype(), x.device(), OpKind::copy, "aten::index_select");
-  if (autograd::any_requires_grad({&x})) {
-    Sizes sx = x.sizes();
-    const ScalarType type = x.dtype();
-    // index_add into zeros: a fill of x's size, then the gradient's elements added in.
-    autograd::record("IndexSelectBackward0", {&x}, {&out}, {}, [sx, type](Grads& g, Grads&, const Node&) {
-      Tensor grad = zeros(sx, TensorOptions(type).device(g[0].device()));
-      const auto& gi = impl_of(g[0]);
-      detail::dispatch(runtime::current_rank(), detail::elementwise_op(OpKind::add, gi.numel, gi.dtype),
-                       "aten::index_add_", gi.device, gi.numel == 0);
-      return Grads{grad};
-    });
-  }
+  record_gather_backward(x, out, "IndexSelectBackward0", "aten::index_add_");
   return out;
 }
 
@@ -245,18 +249,7 @@ Tensor index(const Tensor& x, const std::vector<std::optional<Tensor>>& indices)
   const Sizes sizes = indexed_sizes(x, indices, "index");
   // A gather: each output element read from where its indices point (a copy of the output).
   Tensor out = elementwise(sizes, x.dtype(), x.dtype(), x.device(), OpKind::copy, "aten::index");
-  if (autograd::any_requires_grad({&x})) {
-    Sizes sx = x.sizes();
-    const ScalarType type = x.dtype();
-    // index_put_ with accumulation into zeros: a fill of x's size, the gradient's elements added in.
-    autograd::record("IndexBackward0", {&x}, {&out}, {}, [sx, type](Grads& g, Grads&, const Node&) {
-      Tensor grad = zeros(sx, TensorOptions(type).device(g[0].device()));
-      const auto& gi = impl_of(g[0]);
-      detail::dispatch(runtime::current_rank(), detail::elementwise_op(OpKind::add, gi.numel, gi.dtype),
-                       "aten::index_put_", gi.device, gi.numel == 0);
-      return Grads{grad};
-    });
-  }
+  record_gather_backward(x, out, "IndexBackward0", "aten::index_put_");
   return out;
 }
 
