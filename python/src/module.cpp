@@ -192,6 +192,28 @@ struct RequireRun {
 
 torch::IntArrayRef sizes_of(const std::vector<std::int64_t>& v) { return torch::IntArrayRef(v); }
 
+// PyTorch's *size or (size,) arguments (view(2, 3), view((2, 3)), view(torch.Size)): integers,
+// numpy's included (operator.index); a TypeError naming what came otherwise. Parsed here, not in
+// Python: views are the most frequent calls a model makes.
+std::vector<std::int64_t> ints_of(const py::args& args) {
+  py::sequence items = args;
+  if (args.size() == 1 && (py::isinstance<py::tuple>(args[0]) || py::isinstance<py::list>(args[0]))) {
+    items = py::reinterpret_borrow<py::sequence>(args[0]);
+  }
+  std::vector<std::int64_t> out;
+  out.reserve(items.size());
+  for (py::handle item : items) {
+    PyObject* index = PyNumber_Index(item.ptr());
+    if (!index) {
+      PyErr_Clear();
+      throw py::type_error("expected a sequence of integers, got " + py::repr(args).cast<std::string>());
+    }
+    out.push_back(PyLong_AsLongLong(index));
+    Py_DECREF(index);
+  }
+  return out;
+}
+
 torch::TensorOptions options_of(std::optional<torch::ScalarType> dtype, const std::string& device) {
   torch::TensorOptions o;
   if (dtype) o = o.dtype(*dtype);
@@ -361,6 +383,10 @@ PYBIND11_MODULE(_syntorch, m) {
       .def("_reshape", [](const Tensor& t, const std::vector<std::int64_t>& s) { return t.reshape(sizes_of(s)); })
       .def("_permute", [](const Tensor& t, const std::vector<std::int64_t>& s) { return t.permute(sizes_of(s)); })
       .def("_expand", [](const Tensor& t, const std::vector<std::int64_t>& s) { return t.expand(sizes_of(s)); })
+      .def("view", [](const Tensor& t, const py::args& a) { return t.view(sizes_of(ints_of(a))); })
+      .def("reshape", [](const Tensor& t, const py::args& a) { return t.reshape(sizes_of(ints_of(a))); })
+      .def("permute", [](const Tensor& t, const py::args& a) { return t.permute(sizes_of(ints_of(a))); })
+      .def("expand", [](const Tensor& t, const py::args& a) { return t.expand(sizes_of(ints_of(a))); })
       .def("transpose", &Tensor::transpose)
       .def("t", &Tensor::t)
       .def("flatten", &Tensor::flatten, py::arg("start_dim") = 0, py::arg("end_dim") = -1)

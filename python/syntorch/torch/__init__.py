@@ -337,10 +337,7 @@ def _to(self, *args, dtype=None, device=None, **_ignored):
 
 _device_class = device
 Tensor.device = property(lambda self: device(self._device))
-Tensor.view = lambda self, *shape: self._view(_ints(shape))
-Tensor.reshape = lambda self, *shape: self._reshape(_ints(shape))
-Tensor.permute = lambda self, *dims: self._permute(_ints(dims))
-Tensor.expand = lambda self, *shape: self._expand(_ints(shape))
+# view, reshape, permute and expand take PyTorch's *size or (size,) in the extension itself.
 Tensor.to = _to
 Tensor.cuda = lambda self, device=None: self._to_device("cuda")
 Tensor.cpu = lambda self: self._to_device("cpu")

@@ -9,8 +9,7 @@ from _syntorch import relu, silu, tanh, sigmoid, scaled_dot_product_attention  #
 # scale=None, enable_gqa=False), as PyTorch's
 
 
-def linear(input, weight, bias=None):
-    return _syntorch.linear(input, weight, bias)
+from _syntorch import linear  # noqa: E402  linear(input, weight, bias=None), as PyTorch's
 
 
 def gelu(input, approximate="none"):
