@@ -357,6 +357,9 @@ PYBIND11_MODULE(_syntorch, m) {
       {"cfloat", torch::kComplexFloat}, {"complex128", torch::kComplexDouble}, {"cdouble", torch::kComplexDouble}};
   for (const auto& [name, t] : dtypes) m.attr(name) = t;
   m.def("set_default_dtype", &torch::set_default_dtype);
+  m.def("set_float32_matmul_precision", [](const std::string& p) { torch::set_float32_matmul_precision(p); },
+        py::arg("precision"));
+  m.def("get_float32_matmul_precision", [] { return std::string(torch::get_float32_matmul_precision()); });
   m.def("get_default_dtype", &torch::get_default_dtype);
 
   using torch::Tensor;

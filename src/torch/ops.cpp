@@ -493,7 +493,9 @@ Tensor product_op(IntArrayRef out_sizes, const detail::TensorImpl& a, std::uint6
   if (ctx) {
     OpDesc op;
     op.kind = batched ? OpKind::bmm : OpKind::gemm;
-    op.dtype = to_runtime_dtype(a.dtype);
+    // fp32 products on the TF32 matrix units unless the precision is "highest" (PyTorch's rule).
+    const bool tf32 = a.dtype == ScalarType::Float && get_float32_matmul_precision() != "highest";
+    op.dtype = tf32 ? DType::tf32 : to_runtime_dtype(a.dtype);
     op.batch = batch;
     op.m = static_cast<std::uint64_t>(m);
     op.n = static_cast<std::uint64_t>(n);

@@ -9,6 +9,7 @@ constexpr std::array<std::string_view, 12> kNames{"Double", "Float", "Half",  "B
                                                   "Float4", "Char",  "Int",   "Long",         "Bool",
                                                   "ComplexFloat",    "ComplexDouble"};
 thread_local ScalarType t_default_dtype = ScalarType::Float;
+thread_local std::string_view t_matmul_precision = "highest";
 }  // namespace
 
 std::string_view scalar_type_name(ScalarType t) { return kNames[static_cast<std::size_t>(t)]; }
@@ -126,5 +127,18 @@ std::string format_sizes(IntArrayRef sizes) {
   out += "]";
   return out;
 }
+
+void set_float32_matmul_precision(std::string_view precision) {
+  for (std::string_view choice : {"highest", "high", "medium"}) {
+    if (precision == choice) {
+      t_matmul_precision = choice;
+      return;
+    }
+  }
+  throw Error(fmt::format("set_float32_matmul_precision: expected \"highest\", \"high\" or \"medium\", got \"{}\"",
+                          precision));
+}
+
+std::string_view get_float32_matmul_precision() { return t_matmul_precision; }
 
 }  // namespace syntorch::torch

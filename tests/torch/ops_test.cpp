@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <thread>
 
 #include "fake_rank.hpp"
 #include "syntorch/torch/torch.hpp"
@@ -40,6 +41,23 @@ TEST_F(TorchMatmul, TwoDTimesTwoDIsOneGemm) {
   EXPECT_EQ(op.dtype, DType::fp16);
   EXPECT_EQ(rank.launches.back().name, "aten::matmul");
   EXPECT_EQ(rank.live_bytes, 2u * (64 * 128 + 128 * 256 + 64 * 256));
+}
+
+TEST_F(TorchMatmul, Fp32ProductsRunInTf32BelowTheHighestPrecisionOnThisThreadOnly) {
+  auto a = torch::empty({64, 64});
+  EXPECT_EQ(torch::get_float32_matmul_precision(), "highest");  // PyTorch's default
+  (void)torch::matmul(a, a);
+  EXPECT_EQ(rank.last().dtype, DType::fp32);
+  torch::set_float32_matmul_precision("high");
+  (void)torch::matmul(a, a);
+  EXPECT_EQ(rank.last().dtype, DType::tf32);
+  (void)torch::matmul(a.to(torch::kFloat16), a.to(torch::kFloat16));
+  EXPECT_EQ(rank.last().dtype, DType::fp16);  // 16-bit products are untouched
+  std::string elsewhere;
+  std::thread([&] { elsewhere = std::string(torch::get_float32_matmul_precision()); }).join();
+  EXPECT_EQ(elsewhere, "highest");  // another rank's program keeps its own
+  EXPECT_THROW(torch::set_float32_matmul_precision("fast"), torch::Error);
+  torch::set_float32_matmul_precision("highest");
 }
 
 TEST_F(TorchMatmul, LeadingDimsFoldIntoM) {

@@ -82,6 +82,11 @@ ScalarType from_runtime_dtype(DType t);
 // other's setting.
 void set_default_dtype(ScalarType t);
 ScalarType get_default_dtype();
+// torch.set_float32_matmul_precision: "highest" (fp32 products in fp32, PyTorch's default), or
+// "high" / "medium" (on the TF32 matrix units, where the device has them). Per thread, as the
+// default dtype; torch::Error naming the choices for another name.
+void set_float32_matmul_precision(std::string_view precision);
+std::string_view get_float32_matmul_precision();
 // Sets the default dtype for its lifetime, restoring the previous one after.
 class DefaultDtypeGuard {
  public:

@@ -8,7 +8,8 @@ from _syntorch import (Tensor, dtype, float64, double, float32, float, float16, 
                        add, sub, mul, div, relu, silu, tanh, sigmoid, softmax, log_softmax, argmax, cat, stack,
                        exp, log, clamp, is_grad_enabled, is_autocast_enabled, get_autocast_dtype, eq, ne, lt, le,
                        gt, ge, where, masked_fill, tril, triu, multinomial, index_select, sqrt, rsqrt, sin, cos,
-                       abs, polar, view_as_complex, view_as_real, complex64, cfloat, complex128, cdouble)
+                       abs, polar, view_as_complex, view_as_real, complex64, cfloat, complex128, cdouble,
+                       set_float32_matmul_precision, get_float32_matmul_precision)
 
 import syntorch as _syntorch_package
 from syntorch._scopes import CppScope as _CppScope
@@ -24,6 +25,7 @@ from . import amp  # noqa: E402
 from .amp import autocast  # noqa: E402
 from . import profiler  # noqa: E402
 from . import distributed  # noqa: E402
+from . import backends  # noqa: E402
 
 import threading as _threading
 
@@ -259,6 +261,16 @@ def repeat_interleave(input, repeats, dim=None, *, output_size=None):
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):
     return full(list(input.shape), fill_value, dtype=dtype or input.dtype,
                 device=device if device is not None else input.device, requires_grad=requires_grad)
+
+
+def manual_seed(seed):
+    """Seeds the generators. Tensor values are not simulated, so a seed changes no cost; it is
+    accepted, as scripts set one before anything else."""
+    return _builtins.int(seed)
+
+
+def seed():
+    return 0
 
 
 def split(tensor, split_size_or_sections, dim=0):

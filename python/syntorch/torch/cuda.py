@@ -11,6 +11,41 @@ def device_count():
     return max(1, _syntorch.current_world_size())
 
 
+def _index(device):
+    if device is None:
+        return None
+    if isinstance(device, int):
+        return device
+    text = str(device)
+    if text == "cuda":
+        return None
+    if text.startswith("cuda:"):
+        return int(text.split(":", 1)[1])
+    raise ValueError(f"Expected a cuda device, but got: {device}")
+
+
+def current_device():
+    """This rank's device: each rank of a run has one of its own."""
+    import _syntorch
+    return max(0, _syntorch.current_rank_index())
+
+
+def set_device(device):
+    """As torchrun scripts do with LOCAL_RANK: the rank's own device is accepted; another one is
+    refused, since a rank's work stays on the device the run gave it."""
+    index = _index(device)
+    if index is not None and index != current_device():
+        raise NotImplementedError(f"torch.cuda.set_device({device!r}): rank {current_device()} runs on device "
+                                  f"{current_device()}; moving a rank to another device is not supported")
+
+
+def manual_seed(seed):
+    """Values are not simulated: a seed changes no cost."""
+
+
+manual_seed_all = manual_seed
+
+
 def synchronize(device=None):
     """Waits, on the simulated host, until the device has finished everything issued (the
     program itself never waits: meta tensors carry no data)."""

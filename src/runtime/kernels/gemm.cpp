@@ -110,6 +110,8 @@ std::pair<double, bool> matmul_rate(const LowerContext& cx) {
   double rate = unit_matrix_ops_per_s(d, cx.dtype);
   const bool on_matrix = rate > 0;
   if (!on_matrix) rate = unit_vector_ops_per_s(d, cx.dtype);
+  // TF32 allowed on a device without TF32 units: the products run in fp32, as cuBLAS runs them.
+  if (rate == 0 && cx.dtype == DType::tf32) rate = unit_vector_ops_per_s(d, DType::fp32);
   if (rate == 0) {
     unsupported(cx, fmt::format("{} is not supported: the device has no {} throughput (matrix: {}; vector: {})",
                                 dtype_name(cx.dtype), dtype_name(cx.dtype),
