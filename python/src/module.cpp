@@ -208,8 +208,10 @@ std::vector<std::int64_t> ints_of(const py::args& args) {
       PyErr_Clear();
       throw py::type_error("expected a sequence of integers, got " + py::repr(args).cast<std::string>());
     }
-    out.push_back(PyLong_AsLongLong(index));
+    const long long v = PyLong_AsLongLong(index);
     Py_DECREF(index);
+    if (v == -1 && PyErr_Occurred()) throw py::error_already_set();  // too large for 64 bits
+    out.push_back(v);
   }
   return out;
 }

@@ -14,7 +14,8 @@ END = "<!-- end of generated section -->"
 MODULES = ["syntorch", "syntorch.torch", "syntorch.torch.nn", "syntorch.torch.nn.functional", "syntorch.torch.nn.init",
            "syntorch.torch.nn.utils", "syntorch.torch.optim", "syntorch.torch.optim.lr_scheduler",
            "syntorch.torch.amp", "syntorch.torch.autograd", "syntorch.torch.cuda", "syntorch.torch.profiler",
-           "syntorch.torch.distributed", "syntorch.torch.backends", "syntorch.parallel", "syntorch.run"]
+           "syntorch.torch.distributed", "syntorch.torch.backends.cuda", "syntorch.torch.backends.cudnn",
+           "syntorch.parallel", "syntorch.run"]
 
 
 def _signature(obj):

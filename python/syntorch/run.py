@@ -16,7 +16,7 @@ import runpy
 import sys
 
 _SUBMODULES = ("nn", "nn.functional", "nn.init", "nn.utils", "nn.parallel", "cuda", "optim", "optim.lr_scheduler",
-               "amp", "autograd", "profiler", "distributed", "backends")
+               "amp", "autograd", "profiler", "distributed", "backends", "backends.cuda", "backends.cudnn")
 
 
 def alias_torch():

@@ -68,6 +68,12 @@ if _ENABLED:
     _install()
 
 
+def covered_by_calls():
+    """The listed names whose calls are noted (empty without SYNTORCH_API_COVERAGE=1): the rest
+    (constants, extension types, syntorch.run's functions) are checked by name."""
+    return set(_listed)
+
+
 def pytest_sessionfinish(session, exitstatus):
     if not _ENABLED or exitstatus != 0:
         return

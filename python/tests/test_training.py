@@ -269,6 +269,11 @@ import argparse
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+import torch.backends.cudnn as cudnn
+
+torch.manual_seed(1337)
+torch.backends.cuda.matmul.allow_tf32 = True
+cudnn.allow_tf32 = True
 
 p = argparse.ArgumentParser()
 p.add_argument("--steps", type=int, default=2)

@@ -127,7 +127,7 @@ void set_virtual_pipeline_model_parallel_rank(int vp_rank) {
 
 void all_reduce(torch::Tensor& tensor, const ProcessGroup& group) {
   runtime::RankContext* ctx = runtime::current_rank();
-  if (!ctx || group.size() < 2) return;
+  if (!ctx || group.size() < 2 || tensor.nbytes() == 0) return;  // nothing to move, as NCCL
   ctx->collective(comm_op(runtime::OpKind::allreduce, tensor, group.size(), tensor.nbytes()), group.id,
                   "nccl:all_reduce");
 }
@@ -139,7 +139,7 @@ void rooted(runtime::OpKind kind, torch::Tensor& tensor, const ProcessGroup& gro
     throw std::invalid_argument(fmt::format("{}: root {} is not a member of a group of {}", name, root, group.size()));
   }
   runtime::RankContext* ctx = runtime::current_rank();
-  if (!ctx || group.size() < 2) return;
+  if (!ctx || group.size() < 2 || tensor.nbytes() == 0) return;  // nothing to move, as NCCL
   ctx->collective(comm_op(kind, tensor, group.size(), tensor.nbytes()), group.id, trace_name);
 }
 }  // namespace

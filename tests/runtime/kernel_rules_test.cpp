@@ -91,6 +91,15 @@ TEST(GemmTiler, ACtaPairSharesItsLargerPanelSoAFeedBoundTileBecomesMathBound) {
   EXPECT_NEAR(pq.predict(square).time_s / paired_square.time_s, 1.0, 0.01);
 }
 
+TEST(GemmTiler, Tf32OnADeviceWithoutTf32UnitsRunsAsFp32) {
+  // simple_gpu has fp32 matrix units and no TF32 ones: allowing TF32 changes nothing there.
+  const hw::Machine m = hw::Machine::load(config_path("simple_gpu"));
+  EXPECT_DOUBLE_EQ(predict_s(m, gemm(2048, 2048, 2048, DType::tf32)), predict_s(m, gemm(2048, 2048, 2048, DType::fp32)));
+  // The A100's TF32 units are 8x its fp32 vector rate: a large product gains most of that.
+  const hw::Machine a100 = hw::Machine::load(config_path("a100_sxm4_80gb"));
+  EXPECT_GT(predict_s(a100, gemm(4096, 4096, 4096, DType::fp32)), 4 * predict_s(a100, gemm(4096, 4096, 4096, DType::tf32)));
+}
+
 TEST(GemmTiler, Fp8IsRefusedOnADeviceWithoutIt) {
   const hw::Machine a100 = hw::Machine::load(config_path("a100_sxm4_80gb"));
   Predictor p(a100, KernelPolicy{});

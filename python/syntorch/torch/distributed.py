@@ -190,12 +190,13 @@ def broadcast(tensor, src, group=None, async_op=False):
     return _done(async_op)
 
 
-def barrier(group=None, **kwargs):
+def barrier(group=None, async_op=False, device_ids=None):
     """NCCL's barrier: an all-reduce of one element."""
     import syntorch.torch as torch
     g = _group(group)
     if g is not None:
         _syntorch.dist_all_reduce(torch.zeros(1), g)
+    return _done(async_op)
 
 
 def send(tensor, dst, group=None, tag=0):

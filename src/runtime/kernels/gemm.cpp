@@ -107,11 +107,11 @@ Kernel gemv(const OpDesc& op, const LowerContext& cx) {
 // what the device has when it has neither.
 std::pair<double, bool> matmul_rate(const LowerContext& cx) {
   const hw::Device& d = cx.device;
-  double rate = unit_matrix_ops_per_s(d, cx.dtype);
-  const bool on_matrix = rate > 0;
-  if (!on_matrix) rate = unit_vector_ops_per_s(d, cx.dtype);
   // TF32 allowed on a device without TF32 units: the products run in fp32, as cuBLAS runs them.
-  if (rate == 0 && cx.dtype == DType::tf32) rate = unit_vector_ops_per_s(d, DType::fp32);
+  const DType t = cx.dtype == DType::tf32 && unit_matrix_ops_per_s(d, DType::tf32) == 0 ? DType::fp32 : cx.dtype;
+  double rate = unit_matrix_ops_per_s(d, t);
+  const bool on_matrix = rate > 0;
+  if (!on_matrix) rate = unit_vector_ops_per_s(d, t);
   if (rate == 0) {
     unsupported(cx, fmt::format("{} is not supported: the device has no {} throughput (matrix: {}; vector: {})",
                                 dtype_name(cx.dtype), dtype_name(cx.dtype),

@@ -13,12 +13,25 @@ from syntorch.torch.nn import Module
 _BROADCAST_BUCKET_BYTES = 250 * 2 ** 20  # DDP's broadcast_bucket_size
 
 
+def _unique(tensors):
+    """Each tensor once (a tied weight appears under two names), in order, Nones dropped."""
+    seen, out = set(), []
+    for t in tensors:
+        if t is not None and id(t) not in seen:
+            seen.add(id(t))
+            out.append(t)
+    return out
+
+
 def _broadcast_coalesced(tensors, group):
-    """c10d's broadcast_coalesced from rank 0: buckets of up to 250 MiB, each flattened into one
-    buffer (a cat), broadcast, and copied back into its tensors on the other ranks."""
+    """c10d's broadcast_coalesced from the group's first rank: buckets of up to 250 MiB, each
+    flattened into one buffer (a cat), broadcast, and copied back into its tensors on the other
+    ranks. Empty tensors move nothing."""
+    tensors = [t for t in tensors if t.numel() > 0]
     if not tensors or dist.get_world_size(group) == 1:
         return
-    receiving = dist.get_rank() != 0
+    src = group.ranks[0] if group is not None else 0
+    receiving = dist.get_rank() != src
     bucket, size = [], 0
     for t in tensors + [None]:
         if t is not None and (not bucket or size + t.numel() * t.element_size() <= _BROADCAST_BUCKET_BYTES):
@@ -29,7 +42,7 @@ def _broadcast_coalesced(tensors, group):
             for dtype in sorted({b.dtype for b in bucket}, key=str):  # one buffer per dtype
                 same = [b for b in bucket if b.dtype == dtype]
                 flat = torch.cat([b.reshape(-1) for b in same])
-                dist.broadcast(flat, 0, group=group)
+                dist.broadcast(flat, src, group=group)
                 if receiving:
                     offset = 0
                     for b in same:
@@ -51,8 +64,10 @@ class DistributedDataParallel(Module):
         self.module = module
         object.__setattr__(self, "_group", process_group)
         object.__setattr__(self, "_broadcast_buffers", bool(broadcast_buffers))
-        # As PyTorch's DDP: rank 0's parameters and buffers to every rank before training starts.
-        _broadcast_coalesced([t for _, t in module.state_dict().items() if t is not None], process_group)
+        # As PyTorch's DDP: the group's first rank's parameters (each once, tied ones too) and, with
+        # broadcast_buffers, buffers to every rank before training starts.
+        _broadcast_coalesced(_unique(list(module.parameters()) +
+                                     (list(module.buffers()) if broadcast_buffers else [])), process_group)
         params = [p for p in module.parameters() if p.requires_grad]
         cap = int(bucket_cap_mb * 2 ** 20)
         buckets, current, size = [], [], 0
@@ -94,6 +109,8 @@ class DistributedDataParallel(Module):
             object.__setattr__(self, "_waiting", [len(b) for b in self._buckets])
 
     def forward(self, *args, **kwargs):
-        if self._broadcast_buffers:  # rank 0's buffers (running statistics) to every rank, each step
-            _broadcast_coalesced([b for _, b in self.module.named_buffers() if b is not None], self._group)
+        # The first rank's buffers (running statistics) to every rank, before each forward that
+        # will run a backward (PyTorch's require_forward_param_sync: not under no_grad).
+        if self._broadcast_buffers and torch.is_grad_enabled():
+            _broadcast_coalesced(_unique(list(self.module.buffers())), self._group)
         return self.module(*args, **kwargs)
