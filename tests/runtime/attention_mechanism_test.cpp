@@ -84,33 +84,46 @@ TEST(FlashAttention, SmallHeadsAreExponentialBoundLargeOnesMatrixBound) {
 
 namespace {
 
-TEST(UnfusedAttention, Fp32BackwardFollowsTheForwardThroughHbm) {
-  // No fp32 matrix units: auto runs the forward unfused (PyTorch's math path) and its backward
-  // through the probabilities that forward kept: four batched products and the softmax's backward.
+TEST(MemoryEfficientAttention, Fp32RunsFusedOnTheVectorUnitsAndUnfusedOnlyWhenAsked) {
+  // No fp32 matrix units: auto runs PyTorch's memory-efficient kernel (FlashAttention's blocking,
+  // the products on the fp32 vector units, no score matrix in HBM), forward and backward.
   const hw::Machine m = hw::Machine::load(config("h100_sxm5_80gb.json"));
   runtime::OpDesc op = prefill(64);
   op.dtype = DType::fp32;
-  op.seq_q = op.seq_kv = 512;
+  op.seq_q = op.seq_kv = 2048;
   runtime::Predictor p(m, policy(""));
   const runtime::Prediction forward = p.predict(op);
-  ASSERT_EQ(forward.kernels.size(), 3u);
+  ASSERT_EQ(forward.kernels.size(), 1u);
+  EXPECT_EQ(forward.kernels[0].impl, "mem_efficient");
+  std::string why;
+  for (const auto& line : forward.kernels[0].why) why += line + "\n";
+  EXPECT_NE(why.find("the products on the fp32 vector units"), std::string::npos) << why;
+  // The unfused path (PyTorch's math path) writes the score matrix to HBM: slower at this length.
+  runtime::Predictor math(m, policy("attention=unfused,attention_backward=unfused"));
+  const runtime::Prediction unfused = math.predict(op);
+  ASSERT_EQ(unfused.kernels.size(), 3u);
+  EXPECT_GT(unfused.time_s, forward.time_s);
   op.kind = runtime::OpKind::attention_backward;
   const runtime::Prediction backward = p.predict(op);
-  ASSERT_EQ(backward.kernels.size(), 5u);
-  EXPECT_NE(backward.kernels[2].name.find("softmax"), std::string::npos);
-  std::string why;
-  for (const auto& line : backward.kernels[0].why) why += line + "\n";
-  EXPECT_NE(why.find("probabilities kept in HBM"), std::string::npos) << why;
-  // Four products of the forward's two, at the same shapes: twice its matrix time and more.
-  EXPECT_GT(backward.time_s, 1.5 * forward.time_s);
+  ASSERT_EQ(backward.kernels.size(), 3u);  // D, the main kernel, dQ's conversion
+  EXPECT_EQ(backward.kernels[1].impl, "mem_efficient");
+  // Unfused, autograd through the forward's ops: four products and the softmax's backward from
+  // the probabilities kept in HBM.
+  const runtime::Prediction through_hbm = math.predict(op);
+  ASSERT_EQ(through_hbm.kernels.size(), 5u);
+  EXPECT_NE(through_hbm.kernels[2].name.find("softmax"), std::string::npos);
+  std::string hbm_why;
+  for (const auto& line : through_hbm.kernels[0].why) hbm_why += line + "\n";
+  EXPECT_NE(hbm_why.find("probabilities kept in HBM"), std::string::npos) << hbm_why;
   // Under GQA the per-query-head dK and dV are summed over each group of heads: one more kernel.
   op.kv_heads = op.heads / 4;
-  const runtime::Prediction grouped = p.predict(op);
+  const runtime::Prediction grouped = math.predict(op);
   ASSERT_EQ(grouped.kernels.size(), 6u);
   EXPECT_NE(grouped.kernels[5].name.find("summed over each head group"), std::string::npos);
   op.kv_heads = op.heads;
+  // FlashAttention itself needs the dtype's matrix units.
   runtime::Predictor flash(m, policy("attention_backward=flash_v2"));
-  EXPECT_THROW(flash.predict(op), std::exception);  // fp32 has no matrix units for the fused kernel
+  EXPECT_THROW(flash.predict(op), std::exception);
 }
 
 }  // namespace

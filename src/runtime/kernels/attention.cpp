@@ -54,9 +54,9 @@ struct BlockCost {
   }
 };
 BlockCost block_cost(const hw::Device& d, double mm, double vec, double scores, double matrix_ops_per_score,
-                     double vector_ops_per_score, bool v3) {
+                     double vector_ops_per_score, bool v3, bool vector_products) {
   BlockCost c{};
-  c.sync = !v3 && d.compute.async_matrix ? d.compute.sync_matrix_efficiency : 1.0;
+  c.sync = !v3 && !vector_products && d.compute.async_matrix ? d.compute.sync_matrix_efficiency : 1.0;
   c.mm_s = matrix_ops_per_score * scores / (mm * c.sync);
   c.special = d.compute.special_ops_per_cycle * d.compute.clock_hz;
   c.exp_s = c.special > 0 ? scores / c.special : (vec > 0 ? kSoftwareExpOps * scores / vec : 0);
@@ -65,19 +65,37 @@ BlockCost block_cost(const hw::Device& d, double mm, double vec, double scores, 
   return c;
 }
 
-Kernel fused(const OpDesc& op, const LowerContext& cx, bool v3) {
+// The rate a fused kernel's products run at: the dtype's matrix units; for the memory-efficient
+// kernel (PyTorch's choice for fp32, which FlashAttention does not take) the fp32 vector units
+// where the dtype has no matrix units. FlashAttention itself needs them.
+struct ProductRate {
+  double ops_per_s;
+  bool on_vector;
+};
+ProductRate product_rate(const LowerContext& cx, bool memory_efficient) {
+  const double mm = unit_matrix_ops_per_s(cx.device, cx.dtype);
+  if (mm > 0) return {mm, false};
+  const double vec = unit_vector_ops_per_s(cx.device, DType::fp32);
+  if (!memory_efficient || vec == 0) {
+    unsupported(cx, fmt::format("FlashAttention needs {} matrix units (attention=mem_efficient runs {} products on "
+                                "the vector units)", dtype_name(cx.dtype), dtype_name(cx.dtype)));
+  }
+  return {vec, true};
+}
+
+Kernel fused(const OpDesc& op, const LowerContext& cx, bool v3, bool memory_efficient = false) {
   const hw::Device& d = cx.device;
   const double e = element_bytes(cx.dtype);
-  const double mm = unit_matrix_ops_per_s(d, cx.dtype);
+  const ProductRate rate = product_rate(cx, memory_efficient);
+  const double mm = rate.ops_per_s;
   const double vec = unit_vector_ops_per_s(d, DType::fp32);
-  if (mm == 0) unsupported(cx, fmt::format("fused attention needs {} matrix units", dtype_name(cx.dtype)));
   const std::uint64_t group = op.heads / op.kv_heads;
   // Decode: a few new queries against a longer KV cache. One CTA serves all query heads of a KV
   // head (GQA/MQA), so its rows are group x seq_q.
   const bool decode = op.seq_q <= kDecodeQueries && op.seq_kv > op.seq_q;
   Kernel k;
   k.device = cx.device_index;
-  k.impl = v3 ? "flash_v3" : "flash_v2";
+  k.impl = memory_efficient ? "mem_efficient" : v3 ? "flash_v3" : "flash_v2";
   k.tiles_per_unit = 1;
   const double qo_bytes = 2.0 * static_cast<double>(op.batch * op.heads * op.seq_q * op.head_dim) * e;
   const double kv_bytes = 2.0 * static_cast<double>(op.batch * op.kv_heads * op.seq_kv * op.head_dim) *
@@ -111,7 +129,7 @@ Kernel fused(const OpDesc& op, const LowerContext& cx, bool v3) {
                                 k.tiles, kBlockQ, visited, kv_blocks, op.causal ? " (causal)" : ""));
   }
   const BlockCost c = block_cost(d, mm, vec, scores_per_tile, 4.0 * static_cast<double>(op.head_dim),
-                                 kSoftmaxVectorOpsPerScore, v3);
+                                 kSoftmaxVectorOpsPerScore, v3, rate.on_vector);
   k.tile_compute_s = c.tile_s(v3);
   k.tile_hbm_bytes = k.hbm_bytes / static_cast<double>(k.tiles);
   const std::string parts =
@@ -128,8 +146,9 @@ Kernel fused(const OpDesc& op, const LowerContext& cx, bool v3) {
                                 c.mm_s >= c.softmax_s() ? "matrix" : (c.exp_s >= c.vector_s ? "exponential" : "softmax"),
                                 c.overlap * 100, c.mm_s >= c.softmax_s() ? "softmax" : "products", parts));
   } else {
-    k.why.push_back(fmt::format("flash_v2: softmax between the two matrix products of each block, the three in turn; "
-                                "{}",
+    k.why.push_back(fmt::format("{}: softmax between the two matrix products of each block, the three in turn{}; {}",
+                                k.impl, rate.on_vector ? fmt::format(", the products on the {} vector units", "fp32")
+                                                       : std::string(),
                                 parts));
   }
   return k;
@@ -140,13 +159,13 @@ Kernel fused(const OpDesc& op, const LowerContext& cx, bool v3) {
 // recomputed (one exponential a score), and five products follow: dV += P^T dO, dP = dO V^T,
 // dS = P (dP - D), dK += dS^T Q and dQ += dS K, the last added atomically to an fp32 dQ in L2.
 // Three kernels: D, the main kernel, and dQ's conversion to the input dtype.
-std::vector<Kernel> backward(const OpDesc& op, const LowerContext& cx, bool v3) {
+std::vector<Kernel> backward(const OpDesc& op, const LowerContext& cx, bool v3, bool memory_efficient = false) {
   const hw::Device& d = cx.device;
   const double e = element_bytes(cx.dtype);
-  const double mm = unit_matrix_ops_per_s(d, cx.dtype);
+  const ProductRate rate = product_rate(cx, memory_efficient);
+  const double mm = rate.ops_per_s;
   const double vec = unit_vector_ops_per_s(d, DType::fp32);
-  if (mm == 0) unsupported(cx, fmt::format("fused attention needs {} matrix units", dtype_name(cx.dtype)));
-  const std::string impl = v3 ? "flash_v3" : "flash_v2";
+  const std::string impl = memory_efficient ? "mem_efficient" : v3 ? "flash_v3" : "flash_v2";
   const double q_elems = static_cast<double>(op.batch * op.heads * op.seq_q * op.head_dim);
   const double kv_elems = static_cast<double>(op.batch * op.kv_heads * op.seq_kv * op.head_dim);
   const double lse_rows = static_cast<double>(op.batch * op.heads * op.seq_q);
@@ -171,7 +190,7 @@ std::vector<Kernel> backward(const OpDesc& op, const LowerContext& cx, bool v3) 
   k.tile_hbm_bytes = k.hbm_bytes / static_cast<double>(k.tiles);
   k.flops = 2.5 * ops::attention_flops(op);
   const BlockCost c = block_cost(d, mm, vec, scores_per_tile, 10.0 * static_cast<double>(op.head_dim),
-                                 kBackwardVectorOpsPerScore, v3);
+                                 kBackwardVectorOpsPerScore, v3, rate.on_vector);
   k.tile_compute_s = c.tile_s(v3);
   k.name = fmt::format("{} backward", impl);
   k.why.push_back(fmt::format("backward: {} CTAs (batch x heads x {}-key blocks), {:.1f} of {} query blocks each{}; "
@@ -183,7 +202,7 @@ std::vector<Kernel> backward(const OpDesc& op, const LowerContext& cx, bool v3) 
                                          : std::string(),
                               c.exp_s * 1e6, c.vector_s * 1e6,
                               v3 ? "flash_v3 overlaps the softmax with the products"
-                                 : "flash_v2 runs them in turn"));
+                                 : impl + " runs them in turn"));
   Kernel post = stream_kernel(cx, {"", q_elems, 4.0, e, 0});
   post.name = fmt::format("{} backward: dQ to {}", impl, dtype_name(cx.dtype));
   std::vector<Kernel> ks{std::move(pre), std::move(k), std::move(post)};
@@ -232,6 +251,7 @@ std::vector<Kernel> lower_unfused(std::span<const UnfusedPart> parts, const Lowe
   for (const UnfusedPart& part : parts) {
     for (Kernel& k : op_type(part.op.kind).lower(part.op, sub)) {
       k.name = k.tile.empty() ? part.name : fmt::format("{} {}", part.name, k.tile);
+      k.impl = "unfused";  // what a policy names it by; the products' own kernels stay in the name
       ks.push_back(std::move(k));
     }
   }
@@ -267,15 +287,17 @@ std::vector<Kernel> unfused_backward(const OpDesc& op, const LowerContext& cx) {
 std::vector<Kernel> lower_attention_backward(const OpDesc& op, const LowerContext& cx) {
   const hw::Device& d = cx.device;
   const std::string& impl = checked_impl(cx);
-  // auto chooses as the forward's auto does: fused where the device has matrix units for the
-  // dtype (a forward pinned to another implementation does not carry over to its backward).
-  const bool fused_ok = unit_matrix_ops_per_s(d, cx.dtype) > 0;
+  // auto chooses as the forward's auto does: FlashAttention where the device has matrix units for
+  // the dtype, else the memory-efficient kernel (a forward pinned to another implementation does
+  // not carry over to its backward).
+  const bool flash_ok = unit_matrix_ops_per_s(d, cx.dtype) > 0;
   std::vector<std::vector<Kernel>> options;
-  if (impl == "flash_v2" || (impl == "auto" && fused_ok)) options.push_back(backward(op, cx, false));
-  if (impl == "flash_v3" || (impl == "auto" && fused_ok && d.compute.async_matrix)) {
+  if (impl == "flash_v2" || (impl == "auto" && flash_ok)) options.push_back(backward(op, cx, false));
+  if (impl == "flash_v3" || (impl == "auto" && flash_ok && d.compute.async_matrix)) {
     options.push_back(backward(op, cx, true));
   }
-  if (impl == "unfused" || (impl == "auto" && !fused_ok)) options.push_back(unfused_backward(op, cx));
+  if (impl == "mem_efficient" || (impl == "auto" && !flash_ok)) options.push_back(backward(op, cx, false, true));
+  if (impl == "unfused") options.push_back(unfused_backward(op, cx));
   return choose_implementation(std::move(options), cx);
 }
 
@@ -283,12 +305,14 @@ std::vector<Kernel> lower_attention(const OpDesc& op, const LowerContext& cx) {
   const hw::Device& d = cx.device;
   const std::string& impl = checked_impl(cx);
   std::vector<std::vector<Kernel>> options;
-  // auto tries the fused kernels the device can run and falls back to unfused, as PyTorch's
-  // scaled_dot_product_attention does.
-  const bool fused_ok = unit_matrix_ops_per_s(d, cx.dtype) > 0;
-  if (impl == "flash_v2" || (impl == "auto" && fused_ok)) options.push_back({fused(op, cx, false)});
-  if (impl == "flash_v3" || (impl == "auto" && fused_ok && d.compute.async_matrix)) options.push_back({fused(op, cx, true)});
-  if (impl == "unfused" || (impl == "auto" && !fused_ok)) {
+  // auto tries FlashAttention where the device has matrix units for the dtype, else the
+  // memory-efficient kernel, as PyTorch's scaled_dot_product_attention dispatches (its math path,
+  // unfused, only when asked for).
+  const bool flash_ok = unit_matrix_ops_per_s(d, cx.dtype) > 0;
+  if (impl == "flash_v2" || (impl == "auto" && flash_ok)) options.push_back({fused(op, cx, false)});
+  if (impl == "flash_v3" || (impl == "auto" && flash_ok && d.compute.async_matrix)) options.push_back({fused(op, cx, true)});
+  if (impl == "mem_efficient" || (impl == "auto" && !flash_ok)) options.push_back({fused(op, cx, false, true)});
+  if (impl == "unfused") {
     // QK^T per head (K/V heads repeated for GQA), softmax over the scores in HBM, then AV.
     const UnfusedPart parts[] = {{unfused_product(op, op.seq_q, op.seq_kv, op.head_dim), "attention QK^T"},
                                  {unfused_rows(op, OpKind::softmax), "attention softmax"},

@@ -64,7 +64,7 @@ double attention_min_bytes(const OpDesc& op) {
 }
 
 namespace {
-constexpr std::string_view kImpls[] = {"auto", "flash_v2", "flash_v3", "unfused"};
+constexpr std::string_view kImpls[] = {"auto", "flash_v2", "flash_v3", "mem_efficient", "unfused"};
 }  // namespace
 
 extern constinit const OpType attention_op{

@@ -10,7 +10,7 @@
 namespace syntorch::runtime::ops {
 
 namespace {
-constexpr std::string_view kImpls[] = {"auto", "flash_v2", "flash_v3", "unfused"};
+constexpr std::string_view kImpls[] = {"auto", "flash_v2", "flash_v3", "mem_efficient", "unfused"};
 }  // namespace
 
 extern constinit const OpType attention_backward_op{
