@@ -9,7 +9,9 @@ column layer's gather_output, the row layer's and the vocabulary embedding's all
 `python -m syntorch.run --nproc`); a one-rank run has no other ranks, and asking for them there
 raises NotImplementedError."""
 
+import _syntorch
 import syntorch.torch as torch
+import syntorch.torch.distributed as dist
 import syntorch.torch.nn as nn
 import syntorch.torch.nn.functional as F
 
@@ -28,7 +30,6 @@ def shard_size(total, tp_size, tp_rank):
 
 def _tp_group(layer, what, tp_size, group):
     """The group a layer's collective runs over, or NotImplementedError when the run lacks one."""
-    import syntorch.torch.distributed as dist
     if group is not None:
         return group
     if dist.is_initialized() and dist.get_world_size() == tp_size:
@@ -36,6 +37,18 @@ def _tp_group(layer, what, tp_size, group):
     raise NotImplementedError(f"syntorch.parallel.{layer}: {what} needs the other ranks of the tensor-parallel "
                               f"group: run {tp_size} ranks (python -m syntorch.run --nproc {tp_size}) with "
                               "torch.distributed initialised, or pass group=")
+
+
+def _layer_group(layer, name, what):
+    """The process group's handle a layer's closing collective runs over, found once per
+    initialisation of torch.distributed (layers run every step: this is on the hot path)."""
+    world = dist._state.world
+    cached = layer.__dict__.get("_closing_group")
+    if cached is not None and cached[0] is world:
+        return cached[1]
+    impl = dist._group(_tp_group(name, what, layer.tp_size, layer.group))
+    object.__setattr__(layer, "_closing_group", (world, impl))
+    return impl
 
 
 class ColumnParallelLinear(nn.Module):
@@ -57,9 +70,7 @@ class ColumnParallelLinear(nn.Module):
     def forward(self, x):
         y = F.linear(x, self.weight, self.bias)
         if self.gather_output and self.tp_size > 1:
-            import syntorch.torch.distributed as dist
-            g = _tp_group("ColumnParallelLinear", "gather_output=True", self.tp_size, self.group)
-            y = _all_gather_last(y, dist._group(g))
+            y = _all_gather_last(y, _layer_group(self, "ColumnParallelLinear", "gather_output=True"))
         return y
 
 
@@ -86,9 +97,8 @@ class RowParallelLinear(nn.Module):
         # The bias is added once, after the partial products are summed (Megatron's order).
         y = F.linear(x, self.weight)
         if self.reduce_results and self.tp_size > 1:
-            import syntorch.torch.distributed as dist
-            dist.all_reduce(y, group=_tp_group("RowParallelLinear", "reduce_results=True (the all-reduce of the "
-                                               "partial products)", self.tp_size, self.group))
+            _syntorch.dist_all_reduce(y, _layer_group(self, "RowParallelLinear", "reduce_results=True (the all-reduce "
+                                                      "of the partial products)"))
         return y if self.bias is None else y + self.bias
 
 
@@ -107,16 +117,14 @@ class VocabParallelEmbedding(nn.Module):
     def forward(self, indices):
         y = F.embedding(indices, self.weight)
         if self.reduce_results and self.tp_size > 1:
-            import syntorch.torch.distributed as dist
-            dist.all_reduce(y, group=_tp_group("VocabParallelEmbedding", "reduce_results=True (the all-reduce of "
-                                               "the looked-up rows)", self.tp_size, self.group))
+            _syntorch.dist_all_reduce(y, _layer_group(self, "VocabParallelEmbedding", "reduce_results=True (the "
+                                                      "all-reduce of the looked-up rows)"))
         return y
 
 
 def gather_from_tensor_model_parallel_region(x, group=None):
     """Megatron's gather: every rank's shard of the last dim, concatenated (one all-gather over
     `group`, default the world); the input itself in a one-rank run."""
-    import syntorch.torch.distributed as dist
     g = dist._group(group)
     return x if g is None else _all_gather_last(x, g)
 
@@ -124,11 +132,9 @@ def gather_from_tensor_model_parallel_region(x, group=None):
 def reduce_from_tensor_model_parallel_region(x, group=None):
     """Megatron's reduce: the sum of every rank's x (an all-reduce in place over `group`, default
     the world); x itself in a one-rank run."""
-    import syntorch.torch.distributed as dist
     dist.all_reduce(x, group=group)
     return x
 
 
 def _all_gather_last(y, group_impl):
-    import _syntorch
     return _syntorch.dist_all_gather(y, group_impl, -1)
