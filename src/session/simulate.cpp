@@ -86,6 +86,9 @@ bool set_run_parameter(RunSpec& s, const std::string& key, const std::string& va
     } else {
       d.error(where, key, fmt::format("expected eager or native, got \"{}\"", value));
     }
+  } else if (key == "ranks") {
+    if (value == "one" || value == "all") s.mirror_ranks = value == "one";
+    else d.error(where, key, fmt::format("expected one (rank 0's program, the others mirroring it) or all, got \"{}\"", value));
   } else {
     return false;
   }
@@ -95,7 +98,7 @@ bool set_run_parameter(RunSpec& s, const std::string& key, const std::string& va
 const std::vector<std::string>& run_parameter_keys() {
   static const std::vector<std::string> keys{"model", "tp",       "pp",    "ep",        "expert_skew",
                                              "batch", "input_tokens", "output_tokens", "dtype", "kv_dtype",
-                                             "graph", "framework",    "micro_batches", "max_num_tokens"};
+                                             "graph", "framework",    "micro_batches", "max_num_tokens", "ranks"};
   return keys;
 }
 
@@ -111,6 +114,11 @@ bool validate_run(const RunSpec& s, const hw::Machine& machine, Diagnostics& d, 
   positive(s.tp, "tp");
   positive(s.pp, "pp");
   positive(s.ep, "ep");
+  if (s.mirror_ranks && (s.pp > 1 || s.ep > 1)) {
+    d.error(where, "ranks", fmt::format("one (rank 0's program for every rank) needs ranks that run the same program: "
+                                        "pipeline stages (pp {}) and expert-parallel ranks (ep {}) differ; use all",
+                                        s.pp, s.ep));
+  }
   if (!(s.expert_skew >= 0) || s.expert_skew > models::kMaxExpertSkew) {
     d.error(where, "expert-skew",
             fmt::format("expected a Zipf exponent in [0, {}], got {}", models::kMaxExpertSkew, s.expert_skew));
@@ -191,6 +199,7 @@ RunReport simulate_generation(const hw::Machine& machine, const runtime::KernelP
   options.recorder = recorder;
   options.trace_level = trace_level;
   options.framework = spec.framework;
+  if (spec.mirror_ranks) options.mirror_of.assign(static_cast<std::size_t>(spec.tp * spec.pp), 0);
   runtime::Engine engine(machine, policy, spec.tp * spec.pp, options);
   models::GenerateOptions generation;
   generation.batch = spec.batch;

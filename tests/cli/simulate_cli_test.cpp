@@ -53,6 +53,27 @@ TEST(SimulateCli, JsonHasTheDocumentedFieldsAndTwoRunsAreIdentical) {
   }
 }
 
+TEST(SimulateCli, OneRanksProgramForIdenticalTensorParallelRanksGivesTheSameRun) {
+  // --ranks one: rank 0's program stands for every tensor-parallel rank, which join its
+  // collectives: the same times, memory and kernels as every rank running its own.
+  std::map<std::string, nlohmann::json> runs;
+  for (const char* ranks : {"all", "one"}) {
+    const Result r = run_cli({"simulate", "--model", "gpt3-1.3b", "--hw", "hw_configs/dgx_h100.json", "--tp", "8",
+                              "--batch", "4", "--input-tokens", "256", "--output-tokens", "4", "--ranks", ranks, "--json"});
+    ASSERT_EQ(r.code, kExitOk) << r.err;
+    runs[ranks] = nlohmann::json::parse(r.out);
+  }
+  EXPECT_EQ(runs["one"]["ranks"], "one");
+  for (const char* key : {"ttft_ms", "tpot_ms", "e2e_ms", "peak_memory_bytes", "kernels"}) {
+    EXPECT_EQ(runs["one"][key], runs["all"][key]) << key;
+  }
+  // Pipeline stages differ: refused, naming the flag.
+  const Result pp = run_cli({"simulate", "--model", "gpt3-1.3b", "--hw", "hw_configs/dgx_h100.json", "--tp", "4",
+                             "--pp", "2", "--ranks", "one"});
+  EXPECT_EQ(pp.code, 2);
+  EXPECT_NE((pp.out + pp.err).find("ranks"), std::string::npos) << pp.out << pp.err;
+}
+
 TEST(SimulateCli, OomJsonSaysSoAndExitsThree) {
   const Result r = run_cli({"simulate", "--model", "gpt3-13b", "--hw", "hw_configs/a100_sxm4_80gb.json", "--set",
                             "/components/gpu/components/hbm/size=8 GB", "--json"});

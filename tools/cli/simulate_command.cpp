@@ -38,6 +38,7 @@ struct SimulateOptions {
   std::int64_t output_tokens = 16;
   std::int64_t micro_batches = 0;
   std::int64_t max_num_tokens = 0;
+  std::string ranks = "all";
   std::string dtype = "fp16";
   std::string kv_dtype;  // "" = the run's default
   std::string policy;
@@ -80,6 +81,7 @@ nlohmann::ordered_json report_json(const session::RunReport& r, const session::R
   j["kv_dtype"] = std::string(dtype_name(session::kv_cache_dtype(spec)));
   j["graph"] = spec.graph;
   j["framework"] = spec.framework == runtime::Framework::native ? "native" : "eager";
+  j["ranks"] = spec.mirror_ranks ? "one" : "all";
   j["ttft_ms"] = r.ttft_s * 1e3;
   j["tpot_ms"] = r.tpot_s * 1e3;
   j["e2e_ms"] = r.e2e_s * 1e3;
@@ -174,6 +176,12 @@ int run_simulate(const SimulateOptions& o, Context& ctx) {
   spec.output_tokens = o.output_tokens;
   spec.micro_batches = o.micro_batches;
   spec.max_num_tokens = o.max_num_tokens;
+  if (o.ranks == "one" || o.ranks == "all") {
+    spec.mirror_ranks = o.ranks == "one";
+  } else {
+    d.error("--ranks", "", fmt::format("expected one (rank 0's program, the others mirroring it) or all, got \"{}\"",
+                                       o.ranks));
+  }
   spec.graph = o.graph;
   spec.framework = o.framework == "native" ? runtime::Framework::native : runtime::Framework::eager;
   const runtime::KernelPolicy policy = runtime::KernelPolicy::load(o.policy, d, "--policy");
@@ -230,6 +238,9 @@ void add_simulate_command(CLI::App& app, Context& ctx) {
   s->add_option("--output-tokens,--num_output_tokens", o->output_tokens, "Tokens generated per sequence (the first by "
                 "the prefill)")->capture_default_str();
   s->add_option("--micro-batches", o->micro_batches, "Pipeline micro-batches (default: one per stage)");
+  s->add_option("--ranks", o->ranks, "all: every rank's program runs; one: tensor-parallel ranks run the same program, "
+                "so rank 0's runs and the others mirror it, joining its collectives (the same times, 1/tp of the work; "
+                "not with pp or ep)")->capture_default_str();
   s->add_option("--max-num-tokens", o->max_num_tokens, "Prompt tokens per prefill forward, as TensorRT-LLM's "
                 "max_num_tokens: the prefill runs in groups of sequences within it (default 0: the whole batch at once)");
   s->add_option("--dtype", o->dtype,

@@ -44,11 +44,16 @@ struct RunSpec {
   runtime::Framework framework = runtime::Framework::eager;
   std::int64_t micro_batches = 0;  // 0: one per pipeline stage
   std::int64_t max_num_tokens = 0;  // prompt tokens per prefill forward (models::GenerateOptions); 0: all
+  // Tensor-parallel ranks run the same program on the same shapes: with mirror_ranks only rank 0's
+  // runs and the others mirror it, joining its collectives (runtime::EngineOptions::mirror_of): the
+  // same times at 1/tp of the work. Only without pipeline or expert parallelism, whose ranks differ.
+  bool mirror_ranks = false;
 };
 
 // Sets one run parameter from its text, as study files and measurement rows give them: model,
 // tp, pp, ep, expert_skew, batch, input_tokens (or input), output_tokens (or output), dtype, kv_dtype, graph (true|false),
-// framework (eager|native), micro_batches, max_num_tokens. Returns false for a key that is none of these; a value
+// framework (eager|native), micro_batches, max_num_tokens, ranks (one|all: mirror_ranks). Returns false for a key
+// that is none of these; a value
 // that is wrong is reported under `where` and the key, and leaves the spec as it was.
 bool set_run_parameter(RunSpec& spec, const std::string& key, const std::string& value, Diagnostics& diagnostics,
                        const std::string& where);
