@@ -652,3 +652,24 @@ def test_llama_reference_code_runs_with_complex_rotary_tables(tmp_path):
         ops = {e["name"] for e in json.load(f)["traceEvents"] if e.get("cat") == "op"}
     assert {"aten::polar", "aten::view_as_complex", "aten::view_as_real", "aten::rsqrt", "aten::pow",
             "aten::rsub", "aten::sqrt", "aten::sin", "aten::cos"} <= ops
+
+
+def test_a_tied_weight_is_one_parameter_as_in_pytorch():
+    """named_parameters removes duplicates (GPT-2's tied embedding and head): the optimizer steps
+    it once and DDP reduces its gradient once; state_dict keeps both names."""
+    syntorch.init(hw=H100)
+
+    class Tied(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte = nn.Embedding(100, 16)
+            self.head = nn.Linear(16, 100, bias=False)
+            self.head.weight = self.wte.weight
+            self.again = self.head  # a module reached twice
+
+    m = Tied()
+    assert [n for n, _ in m.named_parameters()] == ["wte.weight"]
+    assert len(list(m.parameters())) == 1 and len(list(m.modules())) == 3
+    assert len(list(m.named_parameters(remove_duplicate=False))) == 3
+    assert set(m.state_dict()) == {"wte.weight", "head.weight", "again.weight"}
+    syntorch.trace_manager.stats()

@@ -88,10 +88,18 @@ class Module:
     def __call__(self, *args, **kwargs):
         return self.forward(*args, **kwargs)
 
-    def named_modules(self, prefix=""):
+    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+        """Each module once (a shared one under its first name), as PyTorch's."""
+        if memo is None:
+            memo = set()
+        if remove_duplicate:
+            if id(self) in memo:
+                return
+            memo.add(id(self))
         yield prefix, self
         for name, m in self._modules.items():
-            yield from m.named_modules(f"{prefix}.{name}" if prefix else name)
+            if m is not None:
+                yield from m.named_modules(memo, f"{prefix}.{name}" if prefix else name, remove_duplicate)
 
     def modules(self):
         for _, m in self.named_modules():
@@ -100,26 +108,37 @@ class Module:
     def children(self):
         return iter(self._modules.values())
 
-    def _named(self, store, prefix):
-        for mname, m in self.named_modules(prefix):
+    def _named(self, store, prefix, remove_duplicate=True):
+        """The tensors of `store` over the module tree; a tensor held twice (tied weights) once
+        unless remove_duplicate is off, as PyTorch's named_parameters and named_buffers."""
+        seen = set()
+        for mname, m in self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate):
             for name, t in getattr(m, store).items():
+                if t is None or (remove_duplicate and id(t) in seen):
+                    continue
+                seen.add(id(t))
                 yield (f"{mname}.{name}" if mname else name), t
 
-    def named_parameters(self, prefix=""):
-        return self._named("_parameters", prefix)
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        if not recurse:
+            raise NotImplementedError("Module.named_parameters: recurse=False is not supported")
+        return self._named("_parameters", prefix, remove_duplicate)
 
     def parameters(self):
         return (p for _, p in self.named_parameters())
 
-    def named_buffers(self, prefix=""):
-        return self._named("_buffers", prefix)
+    def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+        if not recurse:
+            raise NotImplementedError("Module.named_buffers: recurse=False is not supported")
+        return self._named("_buffers", prefix, remove_duplicate)
 
     def buffers(self):
         return (b for _, b in self.named_buffers())
 
     def state_dict(self):
-        out = OrderedDict(self.named_parameters())
-        out.update(self.named_buffers())
+        # Every name, a tied weight under each of its names (as PyTorch's state_dict).
+        out = OrderedDict(self.named_parameters(remove_duplicate=False))
+        out.update(self.named_buffers(remove_duplicate=False))
         return out
 
     def apply(self, fn):

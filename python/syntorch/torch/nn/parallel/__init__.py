@@ -13,15 +13,6 @@ from syntorch.torch.nn import Module
 _BROADCAST_BUCKET_BYTES = 250 * 2 ** 20  # DDP's broadcast_bucket_size
 
 
-def _unique(tensors):
-    """Each tensor once (a tied weight appears under two names), in order, Nones dropped."""
-    seen, out = set(), []
-    for t in tensors:
-        if t is not None and id(t) not in seen:
-            seen.add(id(t))
-            out.append(t)
-    return out
-
 
 def _broadcast_coalesced(tensors, group):
     """c10d's broadcast_coalesced from the group's first rank: buckets of up to 250 MiB, each
@@ -66,8 +57,8 @@ class DistributedDataParallel(Module):
         object.__setattr__(self, "_broadcast_buffers", bool(broadcast_buffers))
         # As PyTorch's DDP: the group's first rank's parameters (each once, tied ones too) and, with
         # broadcast_buffers, buffers to every rank before training starts.
-        _broadcast_coalesced(_unique(list(module.parameters()) +
-                                     (list(module.buffers()) if broadcast_buffers else [])), process_group)
+        _broadcast_coalesced(list(module.parameters()) + (list(module.buffers()) if broadcast_buffers else []),
+                             process_group)
         params = [p for p in module.parameters() if p.requires_grad]
         cap = int(bucket_cap_mb * 2 ** 20)
         buckets, current, size = [], [], 0
@@ -112,5 +103,5 @@ class DistributedDataParallel(Module):
         # The first rank's buffers (running statistics) to every rank, before each forward that
         # will run a backward (PyTorch's require_forward_param_sync: not under no_grad).
         if self._broadcast_buffers and torch.is_grad_enabled():
-            _broadcast_coalesced(_unique(list(self.module.buffers())), self._group)
+            _broadcast_coalesced(list(self.module.buffers()), self._group)
         return self.module(*args, **kwargs)
