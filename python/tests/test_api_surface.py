@@ -182,6 +182,10 @@ def test_distributed_names_over_two_ranks():
         out = torch.empty(8)
         dist.all_gather_into_tensor(out, torch.randn(4), group=group)
         dist.reduce_scatter_tensor(torch.empty(2), torch.randn(4), op=dist.ReduceOp.SUM)
+        with pytest.raises(RuntimeError, match="needs 8"):
+            dist.all_gather_into_tensor(torch.empty(6), torch.randn(4))
+        with pytest.raises(RuntimeError, match="needs 2"):
+            dist.reduce_scatter_tensor(torch.empty(4), torch.randn(4))
         y = reduce_from_tensor_model_parallel_region(torch.randn(16))
         seen[rank] = (y.shape, shard_size(10, 2, rank))
         dist.destroy_process_group()

@@ -154,23 +154,31 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
     return _done(async_op)
 
 
-def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
+def _into(name, output, input, group, async_op, collective, gathers):
+    """A collective writing a caller's buffer (all_gather_into_tensor, reduce_scatter_tensor): the
+    output's size checked against the group's; in a world of one, a copy. The extension's
+    collective makes its own result buffer, which stands for `output` (values are not simulated)."""
     g = _group(group)
+    n = 1 if g is None else g.size()
+    expected = input.numel() * n if gathers else input.numel() // n
+    if output.numel() != expected or (not gathers and input.numel() % n):
+        raise RuntimeError(f"{name}: output has {output.numel()} elements; an input of {input.numel()} over a group "
+                           f"of {n} needs {expected}")
     if g is None:
-        output_tensor.copy_(input_tensor)
-        return _done(async_op)
-    _syntorch.dist_all_gather(input_tensor, g, 0)
+        output.copy_(input)
+    else:
+        collective(input, g, 0)
     return _done(async_op)
+
+
+def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
+    return _into("all_gather_into_tensor", output_tensor, input_tensor, group, async_op, _syntorch.dist_all_gather,
+                 True)
 
 
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
     _check_op("reduce_scatter_tensor", op)
-    g = _group(group)
-    if g is None:
-        output.copy_(input)
-        return _done(async_op)
-    _syntorch.dist_reduce_scatter(input, g, 0)
-    return _done(async_op)
+    return _into("reduce_scatter_tensor", output, input, group, async_op, _syntorch.dist_reduce_scatter, False)
 
 
 def _root(name, rank, group):
