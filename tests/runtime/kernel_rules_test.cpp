@@ -597,6 +597,33 @@ TEST(GemmTiler, SmallTilesPayForTheirL2Feed) {
   EXPECT_GT(predict_s(tiny, gemm(4096, 4096, 4096)), 4 * predict_s(real, gemm(4096, 4096, 4096)));
 }
 
+TEST(GemmTiler, SmallTilesOnEveryUnitShareTheL2sAggregateBandwidth) {
+  // A100: each SM's own L2 port is 64 B a clock (90 GB/s), but the L2 delivers 5120 B a clock in
+  // all (7.2 TB/s, 66.8 GB/s an SM when all 108 pull). 64x64 tiles need about 85 GB/s an SM at
+  // the matrix rate: alone on a few SMs they are math-bound; on every SM they wait on their share.
+  const std::string tiles = "/components/gpu/components/sm/gemm_tiles";
+  const std::string l2 = "/components/gpu/components/l2/bandwidth";
+  const hw::Machine shared = hw::Machine::load(config_path("a100_sxm4_80gb"), {{tiles, R"(["64x64x32"])"}});
+  const hw::Machine unlimited =
+      hw::Machine::load(config_path("a100_sxm4_80gb"), {{tiles, R"(["64x64x32"])"}, {l2, "1000 TB/s"}});
+  auto why = [](const Prediction& x) {
+    std::string text;
+    for (const auto& line : x.kernels.at(0).why) text += line + "\n";
+    return text;
+  };
+  Diagnostics d;
+  const KernelPolicy tiled = KernelPolicy::parse("gemm=tiled", d);
+  Predictor ps(shared, tiled), pu(unlimited, tiled);
+  const OpDesc full = gemm(64 * 108, 64 * 8, 8192);  // 864 tiles: 8 full waves
+  const Prediction f = ps.predict(full);
+  EXPECT_NE(why(f).find("L2-feed-bound; its feed is its share of the L2's 7.22 TB/s over 108 tiles"), std::string::npos) << why(f);
+  EXPECT_NEAR(f.time_s / pu.predict(full).time_s, 85.0 / 66.8, 0.08);
+  const OpDesc few = gemm(64 * 16, 64, 8192);  // 16 tiles: each SM's own port, no sharing
+  const Prediction w = ps.predict(few);
+  EXPECT_NE(why(w).find("math-bound"), std::string::npos) << why(w);
+  EXPECT_NEAR(w.time_s / pu.predict(few).time_s, 1.0, 0.01);
+}
+
 TEST(Dispatcher, RecordsWhyEachKernelWasChosen) {
   const hw::Machine m = hw::Machine::load(config_path("a100_sxm4_80gb"));
   Dispatcher disp(m, KernelPolicy{});

@@ -38,9 +38,19 @@ Kernel tiled(const OpDesc& op, const LowerContext& cx, const hw::GemmTile& t, st
   const std::uint64_t cluster = std::max<std::uint64_t>(1, std::min<std::uint64_t>(d.compute.tile_cluster, neighbours));
   const double shared_panel = static_cast<double>(std::max(t.m, t.n));
   const double panels = static_cast<double>(t.m + t.n) - shared_panel * (1.0 - 1.0 / static_cast<double>(cluster));
-  const double feed_s = d.compute.unit_bandwidth_bytes_per_s > 0
-                            ? panels * static_cast<double>(k_pad) * e / d.compute.unit_bandwidth_bytes_per_s
-                            : 0.0;
+  // The feed is the unit's own L2 port, or its share of the L2's aggregate read bandwidth when
+  // the tiles in flight together ask for more than the L2 delivers (small tiles on every unit).
+  const std::uint64_t slots = std::min<std::uint64_t>(k.tiles, d.compute.units);
+  double feed_bytes_per_s = d.compute.unit_bandwidth_bytes_per_s;
+  bool l2_shared = false;
+  if (d.cache.bandwidth_bytes_per_s > 0) {
+    const double share = d.cache.bandwidth_bytes_per_s / static_cast<double>(slots);
+    if (feed_bytes_per_s == 0 || share < feed_bytes_per_s) {
+      feed_bytes_per_s = share;
+      l2_shared = true;
+    }
+  }
+  const double feed_s = feed_bytes_per_s > 0 ? panels * static_cast<double>(k_pad) * e / feed_bytes_per_s : 0.0;
   k.tile_compute_s = std::max(math_s, feed_s);
   k.flops = 2.0 * static_cast<double>(op.batch) * static_cast<double>(op.m) * static_cast<double>(op.n) *
             static_cast<double>(op.k);
@@ -51,7 +61,6 @@ Kernel tiled(const OpDesc& op, const LowerContext& cx, const hw::GemmTile& t, st
   const double a_bytes = static_cast<double>(op.batch * op.m * op.k) * e;
   const double b_bytes = static_cast<double>(op.batch * op.k * op.n) * e;
   const double c_bytes = static_cast<double>(op.batch * op.m * op.n) * e;
-  const std::uint64_t slots = std::min<std::uint64_t>(k.tiles, d.compute.units);
   const std::uint64_t r = std::min<std::uint64_t>(tiles_m, static_cast<std::uint64_t>(std::ceil(std::sqrt(static_cast<double>(slots)))));
   const std::uint64_t c = std::min<std::uint64_t>(tiles_n, ceil_div(slots, r));
   const double wave_in = static_cast<double>(r * t.m + c * t.n) * static_cast<double>(k_split) * e;
@@ -68,11 +77,14 @@ Kernel tiled(const OpDesc& op, const LowerContext& cx, const hw::GemmTile& t, st
   k.name = fmt::format("{} {}{}", op_name(op.kind), k.tile, split > 1 ? fmt::format(" split-k {}", split) : "");
   k.why.push_back(fmt::format("tile {}{}: {} tiles = {:.2f} waves on {} units", k.tile,
                               split > 1 ? fmt::format(", split-K {}", split) : "", k.tiles, waves, d.compute.units));
-  k.why.push_back(fmt::format("{} on {} units: {} per unit at the calibrated efficiency; the tile is {}-bound{}",
-                              dtype_name(cx.dtype), on_matrix ? "matrix" : "vector", units::format_flops(unit_rate),
-                              feed_s > math_s ? "L2-feed" : "math",
-                              cluster > 1 ? fmt::format(" (its larger panel shared by a cluster of {} CTAs)", cluster)
-                                          : std::string()));
+  std::string bound = feed_s > math_s ? "L2-feed-bound" : "math-bound";
+  if (cluster > 1) bound += fmt::format(" (its larger panel shared by a cluster of {} CTAs)", cluster);
+  if (l2_shared) {
+    bound += fmt::format("; its feed is its share of the L2's {} over {} tiles in flight",
+                         units::format_bandwidth(d.cache.bandwidth_bytes_per_s), slots);
+  }
+  k.why.push_back(fmt::format("{} on {} units: {} per unit at the calibrated efficiency; the tile is {}",
+                              dtype_name(cx.dtype), on_matrix ? "matrix" : "vector", units::format_flops(unit_rate), bound));
   return k;
 }
 
