@@ -258,8 +258,12 @@ torch::Tensor TransformerBlockImpl::attention_partial(const torch::Tensor& x, KV
     keys = k.transpose(1, 2);
     values = v.transpose(1, 2);
   }
-  torch::Tensor a = torch::scaled_dot_product_attention(q.transpose(1, 2), keys, values, {}, 0.0, /*is_causal=*/s > 1,
-                                                        std::nullopt, /*enable_gqa=*/true);
+  const bool causal = s > 1;
+  const auto core = [causal](const std::vector<torch::Tensor>& t) {
+    return torch::scaled_dot_product_attention(t[0], t[1], t[2], {}, 0.0, causal, std::nullopt, /*enable_gqa=*/true);
+  };
+  const std::vector<torch::Tensor> qkv_in{q.transpose(1, 2), keys, values};
+  torch::Tensor a = checkpoint_core_attention_ && !cache && is_training() ? parallel::checkpoint(core, qkv_in) : core(qkv_in);
   return a.transpose(1, 2).reshape({b, s, local_heads_ * d});
 }
 
@@ -429,6 +433,11 @@ torch::Tensor TransformerImpl::forward_train(const torch::Tensor& input) {
   // The output layer: this rank's vocabulary columns, the input gathered over the sequence.
   return head_ ? head_->forward_local(h)
                : parallel::column_parallel_linear(h, embed_tokens_->weight, torch::Tensor(), sequence_parallel_);
+}
+
+void TransformerImpl::set_recompute(Recompute recompute) {
+  recompute_ = recompute;
+  for (TransformerBlock& b : blocks_) b->set_checkpoint_core_attention(recompute == Recompute::selective);
 }
 
 void TransformerImpl::set_hidden_dropout(double p) {

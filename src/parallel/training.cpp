@@ -110,33 +110,47 @@ void forward_backward(const ForwardStep& forward, const PipelineOptions& o) {
   set_virtual_pipeline_model_parallel_rank(0);
 }
 
-torch::Tensor checkpoint(const std::function<torch::Tensor(const torch::Tensor&)>& f, const torch::Tensor& x) {
-  if (!torch::autograd::GradMode::is_enabled()) return f(x);
+torch::Tensor checkpoint(const std::function<torch::Tensor(const std::vector<torch::Tensor>&)>& f,
+                         const std::vector<torch::Tensor>& xs) {
+  if (!torch::autograd::GradMode::is_enabled()) return f(xs);
   torch::Tensor y;
   {
     torch::autograd::NoGradGuard no_grad;
-    y = f(x);
+    y = f(xs);
   }
-  // Recorded even when x needs no gradient: the parameters inside f do. The recomputation runs
-  // in an autocast region of the forward's state, as torch.utils.checkpoint enters one (its
+  // Recorded even when no input needs a gradient: the parameters inside f may. The recomputation
+  // runs in an autocast region of the forward's state, as torch.utils.checkpoint enters one (its
   // weight casts are dropped when it ends, unless an outer region holds them).
-  torch::autograd::record("CheckpointFunctionBackward", {&x}, {&y}, {x},
+  std::vector<const torch::Tensor*> inputs;
+  for (const torch::Tensor& x : xs) inputs.push_back(&x);
+  torch::autograd::record("CheckpointFunctionBackward", inputs, {&y}, xs,
                           [f, autocast = torch::autocast::state()](std::vector<torch::Tensor>& g,
                                                                    std::vector<torch::Tensor>& s,
                                                                    const torch::autograd::Node& n) {
-                            torch::Tensor input = s[0].detach();
-                            if (n.needs_input_grad(0)) input.requires_grad_(true);
+                            std::vector<torch::Tensor> again;
+                            for (std::size_t i = 0; i < s.size(); ++i) {
+                              again.push_back(s[i].detach());
+                              if (n.needs_input_grad(i)) again.back().requires_grad_(true);
+                            }
                             torch::Tensor out;
                             {
                               torch::autograd::AutoGradMode recording(true);
                               torch::autocast::AutocastMode forward_autocast(autocast.dtype, autocast.enabled,
                                                                              autocast.cache_enabled);
-                              out = f(input);
+                              out = f(again);
                             }
                             if (out.requires_grad()) torch::autograd::backward({out}, {g[0]});
-                            return std::vector<torch::Tensor>{n.needs_input_grad(0) ? input.grad() : torch::Tensor()};
+                            std::vector<torch::Tensor> grads;
+                            for (std::size_t i = 0; i < again.size(); ++i) {
+                              grads.push_back(n.needs_input_grad(i) ? again[i].grad() : torch::Tensor());
+                            }
+                            return grads;
                           });
   return y;
+}
+
+torch::Tensor checkpoint(const std::function<torch::Tensor(const torch::Tensor&)>& f, const torch::Tensor& x) {
+  return checkpoint([f](const std::vector<torch::Tensor>& in) { return f(in[0]); }, std::vector<torch::Tensor>{x});
 }
 
 struct MixedPrecisionOptimizer::State {

@@ -45,4 +45,24 @@ TEST(Checkpoint, RecomputesUnderTheForwardsAutocastAndGivesFp32ParametersTheirGr
   EXPECT_EQ(casts, 3u);  // x, the weight and the bias
 }
 
+TEST(Checkpoint, SeveralInputsEachGetTheirGradientOnlyWhereOneIsNeeded) {
+  torch::testing::FakeRank rank;
+  runtime::RankGuard guard(&rank);
+  const auto a = torch::empty({8, 64}).requires_grad_();
+  const auto b = torch::empty({64, 32});  // needs no gradient
+  const torch::Tensor y =
+      parallel::checkpoint([](const std::vector<torch::Tensor>& in) { return torch::matmul(in[0], in[1]); }, {a, b});
+  std::size_t forward_gemms = 0;
+  for (const auto& l : rank.launches) forward_gemms += l.op.kind == OpKind::gemm;
+  EXPECT_EQ(forward_gemms, 1u);
+  rank.launches.clear();
+  torch::sum(y).backward();
+  std::size_t gemms = 0;
+  for (const auto& l : rank.launches) gemms += l.op.kind == OpKind::gemm;
+  EXPECT_EQ(gemms, 2u);  // the recomputed product, then dA only
+  ASSERT_TRUE(a.grad().defined());
+  EXPECT_EQ(a.grad().sizes(), a.sizes());
+  EXPECT_FALSE(b.grad().defined());
+}
+
 }  // namespace

@@ -59,6 +59,18 @@ TEST(Train, AStepDoesThreeForwardsOfMatrixFlopsAndFourWithFullRecompute) {
   EXPECT_LT(full.stages[0].peak_by_use[act], none.stages[0].peak_by_use[act] / 2);
   EXPECT_GT(full.iteration_s, none.iteration_s);
   EXPECT_NEAR(full.tflops_per_gpu / none.tflops_per_gpu, none.iteration_s / full.iteration_s, 1e-9);
+  // Selective recomputation checkpoints the attention core only (Megatron's
+  // checkpoint_core_attention): its forward runs again, no GEMM does, and the core's output is not
+  // kept for the backward.
+  s.recompute = models::Recompute::selective;
+  const session::TrainReport selective = session::simulate_training(m, {}, s);
+  ASSERT_FALSE(selective.oom);
+  EXPECT_DOUBLE_EQ(flops(selective, {runtime::OpKind::gemm}), flops(none, {runtime::OpKind::gemm}));
+  EXPECT_DOUBLE_EQ(flops(selective, {runtime::OpKind::attention}), 2 * attention);
+  EXPECT_DOUBLE_EQ(flops(selective, {runtime::OpKind::attention_backward}), 2.5 * attention);
+  EXPECT_LT(selective.stages[0].peak_by_use[act], none.stages[0].peak_by_use[act]);
+  EXPECT_GT(selective.iteration_s, none.iteration_s);
+  EXPECT_LT(selective.iteration_s, full.iteration_s);
 }
 
 TEST(Train, OneFOneBsBubbleIsPpMinusOneOverMPlusPpMinusOne) {

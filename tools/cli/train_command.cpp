@@ -231,8 +231,8 @@ void add_train_command(CLI::App& app, Context& ctx) {
   s->add_option("--global-batch", o->spec.global_batch, "Sequences per iteration (default: micro-batch x dp)");
   s->add_option("--micro-batch", o->spec.micro_batch, "Sequences per micro-batch")->capture_default_str();
   s->add_option("--seq", o->spec.seq, "Sequence length")->capture_default_str();
-  s->add_option("--recompute", o->recompute, "Activation recomputation: none, selective (the attention core: "
-                "FlashAttention already recomputes it) or full (every layer); default none");
+  s->add_option("--recompute", o->recompute, "Activation recomputation: none, selective (each layer's attention core: "
+                "its inputs kept, its forward run again in backward) or full (every layer); default none");
   s->add_flag("--sequence-parallel", o->spec.sequence_parallel, "Shard the activations between TP regions along the "
               "sequence (all-gather / reduce-scatter in place of all-reduce)");
   s->add_option("--zero", o->spec.zero, "1: the distributed optimizer (ZeRO-1: gradients reduce-scattered, master "

@@ -26,9 +26,10 @@ struct GenerateOptions {
   std::int64_t max_num_tokens = 0;
 };
 
-// Activation recomputation (Korthikanti et al., 2022): none; selective (the attention core, which
-// FlashAttention already recomputes: nothing more is kept or redone); full (each layer's input
-// kept, the layer run again in backward).
+// Activation recomputation (Korthikanti et al., 2022): none; selective (the attention core: only
+// its inputs kept, its forward run again in backward, as Megatron-LM's checkpoint_core_attention
+// does whichever attention kernel runs); full (each layer's input kept, the layer run again in
+// backward).
 enum class Recompute : std::uint8_t { none, selective, full };
 
 struct TrainOptions {

@@ -111,9 +111,13 @@ class TransformerBlockImpl : public torch::nn::Module {
   // The dropout probability on the attention and MLP outputs before their residual adds (training
   // mode only).
   void set_hidden_dropout(double p) { hidden_dropout_ = p; }
+  // Selective recomputation (training): the attention core under activation checkpointing, its
+  // forward run again in the backward (Megatron's checkpoint_core_attention).
+  void set_checkpoint_core_attention(bool on) { checkpoint_core_attention_ = on; }
 
  private:
   double hidden_dropout_ = 0;
+  bool checkpoint_core_attention_ = false;
   // The attention's output before the TP reduction (each rank's partial sum); no cache: training.
   torch::Tensor attention_partial(const torch::Tensor& x, KVCache* cache, std::int64_t past);
   torch::Tensor attention(const torch::Tensor& x, KVCache* cache, std::int64_t past);
@@ -153,8 +157,9 @@ class TransformerImpl : public CausalLM {
   // The mean loss of the last stage's logits against labels [batch, seq] (vocabulary-parallel
   // cross-entropy).
   torch::Tensor loss(const torch::Tensor& logits, const torch::Tensor& labels);
-  // Full recomputation: each layer under activation checkpointing.
-  void set_recompute(Recompute recompute) { recompute_ = recompute; }
+  // Full recomputation: each layer under activation checkpointing; selective: each layer's
+  // attention core.
+  void set_recompute(Recompute recompute);
   void set_hidden_dropout(double p);
 
  private:

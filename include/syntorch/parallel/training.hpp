@@ -48,9 +48,12 @@ struct PipelineOptions {
 // Scopes: "forward N", "backward N".
 void forward_backward(const ForwardStep& forward, const PipelineOptions& options);
 
-// Activation checkpointing (torch.utils.checkpoint, Megatron's full recompute): runs `f` on `x`
-// keeping nothing but x; the backward runs f again with gradients recorded, then backpropagates
-// through it. Parameters used by f receive their gradients then.
+// Activation checkpointing (torch.utils.checkpoint, Megatron's recomputation): runs `f` on `xs`
+// keeping nothing but its inputs; the backward runs f again with gradients recorded, then
+// backpropagates through it. Parameters used by f receive their gradients then.
+torch::Tensor checkpoint(const std::function<torch::Tensor(const std::vector<torch::Tensor>&)>& f,
+                         const std::vector<torch::Tensor>& xs);
+// ... of one input (a whole layer: Megatron's full recompute).
 torch::Tensor checkpoint(const std::function<torch::Tensor(const torch::Tensor&)>& f, const torch::Tensor& x);
 
 struct MixedPrecisionOptions {
