@@ -106,7 +106,8 @@ std::string describe_machine(const Machine& m) {
 
   const auto device_runs = runs(m.devices(), [](const Device& d) { return d.spec_path; });
   out += "\nDevices\n";
-  Table dev({"devices", "units", "clock", "HBM", "HBM bandwidth", "HBM latency", "L2", "smem/unit", "registers/unit"});
+  Table dev({"devices", "units", "clock", "HBM", "HBM bandwidth", "HBM latency", "L2", "L2 bandwidth", "smem/unit",
+             "registers/unit"});
   for (auto [first, count] : device_runs) {
     const Device& d = m.devices()[first];
     dev.add({range_name(d.name, m.devices()[first + count - 1].name, count), std::to_string(d.compute.units),
@@ -114,6 +115,7 @@ std::string describe_machine(const Machine& m) {
              units::format_bandwidth(d.memory.bandwidth_bytes_per_s),
              d.memory.latency_s > 0 ? units::format_time_s(d.memory.latency_s) : "-",
              d.cache.size_bytes > 0 ? units::format_size(d.cache.size_bytes) : "-",
+             d.cache.bandwidth_bytes_per_s > 0 ? units::format_bandwidth(d.cache.bandwidth_bytes_per_s) : "-",
              d.compute.shared_memory_bytes > 0 ? units::format_size(d.compute.shared_memory_bytes) : "-",
              d.compute.register_file_bytes > 0 ? units::format_size(d.compute.register_file_bytes) : "-"});
   }
