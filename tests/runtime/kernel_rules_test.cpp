@@ -622,6 +622,14 @@ TEST(GemmTiler, SmallTilesOnEveryUnitShareTheL2sAggregateBandwidth) {
   const Prediction w = ps.predict(few);
   EXPECT_NE(why(w).find("math-bound"), std::string::npos) << why(w);
   EXPECT_NEAR(w.time_s / pu.predict(few).time_s, 1.0, 0.01);
+  // A grouped GEMM's groups share the waves, and so the L2: 16 groups of 7 x 8 tiles pay what
+  // the one GEMM of their 896 tiles pays, not each group's share over its own 56.
+  OpDesc grouped = gemm(16 * 448, 512, 8192);
+  grouped.kind = OpKind::grouped_gemm;
+  grouped.batch = 16;
+  const Prediction g = ps.predict(grouped);
+  EXPECT_NE(why(g).find("over 108 tiles in flight"), std::string::npos) << why(g);
+  EXPECT_NEAR(g.time_s / ps.predict(gemm(16 * 448, 512, 8192)).time_s, 1.0, 0.02);
 }
 
 TEST(Dispatcher, RecordsWhyEachKernelWasChosen) {

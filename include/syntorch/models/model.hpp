@@ -27,7 +27,7 @@ struct GenerateOptions {
 };
 
 // Activation recomputation (Korthikanti et al., 2022): none; selective (the attention core: only
-// its inputs kept, its forward run again in backward, as Megatron-LM's checkpoint_core_attention
+// its inputs kept, its forward run again in backward, as Megatron-Core's checkpoint_core_attention
 // does whichever attention kernel runs); full (each layer's input kept, the layer run again in
 // backward).
 enum class Recompute : std::uint8_t { none, selective, full };

@@ -112,7 +112,7 @@ class TransformerBlockImpl : public torch::nn::Module {
   // mode only).
   void set_hidden_dropout(double p) { hidden_dropout_ = p; }
   // Selective recomputation (training): the attention core under activation checkpointing, its
-  // forward run again in the backward (Megatron's checkpoint_core_attention).
+  // forward run again in the backward (Megatron-Core's checkpoint_core_attention).
   void set_checkpoint_core_attention(bool on) { checkpoint_core_attention_ = on; }
 
  private:

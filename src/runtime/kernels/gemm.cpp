@@ -16,8 +16,10 @@ namespace syntorch::runtime::detail {
 namespace {
 
 
+// in_flight: the tiles that run at once on the device (0: this GEMM's, up to one a unit; a
+// grouped GEMM passes all its groups').
 Kernel tiled(const OpDesc& op, const LowerContext& cx, const hw::GemmTile& t, std::uint32_t split, double unit_rate,
-             bool on_matrix) {
+             bool on_matrix, std::uint64_t in_flight = 0) {
   const hw::Device& d = cx.device;
   const double e = element_bytes(cx.dtype);
   const std::uint64_t tiles_m = ceil_div(op.m, t.m);
@@ -41,10 +43,11 @@ Kernel tiled(const OpDesc& op, const LowerContext& cx, const hw::GemmTile& t, st
   // The feed is the unit's own L2 port, or its share of the L2's aggregate read bandwidth when
   // the tiles in flight together ask for more than the L2 delivers (small tiles on every unit).
   const std::uint64_t slots = std::min<std::uint64_t>(k.tiles, d.compute.units);
+  const std::uint64_t sharing = in_flight > 0 ? std::min<std::uint64_t>(in_flight, d.compute.units) : slots;
   double feed_bytes_per_s = d.compute.unit_bandwidth_bytes_per_s;
   bool l2_shared = false;
-  if (d.cache.bandwidth_bytes_per_s > 0) {
-    const double share = d.cache.bandwidth_bytes_per_s / static_cast<double>(slots);
+  if (d.cache.bandwidth_bytes_per_s > 0 && sharing > 0) {
+    const double share = d.cache.bandwidth_bytes_per_s / static_cast<double>(sharing);
     if (feed_bytes_per_s == 0 || share < feed_bytes_per_s) {
       feed_bytes_per_s = share;
       l2_shared = true;
@@ -79,9 +82,9 @@ Kernel tiled(const OpDesc& op, const LowerContext& cx, const hw::GemmTile& t, st
                               split > 1 ? fmt::format(", split-K {}", split) : "", k.tiles, waves, d.compute.units));
   std::string bound = feed_s > math_s ? "L2-feed-bound" : "math-bound";
   if (cluster > 1) bound += fmt::format(" (its larger panel shared by a cluster of {} CTAs)", cluster);
-  if (l2_shared) {
+  if (l2_shared && feed_s > math_s) {
     bound += fmt::format("; its feed is its share of the L2's {} over {} tiles in flight",
-                         units::format_bandwidth(d.cache.bandwidth_bytes_per_s), slots);
+                         units::format_bandwidth(d.cache.bandwidth_bytes_per_s), sharing);
   }
   k.why.push_back(fmt::format("{} on {} units: {} per unit at the calibrated efficiency; the tile is {}",
                               dtype_name(cx.dtype), on_matrix ? "matrix" : "vector", units::format_flops(unit_rate), bound));
@@ -249,7 +252,11 @@ std::vector<Kernel> lower_grouped_gemm(const OpDesc& op, const LowerContext& cx)
   std::vector<Kernel> candidates;
   if (impl != "gemv") {
     for (const hw::GemmTile& t : tile_shapes(cx.device)) {
-      candidates.push_back(merged([&](const OpDesc& part) { return tiled(part, cx, t, 1, rate, on_matrix); }));
+      // Every group's tiles share the waves, and so the L2's aggregate feed.
+      std::uint64_t all_tiles = 0;
+      for (const auto& [rows, count] : groups_of_rows) all_tiles += count * ceil_div(rows, t.m) * ceil_div(op.n, t.n);
+      candidates.push_back(
+          merged([&](const OpDesc& part) { return tiled(part, cx, t, 1, rate, on_matrix, std::max<std::uint64_t>(all_tiles, 1)); }));
     }
   }
   if (impl == "gemv" || (impl == "auto" && std::min(largest, op.n) <= 16)) {
