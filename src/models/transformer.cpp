@@ -161,6 +161,7 @@ void TransformerModel::train_iterations(const TrainOptions& o) const {
     chunk->train();
     chunk->set_recompute(o.recompute);
     chunk->set_hidden_dropout(o.hidden_dropout);
+    chunk->set_attention_dropout(o.attention_dropout);
     for (torch::Tensor& p : chunk->parameters()) params.push_back(p);
     chunks.push_back(std::move(chunk));
   }
@@ -259,8 +260,9 @@ torch::Tensor TransformerBlockImpl::attention_partial(const torch::Tensor& x, KV
     values = v.transpose(1, 2);
   }
   const bool causal = s > 1;
-  const auto core = [causal](const std::vector<torch::Tensor>& t) {
-    return torch::scaled_dot_product_attention(t[0], t[1], t[2], {}, 0.0, causal, std::nullopt, /*enable_gqa=*/true);
+  const double dropout = is_training() ? attention_dropout_ : 0.0;
+  const auto core = [causal, dropout](const std::vector<torch::Tensor>& t) {
+    return torch::scaled_dot_product_attention(t[0], t[1], t[2], {}, dropout, causal, std::nullopt, /*enable_gqa=*/true);
   };
   const std::vector<torch::Tensor> qkv_in{q.transpose(1, 2), keys, values};
   torch::Tensor a = checkpoint_core_attention_ && !cache && is_training() ? parallel::checkpoint(core, qkv_in) : core(qkv_in);
@@ -442,6 +444,10 @@ void TransformerImpl::set_recompute(Recompute recompute) {
 
 void TransformerImpl::set_hidden_dropout(double p) {
   for (TransformerBlock& b : blocks_) b->set_hidden_dropout(p);
+}
+
+void TransformerImpl::set_attention_dropout(double p) {
+  for (TransformerBlock& b : blocks_) b->set_attention_dropout(p);
 }
 
 torch::Tensor TransformerImpl::loss(const torch::Tensor& logits, const torch::Tensor& labels) {

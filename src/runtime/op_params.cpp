@@ -15,17 +15,22 @@ std::vector<std::string> op_param_keys(OpKind kind) {
   return keys;
 }
 
-std::vector<std::pair<std::string, std::string>> op_param_help() {
+namespace {
+std::vector<std::pair<std::string, std::string>> params_help(bool flags) {
   std::vector<std::pair<std::string, std::string>> all;
   for (const OpType* t : op_types()) {
     for (const OpParam& p : t->params) {
-      if (p.flag != nullptr) continue;
+      if ((p.flag != nullptr) != flags) continue;
       const bool seen = std::any_of(all.begin(), all.end(), [&](const auto& kv) { return kv.first == p.key; });
       if (!seen) all.emplace_back(std::string(p.key), std::string(p.help));
     }
   }
   return all;
 }
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> op_param_help() { return params_help(false); }
+std::vector<std::pair<std::string, std::string>> op_flag_help() { return params_help(true); }
 
 std::optional<std::uint64_t> parse_count(const std::string& text) {
   std::uint64_t v = 0;

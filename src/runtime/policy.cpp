@@ -27,7 +27,21 @@ std::vector<std::string> KernelPolicy::implementations(OpKind op) {
 const PolicyEntry& KernelPolicy::entry(OpKind op) const {
   static const PolicyEntry kAuto{};
   auto it = entries_.find(op);
-  return it == entries_.end() ? kAuto : it->second;
+  if (it != entries_.end()) return it->second;
+  // A backward not named follows its forward (attention=unfused: autograd through the unfused
+  // ops), where it has that implementation.
+  const std::string_view name = op_name(op);
+  constexpr std::string_view kBackward = "_backward";
+  if (name.size() > kBackward.size() && name.ends_with(kBackward)) {
+    if (const auto forward = parse_op(std::string(name.substr(0, name.size() - kBackward.size())))) {
+      auto f = entries_.find(*forward);
+      if (f != entries_.end()) {
+        const auto impls = implementations(op);
+        if (std::find(impls.begin(), impls.end(), f->second.impl) != impls.end()) return f->second;
+      }
+    }
+  }
+  return kAuto;
 }
 
 std::string KernelPolicy::describe() const {

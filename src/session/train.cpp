@@ -61,12 +61,12 @@ bool set_train_parameter(TrainSpec& s, const std::string& key, const std::string
   } else if (key == "zero") {
     const int c = choice({"0", "1"});
     if (c >= 0) s.zero = c;
-  } else if (key == "hidden_dropout") {
+  } else if (key == "hidden_dropout" || key == "attention_dropout") {
     const std::optional<double> v = parse_number(value);
     if (!v || !(*v >= 0 && *v < 1)) {
       d.error(where, key, fmt::format("expected a probability in [0, 1), got \"{}\"", value));
     } else {
-      s.hidden_dropout = *v;
+      (key == "hidden_dropout" ? s.hidden_dropout : s.attention_dropout) = *v;
     }
   } else if (key == "overlap_grad_reduce") {
     boolean(s.overlap_grad_reduce);
@@ -112,7 +112,7 @@ bool set_train_parameter(TrainSpec& s, const std::string& key, const std::string
 const std::vector<std::string>& train_parameter_keys() {
   static const std::vector<std::string> keys{"model",       "seq",       "tp",   "pp",        "dp",
                                              "vp",          "global_batch", "micro_batch", "recompute", "sp",
-                                             "zero",        "overlap_grad_reduce", "hidden_dropout", "optimizer", "schedule", "dtype",
+                                             "zero",        "overlap_grad_reduce", "hidden_dropout", "attention_dropout", "optimizer", "schedule", "dtype",
                                              "replicas",    "trace_ranks"};
   return keys;
 }
@@ -139,6 +139,9 @@ bool validate_train(const TrainSpec& s, const hw::Machine& machine, Diagnostics&
   if (s.zero != 0 && s.zero != 1) d.error(where, "zero", fmt::format("expected 0 or 1, got {}", s.zero));
   if (!(s.hidden_dropout >= 0 && s.hidden_dropout < 1)) {
     d.error(where, "hidden_dropout", fmt::format("expected a probability in [0, 1), got {}", s.hidden_dropout));
+  }
+  if (!(s.attention_dropout >= 0 && s.attention_dropout < 1)) {
+    d.error(where, "attention_dropout", fmt::format("expected a probability in [0, 1), got {}", s.attention_dropout));
   }
   if (s.dtype != DType::bf16 && s.dtype != DType::fp16 && s.dtype != DType::fp32) {
     d.error(where, "dtype", fmt::format("expected bf16, fp16 or fp32 (training keeps fp32 master weights), got {}",
@@ -241,6 +244,7 @@ TrainReport simulate_training(const hw::Machine& machine, const runtime::KernelP
   train.adam = spec.adam;
   train.virtual_stages = spec.vp;
   train.hidden_dropout = spec.hidden_dropout;
+  train.attention_dropout = spec.attention_dropout;
   const torch::ScalarType dtype = torch::from_runtime_dtype(spec.dtype);
   TrainReport report;
   report.global_batch = batch;

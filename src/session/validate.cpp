@@ -167,9 +167,11 @@ class Validator {
     // The shared generate rows are FasterTransformer measurements, a C++ runtime: native unless a
     // row says framework=eager.
     spec.framework = runtime::Framework::native;
-    const hw::Machine* m = read_run(row, where, "generate", spec, run_parameter_keys(), set_run_parameter, validate_run);
+    runtime::KernelPolicy policy;
+    const hw::Machine* m =
+        read_run(row, where, "generate", spec, policy, run_parameter_keys(), set_run_parameter, validate_run);
     if (!m) return;
-    const RunReport* report = run_once(runs_, row, [&] { return simulate_generation(*m, {}, spec); });
+    const RunReport* report = run_once(runs_, row, [&] { return simulate_generation(*m, policy, spec); });
     if (report) record(row, scale, [&] { return metric->value(*report, spec); });
   }
 
@@ -186,24 +188,32 @@ class Validator {
       return;
     }
     TrainSpec spec;
-    const hw::Machine* m = read_run(row, where, "train", spec, train_parameter_keys(), set_train_parameter, validate_train);
+    runtime::KernelPolicy policy;
+    const hw::Machine* m =
+        read_run(row, where, "train", spec, policy, train_parameter_keys(), set_train_parameter, validate_train);
     if (!m) return;
-    const TrainReport* report = run_once(train_runs_, row, [&] { return simulate_training(*m, {}, spec); });
+    const TrainReport* report = run_once(train_runs_, row, [&] { return simulate_training(*m, policy, spec); });
     if (report) record(row, scale, [&] { return tflops ? report->tflops_per_gpu : report->iteration_s; });
   }
 
   // A run row's params read into `spec` by `set` (false for a key it does not take), model=
-  // required, and the spec checked against the row's machine by `validate`: that machine, or null
-  // after marking the row failed.
+  // required, policy= the run's kernel policy as --policy takes it (op=impl,...), and the spec
+  // checked against the row's machine by `validate`: that machine, or null after marking the row
+  // failed.
   template <class Spec, class Set, class Validate>
   const hw::Machine* read_run(ValidationRow& row, const std::string& where, const char* family, Spec& spec,
-                              const std::vector<std::string>& keys, Set&& set, Validate&& validate) {
+                              runtime::KernelPolicy& policy, const std::vector<std::string>& keys, Set&& set,
+                              Validate&& validate) {
     Diagnostics d;
     bool have_model = false;
     for (const KeyValue& kv : params(row, where, d)) {
-      if (!set(spec, kv.key, kv.value, d, where)) {
+      if (kv.key == "policy") {
+        policy = runtime::KernelPolicy::parse(kv.value, d, where + ": policy");
+      } else if (!set(spec, kv.key, kv.value, d, where)) {
+        std::vector<std::string> valid = keys;
+        valid.emplace_back("policy");
         d.error(where, kv.key, fmt::format("{} takes no parameter \"{}\"{} (valid: {})", family, kv.key,
-                                           did_you_mean(kv.key, keys), join(keys)));
+                                           did_you_mean(kv.key, valid), join(valid)));
       } else {
         have_model = have_model || kv.key == "model";
       }

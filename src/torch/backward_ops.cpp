@@ -57,7 +57,7 @@ std::tuple<Tensor, Tensor, Tensor> norm_backward(OpKind kind, const Tensor& grad
 }
 
 std::tuple<Tensor, Tensor, Tensor> attention_backward(const Tensor& grad, const Tensor& q, const Tensor& k,
-                                                      const Tensor& v, bool causal) {
+                                                      const Tensor& v, bool causal, bool dropout) {
   constexpr std::string_view aten = "aten::_scaled_dot_product_flash_attention_backward";
   const TensorImpl& qi = impl_of(q);
   const TensorImpl& ki = impl_of(k);
@@ -77,6 +77,7 @@ std::tuple<Tensor, Tensor, Tensor> attention_backward(const Tensor& grad, const 
     o.kv_heads = static_cast<std::uint64_t>(ki.sizes[n - 3]);
     o.seq_kv = static_cast<std::uint64_t>(ki.sizes[n - 2]);
     o.causal = causal;
+    o.dropout = dropout;
     dispatch(ctx, o, aten, qi.device, qi.numel == 0 || ki.numel == 0);
   }
   (void)grad;

@@ -1128,6 +1128,7 @@ Tensor scaled_dot_product_attention(const Tensor& query_arg, const Tensor& key_a
     o.seq_kv = static_cast<std::uint64_t>(seq_kv);
     o.head_dim = static_cast<std::uint64_t>(head_dim);
     o.causal = is_causal;
+    o.dropout = dropout_p > 0;
     if (fp8_kv) o.kv_dtype = to_runtime_dtype(k.dtype);
     detail::dispatch(ctx, o, "aten::scaled_dot_product_attention", q.device,
                      batch == 0 || heads == 0 || seq_q == 0 || seq_kv == 0 || head_dim == 0);
@@ -1140,8 +1141,8 @@ Tensor scaled_dot_product_attention(const Tensor& query_arg, const Tensor& key_a
     Sizes rows(q.sizes.begin(), q.sizes.end() - 1);
     Tensor lse = detail::make_tensor(ctx, rows, ScalarType::Float, q.device, "aten::scaled_dot_product_attention");
     autograd::record("ScaledDotProductFlashAttentionBackward0", {&query, &key, &value}, {&out},
-                   {query, key, value, out, lse}, [is_causal](Grads& g, Grads& s, const Node&) {
-                     auto [dq, dk, dv] = detail::attention_backward(g[0], s[0], s[1], s[2], is_causal);
+                   {query, key, value, out, lse}, [is_causal, dropout = dropout_p > 0](Grads& g, Grads& s, const Node&) {
+                     auto [dq, dk, dv] = detail::attention_backward(g[0], s[0], s[1], s[2], is_causal, dropout);
                      return Grads{dq, dk, dv};
                    });
   }

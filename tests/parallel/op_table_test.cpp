@@ -62,6 +62,7 @@ runtime::OpDesc small_op(OpKind k) {
   static const std::map<std::string, std::string> kValues{
       {"m", "256"},      {"n", "512"},     {"k", "128"},        {"batch", "2"},   {"heads", "8"},
       {"kv_heads", "2"}, {"seq_q", "128"}, {"seq_kv", "128"},   {"head_dim", "64"}, {"causal", "true"},
+      {"dropout", "true"},
       {"rows", "64"},    {"cols", "1024"}, {"elements", "4096"}, {"tokens", "64"}, {"hidden", "1024"},
       {"vocab", "5000"}, {"ranks", "8"},   {"bytes", "1 MiB"}, {"rotary_dim", "32"}, {"top_k", "2"},
       {"groups", "8"},   {"tensors", "4"}, {"momentum", "1"}, {"inputs", "2"}};

@@ -175,6 +175,41 @@ TEST(Attention, UnfusedRunsThreeKernelsAndFlashV3NeedsAsyncMatrixUnits) {
   EXPECT_LT(v3h.predict(op).time_s, v2h.predict(op).time_s);
 }
 
+TEST(Attention, DropoutIsRandomNumbersInTheFusedKernelAndAKernelOfItsOwnUnfused) {
+  const hw::Machine a100 = hw::Machine::load(config_path("a100_sxm4_80gb"));
+  OpDesc op;
+  op.kind = OpKind::attention;
+  op.batch = 2;
+  op.heads = op.kv_heads = 16;
+  op.seq_q = op.seq_kv = 2048;
+  op.head_dim = 128;
+  OpDesc dropped = op;
+  dropped.dropout = true;
+  Diagnostics d;
+  // FlashAttention-2 draws the mask (Philox) between its products: the same kernel, longer.
+  Predictor flash(a100, KernelPolicy::parse("attention=flash_v2", d));
+  const Prediction f = flash.predict(op), fd = flash.predict(dropped);
+  ASSERT_EQ(fd.kernels.size(), 1u);
+  EXPECT_GT(fd.time_s, 1.05 * f.time_s);
+  EXPECT_NE(fd.kernels[0].why[2].find("dropout's random mask"), std::string::npos) << fd.kernels[0].why[2];
+  // Unfused: a dropout kernel over the probabilities between the softmax and AV; the backward
+  // multiplies dP by the mask, and follows the forward's implementation without being named.
+  const KernelPolicy unfused_policy = KernelPolicy::parse("attention=unfused", d);
+  EXPECT_EQ(unfused_policy.entry(OpKind::attention_backward).impl, "unfused");
+  EXPECT_EQ(KernelPolicy::parse("attention=unfused,attention_backward=flash_v2", d).entry(OpKind::attention_backward).impl,
+            "flash_v2");
+  Predictor unfused(a100, unfused_policy);
+  const Prediction u = unfused.predict(dropped);
+  ASSERT_EQ(u.kernels.size(), 4u);
+  EXPECT_EQ(u.kernels[2].name, "attention dropout");
+  OpDesc back = dropped;
+  back.kind = OpKind::attention_backward;
+  const Prediction ub = unfused.predict(back);
+  back.dropout = false;
+  EXPECT_EQ(ub.kernels.size(), unfused.predict(back).kernels.size() + 1);
+  EXPECT_TRUE(d.empty()) << d.to_string();
+}
+
 TEST(Collectives, RingAllReduceSendsTwoNMinusOneOverNOfTheBytesPerRank) {
   const hw::Machine m = hw::Machine::load(config_path("dgx_a100"));
   Diagnostics d;

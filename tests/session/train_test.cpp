@@ -201,6 +201,39 @@ TEST(Train, HiddenDropoutCostsAKernelAndAMaskPerBranchAndNothingWhenOff) {
   EXPECT_GT(on.stages[0].peak_by_use[act], off.stages[0].peak_by_use[act]);  // the masks, kept for backward
 }
 
+TEST(Train, AttentionDropoutDrawsItsMaskInsideFlashAttentionAndIsAKernelUnfused) {
+  const hw::Machine m = hw::Machine::load(config("dgx_h100.json"));
+  session::TrainSpec s = spec(kSmall, 1, 1, 1, 2);
+  s.hidden_dropout = 0;
+  auto kernels = [](const session::TrainReport& r) { return r.engine.ranks[0].kernels; };
+  // FlashAttention: no kernel more, the mask's random numbers drawn forward and again backward
+  // (on the A100 FlashAttention-2 runs its softmax work between the products, long sequences
+  // make the attention count).
+  const hw::Machine a100 = hw::Machine::load(config("dgx_a100.json"));
+  session::TrainSpec longer = s;
+  longer.seq = 4096;
+  longer.attention_dropout = 0;
+  const session::TrainReport off = session::simulate_training(a100, {}, longer);
+  longer.attention_dropout = 0.1;
+  const session::TrainReport on = session::simulate_training(a100, {}, longer);
+  EXPECT_EQ(kernels(on), kernels(off));
+  EXPECT_GT(on.iteration_s, 1.01 * off.iteration_s);
+  // Unfused: a dropout kernel over the probabilities forward and the multiply by its mask backward,
+  // per layer (4) and micro-batch (2 measured after a warm-up of 1).
+  Diagnostics d;
+  const runtime::KernelPolicy unfused = runtime::KernelPolicy::parse("attention=unfused", d);
+  s.attention_dropout = 0;
+  const session::TrainReport unfused_off = session::simulate_training(m, unfused, s);
+  s.attention_dropout = 0.1;
+  const session::TrainReport unfused_on = session::simulate_training(m, unfused, s);
+  EXPECT_EQ(kernels(unfused_on) - kernels(unfused_off), 4u * 2 * (2 + 1));
+  // Bad probabilities are refused under the parameter's name.
+  session::TrainSpec bad = spec(kSmall, 1, 1, 1, 2);
+  Diagnostics why;
+  EXPECT_TRUE(session::set_train_parameter(bad, "attention_dropout", "1.5", why, "row"));
+  EXPECT_NE(why.to_string().find("row:attention_dropout:"), std::string::npos) << why.to_string();
+}
+
 TEST(Train, APlanThatDoesNotFitIsASimulatedOomWithEachStagesMemory) {
   const hw::Machine m = hw::Machine::load(config("dgx_h100.json"));
   const session::TrainReport r = session::simulate_training(m, {}, spec("gpt3-175b", 8, 1, 1, 1));

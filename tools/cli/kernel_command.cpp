@@ -29,7 +29,6 @@ struct KernelOptions {
   std::string algo;
   std::string timing = "device";
   bool json = false;
-  bool causal = false;
   std::map<std::string, std::string> shape;  // flag name -> value, only those given
 };
 
@@ -135,7 +134,6 @@ int run_kernel(const KernelOptions& o, Context& ctx) {
   op.kind = *op_kind;
   auto params = o.shape;
   params["dtype"] = o.dtype;
-  if (o.causal) params["causal"] = "true";
   Diagnostics shape_problems;
   runtime::op_from_params(params, {}, op, shape_problems, "flags");
   for (const auto& x : shape_problems.items()) {
@@ -196,7 +194,11 @@ void add_kernel_command(CLI::App& app, Context& ctx) {
     std::replace(flag.begin(), flag.end(), '_', '-');
     k->add_option_function<std::string>("--" + flag, [o, flag](const std::string& v) { o->shape[flag] = v; }, help);
   }
-  k->add_flag("--causal", o->causal, "Causal attention mask");
+  for (const auto& [key, help] : runtime::op_flag_help()) {
+    std::string flag = key;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    k->add_flag_function("--" + flag, [o, key](std::int64_t) { o->shape[key] = "true"; }, help);
+  }
   k->add_option("--dtype", o->dtype, "Data type: " + join(dtype_names()))->capture_default_str();
   k->add_option("--policy", o->policy,
                 "Kernel policy: op=impl[:precision],... (a collective: op=impl[:protocol]) or a JSON/YAML file");

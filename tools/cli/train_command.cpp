@@ -65,6 +65,7 @@ nlohmann::ordered_json report_json(const session::TrainReport& r, const session:
   j["zero"] = s.zero;
   j["overlap_grad_reduce"] = s.overlap_grad_reduce;
   j["hidden_dropout"] = s.hidden_dropout;
+  j["attention_dropout"] = s.attention_dropout;
   j["optimizer"] = s.adam ? "adamw" : "sgd";
   j["schedule"] = s.gpipe ? "gpipe" : "1f1b";
   j["simulated_replicas"] = r.simulated_replicas;
@@ -242,6 +243,10 @@ void add_train_command(CLI::App& app, Context& ctx) {
               "gradients (Megatron's --overlap-grad-reduce)");
   s->add_option("--hidden-dropout", o->spec.hidden_dropout, "Dropout probability on the attention and MLP outputs "
                 "(Megatron-LM's default 0.1; 0 launches no dropout kernels)")->capture_default_str();
+  s->add_option("--attention-dropout", o->spec.attention_dropout, "Dropout probability on the attention "
+                "probabilities (Megatron-LM's default 0.1): FlashAttention draws its mask in the kernel, forward and "
+                "backward; unfused attention runs a dropout kernel over the probabilities; 0 draws none")
+      ->capture_default_str();
   s->add_option("--optimizer", o->optimizer, "adamw (default) or sgd");
   s->add_option("--schedule", o->schedule, "Pipeline schedule: 1f1b (default) or gpipe");
   s->add_option("--dtype", o->dtype, "Parameter and activation dtype: bf16, fp16 or fp32 (fp32 master weights and "

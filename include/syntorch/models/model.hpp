@@ -44,6 +44,7 @@ struct TrainOptions {
   bool adam = true;                  // else SGD with momentum
   int virtual_stages = 1;            // model chunks per pipeline rank (interleaved 1F1B)
   double hidden_dropout = 0.1;       // on the attention and MLP outputs (Megatron-LM's default)
+  double attention_dropout = 0.1;    // on the attention probabilities (Megatron-LM's default)
   int iterations = 2;                // the first warms up (optimizer state, caches); scopes "iteration N"
   // Micro-batches of the warm-up iterations (0: micro_batches). 1F1B holds at most pp at once, so
   // pp of them bring the optimizer state and the allocator's cache to their steady state.

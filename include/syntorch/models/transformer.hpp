@@ -114,9 +114,12 @@ class TransformerBlockImpl : public torch::nn::Module {
   // Selective recomputation (training): the attention core under activation checkpointing, its
   // forward run again in the backward (Megatron-Core's checkpoint_core_attention).
   void set_checkpoint_core_attention(bool on) { checkpoint_core_attention_ = on; }
+  // The dropout probability on the attention probabilities (training mode only).
+  void set_attention_dropout(double p) { attention_dropout_ = p; }
 
  private:
   double hidden_dropout_ = 0;
+  double attention_dropout_ = 0;
   bool checkpoint_core_attention_ = false;
   // The attention's output before the TP reduction (each rank's partial sum); no cache: training.
   torch::Tensor attention_partial(const torch::Tensor& x, KVCache* cache, std::int64_t past);
@@ -161,6 +164,7 @@ class TransformerImpl : public CausalLM {
   // attention core.
   void set_recompute(Recompute recompute);
   void set_hidden_dropout(double p);
+  void set_attention_dropout(double p);
 
  private:
   Recompute recompute_ = Recompute::none;

@@ -62,6 +62,9 @@ struct OpDesc {
   // attention: q [batch, heads, seq_q, head_dim]; k, v [batch, kv_heads, seq_kv, head_dim].
   std::uint64_t heads = 0, kv_heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0;
   bool causal = false;
+  // attention: dropout on the probabilities, its random numbers drawn in the kernel (any p > 0
+  // costs the same).
+  bool dropout = false;
   // attention: the K/V dtype when it differs from the query's (an fp8 KV cache read by 16-bit
   // attention, dequantised in the kernel).
   std::optional<DType> kv_dtype;
@@ -90,7 +93,7 @@ struct OpDesc {
 struct OpDescHash {
   std::size_t operator()(const OpDesc& op) const {
     std::uint64_t h = 0x9e3779b97f4a7c15ULL ^ (static_cast<std::uint64_t>(op.kind) * 131u +
-                                               static_cast<std::uint64_t>(op.dtype) * 7u + (op.causal ? 1u : 0u) +
+                                               static_cast<std::uint64_t>(op.dtype) * 7u + (op.causal ? 1u : 0u) + (op.dropout ? 2u : 0u) +
                                                (op.kv_dtype ? 1009u * (1u + static_cast<std::uint64_t>(*op.kv_dtype)) : 0u));
     for (std::uint64_t x : {op.batch, op.m, op.n, op.k, op.heads, op.kv_heads, op.seq_q, op.seq_kv, op.head_dim,
                             op.rows, op.cols, op.vocab, op.elements, op.ranks, op.bytes}) {

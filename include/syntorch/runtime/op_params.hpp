@@ -15,8 +15,10 @@ namespace syntorch::runtime {
 // The parameter keys an op kind reads (besides dtype).
 std::vector<std::string> op_param_keys(OpKind kind);
 // Every count parameter of any op (true/false ones left out), once each in op table order,
-// with its help text: what the kernel command offers as flags.
+// with its help text: what the kernel command offers as options.
 std::vector<std::pair<std::string, std::string>> op_param_help();
+// ... and every true/false one (causal, dropout): what it offers as flags.
+std::vector<std::pair<std::string, std::string>> op_flag_help();
 
 // Fills `op` (kind already set) from `params`. Keys in `ignored` (e.g. timing, impl) are skipped;
 // any other key the op does not read is an error. Returns false when something was wrong.

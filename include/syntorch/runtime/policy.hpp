@@ -38,6 +38,8 @@ class KernelPolicy {
                            const std::string& base_dir = "");
 
   void set(OpKind op, PolicyEntry entry) { entries_[op] = std::move(entry); }
+  // The op's entry; a backward op without one takes its forward's, where it has that
+  // implementation; else auto.
   const PolicyEntry& entry(OpKind op) const;
   std::string describe() const;  // "gemm=cublasLt,attention=flash_v2" (only explicit entries)
 

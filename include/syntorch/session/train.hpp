@@ -37,6 +37,7 @@ struct TrainSpec {
   int zero = 0;                         // 1: the distributed optimizer
   bool overlap_grad_reduce = false;     // data-parallel reduction under the last micro-batch's backward
   double hidden_dropout = 0.1;          // Megatron-LM's default
+  double attention_dropout = 0.1;       // on the attention probabilities; Megatron-LM's default
   bool adam = true;                     // adamw; false: sgd
   bool gpipe = false;                   // the GPipe schedule instead of 1F1B
   DType dtype = DType::bf16;
@@ -49,7 +50,7 @@ struct TrainSpec {
 
 // Sets one parameter from its text, as measurement rows and study files give them: model, seq, tp,
 // pp, dp, vp, global_batch, micro_batch, recompute (none|selective|full), sp (true|false or 1|0), zero
-// (0|1), overlap_grad_reduce (true|false), hidden_dropout (0 .. 1), optimizer (adamw|sgd),
+// (0|1), overlap_grad_reduce (true|false), hidden_dropout and attention_dropout (0 .. 1), optimizer (adamw|sgd),
 // schedule (1f1b|gpipe), dtype, replicas (one|all: mirror_replicas), trace_ranks ("0-7,64"). False
 // for a key that is none of these.
 bool set_train_parameter(TrainSpec& spec, const std::string& key, const std::string& value, Diagnostics& diagnostics,

@@ -12,6 +12,8 @@
 // (few queries against a long KV cache) splits the KV sequence across CTAs (split-KV) so small
 // batches still fill the device, and GQA/MQA let a CTA serve all query heads of one KV head.
 // The unfused path runs QK^T, softmax and AV as three kernels with the scores in HBM.
+// Dropout on the probabilities draws a random byte a score inside the fused kernels (Philox,
+// regenerated in the backward) and is a kernel of its own over the probabilities when unfused.
 
 #include <algorithm>
 #include <cmath>
@@ -30,6 +32,12 @@ constexpr std::uint64_t kDecodeQueries = 16;  // FlashAttention's decode path (f
 constexpr double kSoftmaxVectorOpsPerScore = 4;  // max, scaled subtraction, running sum, conversion of P
 constexpr double kSoftwareExpOps = 4;            // an exponential on the vector units (range reduction, polynomial)
 constexpr double kBackwardVectorOpsPerScore = 6;  // S - LSE, dP - D, times P, scaling, conversions of P and dS
+// Dropout's mask, drawn in the kernel with Philox4x32-10 (Salmon et al., "Parallel random numbers:
+// as easy as 1, 2, 3", SC 2011): a call is 10 rounds of two 32x32-bit multiplies (high and low
+// halves) and four xors or key additions on a 4-word state, and gives 16 random bytes, one a score
+// as FlashAttention draws them: 10 x 6 / 16, about 4 operations a score, then the comparison with
+// the threshold, the select and the 1/(1-p) scaling. The backward draws the same mask again.
+constexpr double kDropoutVectorOpsPerScore = 7;
 
 // The query-block x key-block pairs a (non-decode) pass visits: all, or those at or below the
 // diagonal when causal (the last q_blocks rows of a kv_blocks square).
@@ -129,17 +137,18 @@ Kernel fused(const OpDesc& op, const LowerContext& cx, bool v3, bool memory_effi
                                 k.tiles, kBlockQ, visited, kv_blocks, op.causal ? " (causal)" : ""));
   }
   const BlockCost c = block_cost(d, mm, vec, scores_per_tile, 4.0 * static_cast<double>(op.head_dim),
-                                 kSoftmaxVectorOpsPerScore, v3, rate.on_vector);
+                                 kSoftmaxVectorOpsPerScore + (op.dropout ? kDropoutVectorOpsPerScore : 0), v3,
+                                 rate.on_vector);
   k.tile_compute_s = c.tile_s(v3);
   k.tile_hbm_bytes = k.hbm_bytes / static_cast<double>(k.tiles);
   const std::string parts =
-      fmt::format("per CTA: matrix {:.2f} us{}, exponentials {:.2f} us ({}), other softmax {:.2f} us", c.mm_s * 1e6,
+      fmt::format("per CTA: matrix {:.2f} us{}, exponentials {:.2f} us ({}), other softmax{} {:.2f} us", c.mm_s * 1e6,
                   c.sync < 1 ? fmt::format(" (synchronous mma at {:.0f}% of the matrix rate)", c.sync * 100) : "",
                   c.exp_s * 1e6,
                   c.special > 0 ? fmt::format("{:g} a clock per unit on the special-function units",
                                               d.compute.special_ops_per_cycle)
                                 : fmt::format("{:g} vector operations each: special_ops_per_cycle not given", kSoftwareExpOps),
-                  c.vector_s * 1e6);
+                  op.dropout ? " and dropout's random mask" : "", c.vector_s * 1e6);
   if (v3) {
     k.why.push_back(fmt::format("flash_v3: softmax overlapped with the asynchronous matrix products: {}-bound, {:.0f}% "
                                 "of the shorter {} hidden behind it; {}",
@@ -190,17 +199,18 @@ std::vector<Kernel> backward(const OpDesc& op, const LowerContext& cx, bool v3, 
   k.tile_hbm_bytes = k.hbm_bytes / static_cast<double>(k.tiles);
   k.flops = 2.5 * ops::attention_flops(op);
   const BlockCost c = block_cost(d, mm, vec, scores_per_tile, 10.0 * static_cast<double>(op.head_dim),
-                                 kBackwardVectorOpsPerScore, v3, rate.on_vector);
+                                 kBackwardVectorOpsPerScore + (op.dropout ? kDropoutVectorOpsPerScore : 0), v3,
+                                 rate.on_vector);
   k.tile_compute_s = c.tile_s(v3);
   k.name = fmt::format("{} backward", impl);
   k.why.push_back(fmt::format("backward: {} CTAs (batch x heads x {}-key blocks), {:.1f} of {} query blocks each{}; "
                               "five matrix products a block, the scores recomputed",
                               k.tiles, kBlockKv, visited, q_blocks, op.causal ? " (causal)" : ""));
-  k.why.push_back(fmt::format("per CTA: matrix {:.2f} us{}, exponentials {:.2f} us, other {:.2f} us; {}",
+  k.why.push_back(fmt::format("per CTA: matrix {:.2f} us{}, exponentials {:.2f} us, other{} {:.2f} us; {}",
                               c.mm_s * 1e6,
                               c.sync < 1 ? fmt::format(" (synchronous mma at {:.0f}% of the matrix rate)", c.sync * 100)
                                          : std::string(),
-                              c.exp_s * 1e6, c.vector_s * 1e6,
+                              c.exp_s * 1e6, op.dropout ? " (dropout's mask drawn again included)" : "", c.vector_s * 1e6,
                               v3 ? "flash_v3 overlaps the softmax with the products"
                                  : impl + " runs them in turn"));
   Kernel post = stream_kernel(cx, {"", q_elems, 4.0, e, 0});
@@ -244,6 +254,15 @@ OpDesc unfused_rows(const OpDesc& op, OpKind kind) {
   r.cols = op.seq_kv;
   return r;
 }
+// An elementwise pass over the probabilities: the dropout itself (output and a byte mask), or its
+// backward (the gradient times the mask).
+OpDesc unfused_elementwise(const OpDesc& op, OpKind kind) {
+  OpDesc e{};
+  e.kind = kind;
+  e.dtype = op.dtype;
+  e.elements = op.batch * op.heads * op.seq_q * op.seq_kv;
+  return e;
+}
 std::vector<Kernel> lower_unfused(std::span<const UnfusedPart> parts, const LowerContext& cx) {
   const PolicyEntry automatic{};
   const LowerContext sub{cx.device, cx.device_index, automatic, cx.dtype};
@@ -266,10 +285,12 @@ std::vector<Kernel> lower_unfused(std::span<const UnfusedPart> parts, const Lowe
 std::vector<Kernel> unfused_backward(const OpDesc& op, const LowerContext& cx) {
   std::vector<UnfusedPart> parts = {
       {unfused_product(op, op.seq_kv, op.head_dim, op.seq_q), "attention backward dV = P^T dO"},
-      {unfused_product(op, op.seq_q, op.seq_kv, op.head_dim), "attention backward dP = dO V^T"},
-      {unfused_rows(op, OpKind::softmax_backward), "attention backward softmax"},
-      {unfused_product(op, op.seq_q, op.head_dim, op.seq_kv), "attention backward dQ = dS K"},
-      {unfused_product(op, op.seq_kv, op.head_dim, op.seq_q), "attention backward dK = dS^T Q"}};
+      {unfused_product(op, op.seq_q, op.seq_kv, op.head_dim), "attention backward dP = dO V^T"}};
+  if (op.dropout) parts.push_back({unfused_elementwise(op, OpKind::mul), "attention backward dropout"});
+  parts.insert(parts.end(),
+               {{unfused_rows(op, OpKind::softmax_backward), "attention backward softmax"},
+                {unfused_product(op, op.seq_q, op.head_dim, op.seq_kv), "attention backward dQ = dS K"},
+                {unfused_product(op, op.seq_kv, op.head_dim, op.seq_q), "attention backward dK = dS^T Q"}});
   if (op.kv_heads > 0 && op.heads > op.kv_heads) {
     OpDesc group{};
     group.kind = OpKind::sum;
@@ -288,8 +309,8 @@ std::vector<Kernel> lower_attention_backward(const OpDesc& op, const LowerContex
   const hw::Device& d = cx.device;
   const std::string& impl = checked_impl(cx);
   // auto chooses as the forward's auto does: FlashAttention where the device has matrix units for
-  // the dtype, else the memory-efficient kernel (a forward pinned to another implementation does
-  // not carry over to its backward).
+  // the dtype, else the memory-efficient kernel (a forward pinned by the policy pins its backward
+  // too, unless the policy names the backward: KernelPolicy::entry).
   const bool flash_ok = unit_matrix_ops_per_s(d, cx.dtype) > 0;
   std::vector<std::vector<Kernel>> options;
   if (impl == "flash_v2" || (impl == "auto" && flash_ok)) options.push_back(backward(op, cx, false));
@@ -314,9 +335,10 @@ std::vector<Kernel> lower_attention(const OpDesc& op, const LowerContext& cx) {
   if (impl == "mem_efficient" || (impl == "auto" && !flash_ok)) options.push_back({fused(op, cx, false, true)});
   if (impl == "unfused") {
     // QK^T per head (K/V heads repeated for GQA), softmax over the scores in HBM, then AV.
-    const UnfusedPart parts[] = {{unfused_product(op, op.seq_q, op.seq_kv, op.head_dim), "attention QK^T"},
-                                 {unfused_rows(op, OpKind::softmax), "attention softmax"},
-                                 {unfused_product(op, op.seq_q, op.head_dim, op.seq_kv), "attention AV"}};
+    std::vector<UnfusedPart> parts = {{unfused_product(op, op.seq_q, op.seq_kv, op.head_dim), "attention QK^T"},
+                                      {unfused_rows(op, OpKind::softmax), "attention softmax"}};
+    if (op.dropout) parts.push_back({unfused_elementwise(op, OpKind::dropout), "attention dropout"});
+    parts.push_back({unfused_product(op, op.seq_q, op.head_dim, op.seq_kv), "attention AV"});
     std::vector<Kernel> ks = lower_unfused(parts, cx);
     ks[0].why.insert(ks[0].why.begin(), fmt::format("unfused: the {}x{}x{} score matrix goes through HBM{}",
                                                     op.batch * op.heads, op.seq_q, op.seq_kv,

@@ -8,17 +8,19 @@
 
 namespace syntorch::runtime::ops {
 
-const OpParam kAttentionParams[7] = {{"batch", "batch size", &OpDesc::batch},
+const OpParam kAttentionParams[8] = {{"batch", "batch size", &OpDesc::batch},
                                      {"heads", "attention query heads", &OpDesc::heads},
                                      {"kv_heads", "attention key/value heads (GQA/MQA)", &OpDesc::kv_heads},
                                      {"seq_q", "query length", &OpDesc::seq_q},
                                      {"seq_kv", "key/value length", &OpDesc::seq_kv},
                                      {"head_dim", "attention head size", &OpDesc::head_dim},
-                                     {"causal", "causal attention mask", nullptr, &OpDesc::causal}};
+                                     {"causal", "causal attention mask", nullptr, &OpDesc::causal},
+                                     {"dropout", "dropout on the attention probabilities", nullptr, &OpDesc::dropout}};
 
 std::string describe_attention(const OpDesc& op) {
-  return fmt::format("{} batch={} heads={} kv_heads={} seq_q={} seq_kv={} head_dim={}{} {}{}", op_name(op.kind), op.batch,
-                     op.heads, op.kv_heads, op.seq_q, op.seq_kv, op.head_dim, op.causal ? " causal" : "",
+  return fmt::format("{} batch={} heads={} kv_heads={} seq_q={} seq_kv={} head_dim={}{}{} {}{}", op_name(op.kind),
+                     op.batch, op.heads, op.kv_heads, op.seq_q, op.seq_kv, op.head_dim, op.causal ? " causal" : "",
+                     op.dropout ? " dropout" : "",
                      dtype_name(op.dtype), op.kv_dtype ? fmt::format(" kv {}", dtype_name(*op.kv_dtype)) : std::string());
 }
 

@@ -74,7 +74,7 @@ double matmul_flops(const OpDesc& op);
 double matmul_bytes(const OpDesc& op);
 
 // Attention and its backward (defined in attention.cpp): parameters, defaults, checks, accounting.
-extern const OpParam kAttentionParams[7];
+extern const OpParam kAttentionParams[8];
 void attention_defaults(OpDesc& op);
 void check_attention(const OpDesc& op, OpCheck& c);
 std::string describe_attention(const OpDesc& op);
