@@ -26,6 +26,7 @@
 #include <sstream>
 #include "syntorch/torch/optim.hpp"
 #include "syntorch/parallel/distributed.hpp"
+#include "syntorch/parallel/training.hpp"
 
 namespace py = pybind11;
 using namespace syntorch;
@@ -503,6 +504,28 @@ PYBIND11_MODULE(_syntorch, m) {
     torch::autograd::backward(tensors, grads.value_or(std::vector<Tensor>{}), retain_graph);
   }, py::arg("tensors"), py::arg("grad_tensors") = py::none(), py::arg("retain_graph") = false,
      py::call_guard<RequireRun>());
+  // torch.utils.checkpoint: `function` (Python, from tensors to tensors) runs without keeping its
+  // activations and again in the backward. The autograd node holds the function; it lets go of
+  // it under the interpreter's lock, wherever the node dies.
+  m.def("_checkpoint", [](const py::function& function, const std::vector<Tensor>& inputs) {
+    std::shared_ptr<py::function> held(new py::function(function), [](py::function* f) {
+      py::gil_scoped_acquire gil;
+      delete f;
+    });
+    // The function gives a list of tensors and Nones (its other results); a None is an undefined
+    // tensor here and None again on the way back.
+    const std::vector<Tensor> outs = parallel::checkpoint_outputs(
+        [held](const std::vector<Tensor>& in) {
+          py::gil_scoped_acquire gil;
+          std::vector<Tensor> out;
+          for (const auto& o : (*held)(in).cast<std::vector<std::optional<Tensor>>>()) out.push_back(o.value_or(Tensor()));
+          return out;
+        },
+        inputs);
+    std::vector<std::optional<Tensor>> back;
+    for (const Tensor& t : outs) back.push_back(t.defined() ? std::optional<Tensor>(t) : std::nullopt);
+    return back;
+  }, py::arg("function"), py::arg("inputs"), py::call_guard<RequireRun>());
   // A module parameter: allocated under weights (memory reports), requiring grad.
   m.def("_parameter", [](const std::vector<std::int64_t>& s, std::optional<torch::ScalarType> dt,
                          const std::string& dev, bool requires_grad) {

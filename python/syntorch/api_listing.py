@@ -15,6 +15,7 @@ MODULES = ["syntorch", "syntorch.torch", "syntorch.torch.nn", "syntorch.torch.nn
            "syntorch.torch.nn.utils", "syntorch.torch.optim", "syntorch.torch.optim.lr_scheduler",
            "syntorch.torch.amp", "syntorch.torch.autograd", "syntorch.torch.cuda", "syntorch.torch.profiler",
            "syntorch.torch.distributed", "syntorch.torch.backends.cuda", "syntorch.torch.backends.cudnn",
+           "syntorch.torch.utils.checkpoint",
            "syntorch.parallel", "syntorch.run"]
 
 

@@ -110,20 +110,25 @@ void forward_backward(const ForwardStep& forward, const PipelineOptions& o) {
   set_virtual_pipeline_model_parallel_rank(0);
 }
 
-torch::Tensor checkpoint(const std::function<torch::Tensor(const std::vector<torch::Tensor>&)>& f,
-                         const std::vector<torch::Tensor>& xs) {
+std::vector<torch::Tensor> checkpoint_outputs(
+    const std::function<std::vector<torch::Tensor>(const std::vector<torch::Tensor>&)>& f,
+    const std::vector<torch::Tensor>& xs) {
   if (!torch::autograd::GradMode::is_enabled()) return f(xs);
-  torch::Tensor y;
+  std::vector<torch::Tensor> ys;
   {
     torch::autograd::NoGradGuard no_grad;
-    y = f(xs);
+    ys = f(xs);
   }
   // Recorded even when no input needs a gradient: the parameters inside f may. The recomputation
   // runs in an autocast region of the forward's state, as torch.utils.checkpoint enters one (its
   // weight casts are dropped when it ends, unless an outer region holds them).
   std::vector<const torch::Tensor*> inputs;
   for (const torch::Tensor& x : xs) inputs.push_back(&x);
-  torch::autograd::record("CheckpointFunctionBackward", inputs, {&y}, xs,
+  std::vector<torch::Tensor*> outputs;
+  for (torch::Tensor& y : ys) {
+    if (y.defined()) outputs.push_back(&y);
+  }
+  torch::autograd::record("CheckpointFunctionBackward", inputs, outputs, xs,
                           [f, autocast = torch::autocast::state()](std::vector<torch::Tensor>& g,
                                                                    std::vector<torch::Tensor>& s,
                                                                    const torch::autograd::Node& n) {
@@ -132,21 +137,38 @@ torch::Tensor checkpoint(const std::function<torch::Tensor(const std::vector<tor
                               again.push_back(s[i].detach());
                               if (n.needs_input_grad(i)) again.back().requires_grad_(true);
                             }
-                            torch::Tensor out;
+                            std::vector<torch::Tensor> outs;
                             {
                               torch::autograd::AutoGradMode recording(true);
                               torch::autocast::AutocastMode forward_autocast(autocast.dtype, autocast.enabled,
                                                                              autocast.cache_enabled);
-                              out = f(again);
+                              outs = f(again);
                             }
-                            if (out.requires_grad()) torch::autograd::backward({out}, {g[0]});
+                            // The recomputed outputs that carry history and received a gradient.
+                            std::vector<torch::Tensor> roots, grads_in;
+                            std::size_t k = 0;
+                            for (const torch::Tensor& o : outs) {
+                              if (!o.defined()) continue;
+                              if (k < g.size() && g[k].defined() && o.requires_grad()) {
+                                roots.push_back(o);
+                                grads_in.push_back(g[k]);
+                              }
+                              ++k;
+                            }
+                            if (!roots.empty()) torch::autograd::backward(roots, grads_in);
                             std::vector<torch::Tensor> grads;
                             for (std::size_t i = 0; i < again.size(); ++i) {
                               grads.push_back(n.needs_input_grad(i) ? again[i].grad() : torch::Tensor());
                             }
                             return grads;
                           });
-  return y;
+  return ys;
+}
+
+torch::Tensor checkpoint(const std::function<torch::Tensor(const std::vector<torch::Tensor>&)>& f,
+                         const std::vector<torch::Tensor>& xs) {
+  return checkpoint_outputs([f](const std::vector<torch::Tensor>& in) { return std::vector<torch::Tensor>{f(in)}; },
+                            xs)[0];
 }
 
 torch::Tensor checkpoint(const std::function<torch::Tensor(const torch::Tensor&)>& f, const torch::Tensor& x) {

@@ -27,26 +27,34 @@ std::vector<std::string> KernelPolicy::implementations(OpKind op) {
 const PolicyEntry& KernelPolicy::entry(OpKind op) const {
   static const PolicyEntry kAuto{};
   auto it = entries_.find(op);
-  if (it != entries_.end()) return it->second;
-  // A backward not named follows its forward (attention=unfused: autograd through the unfused
-  // ops), where it has that implementation.
-  const std::string_view name = op_name(op);
-  constexpr std::string_view kBackward = "_backward";
-  if (name.size() > kBackward.size() && name.ends_with(kBackward)) {
-    if (const auto forward = parse_op(std::string(name.substr(0, name.size() - kBackward.size())))) {
-      auto f = entries_.find(*forward);
-      if (f != entries_.end()) {
-        const auto impls = implementations(op);
-        if (std::find(impls.begin(), impls.end(), f->second.impl) != impls.end()) return f->second;
-      }
-    }
+  return it == entries_.end() ? kAuto : it->second;
+}
+
+void KernelPolicy::set(OpKind op, PolicyEntry entry) {
+  entries_[op] = std::move(entry);
+  followers_.erase(op);
+  // A backward not named follows its forward's implementation (attention=unfused: autograd
+  // through the unfused ops), where it has that implementation; not its precision (an fp8
+  // forward's backward runs in the backward's own dtype).
+  for (OpKind f : followers_) entries_.erase(f);
+  followers_.clear();
+  std::vector<std::pair<OpKind, std::string>> follow;
+  for (const auto& [forward, e] : entries_) {
+    const auto backward = parse_op(std::string(op_name(forward)) + "_backward");
+    if (!backward || entries_.count(*backward)) continue;
+    const auto impls = implementations(*backward);
+    if (std::find(impls.begin(), impls.end(), e.impl) != impls.end()) follow.emplace_back(*backward, e.impl);
   }
-  return kAuto;
+  for (auto& [backward, impl] : follow) {
+    entries_[backward] = PolicyEntry{std::move(impl), std::nullopt, std::nullopt};
+    followers_.insert(backward);
+  }
 }
 
 std::string KernelPolicy::describe() const {
   std::vector<std::string> parts;
   for (const auto& [op, e] : entries_) {
+    if (followers_.count(op)) continue;
     parts.push_back(e.precision  ? fmt::format("{}={}:{}", op_name(op), e.impl, dtype_name(*e.precision))
                     : e.protocol ? fmt::format("{}={}:{}", op_name(op), e.impl, *e.protocol)
                                  : fmt::format("{}={}", op_name(op), e.impl));

@@ -142,7 +142,9 @@ std::string check_parameter(StudyKind kind, const std::string& key, const std::s
   if (key == "timing") {
     return runtime::parse_timing(value) ? "" : fmt::format("expected {}, got \"{}\"", join(runtime::timing_names(), ", "), value);
   }
-  if (key == "causal") return boolean();
+  for (const auto& [flag, help] : runtime::op_flag_help()) {
+    if (key == flag) return boolean();  // causal, dropout
+  }
   return runtime::parse_count(value) ? "" : fmt::format("expected a non-negative integer, got \"{}\"", value);
 }
 

@@ -197,7 +197,8 @@ class Validator {
   }
 
   // A run row's params read into `spec` by `set` (false for a key it does not take), model=
-  // required, policy= the run's kernel policy as --policy takes it (op=impl,...), and the spec
+  // required, policy= the run's kernel policy as --policy takes it (op=impl,... or a JSON/YAML
+  // file beside the measurements file), and the spec
   // checked against the row's machine by `validate`: that machine, or null after marking the row
   // failed.
   template <class Spec, class Set, class Validate>
@@ -208,7 +209,8 @@ class Validator {
     bool have_model = false;
     for (const KeyValue& kv : params(row, where, d)) {
       if (kv.key == "policy") {
-        policy = runtime::KernelPolicy::parse(kv.value, d, where + ": policy");
+        policy = runtime::KernelPolicy::load(kv.value, d, where + ": policy",
+                                             std::filesystem::path(o_.file).parent_path().string());
       } else if (!set(spec, kv.key, kv.value, d, where)) {
         std::vector<std::string> valid = keys;
         valid.emplace_back("policy");

@@ -198,6 +198,11 @@ TEST(Attention, DropoutIsRandomNumbersInTheFusedKernelAndAKernelOfItsOwnUnfused)
   EXPECT_EQ(unfused_policy.entry(OpKind::attention_backward).impl, "unfused");
   EXPECT_EQ(KernelPolicy::parse("attention=unfused,attention_backward=flash_v2", d).entry(OpKind::attention_backward).impl,
             "flash_v2");
+  // The implementation follows, not the precision; what the policy says stays what it describes.
+  const KernelPolicy fp8 = KernelPolicy::parse("attention=flash_v3:fp8", d);
+  EXPECT_EQ(fp8.entry(OpKind::attention_backward).impl, "flash_v3");
+  EXPECT_FALSE(fp8.entry(OpKind::attention_backward).precision.has_value());
+  EXPECT_EQ(fp8.describe(), "attention=flash_v3:fp8");
   Predictor unfused(a100, unfused_policy);
   const Prediction u = unfused.predict(dropped);
   ASSERT_EQ(u.kernels.size(), 4u);

@@ -197,7 +197,7 @@ void add_kernel_command(CLI::App& app, Context& ctx) {
   for (const auto& [key, help] : runtime::op_flag_help()) {
     std::string flag = key;
     std::replace(flag.begin(), flag.end(), '_', '-');
-    k->add_flag_function("--" + flag, [o, key](std::int64_t) { o->shape[key] = "true"; }, help);
+    k->add_flag_function("--" + flag, [o, key](std::int64_t n) { o->shape[key] = n > 0 ? "true" : "false"; }, help);
   }
   k->add_option("--dtype", o->dtype, "Data type: " + join(dtype_names()))->capture_default_str();
   k->add_option("--policy", o->policy,

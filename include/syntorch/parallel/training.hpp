@@ -53,6 +53,11 @@ void forward_backward(const ForwardStep& forward, const PipelineOptions& options
 // backpropagates through it. Parameters used by f receive their gradients then.
 torch::Tensor checkpoint(const std::function<torch::Tensor(const std::vector<torch::Tensor>&)>& f,
                          const std::vector<torch::Tensor>& xs);
+// ... of several outputs (torch.utils.checkpoint of a function returning a tuple; an undefined
+// output is passed through).
+std::vector<torch::Tensor> checkpoint_outputs(
+    const std::function<std::vector<torch::Tensor>(const std::vector<torch::Tensor>&)>& f,
+    const std::vector<torch::Tensor>& xs);
 // ... of one input (a whole layer: Megatron's full recompute).
 torch::Tensor checkpoint(const std::function<torch::Tensor(const torch::Tensor&)>& f, const torch::Tensor& x);
 

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,14 +38,15 @@ class KernelPolicy {
   static KernelPolicy load(const std::string& text, Diagnostics& diagnostics, const std::string& where,
                            const std::string& base_dir = "");
 
-  void set(OpKind op, PolicyEntry entry) { entries_[op] = std::move(entry); }
-  // The op's entry; a backward op without one takes its forward's, where it has that
-  // implementation; else auto.
-  const PolicyEntry& entry(OpKind op) const;
+  // Sets an op's entry. A backward op the policy does not name follows its forward's
+  // implementation (not its precision), where it has that implementation.
+  void set(OpKind op, PolicyEntry entry);
+  const PolicyEntry& entry(OpKind op) const;  // auto where the policy says nothing
   std::string describe() const;  // "gemm=cublasLt,attention=flash_v2" (only explicit entries)
 
  private:
   std::map<OpKind, PolicyEntry> entries_;
+  std::set<OpKind> followers_;  // backward entries taken from their forwards (not described)
 };
 
 }  // namespace syntorch::runtime

@@ -26,6 +26,7 @@ from .amp import autocast  # noqa: E402
 from . import profiler  # noqa: E402
 from . import distributed  # noqa: E402
 from . import backends  # noqa: E402
+from . import utils  # noqa: E402
 
 import threading as _threading
 

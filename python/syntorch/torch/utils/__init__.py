@@ -1,0 +1,3 @@
+"""torch.utils: activation checkpointing (torch.utils.checkpoint)."""
+
+from . import checkpoint
