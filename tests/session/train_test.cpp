@@ -234,6 +234,31 @@ TEST(Train, AttentionDropoutDrawsItsMaskInsideFlashAttentionAndIsAKernelUnfused)
   EXPECT_NE(why.to_string().find("row:attention_dropout:"), std::string::npos) << why.to_string();
 }
 
+TEST(Train, UnfusedAttentionKeepsItsProbabilitiesUnlessTheCoreIsRecomputed) {
+  const hw::Machine m = hw::Machine::load(config("dgx_h100.json"));
+  session::TrainSpec s = spec(kSmall, 1, 1, 1, 1);  // 4 layers, 16 heads, 1024 tokens, one sequence
+  s.hidden_dropout = 0;
+  Diagnostics d;
+  const runtime::KernelPolicy unfused = runtime::KernelPolicy::parse("attention=unfused", d);
+  const auto act = static_cast<std::size_t>(os::MemoryUse::activations);
+  auto activations = [&](const runtime::KernelPolicy& p) {
+    const session::TrainReport r = session::simulate_training(m, p, s);
+    EXPECT_FALSE(r.oom);
+    return static_cast<double>(r.stages[0].peak_by_use[act]);
+  };
+  // Per layer, 16 x 1024 x 1024 scores: the softmax's output (2 bytes in bf16), the dropout's
+  // mask (1) and output (2) kept for the backward, as Korthikanti et al. count them (5as^2b);
+  // the scores themselves (2 bytes) only while the softmax reads them.
+  const double scores = 16.0 * 1024 * 1024;
+  const double flash = activations({});
+  const double kept = activations(unfused) - flash;
+  EXPECT_GE(kept, 4 * 5 * scores);
+  EXPECT_LE(kept, 4 * 5 * scores + 2 * 2 * scores);
+  // Selective recomputation keeps them for one layer at a time, while its backward runs.
+  s.recompute = models::Recompute::selective;
+  EXPECT_LE(activations(unfused) - activations({}), 5 * scores + 2 * 2 * scores);
+}
+
 TEST(Train, APlanThatDoesNotFitIsASimulatedOomWithEachStagesMemory) {
   const hw::Machine m = hw::Machine::load(config("dgx_h100.json"));
   const session::TrainReport r = session::simulate_training(m, {}, spec("gpt3-175b", 8, 1, 1, 1));

@@ -72,6 +72,7 @@ class FakeRank : public runtime::RankContext {
   void launch(const runtime::OpDesc& op, std::string_view name) override {
     launches.push_back(Launch{op, std::string(name)});
   }
+  OpMemory op_memory(const runtime::OpDesc&) override { return {}; }
   void host_op(std::string_view name) override { host_ops.emplace_back(name); }
   void collective(const runtime::OpDesc& op, runtime::GroupId, std::string_view name) override {
     launches.push_back(Launch{op, std::string(name)});

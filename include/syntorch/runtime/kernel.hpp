@@ -24,6 +24,10 @@ struct Kernel {
   double flops = 0;                    // useful work (for achieved FLOP/s)
   double hbm_bytes = 0;                // total HBM traffic
   double hbm_write_bytes = 0;          // of which written (writes take longer on HBM: write_efficiency)
+  // Device memory the implementation needs beyond the op's inputs and outputs: held while the op
+  // runs (unfused attention's scores), or left for the op's backward (its probabilities).
+  double workspace_bytes = 0;
+  double saved_bytes = 0;
   std::vector<std::string> why;        // the dispatcher's reasons, in order
 };
 

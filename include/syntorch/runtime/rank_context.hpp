@@ -86,6 +86,15 @@ class RankContext {
   // Launches a non-collective op from the host: the framework's dispatch cost, then its kernels
   // on the current stream. `name` is the framework op ("aten::matmul").
   virtual void launch(const OpDesc& op, std::string_view name) = 0;
+  // The device memory the kernels `op` would be lowered to need beyond its inputs and outputs
+  // (Kernel::workspace_bytes, saved_bytes summed), for the framework to allocate around the launch
+  // and keep for the backward. Nothing for most ops; throws as launch does for an op the device
+  // refuses.
+  struct OpMemory {
+    std::uint64_t workspace_bytes = 0;
+    std::uint64_t saved_bytes = 0;
+  };
+  virtual OpMemory op_memory(const OpDesc& op) = 0;
 
   // An op that runs on the host only (a view, a reshape): it costs dispatch time, no kernel.
   virtual void host_op(std::string_view name) = 0;

@@ -179,6 +179,15 @@ void Rank::launch(const OpDesc& op, std::string_view name) {
   }
 }
 
+RankContext::OpMemory Rank::op_memory(const OpDesc& op) {
+  OpMemory m;
+  for (const LoweredKernel& k : lower(op)) {
+    m.workspace_bytes += static_cast<std::uint64_t>(k.kernel.workspace_bytes);
+    m.saved_bytes += static_cast<std::uint64_t>(k.kernel.saved_bytes);
+  }
+  return m;
+}
+
 void Rank::host_op(std::string_view name) {
   if (!tracer_) {
     // Nothing to show: its time goes to the next action (none while capturing a graph).

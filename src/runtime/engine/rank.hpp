@@ -76,6 +76,7 @@ class Rank final : public RankContext {
   void empty_cache() override { allocator_.empty_cache(); }
   void set_policy(const KernelPolicy& policy) override;
   void launch(const OpDesc& op, std::string_view name) override;
+  OpMemory op_memory(const OpDesc& op) override;
   void host_op(std::string_view name) override;
   void collective(const OpDesc& op, GroupId group, std::string_view name) override;
   void send(int peer, std::uint64_t bytes, std::string_view name) override;

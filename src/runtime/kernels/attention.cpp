@@ -235,6 +235,8 @@ const std::string& checked_impl(const LowerContext& cx) {
 struct UnfusedPart {
   OpDesc op;
   const char* name;
+  double workspace_bytes = 0;  // memory the part's output holds until a later part has read it
+  double saved_bytes = 0;      // ... or until the backward has
 };
 OpDesc unfused_product(const OpDesc& op, std::uint64_t m, std::uint64_t n, std::uint64_t k) {
   OpDesc p{};
@@ -268,7 +270,10 @@ std::vector<Kernel> lower_unfused(std::span<const UnfusedPart> parts, const Lowe
   const LowerContext sub{cx.device, cx.device_index, automatic, cx.dtype};
   std::vector<Kernel> ks;
   for (const UnfusedPart& part : parts) {
-    for (Kernel& k : op_type(part.op.kind).lower(part.op, sub)) {
+    std::vector<Kernel> lowered = op_type(part.op.kind).lower(part.op, sub);
+    lowered.front().workspace_bytes += part.workspace_bytes;
+    lowered.front().saved_bytes += part.saved_bytes;
+    for (Kernel& k : lowered) {
       k.name = k.tile.empty() ? part.name : fmt::format("{} {}", part.name, k.tile);
       k.impl = "unfused";  // what a policy names it by; the products' own kernels stay in the name
       ks.push_back(std::move(k));
@@ -279,16 +284,18 @@ std::vector<Kernel> lower_unfused(std::span<const UnfusedPart> parts, const Lowe
 
 // The backward of the unfused forward (autograd through its ops): dV = P^T dO, dP = dO V^T, the
 // softmax's backward over the scores, dQ = dS K and dK = dS^T Q, four batched products and a
-// row-wise pass through HBM, from the probabilities P the forward kept (the torch layer does not
-// count P's memory: it saves only the log-sum-exp, as the fused kernels need). Under GQA the
+// row-wise pass through HBM, from the probabilities P the forward kept (Kernel::saved_bytes, which
+// the torch layer allocates with the forward and frees with its backward). Under GQA the
 // per-query-head dK and dV are summed over each group of heads.
 std::vector<Kernel> unfused_backward(const OpDesc& op, const LowerContext& cx) {
+  // dP and dS are s^2 each; at most two of dP, the masked dP and dS are live at once.
+  const double scores_bytes = static_cast<double>(op.batch * op.heads * op.seq_q * op.seq_kv) * element_bytes(cx.dtype);
   std::vector<UnfusedPart> parts = {
       {unfused_product(op, op.seq_kv, op.head_dim, op.seq_q), "attention backward dV = P^T dO"},
-      {unfused_product(op, op.seq_q, op.seq_kv, op.head_dim), "attention backward dP = dO V^T"}};
+      {unfused_product(op, op.seq_q, op.seq_kv, op.head_dim), "attention backward dP = dO V^T", scores_bytes, 0}};
   if (op.dropout) parts.push_back({unfused_elementwise(op, OpKind::mul), "attention backward dropout"});
   parts.insert(parts.end(),
-               {{unfused_rows(op, OpKind::softmax_backward), "attention backward softmax"},
+               {{unfused_rows(op, OpKind::softmax_backward), "attention backward softmax", scores_bytes, 0},
                 {unfused_product(op, op.seq_q, op.head_dim, op.seq_kv), "attention backward dQ = dS K"},
                 {unfused_product(op, op.seq_kv, op.head_dim, op.seq_q), "attention backward dK = dS^T Q"}});
   if (op.kv_heads > 0 && op.heads > op.kv_heads) {
@@ -335,9 +342,15 @@ std::vector<Kernel> lower_attention(const OpDesc& op, const LowerContext& cx) {
   if (impl == "mem_efficient" || (impl == "auto" && !flash_ok)) options.push_back({fused(op, cx, false, true)});
   if (impl == "unfused") {
     // QK^T per head (K/V heads repeated for GQA), softmax over the scores in HBM, then AV.
-    std::vector<UnfusedPart> parts = {{unfused_product(op, op.seq_q, op.seq_kv, op.head_dim), "attention QK^T"},
-                                      {unfused_rows(op, OpKind::softmax), "attention softmax"}};
-    if (op.dropout) parts.push_back({unfused_elementwise(op, OpKind::dropout), "attention dropout"});
+    // Memory, as autograd through PyTorch's math path holds it: the scores live until the softmax
+    // has read them; its output (and under dropout the mask and the dropped probabilities) stay
+    // for the backward (Korthikanti et al. 2022, section 4: 5as^2b bytes a layer in 16 bits).
+    const double scores = static_cast<double>(op.batch * op.heads * op.seq_q * op.seq_kv);
+    const double e = element_bytes(cx.dtype);
+    std::vector<UnfusedPart> parts = {
+        {unfused_product(op, op.seq_q, op.seq_kv, op.head_dim), "attention QK^T", scores * e, 0},
+        {unfused_rows(op, OpKind::softmax), "attention softmax", 0, scores * e}};
+    if (op.dropout) parts.push_back({unfused_elementwise(op, OpKind::dropout), "attention dropout", 0, scores * (1 + e)});
     parts.push_back({unfused_product(op, op.seq_q, op.head_dim, op.seq_kv), "attention AV"});
     std::vector<Kernel> ks = lower_unfused(parts, cx);
     ks[0].why.insert(ks[0].why.begin(), fmt::format("unfused: the {}x{}x{} score matrix goes through HBM{}",
