@@ -1118,7 +1118,7 @@ Tensor scaled_dot_product_attention(const Tensor& query_arg, const Tensor& key_a
   runtime::RankContext* ctx = runtime::current_rank();
   Tensor out = detail::make_tensor(ctx, q.sizes, q.dtype, q.device, "aten::scaled_dot_product_attention");
   const bool backward = autograd::any_requires_grad({&query, &key, &value});
-  Tensor kept;  // what the implementation keeps for the backward beyond Q, K, V and the output
+  Tensor kept;  // what the implementation keeps for the backward (unfused: the probabilities)
   if (ctx) {
     OpDesc o;
     o.kind = OpKind::attention;
@@ -1153,9 +1153,13 @@ Tensor scaled_dot_product_attention(const Tensor& query_arg, const Tensor& key_a
     if (fp8_kv || attn_mask.defined()) detail::no_backward({&query, &key, &value}, "scaled_dot_product_attention with "
                                                                                    "an fp8 KV cache or a mask");
     // FlashAttention keeps the output and each query row's log-sum-exp (fp32) for its backward,
-    // which recomputes the scores from Q and K.
-    Sizes rows(q.sizes.begin(), q.sizes.end() - 1);
-    Tensor lse = detail::make_tensor(ctx, rows, ScalarType::Float, q.device, "aten::scaled_dot_product_attention");
+    // which recomputes the scores from Q and K; an implementation that keeps its own state (the
+    // unfused probabilities) needs no log-sum-exp.
+    Tensor lse;
+    if (!kept.defined()) {
+      Sizes rows(q.sizes.begin(), q.sizes.end() - 1);
+      lse = detail::make_tensor(ctx, rows, ScalarType::Float, q.device, "aten::scaled_dot_product_attention");
+    }
     autograd::record("ScaledDotProductFlashAttentionBackward0", {&query, &key, &value}, {&out},
                    {query, key, value, out, lse, kept}, [is_causal, dropout = dropout_p > 0](Grads& g, Grads& s, const Node&) {
                      auto [dq, dk, dv] = detail::attention_backward(g[0], s[0], s[1], s[2], is_causal, dropout);

@@ -235,8 +235,8 @@ const std::string& checked_impl(const LowerContext& cx) {
 struct UnfusedPart {
   OpDesc op;
   const char* name;
-  double workspace_bytes = 0;  // memory the part's output holds until a later part has read it
-  double saved_bytes = 0;      // ... or until the backward has
+  double workspace_bytes = 0;  // memory held while the op runs (at its peak, beside what is saved)
+  double saved_bytes = 0;      // memory left for the backward
 };
 OpDesc unfused_product(const OpDesc& op, std::uint64_t m, std::uint64_t n, std::uint64_t k) {
   OpDesc p{};
@@ -288,14 +288,16 @@ std::vector<Kernel> lower_unfused(std::span<const UnfusedPart> parts, const Lowe
 // the torch layer allocates with the forward and frees with its backward). Under GQA the
 // per-query-head dK and dV are summed over each group of heads.
 std::vector<Kernel> unfused_backward(const OpDesc& op, const LowerContext& cx) {
-  // dP and dS are s^2 each; at most two of dP, the masked dP and dS are live at once.
-  const double scores_bytes = static_cast<double>(op.batch * op.heads * op.seq_q * op.seq_kv) * element_bytes(cx.dtype);
+  // dP and dS are s^2 each. Without dropout both are live beside the kept probabilities; under
+  // dropout the dropped probabilities go after dV and the mask after dP is masked, so one more
+  // s^2 at the peak than what was kept.
+  const double scores_bytes = static_cast<double>(op.batch * op.heads * op.seq_q * op.seq_kv) * element_bytes(op.dtype);
   std::vector<UnfusedPart> parts = {
       {unfused_product(op, op.seq_kv, op.head_dim, op.seq_q), "attention backward dV = P^T dO"},
       {unfused_product(op, op.seq_q, op.seq_kv, op.head_dim), "attention backward dP = dO V^T", scores_bytes, 0}};
   if (op.dropout) parts.push_back({unfused_elementwise(op, OpKind::mul), "attention backward dropout"});
   parts.insert(parts.end(),
-               {{unfused_rows(op, OpKind::softmax_backward), "attention backward softmax", scores_bytes, 0},
+               {{unfused_rows(op, OpKind::softmax_backward), "attention backward softmax", op.dropout ? 0 : scores_bytes, 0},
                 {unfused_product(op, op.seq_q, op.head_dim, op.seq_kv), "attention backward dQ = dS K"},
                 {unfused_product(op, op.seq_kv, op.head_dim, op.seq_q), "attention backward dK = dS^T Q"}});
   if (op.kv_heads > 0 && op.heads > op.kv_heads) {
@@ -342,13 +344,15 @@ std::vector<Kernel> lower_attention(const OpDesc& op, const LowerContext& cx) {
   if (impl == "mem_efficient" || (impl == "auto" && !flash_ok)) options.push_back({fused(op, cx, false, true)});
   if (impl == "unfused") {
     // QK^T per head (K/V heads repeated for GQA), softmax over the scores in HBM, then AV.
-    // Memory, as autograd through PyTorch's math path holds it: the scores live until the softmax
-    // has read them; its output (and under dropout the mask and the dropped probabilities) stay
-    // for the backward (Korthikanti et al. 2022, section 4: 5as^2b bytes a layer in 16 bits).
+    // Memory at its peak, as autograd through the unfused ops holds it: the softmax's output (and
+    // under dropout the mask and the dropped probabilities) kept for the backward (Korthikanti et
+    // al. 2022, section 4: 5as^2b bytes a layer in 16 bits), and the scores beside the softmax's
+    // output while it runs; under dropout the scores are gone before the mask and dropped
+    // probabilities come, which are the larger peak.
     const double scores = static_cast<double>(op.batch * op.heads * op.seq_q * op.seq_kv);
-    const double e = element_bytes(cx.dtype);
+    const double e = element_bytes(op.dtype);
     std::vector<UnfusedPart> parts = {
-        {unfused_product(op, op.seq_q, op.seq_kv, op.head_dim), "attention QK^T", scores * e, 0},
+        {unfused_product(op, op.seq_q, op.seq_kv, op.head_dim), "attention QK^T", op.dropout ? 0 : scores * e, 0},
         {unfused_rows(op, OpKind::softmax), "attention softmax", 0, scores * e}};
     if (op.dropout) parts.push_back({unfused_elementwise(op, OpKind::dropout), "attention dropout", 0, scores * (1 + e)});
     parts.push_back({unfused_product(op, op.seq_q, op.head_dim, op.seq_kv), "attention AV"});
