@@ -22,6 +22,17 @@ OpDesc gemm(std::uint64_t m, std::uint64_t n, std::uint64_t k, DType t = DType::
   return op;
 }
 
+// Self-attention over `seq` tokens, one K/V head per query head.
+OpDesc attention(std::uint64_t batch, std::uint64_t heads, std::uint64_t seq, std::uint64_t head_dim) {
+  OpDesc op;
+  op.kind = OpKind::attention;
+  op.batch = batch;
+  op.heads = op.kv_heads = heads;
+  op.seq_q = op.seq_kv = seq;
+  op.head_dim = head_dim;
+  return op;
+}
+
 double predict_s(const hw::Machine& m, const OpDesc& op, const std::string& policy = "") {
   Diagnostics d;
   Predictor p(m, KernelPolicy::parse(policy, d));
@@ -119,12 +130,7 @@ TEST(GemmTiler, Fp8IsRefusedOnADeviceWithoutIt) {
 TEST(Attention, CausalCostsAboutHalfTheFlops) {
   const hw::Machine m = hw::Machine::load(config_path("a100_sxm4_80gb"));
   Predictor p(m, KernelPolicy{});
-  OpDesc op;
-  op.kind = OpKind::attention;
-  op.batch = 4;
-  op.heads = op.kv_heads = 32;
-  op.seq_q = op.seq_kv = 4096;
-  op.head_dim = 128;
+  OpDesc op = attention(4, 32, 4096, 128);
   const Prediction full = p.predict(op);
   op.causal = true;
   const Prediction causal = p.predict(op);
@@ -155,12 +161,7 @@ TEST(Attention, DecodeSplitsTheKvCacheAndIsMemoryBound) {
 
 TEST(Attention, UnfusedRunsThreeKernelsAndFlashV3NeedsAsyncMatrixUnits) {
   const hw::Machine a100 = hw::Machine::load(config_path("a100_sxm4_80gb"));
-  OpDesc op;
-  op.kind = OpKind::attention;
-  op.batch = 2;
-  op.heads = op.kv_heads = 16;
-  op.seq_q = op.seq_kv = 2048;
-  op.head_dim = 64;
+  const OpDesc op = attention(2, 16, 2048, 64);
   Diagnostics d;
   Predictor unfused(a100, KernelPolicy::parse("attention=unfused", d));
   const Prediction u = unfused.predict(op);
@@ -177,12 +178,7 @@ TEST(Attention, UnfusedRunsThreeKernelsAndFlashV3NeedsAsyncMatrixUnits) {
 
 TEST(Attention, DropoutIsRandomNumbersInTheFusedKernelAndAKernelOfItsOwnUnfused) {
   const hw::Machine a100 = hw::Machine::load(config_path("a100_sxm4_80gb"));
-  OpDesc op;
-  op.kind = OpKind::attention;
-  op.batch = 2;
-  op.heads = op.kv_heads = 16;
-  op.seq_q = op.seq_kv = 2048;
-  op.head_dim = 128;
+  const OpDesc op = attention(2, 16, 2048, 128);
   OpDesc dropped = op;
   dropped.dropout = true;
   Diagnostics d;
