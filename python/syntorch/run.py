@@ -16,7 +16,8 @@ import runpy
 import sys
 
 _SUBMODULES = ("nn", "nn.functional", "nn.init", "nn.utils", "nn.parallel", "cuda", "optim", "optim.lr_scheduler",
-               "amp", "autograd", "profiler", "distributed", "backends", "backends.cuda", "backends.cudnn")
+               "amp", "autograd", "profiler", "distributed", "backends", "backends.cuda", "backends.cudnn", "utils",
+               "utils.checkpoint")
 
 
 def alias_torch():

@@ -96,11 +96,31 @@ def test_checkpointing_a_block_runs_its_forward_again_and_keeps_less():
     assert plain["after_forward"] - again["after_forward"] == 512 * 4096 * 4
     fc1 = 2 * 512 * 1024 * 4096
     assert again["flops"] - plain["flops"] == pytest.approx(fc1, rel=0.02)  # fc1 run a second time
+    # Nothing outlives the backward: the inputs, results and what the recomputation made are freed
+    # (a named tuple comes back as one; keyword tensors are inputs too).
+    import collections
+    Pair = collections.namedtuple("Pair", "out scale")
+    syntorch.init(hw=H100)
+    layer = nn.Linear(256, 256)
+    start = torch.cuda.memory_allocated()
+    for _ in range(3):
+        x = torch.randn(64, 256).requires_grad_()
+        bias = torch.randn(256).requires_grad_()
+        pair = checkpoint(lambda inp, b=None: Pair(F.gelu(layer(inp)) + b, 2), x, b=bias, use_reentrant=False)
+        assert isinstance(pair, Pair) and pair.scale == 2
+        torch.mean(pair.out).backward()
+        assert bias.grad is not None
+        del x, bias, pair
+    layer.zero_grad()
+    assert torch.cuda.memory_allocated() == start
     with pytest.raises(NotImplementedError, match="returned a dict"):
-        syntorch.init(hw=H100)
         checkpoint(lambda t: {"t": t}, torch.randn(4, 4).requires_grad_())
+    with pytest.raises(ValueError, match="Unexpected keyword arguments: b"):
+        checkpoint(lambda t, b=None: t, torch.randn(4, 4), b=1, use_reentrant=True)
     with pytest.raises(TypeError, match="must be callable"):
         checkpoint(3, torch.randn(4, 4))
+    with pytest.raises(NotImplementedError):
+        torch.utils.checkpoint.checkpoint_sequential
 
 
 def test_optimizers_launch_foreach_or_fused_kernels_and_refuse_what_is_not_modelled():

@@ -143,7 +143,12 @@ KernelPolicy KernelPolicy::load(const std::string& text, Diagnostics& d, const s
                                 const std::string& base_dir) {
   if (text.empty()) return {};
   const std::filesystem::path file = std::filesystem::path(base_dir) / text;
-  if (text.find('=') == std::string::npos && exists_no_throw(file)) return load_file(file.string(), d);
+  if (text.find('=') == std::string::npos) {
+    if (exists_no_throw(file)) return load_file(file.string(), d);
+    d.error(where, "", fmt::format("expected op=implementation,... or a JSON/YAML policy file, got \"{}\" (no such file: {})",
+                                   text, file.string()));
+    return {};
+  }
   return parse(text, d, where);
 }
 

@@ -1118,7 +1118,7 @@ Tensor scaled_dot_product_attention(const Tensor& query_arg, const Tensor& key_a
   runtime::RankContext* ctx = runtime::current_rank();
   Tensor out = detail::make_tensor(ctx, q.sizes, q.dtype, q.device, "aten::scaled_dot_product_attention");
   const bool backward = autograd::any_requires_grad({&query, &key, &value});
-  Tensor kept;  // what the implementation keeps for the backward (unfused: the probabilities)
+  Tensor kept;  // what the implementation keeps for the backward (flash: the log-sum-exp; unfused: the probabilities)
   if (ctx) {
     OpDesc o;
     o.kind = OpKind::attention;
@@ -1133,35 +1133,28 @@ Tensor scaled_dot_product_attention(const Tensor& query_arg, const Tensor& key_a
     o.dropout = dropout_p > 0;
     if (fp8_kv) o.kv_dtype = to_runtime_dtype(k.dtype);
     const bool empty = batch == 0 || heads == 0 || seq_q == 0 || seq_kv == 0 || head_dim == 0;
-    // The kernels' own memory (unfused: the scores while they run, the probabilities after):
-    // held around the launch, and kept with the backward when there is one.
+    // The implementation's own memory (RankContext::op_memory): held around the launch, and what
+    // it leaves for the backward kept with the autograd node when there is one.
     const runtime::RankContext::OpMemory extra =
         empty || q.device.is_cpu() ? runtime::RankContext::OpMemory{} : ctx->op_memory(o);
-    const std::uint64_t transient = extra.workspace_bytes + (backward ? 0 : extra.saved_bytes);
+    const std::uint64_t transient_bytes = extra.workspace_bytes + (backward ? 0 : extra.saved_bytes);
     Tensor workspace;
-    if (transient > 0) {
-      workspace = detail::make_tensor(ctx, {static_cast<std::int64_t>(transient)}, ScalarType::Bool, q.device,
+    if (transient_bytes > 0) {
+      workspace = detail::make_tensor(ctx, {static_cast<std::int64_t>(transient_bytes)}, ScalarType::Bool, q.device,
                                       "aten::scaled_dot_product_attention workspace");
     }
     if (backward && extra.saved_bytes > 0) {
       kept = detail::make_tensor(ctx, {static_cast<std::int64_t>(extra.saved_bytes)}, ScalarType::Bool, q.device,
-                                 "aten::scaled_dot_product_attention probabilities");
+                                 "aten::scaled_dot_product_attention saved");
     }
     detail::dispatch(ctx, o, "aten::scaled_dot_product_attention", q.device, empty);
   }
   if (backward) {
     if (fp8_kv || attn_mask.defined()) detail::no_backward({&query, &key, &value}, "scaled_dot_product_attention with "
                                                                                    "an fp8 KV cache or a mask");
-    // FlashAttention keeps the output and each query row's log-sum-exp (fp32) for its backward,
-    // which recomputes the scores from Q and K; an implementation that keeps its own state (the
-    // unfused probabilities) needs no log-sum-exp.
-    Tensor lse;
-    if (!kept.defined()) {
-      Sizes rows(q.sizes.begin(), q.sizes.end() - 1);
-      lse = detail::make_tensor(ctx, rows, ScalarType::Float, q.device, "aten::scaled_dot_product_attention");
-    }
+    // Q, K, V, the output and what the implementation left for its backward.
     autograd::record("ScaledDotProductFlashAttentionBackward0", {&query, &key, &value}, {&out},
-                   {query, key, value, out, lse, kept}, [is_causal, dropout = dropout_p > 0](Grads& g, Grads& s, const Node&) {
+                   {query, key, value, out, kept}, [is_causal, dropout = dropout_p > 0](Grads& g, Grads& s, const Node&) {
                      auto [dq, dk, dv] = detail::attention_backward(g[0], s[0], s[1], s[2], is_causal, dropout);
                      return Grads{dq, dk, dv};
                    });

@@ -732,6 +732,9 @@ TEST(Policy, ParsesCliFilesAndRejectsUnknownNames) {
   EXPECT_TRUE(f.empty()) << f.to_string();
   EXPECT_EQ(y.entry(OpKind::attention).impl, "unfused");
   EXPECT_EQ(y.entry(OpKind::attention).precision, DType::bf16);
+  Diagnostics missing;
+  KernelPolicy::load("no-such-policy.yaml", missing, "--policy", dir.string());
+  EXPECT_NE(missing.to_string().find("no such file: "), std::string::npos) << missing.to_string();
   const KernelPolicy j = KernelPolicy::load_file((dir / "policy.json").string(), f);
   EXPECT_EQ(j.entry(OpKind::allreduce).impl, "tree");
   EXPECT_NE(f.to_string().find("/softmax/colour: unknown key \"colour\""), std::string::npos) << f.to_string();

@@ -1,5 +1,6 @@
 // `syntorch train --model M [--hw FILE] --tp N --pp N --dp N --global-batch B --micro-batch b --seq S
-// [--recompute none|selective|full] [--sequence-parallel] [--zero 1] [--overlap-grad-reduce] [--optimizer adamw|sgd]
+// [--recompute none|selective|full] [--sequence-parallel] [--zero 1] [--overlap-grad-reduce] [--hidden-dropout P]
+// [--attention-dropout P] [--optimizer adamw|sgd]
 // [--schedule 1f1b|gpipe] [--dtype bf16|fp16|fp32] [--replicas one|all] [--policy P] [--set path=value]...
 // [--trace FILE [--trace-ranks 0-7,64]] [--json]`:
 // one training iteration (after a warm-up one) of a zoo model; prints what Megatron-LM prints and

@@ -110,6 +110,8 @@ Kernel fused(const OpDesc& op, const LowerContext& cx, bool v3, bool memory_effi
                           element_bytes(op.kv_dtype.value_or(op.dtype));
   k.hbm_bytes = qo_bytes + kv_bytes;
   k.hbm_write_bytes = qo_bytes / 2;  // the output
+  // Each query row's log-sum-exp (fp32), which the backward recomputes the scores with.
+  k.saved_bytes = static_cast<double>(op.batch * op.heads * op.seq_q) * 4.0;
   k.flops = ops::attention_flops(op);  // QK^T and AV over the (causal: lower-triangle) pairs
   double scores_per_tile;  // score elements one tile computes (padded to blocks)
   if (decode) {

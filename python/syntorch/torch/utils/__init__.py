@@ -1,3 +1,7 @@
 """torch.utils: activation checkpointing (torch.utils.checkpoint)."""
 
-from . import checkpoint
+from syntorch._unsupported import module_getattr as _module_getattr
+
+from . import checkpoint  # noqa: E402
+
+__getattr__ = _module_getattr("torch.utils")
