@@ -7,6 +7,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <tuple>
@@ -360,6 +361,13 @@ PYBIND11_MODULE(_syntorch, m) {
       {"cfloat", torch::kComplexFloat}, {"complex128", torch::kComplexDouble}, {"cdouble", torch::kComplexDouble}};
   for (const auto& [name, t] : dtypes) m.attr(name) = t;
   m.def("set_default_dtype", &torch::set_default_dtype);
+  // torch.backends.cuda's scaled_dot_product_attention switches, by PyTorch's names.
+  static const std::map<std::string, torch::SdpBackend> kSdp{{"flash", torch::SdpBackend::flash},
+                                                             {"mem_efficient", torch::SdpBackend::mem_efficient},
+                                                             {"math", torch::SdpBackend::math},
+                                                             {"cudnn", torch::SdpBackend::cudnn}};
+  m.def("_set_sdp_enabled", [](const std::string& backend, bool enabled) { torch::set_sdp_enabled(kSdp.at(backend), enabled); });
+  m.def("_sdp_enabled", [](const std::string& backend) { return torch::sdp_enabled(kSdp.at(backend)); });
   m.def("set_float32_matmul_precision", [](const std::string& p) { torch::set_float32_matmul_precision(p); },
         py::arg("precision"));
   m.def("get_float32_matmul_precision", [] { return std::string(torch::get_float32_matmul_precision()); });

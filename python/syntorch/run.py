@@ -15,7 +15,7 @@ import os
 import runpy
 import sys
 
-_SUBMODULES = ("nn", "nn.functional", "nn.init", "nn.utils", "nn.parallel", "cuda", "optim", "optim.lr_scheduler",
+_SUBMODULES = ("nn", "nn.functional", "nn.init", "nn.utils", "nn.attention", "nn.parallel", "cuda", "optim", "optim.lr_scheduler",
                "amp", "autograd", "profiler", "distributed", "backends", "backends.cuda", "backends.cudnn", "utils",
                "utils.checkpoint")
 

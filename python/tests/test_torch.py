@@ -143,6 +143,49 @@ def test_a_tensor_outliving_its_run_does_not_touch_the_next_one():
     syntorch.trace_manager.stats()
 
 
+def test_the_sdpa_backend_switches_choose_the_attention_kernel():
+    from syntorch.torch.nn.attention import SDPBackend, sdpa_kernel
+
+    def attention(context):
+        syntorch.init(hw=config("h100_sxm5_80gb.json"))
+        q = torch.empty(2, 16, 1024, 64, dtype=torch.float16)
+        with context:
+            F.scaled_dot_product_attention(q, q, q, is_causal=True)
+        stats = syntorch.trace_manager.stats()
+        return stats["kernels"], stats["peak_memory_bytes"][0], stats["simulated_time_s"]
+
+    import contextlib
+    fused = attention(contextlib.nullcontext())
+    math = attention(sdpa_kernel(SDPBackend.MATH))
+    assert fused[0] == 1 and math[0] == 3            # QK^T, softmax and AV
+    assert math[1] - fused[1] >= 2 * 16 * 1024 * 1024 * 2   # the scores and probabilities in memory
+    flash2 = attention(sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.MATH]))
+    cudnn = attention(sdpa_kernel(SDPBackend.CUDNN_ATTENTION))
+    assert cudnn[2] < flash2[2]                      # Hopper's cuDNN kernel overlaps its softmax
+    efficient = attention(torch.backends.cuda.sdp_kernel(enable_flash=False, enable_math=False, enable_cudnn=False))
+    assert efficient[0] == 1
+    # The switches one by one, and restored after each block.
+    assert torch.backends.cuda.flash_sdp_enabled() and torch.backends.cuda.math_sdp_enabled()
+    assert torch.backends.cuda.mem_efficient_sdp_enabled() and torch.backends.cuda.cudnn_sdp_enabled()
+    for switch in (torch.backends.cuda.enable_flash_sdp, torch.backends.cuda.enable_mem_efficient_sdp,
+                   torch.backends.cuda.enable_cudnn_sdp):
+        switch(False)
+    assert not torch.backends.cuda.flash_sdp_enabled()
+    assert attention(contextlib.nullcontext())[0] == 3
+    torch.backends.cuda.enable_math_sdp(False)
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    q = torch.empty(1, 8, 128, 64, dtype=torch.float16)
+    with pytest.raises(ValueError, match="no scaled_dot_product_attention backend"):
+        F.scaled_dot_product_attention(q, q, q)
+    for switch in (torch.backends.cuda.enable_flash_sdp, torch.backends.cuda.enable_mem_efficient_sdp,
+                   torch.backends.cuda.enable_math_sdp, torch.backends.cuda.enable_cudnn_sdp):
+        switch(True)
+    with pytest.raises(ValueError, match="expected SDPBackend"):
+        sdpa_kernel(SDPBackend.ERROR)
+    assert SDPBackend(0) is SDPBackend.MATH          # PyTorch's values
+    syntorch.trace_manager.stats()
+
+
 def test_policy_as_code_takes_effect_from_the_next_op():
     def attention_time(**policy):
         syntorch.init(hw=config("h100_sxm5_80gb.json"))

@@ -57,7 +57,8 @@ std::tuple<Tensor, Tensor, Tensor> norm_backward(OpKind kind, const Tensor& grad
 }
 
 std::tuple<Tensor, Tensor, Tensor> attention_backward(const Tensor& grad, const Tensor& q, const Tensor& k,
-                                                      const Tensor& v, bool causal, bool dropout) {
+                                                      const Tensor& v, bool causal, bool dropout,
+                                                      std::uint8_t sdp_backends) {
   constexpr std::string_view aten = "aten::_scaled_dot_product_flash_attention_backward";
   const TensorImpl& qi = impl_of(q);
   const TensorImpl& ki = impl_of(k);
@@ -78,6 +79,7 @@ std::tuple<Tensor, Tensor, Tensor> attention_backward(const Tensor& grad, const 
     o.seq_kv = static_cast<std::uint64_t>(ki.sizes[n - 2]);
     o.causal = causal;
     o.dropout = dropout;
+    o.sdp_backends = sdp_backends_of(sdp_backends);
     const bool empty = qi.numel == 0 || ki.numel == 0;
     // The kernels' own memory while they run (unfused: dP and dS).
     const std::uint64_t transient_bytes = empty || qi.device.is_cpu() ? 0 : ctx->op_memory(o).workspace_bytes;

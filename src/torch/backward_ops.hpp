@@ -25,9 +25,11 @@ Tensor softmax_backward(const Tensor& grad, const Tensor& output, std::int64_t d
 std::tuple<Tensor, Tensor, Tensor> norm_backward(runtime::OpKind kind, const Tensor& grad, const Tensor& input,
                                                  const Tensor& weight, const Tensor& bias, std::int64_t normalized,
                                                  std::array<bool, 3> output_mask, std::string_view aten);
-// FlashAttention's backward: dq, dk, dv shaped as q, k, v (dropout: the forward's mask drawn again).
+// FlashAttention's backward: dq, dk, dv shaped as q, k, v (dropout: the forward's mask drawn again;
+// sdp_backends: the backend switches of the forward, which its backward follows).
 std::tuple<Tensor, Tensor, Tensor> attention_backward(const Tensor& grad, const Tensor& q, const Tensor& k,
-                                                      const Tensor& v, bool causal, bool dropout);
+                                                      const Tensor& v, bool causal, bool dropout,
+                                                      std::uint8_t sdp_backends);
 // The dense gradient of an embedding table of `vocab` rows from the gradients of its lookups.
 Tensor embedding_backward(const Tensor& grad, std::int64_t vocab);
 // silu(gate) * up's backward: d[gate, up] shaped as the fused input.

@@ -115,6 +115,12 @@ inline void host_op(std::string_view name) {
   if (runtime::RankContext* c = runtime::current_rank()) c->host_op(name);
 }
 
+// The backend switches (SdpBackend bits) as an attention OpDesc carries them: 0 when all are on.
+inline std::uint8_t sdp_backends_of(std::uint8_t enabled) {
+  constexpr std::uint8_t all = 0x0f;
+  return enabled == all ? 0 : static_cast<std::uint8_t>(enabled | runtime::OpDesc::kSdpRestricted);
+}
+
 inline runtime::OpDesc elementwise_op(runtime::OpKind kind, std::int64_t elements, ScalarType dtype) {
   runtime::OpDesc op;
   op.kind = kind;

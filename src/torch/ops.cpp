@@ -1131,6 +1131,7 @@ Tensor scaled_dot_product_attention(const Tensor& query_arg, const Tensor& key_a
     o.head_dim = static_cast<std::uint64_t>(head_dim);
     o.causal = is_causal;
     o.dropout = dropout_p > 0;
+    o.sdp_backends = detail::sdp_backends_of(sdp_enabled_mask());
     if (fp8_kv) o.kv_dtype = to_runtime_dtype(k.dtype);
     const bool empty = batch == 0 || heads == 0 || seq_q == 0 || seq_kv == 0 || head_dim == 0;
     // The implementation's own memory (RankContext::op_memory): held around the launch, and what
@@ -1154,8 +1155,9 @@ Tensor scaled_dot_product_attention(const Tensor& query_arg, const Tensor& key_a
                                                                                    "an fp8 KV cache or a mask");
     // Q, K, V, the output and what the implementation left for its backward.
     autograd::record("ScaledDotProductFlashAttentionBackward0", {&query, &key, &value}, {&out},
-                   {query, key, value, out, kept}, [is_causal, dropout = dropout_p > 0](Grads& g, Grads& s, const Node&) {
-                     auto [dq, dk, dv] = detail::attention_backward(g[0], s[0], s[1], s[2], is_causal, dropout);
+                   {query, key, value, out, kept},
+                   [is_causal, dropout = dropout_p > 0, backends = sdp_enabled_mask()](Grads& g, Grads& s, const Node&) {
+                     auto [dq, dk, dv] = detail::attention_backward(g[0], s[0], s[1], s[2], is_causal, dropout, backends);
                      return Grads{dq, dk, dv};
                    });
   }

@@ -10,6 +10,7 @@ constexpr std::array<std::string_view, 12> kNames{"Double", "Float", "Half",  "B
                                                   "ComplexFloat",    "ComplexDouble"};
 thread_local ScalarType t_default_dtype = ScalarType::Float;
 thread_local std::string_view t_matmul_precision = "highest";
+thread_local std::uint8_t t_sdp_enabled = 0x0f;
 }  // namespace
 
 std::string_view scalar_type_name(ScalarType t) { return kNames[static_cast<std::size_t>(t)]; }
@@ -140,5 +141,12 @@ void set_float32_matmul_precision(std::string_view precision) {
 }
 
 std::string_view get_float32_matmul_precision() { return t_matmul_precision; }
+
+void set_sdp_enabled(SdpBackend backend, bool enabled) {
+  const auto bit = static_cast<std::uint8_t>(backend);
+  t_sdp_enabled = static_cast<std::uint8_t>(enabled ? (t_sdp_enabled | bit) : (t_sdp_enabled & ~bit));
+}
+bool sdp_enabled(SdpBackend backend) { return (t_sdp_enabled & static_cast<std::uint8_t>(backend)) != 0; }
+std::uint8_t sdp_enabled_mask() { return t_sdp_enabled; }
 
 }  // namespace syntorch::torch

@@ -139,6 +139,34 @@ TEST(Attention, CausalCostsAboutHalfTheFlops) {
   EXPECT_EQ(full.bound, "compute");
 }
 
+TEST(Attention, TheBackendSwitchesNarrowWhatAutoChoosesAsPyTorchDispatches) {
+  const hw::Machine h100 = hw::Machine::load(config_path("h100_sxm5_80gb"));
+  const hw::Machine a100 = hw::Machine::load(config_path("a100_sxm4_80gb"));
+  Predictor ph(h100, KernelPolicy{}), pa(a100, KernelPolicy{});
+  auto impl = [](Predictor& p, std::uint8_t backends) {
+    OpDesc op = attention(2, 16, 1024, 64);
+    op.sdp_backends = backends;
+    return p.predict(op).kernels.front().impl;
+  };
+  constexpr std::uint8_t only = OpDesc::kSdpRestricted;
+  EXPECT_EQ(impl(ph, 0), "flash_v3");                           // every backend: the fastest fused kernel
+  EXPECT_EQ(impl(ph, only | OpDesc::kSdpFlash), "flash_v2");    // PyTorch's FlashAttention is FlashAttention-2
+  EXPECT_EQ(impl(ph, only | OpDesc::kSdpCudnn), "flash_v3");    // cuDNN's, FlashAttention-3-class on Hopper
+  EXPECT_EQ(impl(pa, only | OpDesc::kSdpCudnn), "flash_v2");    // ... and not on Ampere
+  EXPECT_EQ(impl(ph, only | OpDesc::kSdpMemEfficient), "mem_efficient");
+  EXPECT_EQ(impl(ph, only | OpDesc::kSdpMath), "unfused");      // only the math path left
+  EXPECT_EQ(impl(ph, only | OpDesc::kSdpFlash | OpDesc::kSdpMemEfficient | OpDesc::kSdpMath), "flash_v2");
+  OpDesc none = attention(2, 16, 1024, 64);
+  none.sdp_backends = only;  // none of the four
+  EXPECT_THROW(ph.predict(none), InputError);
+  // A policy that names an implementation is followed whatever the switches say.
+  Diagnostics d;
+  Predictor pinned(h100, KernelPolicy::parse("attention=flash_v2", d));
+  OpDesc math_only = attention(2, 16, 1024, 64);
+  math_only.sdp_backends = only | OpDesc::kSdpMath;
+  EXPECT_EQ(pinned.predict(math_only).kernels.front().impl, "flash_v2");
+}
+
 TEST(Attention, DecodeSplitsTheKvCacheAndIsMemoryBound) {
   const hw::Machine m = hw::Machine::load(config_path("h100_sxm5_80gb"));
   Predictor p(m, KernelPolicy{});

@@ -65,6 +65,11 @@ struct OpDesc {
   // attention: dropout on the probabilities, its random numbers drawn in the kernel (any p > 0
   // costs the same).
   bool dropout = false;
+  // attention: the backends PyTorch's switches leave scaled_dot_product_attention: 0 all of them
+  // (the default), else kSdpRestricted with a bit for each one left (kSdpFlash, ...). What `auto`
+  // chooses from; a policy that names an implementation overrides it.
+  std::uint8_t sdp_backends = 0;
+  static constexpr std::uint8_t kSdpFlash = 1, kSdpMemEfficient = 2, kSdpMath = 4, kSdpCudnn = 8, kSdpRestricted = 16;
   // attention: the K/V dtype when it differs from the query's (an fp8 KV cache read by 16-bit
   // attention, dequantised in the kernel).
   std::optional<DType> kv_dtype;
@@ -93,7 +98,7 @@ struct OpDesc {
 struct OpDescHash {
   std::size_t operator()(const OpDesc& op) const {
     std::uint64_t h = 0x9e3779b97f4a7c15ULL ^ (static_cast<std::uint64_t>(op.kind) * 131u +
-                                               static_cast<std::uint64_t>(op.dtype) * 7u + (op.causal ? 1u : 0u) + (op.dropout ? 2u : 0u) +
+                                               static_cast<std::uint64_t>(op.dtype) * 7u + (op.causal ? 1u : 0u) + (op.dropout ? 2u : 0u) + 4u * op.sdp_backends +
                                                (op.kv_dtype ? 1009u * (1u + static_cast<std::uint64_t>(*op.kv_dtype)) : 0u));
     for (std::uint64_t x : {op.batch, op.m, op.n, op.k, op.heads, op.kv_heads, op.seq_q, op.seq_kv, op.head_dim,
                             op.rows, op.cols, op.vocab, op.elements, op.ranks, op.bytes}) {

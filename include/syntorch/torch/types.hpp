@@ -87,6 +87,13 @@ ScalarType get_default_dtype();
 // default dtype; torch::Error naming the choices for another name.
 void set_float32_matmul_precision(std::string_view precision);
 std::string_view get_float32_matmul_precision();
+// torch.backends.cuda's switches over scaled_dot_product_attention's backends
+// (enable_flash_sdp, enable_mem_efficient_sdp, enable_math_sdp, enable_cudnn_sdp): which ones
+// it may choose from, all by default. Per thread, as the matmul precision.
+enum class SdpBackend : std::uint8_t { flash = 1, mem_efficient = 2, math = 4, cudnn = 8 };
+void set_sdp_enabled(SdpBackend backend, bool enabled);
+bool sdp_enabled(SdpBackend backend);
+std::uint8_t sdp_enabled_mask();  // the enabled backends' bits
 // Sets the default dtype for its lifetime, restoring the previous one after.
 class DefaultDtypeGuard {
  public:

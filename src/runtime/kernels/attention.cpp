@@ -229,6 +229,35 @@ const std::string& checked_impl(const LowerContext& cx) {
   }
   return cx.policy.impl;
 }
+
+// What `auto` may choose from, as PyTorch's scaled_dot_product_attention dispatches: the fused
+// kernels the device can run among the backends its switches leave (FlashAttention: flash_v2;
+// cuDNN: its Hopper-class kernel, flash_v3, where the device has asynchronous matrix units, else
+// flash_v2; memory-efficient), or, when the switches leave none of those but the math path, the
+// unfused ops (which auto never takes otherwise).
+struct AutoChoices {
+  bool v2 = false, v3 = false, mem_efficient = false, unfused = false;
+};
+AutoChoices auto_choices(const OpDesc& op, const LowerContext& cx) {
+  const hw::Device& d = cx.device;
+  const std::uint8_t all = OpDesc::kSdpFlash | OpDesc::kSdpMemEfficient | OpDesc::kSdpMath | OpDesc::kSdpCudnn;
+  const std::uint8_t allowed = op.sdp_backends == 0 ? all : op.sdp_backends;
+  const bool flash_bit = allowed & OpDesc::kSdpFlash, efficient_bit = allowed & OpDesc::kSdpMemEfficient,
+             math_bit = allowed & OpDesc::kSdpMath, cudnn_bit = allowed & OpDesc::kSdpCudnn;
+  const bool matrix = unit_matrix_ops_per_s(d, cx.dtype) > 0;
+  AutoChoices c;
+  c.v2 = matrix && (flash_bit || (cudnn_bit && !d.compute.async_matrix));
+  c.v3 = matrix && d.compute.async_matrix && (cudnn_bit || (flash_bit && op.sdp_backends == 0));
+  // The memory-efficient kernel: PyTorch's choice where FlashAttention cannot run (no matrix
+  // units for the dtype), or the one left.
+  c.mem_efficient = efficient_bit && (!matrix || (!c.v2 && !c.v3));
+  c.unfused = math_bit && op.sdp_backends != 0 && !c.v2 && !c.v3 && !c.mem_efficient;
+  if (!c.v2 && !c.v3 && !c.mem_efficient && !c.unfused) {
+    unsupported(cx, "no scaled_dot_product_attention backend the switches leave can run it (torch.backends.cuda: "
+                    "enable_flash_sdp, enable_mem_efficient_sdp, enable_math_sdp, enable_cudnn_sdp)");
+  }
+  return c;
+}
 }  // namespace
 
 // The unfused path's pieces (PyTorch's math path): batched products over every query head (K/V
@@ -317,19 +346,16 @@ std::vector<Kernel> unfused_backward(const OpDesc& op, const LowerContext& cx) {
 }
 
 std::vector<Kernel> lower_attention_backward(const OpDesc& op, const LowerContext& cx) {
-  const hw::Device& d = cx.device;
   const std::string& impl = checked_impl(cx);
-  // auto chooses as the forward's auto does: FlashAttention where the device has matrix units for
-  // the dtype, else the memory-efficient kernel (a forward pinned by the policy pins its backward
-  // too, unless the policy names the backward: KernelPolicy::entry).
-  const bool flash_ok = unit_matrix_ops_per_s(d, cx.dtype) > 0;
+  // auto chooses as the forward's auto does (a forward pinned by the policy pins its backward
+  // too, unless the policy names the backward: KernelPolicy::set).
+  const bool automatic = impl == "auto";
+  const AutoChoices c = automatic ? auto_choices(op, cx) : AutoChoices{};
   std::vector<std::vector<Kernel>> options;
-  if (impl == "flash_v2" || (impl == "auto" && flash_ok)) options.push_back(backward(op, cx, false));
-  if (impl == "flash_v3" || (impl == "auto" && flash_ok && d.compute.async_matrix)) {
-    options.push_back(backward(op, cx, true));
-  }
-  if (impl == "mem_efficient" || (impl == "auto" && !flash_ok)) options.push_back(backward(op, cx, false, true));
-  if (impl == "unfused") options.push_back(unfused_backward(op, cx));
+  if (impl == "flash_v2" || c.v2) options.push_back(backward(op, cx, false));
+  if (impl == "flash_v3" || c.v3) options.push_back(backward(op, cx, true));
+  if (impl == "mem_efficient" || c.mem_efficient) options.push_back(backward(op, cx, false, true));
+  if (impl == "unfused" || c.unfused) options.push_back(unfused_backward(op, cx));
   return choose_implementation(std::move(options), cx);
 }
 
@@ -339,12 +365,12 @@ std::vector<Kernel> lower_attention(const OpDesc& op, const LowerContext& cx) {
   std::vector<std::vector<Kernel>> options;
   // auto tries FlashAttention where the device has matrix units for the dtype, else the
   // memory-efficient kernel, as PyTorch's scaled_dot_product_attention dispatches (its math path,
-  // unfused, only when asked for).
-  const bool flash_ok = unit_matrix_ops_per_s(d, cx.dtype) > 0;
-  if (impl == "flash_v2" || (impl == "auto" && flash_ok)) options.push_back({fused(op, cx, false)});
-  if (impl == "flash_v3" || (impl == "auto" && flash_ok && d.compute.async_matrix)) options.push_back({fused(op, cx, true)});
-  if (impl == "mem_efficient" || (impl == "auto" && !flash_ok)) options.push_back({fused(op, cx, false, true)});
-  if (impl == "unfused") {
+  // unfused, only when asked for or left alone by the backend switches: auto_choices).
+  const AutoChoices c = impl == "auto" ? auto_choices(op, cx) : AutoChoices{};
+  if (impl == "flash_v2" || c.v2) options.push_back({fused(op, cx, false)});
+  if (impl == "flash_v3" || c.v3) options.push_back({fused(op, cx, true)});
+  if (impl == "mem_efficient" || c.mem_efficient) options.push_back({fused(op, cx, false, true)});
+  if (impl == "unfused" || c.unfused) {
     // QK^T per head (K/V heads repeated for GQA), softmax over the scores in HBM, then AV.
     // Memory at its peak, as autograd through the unfused ops holds it: the softmax's output (and
     // under dropout the mask and the dropped probabilities) kept for the backward (Korthikanti et

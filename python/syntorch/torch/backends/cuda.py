@@ -1,4 +1,5 @@
-"""torch.backends.cuda: matmul.allow_tf32, the switch over fp32 products' precision."""
+"""torch.backends.cuda: matmul.allow_tf32, the switch over fp32 products' precision, and the switches over
+scaled_dot_product_attention's backends (enable_flash_sdp, ..., sdp_kernel)."""
 
 import _syntorch
 from syntorch._unsupported import module_getattr as _module_getattr
@@ -23,3 +24,59 @@ matmul = _Matmul()
 
 def is_built():
     return True
+
+
+# scaled_dot_product_attention's backends: which ones it may choose from (all by default), as
+# PyTorch's switches; per thread, as in a process of its own.
+def enable_flash_sdp(enabled):
+    _syntorch._set_sdp_enabled("flash", bool(enabled))
+
+
+def flash_sdp_enabled():
+    return _syntorch._sdp_enabled("flash")
+
+
+def enable_mem_efficient_sdp(enabled):
+    _syntorch._set_sdp_enabled("mem_efficient", bool(enabled))
+
+
+def mem_efficient_sdp_enabled():
+    return _syntorch._sdp_enabled("mem_efficient")
+
+
+def enable_math_sdp(enabled):
+    _syntorch._set_sdp_enabled("math", bool(enabled))
+
+
+def math_sdp_enabled():
+    return _syntorch._sdp_enabled("math")
+
+
+def enable_cudnn_sdp(enabled):
+    _syntorch._set_sdp_enabled("cudnn", bool(enabled))
+
+
+def cudnn_sdp_enabled():
+    return _syntorch._sdp_enabled("cudnn")
+
+
+class sdp_kernel:
+    """Context manager: only the backends enabled here for the block, the previous switches after
+    (PyTorch's deprecated torch.backends.cuda.sdp_kernel; torch.nn.attention.sdpa_kernel is its
+    successor)."""
+
+    def __init__(self, enable_flash=True, enable_math=True, enable_mem_efficient=True, enable_cudnn=True):
+        self._wanted = {"flash": enable_flash, "math": enable_math, "mem_efficient": enable_mem_efficient,
+                        "cudnn": enable_cudnn}
+        self._previous = None
+
+    def __enter__(self):
+        self._previous = {name: _syntorch._sdp_enabled(name) for name in self._wanted}
+        for name, on in self._wanted.items():
+            _syntorch._set_sdp_enabled(name, bool(on))
+        return self
+
+    def __exit__(self, *exc):
+        for name, on in self._previous.items():
+            _syntorch._set_sdp_enabled(name, on)
+        return False

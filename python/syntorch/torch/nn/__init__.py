@@ -7,6 +7,7 @@ import _syntorch
 from . import functional
 from . import init
 from . import utils  # noqa: E402
+from . import attention  # noqa: E402
 from syntorch._unsupported import module_getattr as _module_getattr
 
 __getattr__ = _module_getattr("torch.nn")
