@@ -27,37 +27,24 @@ def is_built():
 
 
 # scaled_dot_product_attention's backends: which ones it may choose from (all by default), as
-# PyTorch's switches; per thread, as in a process of its own.
-def enable_flash_sdp(enabled):
-    _syntorch._set_sdp_enabled("flash", bool(enabled))
+# PyTorch's switches; per thread, as in a process of its own. Each backend has a setter,
+# enable_<name>_sdp(enabled), and a getter, <name>_sdp_enabled().
+def _switch(backend):
+    def enable(enabled):
+        _syntorch._set_sdp_enabled(backend, bool(enabled))
+
+    def enabled():
+        return _syntorch._sdp_enabled(backend)
+
+    enable.__name__ = enable.__qualname__ = f"enable_{backend}_sdp"
+    enabled.__name__ = enabled.__qualname__ = f"{backend}_sdp_enabled"
+    return enable, enabled
 
 
-def flash_sdp_enabled():
-    return _syntorch._sdp_enabled("flash")
-
-
-def enable_mem_efficient_sdp(enabled):
-    _syntorch._set_sdp_enabled("mem_efficient", bool(enabled))
-
-
-def mem_efficient_sdp_enabled():
-    return _syntorch._sdp_enabled("mem_efficient")
-
-
-def enable_math_sdp(enabled):
-    _syntorch._set_sdp_enabled("math", bool(enabled))
-
-
-def math_sdp_enabled():
-    return _syntorch._sdp_enabled("math")
-
-
-def enable_cudnn_sdp(enabled):
-    _syntorch._set_sdp_enabled("cudnn", bool(enabled))
-
-
-def cudnn_sdp_enabled():
-    return _syntorch._sdp_enabled("cudnn")
+enable_flash_sdp, flash_sdp_enabled = _switch("flash")
+enable_mem_efficient_sdp, mem_efficient_sdp_enabled = _switch("mem_efficient")
+enable_math_sdp, math_sdp_enabled = _switch("math")
+enable_cudnn_sdp, cudnn_sdp_enabled = _switch("cudnn")
 
 
 class sdp_kernel:
