@@ -79,7 +79,7 @@ std::tuple<Tensor, Tensor, Tensor> attention_backward(const Tensor& grad, const 
     o.seq_kv = static_cast<std::uint64_t>(ki.sizes[n - 2]);
     o.causal = causal;
     o.dropout = dropout;
-    o.sdp_backends = sdp_backends_of(sdp_backends);
+    o.sdp_backends = sdp_backends;
     const bool empty = qi.numel == 0 || ki.numel == 0;
     // The kernels' own memory while they run (unfused: dP and dS).
     const std::uint64_t transient_bytes = empty || qi.device.is_cpu() ? 0 : ctx->op_memory(o).workspace_bytes;

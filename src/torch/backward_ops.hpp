@@ -26,7 +26,7 @@ std::tuple<Tensor, Tensor, Tensor> norm_backward(runtime::OpKind kind, const Ten
                                                  const Tensor& weight, const Tensor& bias, std::int64_t normalized,
                                                  std::array<bool, 3> output_mask, std::string_view aten);
 // FlashAttention's backward: dq, dk, dv shaped as q, k, v (dropout: the forward's mask drawn again;
-// sdp_backends: the backend switches of the forward, which its backward follows).
+// sdp_backends: the forward's OpDesc::sdp_backends, which its backward follows).
 std::tuple<Tensor, Tensor, Tensor> attention_backward(const Tensor& grad, const Tensor& q, const Tensor& k,
                                                       const Tensor& v, bool causal, bool dropout,
                                                       std::uint8_t sdp_backends);

@@ -116,9 +116,12 @@ inline void host_op(std::string_view name) {
 }
 
 // The backend switches (SdpBackend bits) as an attention OpDesc carries them: 0 when all are on.
+static_assert(static_cast<std::uint8_t>(SdpBackend::flash) == runtime::OpDesc::kSdpFlash &&
+              static_cast<std::uint8_t>(SdpBackend::mem_efficient) == runtime::OpDesc::kSdpMemEfficient &&
+              static_cast<std::uint8_t>(SdpBackend::math) == runtime::OpDesc::kSdpMath &&
+              static_cast<std::uint8_t>(SdpBackend::cudnn) == runtime::OpDesc::kSdpCudnn);
 inline std::uint8_t sdp_backends_of(std::uint8_t enabled) {
-  constexpr std::uint8_t all = 0x0f;
-  return enabled == all ? 0 : static_cast<std::uint8_t>(enabled | runtime::OpDesc::kSdpRestricted);
+  return enabled == kAllSdpBackends ? 0 : static_cast<std::uint8_t>(enabled | runtime::OpDesc::kSdpRestricted);
 }
 
 inline runtime::OpDesc elementwise_op(runtime::OpKind kind, std::int64_t elements, ScalarType dtype) {

@@ -1118,6 +1118,7 @@ Tensor scaled_dot_product_attention(const Tensor& query_arg, const Tensor& key_a
   runtime::RankContext* ctx = runtime::current_rank();
   Tensor out = detail::make_tensor(ctx, q.sizes, q.dtype, q.device, "aten::scaled_dot_product_attention");
   const bool backward = autograd::any_requires_grad({&query, &key, &value});
+  const std::uint8_t backends = detail::sdp_backends_of(sdp_enabled_mask());  // the backward follows them
   Tensor kept;  // what the implementation keeps for the backward (flash: the log-sum-exp; unfused: the probabilities)
   if (ctx) {
     OpDesc o;
@@ -1131,7 +1132,7 @@ Tensor scaled_dot_product_attention(const Tensor& query_arg, const Tensor& key_a
     o.head_dim = static_cast<std::uint64_t>(head_dim);
     o.causal = is_causal;
     o.dropout = dropout_p > 0;
-    o.sdp_backends = detail::sdp_backends_of(sdp_enabled_mask());
+    o.sdp_backends = backends;
     if (fp8_kv) o.kv_dtype = to_runtime_dtype(k.dtype);
     const bool empty = batch == 0 || heads == 0 || seq_q == 0 || seq_kv == 0 || head_dim == 0;
     // The implementation's own memory (RankContext::op_memory): held around the launch, and what
@@ -1156,7 +1157,7 @@ Tensor scaled_dot_product_attention(const Tensor& query_arg, const Tensor& key_a
     // Q, K, V, the output and what the implementation left for its backward.
     autograd::record("ScaledDotProductFlashAttentionBackward0", {&query, &key, &value}, {&out},
                    {query, key, value, out, kept},
-                   [is_causal, dropout = dropout_p > 0, backends = sdp_enabled_mask()](Grads& g, Grads& s, const Node&) {
+                   [is_causal, dropout = dropout_p > 0, backends](Grads& g, Grads& s, const Node&) {
                      auto [dq, dk, dv] = detail::attention_backward(g[0], s[0], s[1], s[2], is_causal, dropout, backends);
                      return Grads{dq, dk, dv};
                    });

@@ -10,7 +10,7 @@ constexpr std::array<std::string_view, 12> kNames{"Double", "Float", "Half",  "B
                                                   "ComplexFloat",    "ComplexDouble"};
 thread_local ScalarType t_default_dtype = ScalarType::Float;
 thread_local std::string_view t_matmul_precision = "highest";
-thread_local std::uint8_t t_sdp_enabled = 0x0f;
+thread_local std::uint8_t t_sdp_enabled = kAllSdpBackends;
 }  // namespace
 
 std::string_view scalar_type_name(ScalarType t) { return kNames[static_cast<std::size_t>(t)]; }

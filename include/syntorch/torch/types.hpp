@@ -91,6 +91,7 @@ std::string_view get_float32_matmul_precision();
 // (enable_flash_sdp, enable_mem_efficient_sdp, enable_math_sdp, enable_cudnn_sdp): which ones
 // it may choose from, all by default. Per thread, as the matmul precision.
 enum class SdpBackend : std::uint8_t { flash = 1, mem_efficient = 2, math = 4, cudnn = 8 };
+inline constexpr std::uint8_t kAllSdpBackends = 0x0f;
 void set_sdp_enabled(SdpBackend backend, bool enabled);
 bool sdp_enabled(SdpBackend backend);
 std::uint8_t sdp_enabled_mask();  // the enabled backends' bits
