@@ -383,7 +383,6 @@ def test_the_switches_training_scripts_set_first():
     assert torch.get_float32_matmul_precision() == "highest" and not torch.backends.cuda.matmul.allow_tf32
     a = torch.randn(4096, 4096)
     torch.cuda.synchronize()
-    times = []
     for allow in (False, True):
         torch.backends.cuda.matmul.allow_tf32 = allow
         with torch.profiler.record_function(f"tf32={allow}"):

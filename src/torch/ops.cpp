@@ -464,6 +464,7 @@ namespace {
 void check_matmul_types(const Tensor& a, const Tensor& b, const char* op) {
   detail::check_defined(a, op, "self");
   detail::check_defined(b, op, "other");
+  detail::check_real(a, op, "self");  // the same dtype for both, below
   const auto& x = impl_of(a);
   const auto& y = impl_of(b);
   if (x.dtype != y.dtype) {
@@ -484,10 +485,6 @@ void check_matmul_types(const Tensor& a, const Tensor& b, const char* op) {
 Tensor product_op(IntArrayRef out_sizes, const detail::TensorImpl& a, std::uint64_t batch, std::int64_t m,
                   std::int64_t n, std::int64_t k, bool batched, std::string_view aten,
                   std::optional<ScalarType> out_dtype = std::nullopt) {
-  if (is_complex(a.dtype)) {
-    fail("{}: {} operands: complex tensors are supported by elementwise ops, copies and views only", aten,
-         scalar_type_name(a.dtype));
-  }
   runtime::RankContext* ctx = runtime::current_rank();
   Tensor out = detail::make_tensor(ctx, out_sizes, out_dtype.value_or(a.dtype), a.device, aten);
   if (ctx) {
@@ -1049,6 +1046,8 @@ Tensor scaled_dot_product_attention(const Tensor& query_arg, const Tensor& key_a
   detail::check_defined(key, op, "key");
   detail::check_defined(value, op, "value");
   detail::check_real(query, op, "query");
+  detail::check_real(key, op, "key");
+  detail::check_real(value, op, "value");
   const auto& q = impl_of(query);
   const auto& k = impl_of(key);
   const auto& v = impl_of(value);

@@ -578,6 +578,16 @@ TEST_F(TorchSelect, ComplexRotaryTablesArePolarViewsAndOneProduct) {
   EXPECT_THROW(torch::view_as_complex(torch::empty({6}).narrow(0, 1, 4).view({2, 2})), torch::Error);  // odd offset
   EXPECT_THROW(torch::view_as_real(torch::empty({4})), torch::Error);                       // not complex
   EXPECT_THROW(torch::polar(angles, torch::empty({16, 32}, torch::kHalf)), torch::Error);
+  // Products and attention refuse complex operands, naming the argument.
+  EXPECT_THROW(torch::matmul(cis, cis.t()), torch::Error);
+  const auto real_q = torch::empty({1, 2, 16, 32});
+  const auto complex_k = torch::view_as_complex(torch::empty({1, 2, 16, 32, 2}));
+  try {
+    (void)torch::scaled_dot_product_attention(real_q, complex_k, real_q);
+    ADD_FAILURE() << "a complex key was accepted";
+  } catch (const torch::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'key'"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(TorchSelect, MathOpsAreOneKernelAndTheirBackwardProducts) {

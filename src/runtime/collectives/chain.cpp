@@ -26,6 +26,7 @@ CollectivePlan chain(const CollectiveContext& cx, double bytes, bool towards_fir
   const std::uint32_t hops = n - 1;
   plan.transfers.resize(static_cast<std::size_t>(hops) * k);
   auto id = [&](std::uint32_t h, std::uint32_t j) { return h * k + j; };
+  const double cap = channel_cap(bytes, cx.protocol);
   for (std::uint32_t h = 0; h < hops; ++h) {
     // Broadcast: hop h goes from rank h to h+1. Reduce: towards the first rank, from n-1-h to n-2-h.
     const std::uint32_t from = towards_first ? n - 1 - h : h;
@@ -35,13 +36,13 @@ CollectivePlan chain(const CollectiveContext& cx, double bytes, bool towards_fir
       t.src_endpoint = cx.endpoints[from];
       t.dst_endpoint = cx.endpoints[to];
       t.bytes = bytes / k;
-      t.rate_cap_bytes_per_s = channel_cap(bytes, cx.protocol);
+      t.rate_cap_bytes_per_s = cap;
       if (h > 0) t.deps.push_back(id(h - 1, j));  // the chunk arrived at this hop's sender
       if (j > 0) t.deps.push_back(id(h, j - 1));  // the sender's previous chunk
     }
   }
-  plan.why.push_back(fmt::format("ring chain: {} hops {} rank {}, {} in {} pipelined chunk(s)", hops,
-                                 towards_first ? "towards" : "from", 0, units::format_size(bytes), k));
+  plan.why.push_back(fmt::format("ring chain: {} hops {} rank 0, {} in {} pipelined chunk(s)", hops,
+                                 towards_first ? "towards" : "from", units::format_size(bytes), k));
   return plan;
 }
 }  // namespace

@@ -75,20 +75,22 @@ BlockCost block_cost(const hw::Device& d, double mm, double vec, double scores, 
 
 // The rate a fused kernel's products run at: the dtype's matrix units; for the memory-efficient
 // kernel (PyTorch's choice for fp32, which FlashAttention does not take) the fp32 vector units
-// where the dtype has no matrix units. FlashAttention itself needs them.
+// where the dtype has no matrix units. FlashAttention itself needs them. The softmax's rate, the
+// fp32 vector units', comes with it.
 struct ProductRate {
   double ops_per_s;
   bool on_vector;
+  double vector_ops_per_s;
 };
 ProductRate product_rate(const LowerContext& cx, bool memory_efficient) {
   const double mm = unit_matrix_ops_per_s(cx.device, cx.dtype);
-  if (mm > 0) return {mm, false};
   const double vec = unit_vector_ops_per_s(cx.device, DType::fp32);
+  if (mm > 0) return {mm, false, vec};
   if (!memory_efficient || vec == 0) {
     unsupported(cx, fmt::format("FlashAttention needs {} matrix units (attention=mem_efficient runs {} products on "
                                 "the vector units)", dtype_name(cx.dtype), dtype_name(cx.dtype)));
   }
-  return {vec, true};
+  return {vec, true, vec};
 }
 
 Kernel fused(const OpDesc& op, const LowerContext& cx, bool v3, bool memory_efficient = false) {
@@ -96,7 +98,7 @@ Kernel fused(const OpDesc& op, const LowerContext& cx, bool v3, bool memory_effi
   const double e = element_bytes(cx.dtype);
   const ProductRate rate = product_rate(cx, memory_efficient);
   const double mm = rate.ops_per_s;
-  const double vec = unit_vector_ops_per_s(d, DType::fp32);
+  const double vec = rate.vector_ops_per_s;
   const std::uint64_t group = op.heads / op.kv_heads;
   // Decode: a few new queries against a longer KV cache. One CTA serves all query heads of a KV
   // head (GQA/MQA), so its rows are group x seq_q.
@@ -158,7 +160,7 @@ Kernel fused(const OpDesc& op, const LowerContext& cx, bool v3, bool memory_effi
                                 c.overlap * 100, c.mm_s >= c.softmax_s() ? "softmax" : "products", parts));
   } else {
     k.why.push_back(fmt::format("{}: softmax between the two matrix products of each block, the three in turn{}; {}",
-                                k.impl, rate.on_vector ? fmt::format(", the products on the {} vector units", "fp32")
+                                k.impl, rate.on_vector ? std::string(", the products on the fp32 vector units")
                                                        : std::string(),
                                 parts));
   }
@@ -175,7 +177,7 @@ std::vector<Kernel> backward(const OpDesc& op, const LowerContext& cx, bool v3, 
   const double e = element_bytes(cx.dtype);
   const ProductRate rate = product_rate(cx, memory_efficient);
   const double mm = rate.ops_per_s;
-  const double vec = unit_vector_ops_per_s(d, DType::fp32);
+  const double vec = rate.vector_ops_per_s;
   const std::string impl = memory_efficient ? "mem_efficient" : v3 ? "flash_v3" : "flash_v2";
   const double q_elems = static_cast<double>(op.batch * op.heads * op.seq_q * op.head_dim);
   const double kv_elems = static_cast<double>(op.batch * op.kv_heads * op.seq_kv * op.head_dim);
