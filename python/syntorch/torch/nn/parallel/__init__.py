@@ -13,33 +13,47 @@ from syntorch.torch.nn import Module
 _BROADCAST_BUCKET_BYTES = 250 * 2 ** 20  # DDP's broadcast_bucket_size
 
 
+def _through_flat(tensors, collective, copy_back=True):
+    """The tensors flattened into one buffer (a cat), `collective` run on it, and (copy_back) its
+    slices copied back into them."""
+    flat = torch.cat([t.reshape(-1) for t in tensors])
+    collective(flat)
+    if copy_back:
+        offset = 0
+        for t in tensors:
+            t.copy_(flat[offset:offset + t.numel()].view(*t.shape))
+            offset += t.numel()
+
+
+def _take(tensors, limit_bytes):
+    """Buckets of consecutive tensors, each as large as it can be without passing limit_bytes (a
+    tensor larger than that alone)."""
+    bucket, size = [], 0
+    for t in tensors:
+        n = t.numel() * t.element_size()
+        if bucket and size + n > limit_bytes:
+            yield bucket
+            bucket, size = [], 0
+        bucket.append(t)
+        size += n
+    if bucket:
+        yield bucket
+
 
 def _broadcast_coalesced(tensors, group):
     """c10d's broadcast_coalesced from the group's first rank: buckets of up to 250 MiB, each
-    flattened into one buffer (a cat), broadcast, and copied back into its tensors on the other
+    flattened into one buffer per dtype, broadcast, and copied back into its tensors on the other
     ranks. Empty tensors move nothing."""
     tensors = [t for t in tensors if t.numel() > 0]
     if not tensors or dist.get_world_size(group) == 1:
         return
     src = group.ranks[0] if group is not None else 0
     receiving = dist.get_rank() != src
-    bucket, size = [], 0
-    for t in tensors + [None]:
-        if t is not None and (not bucket or size + t.numel() * t.element_size() <= _BROADCAST_BUCKET_BYTES):
-            bucket.append(t)
-            size += t.numel() * t.element_size()
-            continue
-        with torch.no_grad():
+    with torch.no_grad():
+        for bucket in _take(tensors, _BROADCAST_BUCKET_BYTES):
             for dtype in sorted({b.dtype for b in bucket}, key=str):  # one buffer per dtype
-                same = [b for b in bucket if b.dtype == dtype]
-                flat = torch.cat([b.reshape(-1) for b in same])
-                dist.broadcast(flat, src, group=group)
-                if receiving:
-                    offset = 0
-                    for b in same:
-                        b.copy_(flat[offset:offset + b.numel()].view(*b.shape))
-                        offset += b.numel()
-        bucket, size = ([t], t.numel() * t.element_size()) if t is not None else ([], 0)
+                _through_flat([b for b in bucket if b.dtype == dtype],
+                              lambda flat: dist.broadcast(flat, src, group=group), copy_back=receiving)
 
 
 class DistributedDataParallel(Module):
@@ -86,13 +100,7 @@ class DistributedDataParallel(Module):
         compute = torch.cuda.current_stream()
         with torch.cuda.stream(self._stream):
             self._stream.wait_stream(compute)  # the gradients are made
-            flat = torch.cat([p.grad.reshape(-1) for p in bucket])
-            dist.all_reduce(flat, group=self._group)
-            offset = 0
-            for p in bucket:
-                n = p.numel()
-                p.grad.copy_(flat[offset:offset + n].view(*p.shape))
-                offset += n
+            _through_flat([p.grad for p in bucket], lambda flat: dist.all_reduce(flat, group=self._group))
         object.__setattr__(self, "_done", self._done + 1)
         if self._done == len(self._buckets):  # every bucket launched: the step waits for them
             compute.wait_stream(self._stream)
