@@ -24,16 +24,31 @@ def _note(key, fn):
     return wrapper
 
 
+_class_keys = {}         # listed class -> its keys (a class listed under two names has both)
+_wrapped_owners = set()  # classes whose own __init__ notes constructions
+
+
 def _wrap_class(key, cls):
+    """Notes each construction of `cls` by wrapping, in place, the __init__ it runs (its own or a
+    base's): the wrapper notes the class that owns it and the first listed class of the instance's
+    type, so a class that inherits its __init__ counts when it is built, a base when a subclass
+    calls its __init__, and the classes themselves stay as they are."""
     if issubclass(cls, enum.Enum):
         return False  # its members exist once the class does: nothing is constructed to count
-    own = "__init__" in cls.__dict__
-    init = cls.__init__
+    owner = next(c for c in cls.__mro__ if "__init__" in c.__dict__)
+    init = owner.__dict__["__init__"]
     if not inspect.isfunction(init):
         return False  # an extension type or object's own __init__: nothing of ours to wrap
-    wrapper = _note(key, init)
-    wrapper.coverage_inherited = not own  # the listing still shows the class without a signature
-    cls.__init__ = wrapper
+    _class_keys.setdefault(cls, set()).add(key)
+    if owner not in _wrapped_owners:
+        _wrapped_owners.add(owner)
+
+        @functools.wraps(init)
+        def wrapper(self, *args, **kwargs):
+            _called.update(_class_keys.get(owner, ()))
+            _called.update(next((_class_keys[c] for c in type(self).__mro__ if c in _class_keys), ()))
+            return init(self, *args, **kwargs)
+        owner.__init__ = wrapper
     return True
 
 
