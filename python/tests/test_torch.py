@@ -152,7 +152,8 @@ def test_the_sdpa_backend_switches_choose_the_attention_kernel():
         with context:
             F.scaled_dot_product_attention(q, q, q, is_causal=True)
         stats = syntorch.trace_manager.stats()
-        return stats["kernels"], stats["peak_memory_bytes"][0], stats["simulated_time_s"]
+        # The finished run's ops and kernels by name, as trace_manager.dump() prints them.
+        return stats["kernels"], stats["peak_memory_bytes"][0], stats["simulated_time_s"], syntorch._session.console()
 
     import contextlib
     fused = attention(contextlib.nullcontext())
@@ -164,6 +165,7 @@ def test_the_sdpa_backend_switches_choose_the_attention_kernel():
     assert cudnn[2] < flash2[2]                      # Hopper's cuDNN kernel overlaps its softmax
     efficient = attention(torch.backends.cuda.sdp_kernel(enable_flash=False, enable_math=False, enable_cudnn=False))
     assert efficient[0] == 1
+    assert "mem_efficient" in efficient[3] and "flash_v3" in fused[3] and "flash_v2" in flash2[3]
     # The switches one by one, and restored after each block.
     assert torch.backends.cuda.flash_sdp_enabled() and torch.backends.cuda.math_sdp_enabled()
     assert torch.backends.cuda.mem_efficient_sdp_enabled() and torch.backends.cuda.cudnn_sdp_enabled()
