@@ -37,8 +37,9 @@ struct CollectiveContext {
 
 // Chunks a step of `bytes` is pipelined in: one per `channels` x `chunk` bytes, at most `max_chunks`.
 std::uint64_t chunks_for(double bytes, const hw::CollectiveProtocol& p, std::uint64_t max_chunks = kMaxChunks);
-// The wire rate one transfer of a step of `bytes` can reach: one channel per chunk the step holds.
-double channel_cap(double bytes, const hw::CollectiveProtocol& p);
+// The wire rate one transfer of a step of `bytes` can reach: one channel per chunk the step holds,
+// of the library's channels shared `ways` ways (between rings that run at once).
+double channel_cap(double bytes, const hw::CollectiveProtocol& p, std::uint32_t ways = 1);
 // The payload rate of a route's or channel's wire rate in the context's protocol.
 inline double payload_rate(const CollectiveContext& cx, double wire_bytes_per_s) {
   return wire_bytes_per_s * cx.protocol.payload;
@@ -60,8 +61,8 @@ struct SwitchLayout {
 };
 // Several such nodes (nullopt where the ranks do not form them).
 std::optional<SwitchLayout> switch_layout(const CollectiveContext& cx);
-// All-reduce through each node's switch (reduce-scatter, a ring along each rail between nodes,
-// all-gather by multicast), and its alpha-beta estimate; in_switch.cpp.
+// All-reduce through each node's switch (reduce-scatter, a double binary tree along each rail
+// between nodes, all-gather by multicast), and its alpha-beta estimate; in_switch.cpp.
 CollectivePlan switch_allreduce(const OpDesc& op, const CollectiveContext& cx, const SwitchLayout& layout,
                                 std::string name);
 double estimate_switch_allreduce_s(const OpDesc& op, const CollectiveContext& cx, const SwitchLayout& layout);
@@ -70,7 +71,21 @@ double estimate_switch_allreduce_s(const OpDesc& op, const CollectiveContext& cx
 double ring_bandwidth(const CollectiveContext& cx);
 double ring_hop_latency(const CollectiveContext& cx);
 
-// Ring over ranks 0 -> 1 -> ... -> n-1 -> 0: `steps` steps of `segment` bytes per rank.
+// The rings a ring collective runs at once, each an order of the ranks (positions in cx) carrying
+// an equal share of every segment. One ring in rank order, unless the ranks form several nodes of
+// L > 1 ranks: then min(L, channels) rings, ring r entering even nodes at local rank r (leaving at
+// r-1) and odd nodes at r-1 backwards (leaving at r), so that each ring crosses between nodes on
+// one local index and the rings cross on different ones: every rank's network link carries a share
+// at once, as NCCL's channels spread a ring over a node's NICs.
+using RingOrders = std::vector<std::vector<std::uint32_t>>;
+RingOrders ring_orders(const CollectiveContext& cx);
+// The payload time of one ring step of `segment` bytes: the busiest link (each direction apart)
+// carrying every ring's share over it, or one ring's channels, whichever is slower.
+double ring_step_s(const CollectiveContext& cx, const RingOrders& orders, double segment_bytes);
+// The largest latency between consecutive ranks of any of the rings.
+double ring_orders_hop_latency(const CollectiveContext& cx, const RingOrders& orders);
+
+// `steps` steps of `segment` bytes per rank around the rings of ring_orders.
 CollectivePlan ring(const CollectiveContext& cx, std::uint32_t steps, double segment_bytes, std::string name);
 
 // Each algorithm builds a plan, or nullopt where the topology cannot run it, and estimates its

@@ -8,6 +8,7 @@
 // through the switch). Offered only where one switch on every rank's route can reduce.
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <fmt/format.h>
 
@@ -24,6 +25,73 @@ std::optional<SwitchLayout> single_switch(const CollectiveContext& cx) {
   const std::optional<std::uint32_t> sw = reducing_switch(cx, all);
   if (!sw) return std::nullopt;
   return SwitchLayout{{std::move(all)}, {cx.machine.switches()[*sw].endpoint}};
+}
+
+// NCCL's double binary tree over `n` nodes (the construction of its trees.cc): in tree 0 node 0 is
+// the root with one child, the largest power of two below n, and below it node r, whose lowest set
+// bit is b, has the children r - b/2 and the first of r + b/2, r + b/4, ... below n. Tree 1 is
+// tree 0 mirrored (node n-1-r in r's place) for even n and shifted by one for odd n, so that a node
+// inner in one tree is a leaf in the other.
+struct NodeTree {
+  std::uint32_t root = 0;
+  std::vector<std::vector<std::uint32_t>> children;  // per node
+  std::vector<bool> has_parent;
+  std::vector<std::uint32_t> post_order;  // every node after its children
+};
+
+NodeTree node_tree(std::uint32_t n, std::uint32_t which) {
+  std::vector<std::vector<std::uint32_t>> kids(n);  // tree 0, by position
+  if (n > 1) {
+    std::uint32_t top = 1;
+    while (top * 2 < n) top *= 2;
+    kids[0].push_back(top);
+    for (std::uint32_t r = 1; r < n; ++r) {
+      const std::uint32_t b = r & (~r + 1);
+      if (b < 2) continue;
+      kids[r].push_back(r - b / 2);
+      for (std::uint32_t off = b / 2; off >= 1; off /= 2) {
+        if (r + off < n) {
+          kids[r].push_back(r + off);
+          break;
+        }
+      }
+    }
+  }
+  auto node = [&](std::uint32_t pos) { return which == 0 ? pos : n % 2 == 0 ? n - 1 - pos : (pos + 1) % n; };
+  NodeTree t;
+  t.root = node(0);
+  t.children.resize(n);
+  t.has_parent.assign(n, false);
+  for (std::uint32_t pos = 0; pos < n; ++pos) {
+    for (std::uint32_t c : kids[pos]) {
+      t.children[node(pos)].push_back(node(c));
+      t.has_parent[node(c)] = true;
+    }
+  }
+  // Post-order by an explicit stack: a node is emitted once all its children are.
+  std::vector<std::pair<std::uint32_t, std::size_t>> stack{{t.root, 0}};
+  while (!stack.empty()) {
+    auto& [v, next] = stack.back();
+    if (next < t.children[v].size()) {
+      const std::uint32_t c = t.children[v][next++];
+      stack.emplace_back(c, 0);
+    } else {
+      t.post_order.push_back(v);
+      stack.pop_back();
+    }
+  }
+  return t;
+}
+
+// Shares of a rail's data a node's network link carries each way: half a share per tree edge at
+// the node, in both trees.
+double busiest_node_shares(std::uint32_t n) {
+  std::vector<double> shares(n, 0.0);
+  for (std::uint32_t which = 0; which < 2; ++which) {
+    const NodeTree t = node_tree(n, which);
+    for (std::uint32_t v = 0; v < n; ++v) shares[v] += 0.5 * (t.children[v].size() + (t.has_parent[v] ? 1 : 0));
+  }
+  return n > 1 ? *std::max_element(shares.begin(), shares.end()) : 0.0;
 }
 
 }  // namespace
@@ -46,14 +114,14 @@ CollectivePlan switch_allreduce(const OpDesc& op, const CollectiveContext& cx, c
   const auto local = static_cast<std::uint32_t>(layout.nodes.front().size());
   const double bytes = static_cast<double>(op.bytes);
   const auto k = static_cast<std::uint32_t>(chunks_for(bytes, cx.protocol, kMaxSwitchChunks));
-  const double chunk = bytes / k, share = chunk / local, segment = share / nodes;
-  const std::uint32_t steps = 2 * (nodes - 1);  // the rail ring between nodes: reduce-scatter, then all-gather
+  const double chunk = bytes / k, share = chunk / local;
   const double wire = 1 / cx.library.in_switch_efficiency;  // switch traffic on the wire per payload byte
   CollectivePlan plan;
   plan.algorithm = std::move(name);
   plan.step_latency_s = cx.protocol.step_latency_s;
   plan.launch_latency_s = cx.library.in_switch_latency_s;
-  plan.bytes_per_rank = bytes + bytes / local + steps * bytes / local / nodes;
+  // Between nodes every rail's share goes up and down two trees: 2(N-1)/N of a share per rank.
+  plan.bytes_per_rank = bytes + bytes / local + 2.0 * (nodes - 1) * bytes / local / nodes;
   // `follows`: the previous chunk of the same stage and rank (chunks leave in order).
   auto add = [&](std::uint32_t src, std::uint32_t dst, double b, std::vector<std::uint32_t> deps, double cap,
                  std::uint32_t follows) {
@@ -75,7 +143,17 @@ CollectivePlan switch_allreduce(const OpDesc& op, const CollectiveContext& cx, c
         nodes, std::vector<std::vector<std::uint32_t>>(local, std::vector<std::uint32_t>(k)));
   };
   auto up = grid(), scattered = grid(), gathered_up = grid(), multicast = grid();
-  std::vector<std::vector<std::vector<std::vector<std::uint32_t>>>> ring(steps, grid());
+  // Between nodes, NCCL's double binary tree: each tree carries half of every rail's share, reduced
+  // up to its root and broadcast down. Indices by [tree][node][local][chunk]: the transfer into the
+  // node's parent (up) and into the node from its parent (down).
+  const double half = share / 2;
+  const NodeTree trees[2] = {node_tree(nodes, 0), node_tree(nodes, 1)};
+  auto tree_grid = [&] {
+    return std::vector<std::vector<std::vector<std::vector<std::uint32_t>>>>(
+        2, std::vector<std::vector<std::vector<std::uint32_t>>>(
+               nodes, std::vector<std::vector<std::uint32_t>>(local, std::vector<std::uint32_t>(k, kNoTransfer))));
+  };
+  auto tree_up = tree_grid(), tree_down = tree_grid();
   for (std::uint32_t j = 0; j < k; ++j) {
     for (std::uint32_t ni = 0; ni < nodes; ++ni) {
       const std::vector<std::uint32_t>& ranks = layout.nodes[ni];
@@ -90,16 +168,41 @@ CollectivePlan switch_allreduce(const OpDesc& op, const CollectiveContext& cx, c
                                   j > 0 ? scattered[ni][l][j - 1] : kNoTransfer);
       }
     }
-    for (std::uint32_t s = 0; s < steps; ++s) {
-      for (std::uint32_t ni = 0; ni < nodes; ++ni) {
+    for (std::uint32_t tree = 0; tree < 2 && nodes > 1; ++tree) {
+      const NodeTree& t = trees[tree];
+      // Up, children first: a node sends its half once its own share is reduced in its node and its
+      // children's halves have arrived. A point-to-point transfer pays its synchronisation on every
+      // chunk, the previous chunk included.
+      std::vector<std::uint32_t> parent_of(nodes, 0);
+      for (std::uint32_t v = 0; v < nodes; ++v) {
+        for (std::uint32_t c : t.children[v]) parent_of[c] = v;
+      }
+      for (std::uint32_t v : t.post_order) {
+        if (!t.has_parent[v]) continue;
         for (std::uint32_t l = 0; l < local; ++l) {
-          const std::uint32_t prev = (ni + nodes - 1) % nodes;
-          // A point-to-point ring: each chunk pays the synchronisation, the channel's previous one too.
-          std::vector<std::uint32_t> deps{scattered[ni][l][j]};
-          if (s > 0) deps.push_back(ring[s - 1][prev][l][j]);  // the segment this rank forwards
-          if (j > 0) deps.push_back(ring[s][ni][l][j - 1]);
-          ring[s][ni][l][j] = add(cx.endpoints[layout.nodes[ni][l]], cx.endpoints[layout.nodes[(ni + 1) % nodes][l]],
-                                  segment, deps, share_cap, kNoTransfer);
+          std::vector<std::uint32_t> deps{scattered[v][l][j]};
+          for (std::uint32_t c : t.children[v]) deps.push_back(tree_up[tree][c][l][j]);
+          if (j > 0) deps.push_back(tree_up[tree][v][l][j - 1]);
+          tree_up[tree][v][l][j] = add(cx.endpoints[layout.nodes[v][l]], cx.endpoints[layout.nodes[parent_of[v]][l]],
+                                       half, std::move(deps), share_cap, kNoTransfer);
+        }
+      }
+      // Down, parents first: the root has the sum once its children's halves are in.
+      for (auto it = t.post_order.rbegin(); it != t.post_order.rend(); ++it) {
+        const std::uint32_t v = *it;
+        if (!t.has_parent[v]) continue;
+        const std::uint32_t parent = parent_of[v];
+        for (std::uint32_t l = 0; l < local; ++l) {
+          std::vector<std::uint32_t> deps;
+          if (!t.has_parent[parent]) {
+            deps.push_back(scattered[parent][l][j]);
+            for (std::uint32_t c : t.children[parent]) deps.push_back(tree_up[tree][c][l][j]);
+          } else {
+            deps.push_back(tree_down[tree][parent][l][j]);
+          }
+          if (j > 0) deps.push_back(tree_down[tree][v][l][j - 1]);
+          tree_down[tree][v][l][j] = add(cx.endpoints[layout.nodes[parent][l]], cx.endpoints[layout.nodes[v][l]],
+                                         half, std::move(deps), share_cap, kNoTransfer);
         }
       }
     }
@@ -107,10 +210,15 @@ CollectivePlan switch_allreduce(const OpDesc& op, const CollectiveContext& cx, c
       const std::vector<std::uint32_t>& ranks = layout.nodes[ni];
       const std::uint32_t sw = layout.switch_endpoint[ni];
       for (std::uint32_t l = 0; l < local; ++l) {
-        const std::uint32_t prev = (ni + nodes - 1) % nodes;
-        // The share is whole once it is reduced here and every ring step into this rank has arrived.
+        // The share is whole once it is reduced here and both trees' halves of the total are here.
         std::vector<std::uint32_t> deps{scattered[ni][l][j]};
-        for (std::uint32_t s = 0; s < steps; ++s) deps.push_back(ring[s][prev][l][j]);
+        for (std::uint32_t tree = 0; tree < 2 && nodes > 1; ++tree) {
+          if (trees[tree].has_parent[ni]) {
+            deps.push_back(tree_down[tree][ni][l][j]);
+          } else {
+            for (std::uint32_t c : trees[tree].children[ni]) deps.push_back(tree_up[tree][c][l][j]);
+          }
+        }
         gathered_up[ni][l][j] = add(cx.endpoints[ranks[l]], sw, share * wire, deps, share_cap,
                                     j > 0 ? gathered_up[ni][l][j - 1] : kNoTransfer);
       }
@@ -133,14 +241,23 @@ double estimate_switch_allreduce_s(const OpDesc& op, const CollectiveContext& cx
   const double intra_bw =
       std::min(route_bytes_per_s(cx, a, b), channel_cap(s, cx.protocol)) * cx.library.in_switch_efficiency;
   const double alpha_intra = cx.protocol.step_latency_s + cx.machine.route(cx.endpoints[a], cx.endpoints[b]).latency_s;
-  double t = cx.library.in_switch_latency_s + 4 * alpha_intra + (1 + 1 / local) * s / intra_bw;
+  const double intra_s = (1 + 1 / local) * s / intra_bw;
+  double latency_s = cx.library.in_switch_latency_s + 4 * alpha_intra, inter_s = 0;
   if (nodes > 1) {
     const std::uint32_t c = layout.nodes[1][0];
     const double inter_bw = std::min(route_bytes_per_s(cx, a, c), channel_cap(s / local, cx.protocol));
     const double alpha_inter = cx.protocol.step_latency_s + cx.machine.route(cx.endpoints[a], cx.endpoints[c]).latency_s;
-    t += 2 * (nodes - 1) * alpha_inter + 2 * (nodes - 1) / nodes * (s / local) / inter_bw;
+    // Up and down the trees' depth, and the busiest node's network link: half a share per tree
+    // edge at it. Between two nodes one share each way; from four on two, where an inner node with
+    // two children in one tree is a leaf of the other (NCCL's tuner halves the network bandwidth of
+    // NVLS_TREE beyond two nodes).
+    latency_s += 2 * std::ceil(std::log2(nodes)) * alpha_inter;
+    inter_s = busiest_node_shares(static_cast<std::uint32_t>(nodes)) * (s / local) / inter_bw;
   }
-  return t;
+  // The chunks pipeline through the node's switch and the network: the slower part sets the pace,
+  // the faster one adds its share of the first and last chunk.
+  const double k = static_cast<double>(chunks_for(s, cx.protocol, kMaxSwitchChunks));
+  return latency_s + std::max(intra_s, inter_s) + std::min(intra_s, inter_s) / k;
 }
 
 std::optional<CollectivePlan> in_switch_allreduce(const OpDesc& op, const CollectiveContext& cx) {

@@ -1,0 +1,85 @@
+// Ring collectives across nodes as NCCL runs them: the segment is shared by one ring per rank of a
+// node (its channels), each crossing between nodes at a different rank, so that every network
+// link of a node carries its part at once instead of one link carrying the whole ring.
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "predict_helpers.hpp"
+#include "syntorch/hw/machine.hpp"
+#include "syntorch/runtime/predictor.hpp"
+
+namespace {
+
+using namespace syntorch;
+using runtime::OpKind;
+
+using runtime_testing::collective;
+using runtime_testing::config;
+using runtime_testing::policy;
+
+// "node[3].gpu[5]" -> "node[3]".
+std::string node_of(const hw::Machine& m, std::uint32_t endpoint) {
+  const std::string& name = m.endpoints()[endpoint].name;
+  return name.substr(0, name.find('.'));
+}
+
+double busbw(double bytes, double ranks, double time_s) { return bytes * 2 * (ranks - 1) / ranks / time_s; }
+
+TEST(MultiNodeRing, EveryRankOfANodeCarriesAShareAcrossTheNetwork) {
+  const hw::Machine m = hw::Machine::load(config("dgx_h100_x2.json"));
+  runtime::Predictor ring(m, policy("allreduce=ring"));
+  const std::uint64_t bytes = 1ull << 30;
+  const auto p = ring.predict(collective(OpKind::allreduce, 16, bytes));
+  ASSERT_TRUE(p.plan.has_value());
+  // Every one of the 8 ranks of each node sends across the network (each of the 8 rings leaves a
+  // node at a different rank), and together they carry what one ring's crossings would.
+  std::set<std::uint32_t> senders;
+  double crossing_bytes = 0;
+  for (const auto& t : p.plan->transfers) {
+    if (node_of(m, t.src_endpoint) == node_of(m, t.dst_endpoint)) continue;
+    senders.insert(t.src_endpoint);
+    crossing_bytes += t.bytes;
+  }
+  EXPECT_EQ(senders.size(), 16u);
+  // Two crossings (node 0 to 1 and back), each carrying 2(n-1) segments of bytes/n, split 8 ways.
+  EXPECT_NEAR(crossing_bytes, 2 * 2.0 * 15 / 16 * bytes, bytes * 1e-6);
+
+  // So the ring's bandwidth is the node's eight 400 Gb/s links (45 GB/s each at their 0.9
+  // efficiency), not one link's, as long as NVLink keeps up with the ring within the nodes.
+  const double bw = busbw(static_cast<double>(bytes), 16, p.time_s);
+  EXPECT_GT(bw, 8 * 45e9 * 0.9);
+  EXPECT_LT(bw, 8 * 45e9 * 1.01);
+}
+
+TEST(MultiNodeRing, DgxA100NodesReachTheirEightLinksBandwidth) {
+  const hw::Machine m = hw::Machine::load(config("dgx_a100_superpod.json"));
+  runtime::Predictor ring(m, policy("allreduce=ring"));
+  const std::uint64_t bytes = 1ull << 30;
+  const auto all = ring.predict(collective(OpKind::allreduce, 64, bytes));
+  ASSERT_TRUE(all.plan.has_value());
+  // 8 nodes of 8 A100s, each with eight 200 Gb/s HDR links: about 8 x 22.5 GB/s of bus bandwidth
+  // (NCCL reaches about 185 GB/s between DGX A100 nodes).
+  const double bw = busbw(static_cast<double>(bytes), 64, all.time_s);
+  EXPECT_GT(bw, 160e9);
+  EXPECT_LT(bw, 8 * 22.5e9 * 1.01);
+  bool explained = false;
+  for (const std::string& line : all.plan->why) explained = explained || line.find("ring: 8 rings") == 0;
+  EXPECT_TRUE(explained) << "the plan says it runs a ring per rank of a node";
+}
+
+TEST(MultiNodeRing, AutoKeepsNvlsTreeBetweenTwoNodesAndTheRingBeyond) {
+  // NCCL's tuner: NVLS_TREE between two nodes, where its network part is one share each way; from
+  // four nodes on its tuner counts half the network bandwidth for the tree, and the ring wins.
+  const std::uint64_t bytes = 1ull << 30;
+  const hw::Machine two_nodes = hw::Machine::load(config("dgx_h100_x2.json"));
+  runtime::Predictor two(two_nodes, {});
+  EXPECT_EQ(two.predict(collective(OpKind::allreduce, 16, bytes)).plan->algorithm, "nvlstree");
+  const hw::Machine pod = hw::Machine::load(config("dgx_h100_superpod.json"));
+  runtime::Predictor four(pod, {});
+  EXPECT_EQ(four.predict(collective(OpKind::allreduce, 32, 4 * bytes)).plan->algorithm, "ring");
+}
+
+}  // namespace
