@@ -51,6 +51,23 @@ double route_bytes_per_s(const CollectiveContext& cx, std::uint32_t from, std::u
 // The ranks grouped into nodes: ranks joined by the topology's fastest tier of routes, in rank
 // order. Empty when that is not a clean partition into nodes of equal size.
 std::vector<std::vector<std::uint32_t>> nodes_of(const CollectiveContext& cx);
+// NCCL's double binary tree over `n` nodes (the construction of its trees.cc): in tree 0 node 0 is
+// the root with one child, the largest power of two below n, and below it node r, whose lowest set
+// bit is b, has the children r - b/2 and the first of r + b/2, r + b/4, ... below n. Tree 1 is
+// tree 0 mirrored (node n-1-r in r's place) for even n and shifted by one for odd n, so that a node
+// inner in one tree is a leaf in the other.
+struct NodeTree {
+  std::uint32_t root = 0;
+  std::vector<std::vector<std::uint32_t>> children;  // per node
+  std::vector<bool> has_parent;
+  std::vector<std::uint32_t> parent;  // per node (the root's is itself)
+  std::vector<std::uint32_t> post_order;  // every node after its children
+};
+
+NodeTree node_tree(std::uint32_t n, std::uint32_t which);
+// The time the busiest link (each direction apart) takes to carry the transfers' bytes at its
+// achievable bandwidth.
+double busiest_link_s(const CollectiveContext& cx, std::span<const Transfer> transfers);
 // A switch with in-switch reduction on the route from the first of `ranks` to each other one.
 std::optional<std::uint32_t> reducing_switch(const CollectiveContext& cx, std::span<const std::uint32_t> ranks);
 

@@ -27,62 +27,6 @@ std::optional<SwitchLayout> single_switch(const CollectiveContext& cx) {
   return SwitchLayout{{std::move(all)}, {cx.machine.switches()[*sw].endpoint}};
 }
 
-// NCCL's double binary tree over `n` nodes (the construction of its trees.cc): in tree 0 node 0 is
-// the root with one child, the largest power of two below n, and below it node r, whose lowest set
-// bit is b, has the children r - b/2 and the first of r + b/2, r + b/4, ... below n. Tree 1 is
-// tree 0 mirrored (node n-1-r in r's place) for even n and shifted by one for odd n, so that a node
-// inner in one tree is a leaf in the other.
-struct NodeTree {
-  std::uint32_t root = 0;
-  std::vector<std::vector<std::uint32_t>> children;  // per node
-  std::vector<bool> has_parent;
-  std::vector<std::uint32_t> post_order;  // every node after its children
-};
-
-NodeTree node_tree(std::uint32_t n, std::uint32_t which) {
-  std::vector<std::vector<std::uint32_t>> kids(n);  // tree 0, by position
-  if (n > 1) {
-    std::uint32_t top = 1;
-    while (top * 2 < n) top *= 2;
-    kids[0].push_back(top);
-    for (std::uint32_t r = 1; r < n; ++r) {
-      const std::uint32_t b = r & (~r + 1);
-      if (b < 2) continue;
-      kids[r].push_back(r - b / 2);
-      for (std::uint32_t off = b / 2; off >= 1; off /= 2) {
-        if (r + off < n) {
-          kids[r].push_back(r + off);
-          break;
-        }
-      }
-    }
-  }
-  auto node = [&](std::uint32_t pos) { return which == 0 ? pos : n % 2 == 0 ? n - 1 - pos : (pos + 1) % n; };
-  NodeTree t;
-  t.root = node(0);
-  t.children.resize(n);
-  t.has_parent.assign(n, false);
-  for (std::uint32_t pos = 0; pos < n; ++pos) {
-    for (std::uint32_t c : kids[pos]) {
-      t.children[node(pos)].push_back(node(c));
-      t.has_parent[node(c)] = true;
-    }
-  }
-  // Post-order by an explicit stack: a node is emitted once all its children are.
-  std::vector<std::pair<std::uint32_t, std::size_t>> stack{{t.root, 0}};
-  while (!stack.empty()) {
-    auto& [v, next] = stack.back();
-    if (next < t.children[v].size()) {
-      const std::uint32_t c = t.children[v][next++];
-      stack.emplace_back(c, 0);
-    } else {
-      t.post_order.push_back(v);
-      stack.pop_back();
-    }
-  }
-  return t;
-}
-
 // Shares of a rail's data a node's network link carries each way: half a share per tree edge at
 // the node, in both trees.
 double busiest_node_shares(std::uint32_t n) {
@@ -173,17 +117,13 @@ CollectivePlan switch_allreduce(const OpDesc& op, const CollectiveContext& cx, c
       // Up, children first: a node sends its half once its own share is reduced in its node and its
       // children's halves have arrived. A point-to-point transfer pays its synchronisation on every
       // chunk, the previous chunk included.
-      std::vector<std::uint32_t> parent_of(nodes, 0);
-      for (std::uint32_t v = 0; v < nodes; ++v) {
-        for (std::uint32_t c : t.children[v]) parent_of[c] = v;
-      }
       for (std::uint32_t v : t.post_order) {
         if (!t.has_parent[v]) continue;
         for (std::uint32_t l = 0; l < local; ++l) {
           std::vector<std::uint32_t> deps{scattered[v][l][j]};
           for (std::uint32_t c : t.children[v]) deps.push_back(tree_up[tree][c][l][j]);
           if (j > 0) deps.push_back(tree_up[tree][v][l][j - 1]);
-          tree_up[tree][v][l][j] = add(cx.endpoints[layout.nodes[v][l]], cx.endpoints[layout.nodes[parent_of[v]][l]],
+          tree_up[tree][v][l][j] = add(cx.endpoints[layout.nodes[v][l]], cx.endpoints[layout.nodes[t.parent[v]][l]],
                                        half, std::move(deps), share_cap, kNoTransfer);
         }
       }
@@ -191,7 +131,7 @@ CollectivePlan switch_allreduce(const OpDesc& op, const CollectiveContext& cx, c
       for (auto it = t.post_order.rbegin(); it != t.post_order.rend(); ++it) {
         const std::uint32_t v = *it;
         if (!t.has_parent[v]) continue;
-        const std::uint32_t parent = parent_of[v];
+        const std::uint32_t parent = t.parent[v];
         for (std::uint32_t l = 0; l < local; ++l) {
           std::vector<std::uint32_t> deps;
           if (!t.has_parent[parent]) {

@@ -51,6 +51,69 @@ std::vector<std::vector<std::uint32_t>> nodes_of(const CollectiveContext& cx) {
   return nodes;
 }
 
+NodeTree node_tree(std::uint32_t n, std::uint32_t which) {
+  std::vector<std::vector<std::uint32_t>> kids(n);  // tree 0, by position
+  if (n > 1) {
+    std::uint32_t top = 1;
+    while (top * 2 < n) top *= 2;
+    kids[0].push_back(top);
+    for (std::uint32_t r = 1; r < n; ++r) {
+      const std::uint32_t b = r & (~r + 1);
+      if (b < 2) continue;
+      kids[r].push_back(r - b / 2);
+      for (std::uint32_t off = b / 2; off >= 1; off /= 2) {
+        if (r + off < n) {
+          kids[r].push_back(r + off);
+          break;
+        }
+      }
+    }
+  }
+  auto node = [&](std::uint32_t pos) { return which == 0 ? pos : n % 2 == 0 ? n - 1 - pos : (pos + 1) % n; };
+  NodeTree t;
+  t.root = node(0);
+  t.children.resize(n);
+  t.has_parent.assign(n, false);
+  t.parent.resize(n);
+  for (std::uint32_t v = 0; v < n; ++v) t.parent[v] = v;
+  for (std::uint32_t pos = 0; pos < n; ++pos) {
+    for (std::uint32_t c : kids[pos]) {
+      t.children[node(pos)].push_back(node(c));
+      t.has_parent[node(c)] = true;
+      t.parent[node(c)] = node(pos);
+    }
+  }
+  // Post-order by an explicit stack: a node is emitted once all its children are.
+  std::vector<std::pair<std::uint32_t, std::size_t>> stack{{t.root, 0}};
+  while (!stack.empty()) {
+    auto& [v, next] = stack.back();
+    if (next < t.children[v].size()) {
+      const std::uint32_t c = t.children[v][next++];
+      stack.emplace_back(c, 0);
+    } else {
+      t.post_order.push_back(v);
+      stack.pop_back();
+    }
+  }
+  return t;
+}
+
+double busiest_link_s(const CollectiveContext& cx, std::span<const Transfer> transfers) {
+  std::vector<double> load(2 * cx.machine.links().size(), 0.0);
+  for (const Transfer& t : transfers) {
+    for (const hw::Hop& h : cx.machine.route(t.src_endpoint, t.dst_endpoint).hops) {
+      load[2 * h.link + (h.forward ? 1 : 0)] += t.bytes;
+    }
+  }
+  double busiest_s = 0;
+  for (std::size_t i = 0; i < load.size(); ++i) {
+    if (load[i] <= 0) continue;
+    const hw::Link& l = cx.machine.links()[i / 2];
+    busiest_s = std::max(busiest_s, load[i] / (l.bandwidth_bytes_per_s * l.efficiency));
+  }
+  return busiest_s;
+}
+
 std::optional<std::uint32_t> reducing_switch(const CollectiveContext& cx, std::span<const std::uint32_t> ranks) {
   const hw::Machine& m = cx.machine;
   for (const hw::Switch& s : m.switches()) {

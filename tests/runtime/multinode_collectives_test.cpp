@@ -1,6 +1,9 @@
-// Ring collectives across nodes as NCCL runs them: the segment is shared by one ring per rank of a
-// node (its channels), each crossing between nodes at a different rank, so that every network
-// link of a node carries its part at once instead of one link carrying the whole ring.
+// Collectives across nodes as NCCL runs them. The ring's segment is shared by one ring per rank of
+// a node (its channels), each crossing between nodes at a different rank, so that every network
+// link of a node carries its part at once instead of one link carrying the whole ring. The tree is
+// a chain in each node to a head and NCCL's double binary tree of the heads, one head per rank of a
+// node: a few hops of latency where the ring pays 2(n-1) steps. Broadcast and reduce chains are
+// shared between the rings the same way.
 
 #include <gtest/gtest.h>
 
@@ -80,6 +83,56 @@ TEST(MultiNodeRing, AutoKeepsNvlsTreeBetweenTwoNodesAndTheRingBeyond) {
   const hw::Machine pod = hw::Machine::load(config("dgx_h100_superpod.json"));
   runtime::Predictor four(pod, {});
   EXPECT_EQ(four.predict(collective(OpKind::allreduce, 32, 4 * bytes)).plan->algorithm, "ring");
+}
+
+TEST(MultiNodeRing, ABroadcastsChainsLeaveTheNodesOnEveryRail) {
+  const hw::Machine m = hw::Machine::load(config("dgx_h100_x2.json"));
+  runtime::Predictor p(m, {});
+  const std::uint64_t bytes = 1ull << 30;
+  const auto b = p.predict(collective(OpKind::broadcast, 16, bytes));
+  ASSERT_TRUE(b.plan.has_value());
+  std::set<std::uint32_t> crossing_senders;
+  for (const auto& t : b.plan->transfers) {
+    if (node_of(m, t.src_endpoint) != node_of(m, t.dst_endpoint)) crossing_senders.insert(t.src_endpoint);
+  }
+  // Seven chains, each leaving node 0 at a different rank after the root: ranks 1-7 of node 0
+  // each send a seventh of the message to node 1.
+  EXPECT_EQ(crossing_senders.size(), 7u);
+  // So the whole message reaches node 1 over seven 400 Gb/s links (45 GB/s at their efficiency),
+  // not one, while NVLink carries it along each node's chains.
+  EXPECT_GT(b.time_s, bytes / (7 * 45e9));
+  EXPECT_LT(b.time_s, bytes / 45e9 / 4);
+}
+
+// "node[3].gpu[5]" -> "gpu[5]".
+std::string local_of(const hw::Machine& m, std::uint32_t endpoint) {
+  const std::string& name = m.endpoints()[endpoint].name;
+  return name.substr(name.find('.') + 1);
+}
+
+TEST(MultiNodeTree, ChainsToHeadsAndATreeOfHeadsPayAFewHopsOfLatency) {
+  const hw::Machine m = hw::Machine::load(config("dgx_a100_superpod.json"));
+  runtime::Predictor tree(m, policy("allreduce=tree"));
+  runtime::Predictor ring(m, policy("allreduce=ring"));
+  const auto small = tree.predict(collective(OpKind::allreduce, 64, 64 << 10));
+  ASSERT_TRUE(small.plan.has_value());
+  // Between nodes only heads of one local index talk (one rail), and every rank of a node is a
+  // head of some part, so every network link carries the tree.
+  std::set<std::uint32_t> crossing_senders;
+  for (const auto& t : small.plan->transfers) {
+    if (node_of(m, t.src_endpoint) == node_of(m, t.dst_endpoint)) continue;
+    EXPECT_EQ(local_of(m, t.src_endpoint), local_of(m, t.dst_endpoint));
+    crossing_senders.insert(t.src_endpoint);
+  }
+  EXPECT_EQ(crossing_senders.size(), 64u);
+  // 64 KiB over 8 nodes of 8: 2 x (7 chain hops + 4 tree levels) against the ring's 126 steps.
+  EXPECT_LT(3 * small.time_s, ring.predict(collective(OpKind::allreduce, 64, 64 << 10)).time_s);
+  // For a large message the ring's bandwidth wins, and auto goes from the tree to the ring.
+  runtime::Predictor automatic(m, {});
+  EXPECT_EQ(automatic.predict(collective(OpKind::allreduce, 64, 64 << 10)).plan->algorithm, "tree");
+  EXPECT_EQ(automatic.predict(collective(OpKind::allreduce, 64, 1ull << 30)).plan->algorithm, "ring");
+  EXPECT_LT(ring.predict(collective(OpKind::allreduce, 64, 1ull << 30)).time_s,
+            tree.predict(collective(OpKind::allreduce, 64, 1ull << 30)).time_s);
 }
 
 }  // namespace
