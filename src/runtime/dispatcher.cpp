@@ -96,14 +96,15 @@ CollectivePlan Dispatcher::lower_collective(const OpDesc& op, std::span<const st
     cx.library = *device.collective;
   }
   const PolicyEntry& entry = policy_.entry(op.kind);
-  // A tree pays off across several switch hops (between nodes, as NCCL's double binary tree);
-  // within one switch domain the libraries use ring or in-switch reduction.
+  // A tree pays off across several switch hops or between nodes (NCCL's double binary tree of the
+  // nodes); within one switch domain the libraries use ring or in-switch reduction.
   // Hops from the first member to the others stand for every pair's (every pair would be
   // quadratic in the members, millions of routes at thousands). Exact where every member sees
   // the others alike (a switch, a fat tree of even depth, a ring or torus); elsewhere a pair
   // farther apart than any from the first member could be missed.
   std::size_t max_hops = 0;
   for (std::uint32_t b : cx.endpoints) max_hops = std::max(max_hops, machine_.route(cx.endpoints.front(), b).hops.size());
+  const bool tree_pays = max_hops > 2 || detail::nodes_of(cx).size() > 1;
   // Every (algorithm, protocol) pair the policy allows and the topology supports is estimated;
   // the fastest is built, as NCCL's tuner picks an algorithm and a protocol per call.
   const hw::CollectiveSpec library = cx.library;
@@ -121,15 +122,18 @@ CollectivePlan Dispatcher::lower_collective(const OpDesc& op, std::span<const st
     if (algo.op != op.kind) continue;
     const bool chosen = entry.impl == algo.name;
     if (entry.impl != "auto" && !chosen) continue;
-    if (entry.impl == "auto" && algo.name == "tree" && max_hops <= 2) continue;
+    if (entry.impl == "auto" && algo.name == "tree" && !tree_pays) continue;
     if (entry.protocol && *entry.protocol != "simple" && !algo.any_protocol) {
       if (chosen) fail(op.describe(), fmt::format("policy {}: {} runs in the simple protocol only", asked, algo.name));
       skipped_for_protocol = true;
       continue;
     }
     cx.protocol = library.simple();
-    std::optional<CollectivePlan> simple_plan = algo.build(op, cx);
-    if (!simple_plan) {  // the topology cannot run it (checked once, in the simple protocol)
+    // An algorithm that may decline is built once, in the simple protocol, to know whether the
+    // topology runs it; the others are built only if they win.
+    std::optional<CollectivePlan> simple_plan;
+    if (!algo.needs.empty()) simple_plan = algo.build(op, cx);
+    if (!algo.needs.empty() && !simple_plan) {  // the topology cannot run it
       if (chosen) {
         fail(machine_.name(), fmt::format("{} {} needs {}; not here", algo.name, op_name(op.kind), algo.needs));
       }
@@ -163,6 +167,7 @@ CollectivePlan Dispatcher::lower_collective(const OpDesc& op, std::span<const st
   std::optional<CollectivePlan> plan = best_protocol == &library.simple() && best_simple_plan
                                            ? std::move(best_simple_plan)
                                            : best_algo->build(op, cx);
+  if (!plan) fail(machine_.name(), fmt::format("{} {} cannot run here", best_algo->name, op_name(op.kind)));
   plan->protocol_index = static_cast<std::uint32_t>(best_protocol - library.protocols.data());
   // Transfers carry payload; the protocol's flags travel with it on the wire.
   plan->protocol = best_protocol->name;

@@ -73,13 +73,17 @@ TEST(MultiNodeRing, DgxA100NodesReachTheirEightLinksBandwidth) {
   EXPECT_TRUE(explained) << "the plan says it runs a ring per rank of a node";
 }
 
-TEST(MultiNodeRing, AutoKeepsNvlsTreeBetweenTwoNodesAndTheRingBeyond) {
+TEST(MultiNodeRing, AutoTakesTheTreeForSmallMessagesNvlsTreeBetweenTwoNodesAndTheRingBeyond) {
   // NCCL's tuner: NVLS_TREE between two nodes, where its network part is one share each way; from
   // four nodes on its tuner counts half the network bandwidth for the tree, and the ring wins.
   const std::uint64_t bytes = 1ull << 30;
   const hw::Machine two_nodes = hw::Machine::load(config("dgx_h100_x2.json"));
   runtime::Predictor two(two_nodes, {});
   EXPECT_EQ(two.predict(collective(OpKind::allreduce, 16, bytes)).plan->algorithm, "nvlstree");
+  // A small message goes the fewest hops: NCCL's tree in its low-latency protocol.
+  const auto small = two.predict(collective(OpKind::allreduce, 16, 64 << 10));
+  EXPECT_EQ(small.plan->algorithm, "tree");
+  EXPECT_EQ(small.plan->protocol, "ll");
   const hw::Machine pod = hw::Machine::load(config("dgx_h100_superpod.json"));
   runtime::Predictor four(pod, {});
   EXPECT_EQ(four.predict(collective(OpKind::allreduce, 32, 4 * bytes)).plan->algorithm, "ring");

@@ -194,15 +194,29 @@ double estimate_tree_allreduce_s(const OpDesc& op, const CollectiveContext& cx) 
     const std::uint32_t a = nodes[0][0], b = nodes[0].size() > 1 ? nodes[0][1] : nodes[0][0], c = nodes[1][0];
     const double alpha_intra = cx.protocol.step_latency_s + cx.machine.route(cx.endpoints[a], cx.endpoints[b]).latency_s;
     const double alpha_inter = cx.protocol.step_latency_s + cx.machine.route(cx.endpoints[a], cx.endpoints[c]).latency_s;
-    const double depth = std::ceil(std::log2(static_cast<double>(nodes.size()))) + 1;
+    // The deeper of the two trees, in edges from the root.
+    double depth = 0;
+    for (std::uint32_t which = 0; which < 2; ++which) {
+      const NodeTree t = node_tree(static_cast<std::uint32_t>(nodes.size()), which);
+      std::vector<double> level(nodes.size(), 0.0);
+      for (auto it = t.post_order.rbegin(); it != t.post_order.rend(); ++it) {
+        if (t.has_parent[*it]) level[*it] = level[t.parent[*it]] + 1;
+        depth = std::max(depth, level[*it]);
+      }
+    }
     const double chain = static_cast<double>(nodes.front().size() - 1);
-    // The first chunk crosses every hop before the pipeline is full.
+    // The first chunk crosses every hop, up and down, before the pipeline is full.
     const double parts = 2.0 * heads_per_node(cx, static_cast<std::uint32_t>(nodes.front().size()));
-    const double chunk = s / parts / static_cast<double>(chunks_for(s, cx.protocol));
-    const double rate = payload_rate(cx, std::min(route_bytes_per_s(cx, a, c), channel_cap(s / parts, cx.protocol,
-                                                                                           static_cast<std::uint32_t>(parts))));
-    return 2 * (chain + depth) * (std::max(alpha_intra, alpha_inter) + chunk / rate) +
-           busiest_link_s(cx, one_chunk.transfers) / cx.protocol.payload;
+    const double chunk = s / parts / static_cast<double>(chunks_for(s, cx.protocol, kMaxChunks));
+    const double cap = channel_cap(s / parts, cx.protocol, static_cast<std::uint32_t>(parts));
+    const double intra_hop_s = alpha_intra + chunk / payload_rate(cx, std::min(route_bytes_per_s(cx, a, b), cap));
+    const double inter_hop_s = alpha_inter + chunk / payload_rate(cx, std::min(route_bytes_per_s(cx, a, c), cap));
+    // Each part's chunks then follow one a hop apart (a channel's chunk waits for its previous
+    // one), unless the busiest link takes longer to carry every part.
+    const double k = static_cast<double>(chunks_for(s, cx.protocol));
+    const double stream_s = (k - 1) * std::max(intra_hop_s, inter_hop_s);
+    return 2 * (chain * intra_hop_s + depth * inter_hop_s) +
+           std::max(stream_s, busiest_link_s(cx, one_chunk.transfers) / cx.protocol.payload);
   }
   const double alpha = cx.protocol.step_latency_s + ring_hop_latency(cx);
   const double bw = payload_rate(cx, std::min(ring_bandwidth(cx), channel_cap(s, cx.protocol)));
