@@ -104,7 +104,8 @@ CollectivePlan Dispatcher::lower_collective(const OpDesc& op, std::span<const st
   // farther apart than any from the first member could be missed.
   std::size_t max_hops = 0;
   for (std::uint32_t b : cx.endpoints) max_hops = std::max(max_hops, machine_.route(cx.endpoints.front(), b).hops.size());
-  const bool tree_pays = max_hops > 2 || detail::nodes_of(cx).size() > 1;
+  // Whether the ranks span nodes is asked only when it decides (it compares every pair's routes).
+  auto tree_pays = [&] { return max_hops > 2 || detail::nodes_of(cx).size() > 1; };
   // Every (algorithm, protocol) pair the policy allows and the topology supports is estimated;
   // the fastest is built, as NCCL's tuner picks an algorithm and a protocol per call.
   const hw::CollectiveSpec library = cx.library;
@@ -122,7 +123,7 @@ CollectivePlan Dispatcher::lower_collective(const OpDesc& op, std::span<const st
     if (algo.op != op.kind) continue;
     const bool chosen = entry.impl == algo.name;
     if (entry.impl != "auto" && !chosen) continue;
-    if (entry.impl == "auto" && algo.name == "tree" && !tree_pays) continue;
+    if (entry.impl == "auto" && algo.name == "tree" && !tree_pays()) continue;
     if (entry.protocol && *entry.protocol != "simple" && !algo.any_protocol) {
       if (chosen) fail(op.describe(), fmt::format("policy {}: {} runs in the simple protocol only", asked, algo.name));
       skipped_for_protocol = true;
@@ -152,7 +153,11 @@ CollectivePlan Dispatcher::lower_collective(const OpDesc& op, std::span<const st
         best = t;
         best_algo = &algo;
         best_protocol = &protocol;
-        if (&protocol == &library.simple()) best_simple_plan = std::move(simple_plan);
+        if (&protocol == &library.simple()) {
+          best_simple_plan = std::move(simple_plan);
+        } else {
+          best_simple_plan.reset();  // not kept for nothing
+        }
       }
     }
   }

@@ -22,8 +22,8 @@ constexpr std::uint64_t kMaxChainChunks = 256;
 // The chains' orders, each from the group's first rank through every rank. One in rank order;
 // across several nodes of L ranks, L-1 chains (as channels allow), chain c leaving the first node
 // at its local rank c+1 after the others, and each later node at the rank before the one it came
-// in at, so that every crossing stays on one local index (one rail) and the chains cross on
-// different ones.
+// in at, so that every crossing joins ranks of one local index (one rail) and the chains cross on
+// different ones (all but the root's).
 RingOrders chain_orders(const CollectiveContext& cx) {
   const auto n = static_cast<std::uint32_t>(cx.endpoints.size());
   const std::vector<std::vector<std::uint32_t>> nodes = nodes_of(cx);
@@ -52,11 +52,12 @@ RingOrders chain_orders(const CollectiveContext& cx) {
   return orders;
 }
 
-CollectivePlan chain(const CollectiveContext& cx, double bytes, bool towards_first) {
+CollectivePlan chain(const CollectiveContext& cx, double bytes, bool towards_first,
+                     std::uint64_t max_chunks = kMaxChainChunks) {
   const auto n = static_cast<std::uint32_t>(cx.endpoints.size());
   const RingOrders orders = chain_orders(cx);
   const auto chains = static_cast<std::uint32_t>(orders.size());
-  const auto k = static_cast<std::uint32_t>(chunks_for(bytes, cx.protocol, kMaxChainChunks));
+  const auto k = static_cast<std::uint32_t>(chunks_for(bytes, cx.protocol, max_chunks));
   CollectivePlan plan;
   plan.algorithm = "ring";
   plan.step_latency_s = cx.protocol.step_latency_s;
@@ -99,8 +100,8 @@ std::optional<CollectivePlan> ring_reduce(const OpDesc& op, const CollectiveCont
 }
 
 double estimate_ring_chain_s(const OpDesc& op, const CollectiveContext& cx) {
-  // The chain fills in n-1 hops of one chunk, then the other chunks follow one a hop time apart;
-  // each of the chains carries its share of every chunk.
+  // The chain fills in n-1 hops of one chunk, then the other chunks follow one a hop time apart,
+  // unless the busiest link (a node's ranks each forward every chain's share) takes longer.
   const double n = static_cast<double>(cx.endpoints.size());
   const double s = static_cast<double>(op.bytes);
   const double k = static_cast<double>(chunks_for(s, cx.protocol, kMaxChainChunks));
@@ -115,7 +116,9 @@ double estimate_ring_chain_s(const OpDesc& op, const CollectiveContext& cx) {
   }
   const double alpha = cx.protocol.step_latency_s + hop_latency_s;
   const double bw = payload_rate(cx, std::min(hop_bw, channel_cap(s / chains, cx.protocol, chains)));
-  return (n - 1.0 + k - 1.0) * (alpha + s / chains / k / bw);
+  const double hop_s = alpha + s / chains / k / bw;
+  const CollectivePlan whole = chain(cx, s, false, 1);
+  return (n - 1.0) * hop_s + std::max((k - 1.0) * hop_s, busiest_link_s(cx, whole.transfers) / cx.protocol.payload);
 }
 
 }  // namespace syntorch::runtime::detail

@@ -55,7 +55,7 @@ std::vector<std::vector<std::uint32_t>> nodes_of(const CollectiveContext& cx);
 // the root with one child, the largest power of two below n, and below it node r, whose lowest set
 // bit is b, has the children r - b/2 and the first of r + b/2, r + b/4, ... below n. Tree 1 is
 // tree 0 mirrored (node n-1-r in r's place) for even n and shifted by one for odd n, so that a node
-// inner in one tree is a leaf in the other.
+// inner in one tree is a leaf in the other (for odd n, all but node 0).
 struct NodeTree {
   std::uint32_t root = 0;
   std::vector<std::vector<std::uint32_t>> children;  // per node
@@ -91,9 +91,10 @@ double ring_hop_latency(const CollectiveContext& cx);
 // The rings a ring collective runs at once, each an order of the ranks (positions in cx) carrying
 // an equal share of every segment. One ring in rank order, unless the ranks form several nodes of
 // L > 1 ranks: then min(L, channels) rings, ring r entering even nodes at local rank r (leaving at
-// r-1) and odd nodes at r-1 backwards (leaving at r), so that each ring crosses between nodes on
-// one local index and the rings cross on different ones: every rank's network link carries a share
-// at once, as NCCL's channels spread a ring over a node's NICs.
+// r-1) and odd nodes at r-1 backwards (leaving at r), so that each crossing joins ranks of one
+// local index (one rail; with an odd number of nodes the last node's back to the first changes
+// rail) and the rings cross on different ones: every rank's network link carries a share at once,
+// as NCCL's channels spread a ring over a node's NICs.
 using RingOrders = std::vector<std::vector<std::uint32_t>>;
 RingOrders ring_orders(const CollectiveContext& cx);
 // The payload time of one ring step of `segment` bytes: the busiest link (each direction apart)

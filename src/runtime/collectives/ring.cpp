@@ -54,7 +54,8 @@ RingOrders ring_orders(const CollectiveContext& cx) {
   for (std::uint32_t r = 0; r < rings; ++r) {
     for (std::uint32_t ni = 0; ni < nodes.size(); ++ni) {
       // Even nodes from local rank r forwards (leaving at r-1), odd ones from r-1 backwards
-      // (leaving at r): each crossing joins ranks of one local index, on one rail.
+      // (leaving at r): each crossing joins ranks of one local index, on one rail (but the last
+      // node's back to node 0 when the nodes are odd in number).
       for (std::uint32_t step = 0; step < local; ++step) {
         const std::uint32_t l = ni % 2 == 0 ? (r + step) % local : (r + 2 * local - 1 - step) % local;
         orders[r].push_back(nodes[ni][l]);
