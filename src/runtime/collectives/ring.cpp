@@ -69,21 +69,18 @@ double ring_step_s(const CollectiveContext& cx, const RingOrders& orders, double
   const auto n = static_cast<std::uint32_t>(cx.endpoints.size());
   const auto rings = static_cast<std::uint32_t>(orders.size());
   const double share = segment_bytes / rings;
-  // Wire bytes each link carries in one step, each direction apart.
-  std::vector<double> load(2 * cx.machine.links().size(), 0.0);
+  std::vector<Transfer> step;  // every ring's share over each of its hops
+  step.reserve(static_cast<std::size_t>(rings) * n);
   for (const auto& order : orders) {
     for (std::uint32_t i = 0; i < n; ++i) {
-      for (const hw::Hop& h : cx.machine.route(cx.endpoints[order[i]], cx.endpoints[order[(i + 1) % n]]).hops) {
-        load[2 * h.link + (h.forward ? 1 : 0)] += share;
-      }
+      Transfer t;
+      t.src_endpoint = cx.endpoints[order[i]];
+      t.dst_endpoint = cx.endpoints[order[(i + 1) % n]];
+      t.bytes = share;
+      step.push_back(std::move(t));
     }
   }
-  double step_s = share / channel_cap(share, cx.protocol, rings);
-  for (std::size_t i = 0; i < load.size(); ++i) {
-    if (load[i] <= 0) continue;
-    const hw::Link& l = cx.machine.links()[i / 2];
-    step_s = std::max(step_s, load[i] / (l.bandwidth_bytes_per_s * l.efficiency));
-  }
+  const double step_s = std::max(share / channel_cap(share, cx.protocol, rings), busiest_link_s(cx, step));
   return step_s / cx.protocol.payload;
 }
 
