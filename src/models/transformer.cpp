@@ -8,6 +8,7 @@
 #include "syntorch/parallel/cross_entropy.hpp"
 #include "syntorch/parallel/distributed.hpp"
 #include "syntorch/parallel/mappings.hpp"
+#include "syntorch/parallel/parameter_sync.hpp"
 #include "syntorch/parallel/training.hpp"
 #include "syntorch/torch/cuda.hpp"
 #include "syntorch/torch/fused.hpp"
@@ -169,6 +170,7 @@ void TransformerModel::train_iterations(const TrainOptions& o) const {
   mp.distributed = o.distributed_optimizer;
   mp.adam = o.adam;
   mp.overlap_grad_reduce = o.overlap_grad_reduce;
+  mp.overlap_param_gather = o.overlap_param_gather;
   parallel::MixedPrecisionOptimizer optimizer(std::move(params), mp);
   const bool sp = o.sequence_parallel && st.tp_size > 1;
   parallel::PipelineOptions pipeline;
@@ -192,8 +194,18 @@ void TransformerModel::train_iterations(const TrainOptions& o) const {
     pipeline.micro_batches = static_cast<int>(warm_up ? o.warmup_micro_batches : o.micro_batches);
     parallel::forward_backward(forward, pipeline);
     optimizer.step();
-    torch::cuda::synchronize();
+    // The iteration ends with its compute; with the parameter gather overlapped, the gathers of its
+    // step run under the next iteration's forward, as in steady state.
+    if (o.overlap_param_gather) {
+      torch::cuda::current_stream().synchronize();
+    } else {
+      torch::cuda::synchronize();
+    }
   }
+}
+
+std::vector<torch::Tensor> NormLayer::parameters() const {
+  return layer_norm_ ? layer_norm_->parameters() : rms_norm_->parameters();
 }
 
 NormLayer::NormLayer(torch::nn::Module& owner, const std::string& name, const TransformerConfig& c) {
@@ -416,6 +428,9 @@ torch::Tensor TransformerImpl::forward_train(const torch::Tensor& input) {
   const parallel::ParallelState& st = parallel::state();
   torch::Tensor x;
   if (st.is_first_stage()) {
+    // A layer's parameters may still be gathering (the distributed optimizer's overlapped gather):
+    // each waits before it runs, as Megatron's forward pre-hooks do.
+    if (embed_positions_) parallel::wait_for_parameters(*embed_positions_);
     x = embed(input, 0);
     if (sequence_parallel_ && embed_positions_) x = parallel::scatter_to_sequence_parallel_region(x, 1);
   } else {
@@ -424,6 +439,7 @@ torch::Tensor TransformerImpl::forward_train(const torch::Tensor& input) {
   for (std::size_t i = 0; i < blocks_.size(); ++i) {
     torch::RecordScope layer(fmt::format("layer {}", first_layer_ + static_cast<std::int64_t>(i)));
     TransformerBlock& block = blocks_[i];
+    parallel::wait_for_parameters(*block);
     if (recompute_ == Recompute::full) {
       x = parallel::checkpoint([block](const torch::Tensor& in) { return block->forward(in); }, x);
     } else {
@@ -431,6 +447,7 @@ torch::Tensor TransformerImpl::forward_train(const torch::Tensor& input) {
     }
   }
   if (!st.is_last_stage()) return x;
+  parallel::wait_for_parameters(norm_.parameters());
   torch::Tensor h = norm_(x);
   // The output layer: this rank's vocabulary columns, the input gathered over the sequence.
   return head_ ? head_->forward_local(h)

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "syntorch/parallel/mappings.hpp"
+#include "syntorch/parallel/parameter_sync.hpp"
 #include "syntorch/torch/autocast.hpp"
 #include "syntorch/torch/autograd.hpp"
 #include "syntorch/torch/float8.hpp"
@@ -99,6 +100,7 @@ torch::Tensor column_parallel_linear(const torch::Tensor& input_arg, const torch
 }
 
 torch::Tensor ColumnParallelLinearImpl::forward_local(const torch::Tensor& input) {
+  wait_for_parameters({&weight, &bias});
   return column_parallel_linear(input, weight, bias, sequence_parallel);
 }
 
@@ -124,6 +126,7 @@ RowParallelLinearImpl::RowParallelLinearImpl(std::int64_t in, std::int64_t out, 
 }
 
 torch::Tensor RowParallelLinearImpl::forward_unreduced(const torch::Tensor& input) {
+  wait_for_parameters({&weight, &bias});
   torch::Tensor x = input;
   if (!input_is_parallel && tp_size > 1) {
     x = input.narrow(-1, tp_rank * input_size_per_partition, input_size_per_partition).contiguous();
@@ -154,6 +157,7 @@ VocabParallelEmbeddingImpl::VocabParallelEmbeddingImpl(std::int64_t num, std::in
 }
 
 torch::Tensor VocabParallelEmbeddingImpl::forward(const torch::Tensor& indices) {
+  wait_for_parameters({&weight});
   // Tokens outside this rank's range read zeros (Megatron masks them); the all-reduce sums.
   torch::Tensor y = torch::embedding(weight, indices);
   if (tp_size > 1) {

@@ -9,6 +9,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "syntorch/parallel/parameter_sync.hpp"
 #include "syntorch/torch/autocast.hpp"
 #include "syntorch/torch/autograd.hpp"
 #include "syntorch/torch/cuda.hpp"
@@ -180,6 +181,7 @@ struct MixedPrecisionOptimizer::State {
   std::vector<std::pair<std::int64_t, std::int64_t>> buckets;  // [offset, length) into main_grad
   std::vector<std::size_t> bucket_of;                          // each parameter's bucket
   std::vector<std::size_t> params_in;                          // each bucket's parameter count
+  std::vector<std::vector<torch::Tensor>> bucket_params;       // each bucket's parameters
   torch::Tensor main_grad;                                     // fp32, every parameter's
   std::vector<torch::Tensor> grad_views;                       // each parameter's slice of it
   std::vector<torch::Tensor> masters;    // fp32 master weights: this rank's share of each bucket
@@ -211,7 +213,7 @@ struct MixedPrecisionOptimizer::State {
     torch::_foreach_add_({grad_views[i]}, {g});
     g = torch::Tensor();
     const std::size_t b = bucket_of[i];
-    if (!comm || !last_micro_batch || waiting[b] == 0 || --waiting[b] > 0) return;
+    if (!comm || !options.overlap_grad_reduce || !last_micro_batch || waiting[b] == 0 || --waiting[b] > 0) return;
     const torch::cuda::Event produced = torch::cuda::current_stream().record_event();
     torch::cuda::StreamGuard on(*comm);
     comm->wait_event(produced);
@@ -246,6 +248,8 @@ MixedPrecisionOptimizer::MixedPrecisionOptimizer(std::vector<torch::Tensor> para
   }
   s.params_in.assign(s.buckets.size(), 0);
   for (std::size_t b : s.bucket_of) ++s.params_in[b];
+  s.bucket_params.resize(s.buckets.size());
+  for (std::size_t i = 0; i < params_.size(); ++i) s.bucket_params[s.bucket_of[i]].push_back(params_[i]);
   s.waiting = s.params_in;
   s.reduced.resize(s.buckets.size());
   s.done.resize(s.buckets.size());
@@ -274,7 +278,12 @@ MixedPrecisionOptimizer::MixedPrecisionOptimizer(std::vector<torch::Tensor> para
       s.optimizer = std::make_unique<torch::optim::SGD>(s.masters, torch::optim::SGDOptions(0.01).momentum(0.9).fused(true));
     }
   }
-  if (options_.overlap_grad_reduce && st.dp_size > 1) s.comm.emplace();
+  if (options_.overlap_param_gather && (!options_.distributed || !options_.overlap_grad_reduce)) {
+    throw std::invalid_argument(
+        "overlap_param_gather overlaps the distributed optimizer's all-gather: as Megatron's, it needs distributed and "
+        "overlap_grad_reduce");
+  }
+  if ((options_.overlap_grad_reduce || options_.overlap_param_gather) && st.dp_size > 1) s.comm.emplace();
   const std::weak_ptr<State> weak = state_;
   for (std::size_t i = 0; i < params_.size(); ++i) {
     params_[i].register_post_accumulate_grad_hook([weak, i](torch::Tensor& p) {
@@ -283,7 +292,7 @@ MixedPrecisionOptimizer::MixedPrecisionOptimizer(std::vector<torch::Tensor> para
   }
 }
 
-MixedPrecisionOptimizer::~MixedPrecisionOptimizer() = default;
+MixedPrecisionOptimizer::~MixedPrecisionOptimizer() { forget_pending_parameters(params_); }
 
 void MixedPrecisionOptimizer::start_backward(bool last_micro_batch) {
   state_->last_micro_batch = last_micro_batch;
@@ -323,7 +332,19 @@ void MixedPrecisionOptimizer::step() {
   for (torch::Tensor& m : s.masters) m.mutable_grad() = torch::Tensor();
   grads.clear();
   // The 16-bit weights from the master weights (gathered from the shards when distributed).
-  if (options_.distributed && st.dp_size > 1) {
+  if (options_.distributed && st.dp_size > 1 && options_.overlap_param_gather) {
+    // Cast here, gathered on the communication stream in the order the forward uses them (the
+    // last bucket holds the first layers); each bucket's parameters pending until its gather is in.
+    std::vector<torch::Tensor> halves;
+    for (const torch::Tensor& master : s.masters) halves.push_back(master.to(params_.front().dtype()));
+    const torch::cuda::Event cast = torch::cuda::current_stream().record_event();
+    torch::cuda::StreamGuard on(*s.comm);
+    s.comm->wait_event(cast);
+    for (std::size_t b = halves.size(); b-- > 0;) {
+      (void)all_gather(halves[b], st.dp_group, 0);
+      set_parameters_pending(s.bucket_params[b], s.comm->record_event());
+    }
+  } else if (options_.distributed && st.dp_size > 1) {
     for (const torch::Tensor& master : s.masters) {
       torch::Tensor half = master.to(params_.front().dtype());
       (void)all_gather(half, st.dp_group, 0);

@@ -70,6 +70,8 @@ bool set_train_parameter(TrainSpec& s, const std::string& key, const std::string
     }
   } else if (key == "overlap_grad_reduce") {
     boolean(s.overlap_grad_reduce);
+  } else if (key == "overlap_param_gather") {
+    boolean(s.overlap_param_gather);
   } else if (key == "optimizer") {
     const int c = choice({"adamw", "sgd"});
     if (c >= 0) s.adam = c == 0;
@@ -112,7 +114,7 @@ bool set_train_parameter(TrainSpec& s, const std::string& key, const std::string
 const std::vector<std::string>& train_parameter_keys() {
   static const std::vector<std::string> keys{"model",       "seq",       "tp",   "pp",        "dp",
                                              "vp",          "global_batch", "micro_batch", "recompute", "sp",
-                                             "zero",        "overlap_grad_reduce", "hidden_dropout", "attention_dropout", "optimizer", "schedule", "dtype",
+                                             "zero",        "overlap_grad_reduce", "overlap_param_gather", "hidden_dropout", "attention_dropout", "optimizer", "schedule", "dtype",
                                              "replicas",    "trace_ranks"};
   return keys;
 }
@@ -137,6 +139,11 @@ bool validate_train(const TrainSpec& s, const hw::Machine& machine, Diagnostics&
   at_least(s.seq, 1, "seq");
   at_least(s.global_batch, 0, "global_batch");  // 0: micro_batch x dp
   if (s.zero != 0 && s.zero != 1) d.error(where, "zero", fmt::format("expected 0 or 1, got {}", s.zero));
+  if (s.overlap_param_gather && (s.zero != 1 || !s.overlap_grad_reduce)) {
+    d.error(where, "overlap_param_gather",
+            "overlaps the distributed optimizer's parameter all-gather with the next forward: as Megatron's, it needs "
+            "the distributed optimizer (zero 1) and overlap_grad_reduce");
+  }
   if (!(s.hidden_dropout >= 0 && s.hidden_dropout < 1)) {
     d.error(where, "hidden_dropout", fmt::format("expected a probability in [0, 1), got {}", s.hidden_dropout));
   }
@@ -241,6 +248,7 @@ TrainReport simulate_training(const hw::Machine& machine, const runtime::KernelP
   train.one_f_one_b = !spec.gpipe;
   train.distributed_optimizer = spec.zero == 1;
   train.overlap_grad_reduce = spec.overlap_grad_reduce;
+  train.overlap_param_gather = spec.overlap_param_gather;
   train.adam = spec.adam;
   train.virtual_stages = spec.vp;
   train.hidden_dropout = spec.hidden_dropout;

@@ -151,6 +151,44 @@ TEST(Train, OverlappingTheGradientReductionHidesItAndSlowsTheMemoryBoundKernelsU
   EXPECT_GT(overlapped.overlapped_communication_s, serial.exposed_communication_s);
 }
 
+TEST(Train, OverlappingTheParameterGatherRunsItUnderTheNextForward) {
+  // Sixteen H100s on two nodes: the distributed optimizer's all-gather of the updated weights is
+  // long enough to matter. With the gather overlapped, the step ends with its compute and each
+  // layer's next forward waits only for its own bucket's gather.
+  const hw::Machine m = hw::Machine::load(config("dgx_h100_x2.json"));
+  for (const int pp : {1, 2}) {
+    session::TrainSpec s = spec("gpt:layers=8,hidden=2048,heads=16,vocab=50304", 1, pp, 16 / pp, 16);
+    s.zero = 1;
+    s.overlap_grad_reduce = true;
+    const session::TrainReport serial = session::simulate_training(m, {}, s);
+    s.overlap_param_gather = true;
+    const session::TrainReport overlapped = session::simulate_training(m, {}, s);
+    // The gathers left the compute stream: less exposed, as much more on the communication stream.
+    const double moved = serial.exposed_communication_s - overlapped.exposed_communication_s;
+    EXPECT_GT(moved, 0) << "pp " << pp;
+    EXPECT_NEAR(overlapped.overlapped_communication_s - serial.overlapped_communication_s, moved, 0.25 * moved)
+        << "pp " << pp;
+    // Shorter, but not by all of it: the first layers wait for their bucket's gather (on every
+    // stage, its first layer's norm included).
+    EXPECT_LT(overlapped.iteration_s, serial.iteration_s) << "pp " << pp;
+    EXPECT_GT(overlapped.iteration_s, serial.iteration_s - moved) << "pp " << pp;
+    // The same collectives, the same kernels.
+    EXPECT_EQ(overlapped.engine.ranks[0].kernels, serial.engine.ranks[0].kernels) << "pp " << pp;
+  }
+  // It overlaps the distributed optimizer's gather and, as Megatron's, comes with the overlapped
+  // gradient reduction.
+  session::TrainSpec s = spec("gpt:layers=8,hidden=2048,heads=16,vocab=50304", 1, 1, 16, 16);
+  s.overlap_param_gather = true;
+  for (const auto& [zero, reduce] : {std::pair{0, true}, std::pair{1, false}}) {
+    s.zero = zero;
+    s.overlap_grad_reduce = reduce;
+    Diagnostics d;
+    EXPECT_FALSE(session::validate_train(s, m, d, "flags"));
+    EXPECT_NE(d.to_string().find("flags:overlap_param_gather"), std::string::npos) << d.to_string();
+    EXPECT_NE(d.to_string().find("(zero 1) and overlap_grad_reduce"), std::string::npos) << d.to_string();
+  }
+}
+
 TEST(Train, MirroredDataParallelReplicasGiveWhatSimulatingEveryReplicaGives) {
   const hw::Machine m = hw::Machine::load(config("dgx_h100.json"));
   session::TrainSpec s = spec(kSmall, 2, 2, 2, 8);

@@ -1,6 +1,6 @@
 // `syntorch train --model M [--hw FILE] --tp N --pp N --dp N --global-batch B --micro-batch b --seq S
-// [--recompute none|selective|full] [--sequence-parallel] [--zero 1] [--overlap-grad-reduce] [--hidden-dropout P]
-// [--attention-dropout P] [--optimizer adamw|sgd]
+// [--recompute none|selective|full] [--sequence-parallel] [--zero 1] [--overlap-grad-reduce] [--overlap-param-gather]
+// [--hidden-dropout P] [--attention-dropout P] [--optimizer adamw|sgd]
 // [--schedule 1f1b|gpipe] [--dtype bf16|fp16|fp32] [--replicas one|all] [--policy P] [--set path=value]...
 // [--trace FILE [--trace-ranks 0-7,64]] [--json]`:
 // one training iteration (after a warm-up one) of a zoo model; prints what Megatron-LM prints and
@@ -65,6 +65,7 @@ nlohmann::ordered_json report_json(const session::TrainReport& r, const session:
   j["sequence_parallel"] = s.sequence_parallel;
   j["zero"] = s.zero;
   j["overlap_grad_reduce"] = s.overlap_grad_reduce;
+  j["overlap_param_gather"] = s.overlap_param_gather;
   j["hidden_dropout"] = s.hidden_dropout;
   j["attention_dropout"] = s.attention_dropout;
   j["optimizer"] = s.adam ? "adamw" : "sgd";
@@ -146,9 +147,11 @@ void print_report(std::ostream& out, const session::TrainReport& r, const sessio
   out << fmt::format("  exposed communication   {:.3f} s per GPU (collectives on the compute stream)\n",
                      r.exposed_communication_s);
   if (r.overlapped_communication_s > 0) {
-    out << fmt::format("  overlapped reduction    {:.3f} s per GPU (gradient buckets on a communication stream, under "
-                       "the backward)\n",
-                       r.overlapped_communication_s);
+    out << fmt::format("  overlapped collectives  {:.3f} s per GPU (on a communication stream: {})\n",
+                       r.overlapped_communication_s,
+                       s.overlap_param_gather ? "gradient buckets under the backward, parameter gathers under the "
+                                                     "next forward"
+                                                   : "gradient buckets under the backward");
   }
   print_stages(out, r, m);
   std::uint64_t kernels = 0;
@@ -242,6 +245,9 @@ void add_train_command(CLI::App& app, Context& ctx) {
   s->add_flag("--overlap-grad-reduce", o->spec.overlap_grad_reduce, "Start each data-parallel gradient bucket's "
               "reduction, on a communication stream, as soon as the last micro-batch's backward has made its "
               "gradients (Megatron's --overlap-grad-reduce)");
+  s->add_flag("--overlap-param-gather", o->spec.overlap_param_gather, "With --zero 1 and --overlap-grad-reduce: all-gather the updated "
+              "parameters on a communication stream after the step, each layer's next forward waiting only for "
+              "its own bucket's (Megatron's --overlap-param-gather)");
   s->add_option("--hidden-dropout", o->spec.hidden_dropout, "Dropout probability on the attention and MLP outputs "
                 "(Megatron-LM's default 0.1; 0 launches no dropout kernels)")->capture_default_str();
   s->add_option("--attention-dropout", o->spec.attention_dropout, "Dropout probability on the attention "

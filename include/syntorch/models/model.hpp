@@ -41,6 +41,7 @@ struct TrainOptions {
   bool one_f_one_b = true;           // else GPipe
   bool distributed_optimizer = false;
   bool overlap_grad_reduce = false;  // data-parallel reduction under the last backward
+  bool overlap_param_gather = false; // the distributed optimizer's all-gather under the next forward
   bool adam = true;                  // else SGD with momentum
   int virtual_stages = 1;            // model chunks per pipeline rank (interleaved 1F1B)
   double hidden_dropout = 0.1;       // on the attention and MLP outputs (Megatron-LM's default)

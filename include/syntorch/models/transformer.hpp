@@ -91,6 +91,7 @@ class NormLayer {
   NormLayer() = default;
   NormLayer(torch::nn::Module& owner, const std::string& name, const TransformerConfig& config);
   torch::Tensor operator()(const torch::Tensor& x) const;
+  std::vector<torch::Tensor> parameters() const;
 
  private:
   torch::nn::LayerNorm layer_norm_{nullptr};

@@ -70,6 +70,11 @@ struct MixedPrecisionOptions {
   // backward has produced all its gradients (Megatron's --overlap-grad-reduce); otherwise all
   // buckets are reduced at the step, on the compute stream.
   bool overlap_grad_reduce = false;
+  // With distributed and overlap_grad_reduce (as Megatron requires): the step's all-gathers of the updated 16-bit weights run on the
+  // communication stream, and each parallel layer's next forward waits only for its own bucket's
+  // (Megatron-Core's --overlap-param-gather; parameter_sync.hpp). The step then ends once the
+  // compute stream has, the gathers still under way.
+  bool overlap_param_gather = false;
 };
 
 // Megatron's mixed-precision optimizer over this rank's parameters (16-bit): one contiguous fp32

@@ -36,6 +36,7 @@ struct TrainSpec {
   bool sequence_parallel = false;
   int zero = 0;                         // 1: the distributed optimizer
   bool overlap_grad_reduce = false;     // data-parallel reduction under the last micro-batch's backward
+  bool overlap_param_gather = false;    // with zero 1: the step's all-gather under the next forward
   double hidden_dropout = 0.1;          // Megatron-LM's default
   double attention_dropout = 0.1;       // on the attention probabilities; Megatron-LM's default
   bool adam = true;                     // adamw; false: sgd
@@ -50,7 +51,7 @@ struct TrainSpec {
 
 // Sets one parameter from its text, as measurement rows and study files give them: model, seq, tp,
 // pp, dp, vp, global_batch, micro_batch, recompute (none|selective|full), sp (true|false or 1|0), zero
-// (0|1), overlap_grad_reduce (true|false), hidden_dropout and attention_dropout (0 .. 1), optimizer (adamw|sgd),
+// (0|1), overlap_grad_reduce and overlap_param_gather (true|false), hidden_dropout and attention_dropout (0 .. 1), optimizer (adamw|sgd),
 // schedule (1f1b|gpipe), dtype, replicas (one|all: mirror_replicas), trace_ranks ("0-7,64"). False
 // for a key that is none of these.
 bool set_train_parameter(TrainSpec& spec, const std::string& key, const std::string& value, Diagnostics& diagnostics,
