@@ -154,11 +154,27 @@ std::optional<CollectivePlan> ring_reducescatter(const OpDesc& op, const Collect
 
 namespace {
 // `steps` steps of bytes/n per rank, each paying the step latency and the hop.
+// Each rank forwards what the previous one sent it, so the steps run as a wavefront around the
+// rings: a step costs what a hop costs on average (the step's synchronisation, the route's latency
+// and the share's transfer), unless the busiest link takes longer. On a ring of equal hops (one
+// node) that is the hop's latency plus its transfer; across nodes the network hops' latency hides
+// behind the NVLink hops' speed while the network links stream.
 double estimate_ring_s(const OpDesc& op, const CollectiveContext& cx, double steps) {
-  const double n = static_cast<double>(cx.endpoints.size());
+  const auto n = static_cast<std::uint32_t>(cx.endpoints.size());
   const RingOrders orders = ring_orders(cx);
-  const double alpha = cx.protocol.step_latency_s + ring_orders_hop_latency(cx, orders);
-  return steps * (alpha + ring_step_s(cx, orders, static_cast<double>(op.bytes) / n));
+  const double segment = static_cast<double>(op.bytes) / n;
+  const double share = segment / static_cast<double>(orders.size());
+  const double cap = channel_cap(share, cx.protocol, static_cast<std::uint32_t>(orders.size()));
+  double hops_s = 0;
+  for (const auto& order : orders) {
+    for (std::uint32_t i = 0; i < n; ++i) {
+      const std::uint32_t a = order[i], b = order[(i + 1) % n];
+      hops_s += cx.protocol.step_latency_s + cx.machine.route(cx.endpoints[a], cx.endpoints[b]).latency_s +
+                share / payload_rate(cx, std::min(route_bytes_per_s(cx, a, b), cap));
+    }
+  }
+  const double mean_hop_s = hops_s / (static_cast<double>(orders.size()) * n);
+  return steps * std::max(ring_step_s(cx, orders, segment), mean_hop_s);
 }
 }  // namespace
 
