@@ -79,7 +79,7 @@ CollectivePlan Dispatcher::lower_collective(const OpDesc& op, std::span<const st
   if (!validate_op(op, d, op.describe())) throw InputError(std::move(d));
   if (!is_collective(op.kind)) fail(op.describe(), "not a collective");
   if (devices.size() < 2) fail(op.describe(), "a collective needs at least 2 devices");
-  detail::CollectiveContext cx{machine_, {}, {}, {}};
+  detail::CollectiveContext cx{machine_, {}, {}, {}, {}};
   for (std::uint32_t dev : devices) {
     if (dev >= machine_.devices().size()) {
       fail(machine_.name(), fmt::format("{} ranks requested but the machine has {} device(s)", devices.size(),

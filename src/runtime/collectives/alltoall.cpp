@@ -79,7 +79,7 @@ Schedule pairwise_schedule(const OpDesc& op) {
 }
 
 std::optional<Schedule> hierarchical_schedule(const OpDesc& op, const CollectiveContext& cx) {
-  const std::vector<std::vector<std::uint32_t>> nodes = nodes_of(cx);
+  const std::vector<std::vector<std::uint32_t>>& nodes = nodes_of(cx);
   if (nodes.size() < 2 || nodes.front().size() < 2) return std::nullopt;
   const auto node_count = static_cast<std::uint32_t>(nodes.size());
   const auto local = static_cast<std::uint32_t>(nodes.front().size());

@@ -26,7 +26,7 @@ constexpr std::uint64_t kMaxChainChunks = 256;
 // different ones (all but the root's).
 RingOrders chain_orders(const CollectiveContext& cx) {
   const auto n = static_cast<std::uint32_t>(cx.endpoints.size());
-  const std::vector<std::vector<std::uint32_t>> nodes = nodes_of(cx);
+  const std::vector<std::vector<std::uint32_t>>& nodes = nodes_of(cx);
   if (nodes.size() < 2 || nodes.front().size() < 2) {
     RingOrders single(1, std::vector<std::uint32_t>(n));
     for (std::uint32_t i = 0; i < n; ++i) single[0][i] = i;

@@ -33,6 +33,8 @@ struct CollectiveContext {
   std::vector<std::uint32_t> endpoints;  // of the participating devices, in rank order
   hw::CollectiveSpec library;
   hw::CollectiveProtocol protocol;  // the one being built or estimated
+  // nodes_of's answer, found once per context (it compares every pair's routes).
+  mutable std::optional<std::vector<std::vector<std::uint32_t>>> nodes;
 };
 
 // Chunks a step of `bytes` is pipelined in: one per `channels` x `chunk` bytes, at most `max_chunks`.
@@ -49,8 +51,9 @@ inline double payload_rate(const CollectiveContext& cx, double wire_bytes_per_s)
 // The achievable bandwidth of the route between ranks `from` and `to` (positions in cx).
 double route_bytes_per_s(const CollectiveContext& cx, std::uint32_t from, std::uint32_t to);
 // The ranks grouped into nodes: ranks joined by the topology's fastest tier of routes, in rank
-// order. Empty when that is not a clean partition into nodes of equal size.
-std::vector<std::vector<std::uint32_t>> nodes_of(const CollectiveContext& cx);
+// order. Empty when that is not a clean partition into nodes of equal size. Found on first use
+// and kept in the context.
+const std::vector<std::vector<std::uint32_t>>& nodes_of(const CollectiveContext& cx);
 // NCCL's double binary tree over `n` nodes (the construction of its trees.cc): in tree 0 node 0 is
 // the root with one child, the largest power of two below n, and below it node r, whose lowest set
 // bit is b, has the children r - b/2 and the first of r + b/2, r + b/4, ... below n. Tree 1 is
@@ -59,9 +62,12 @@ std::vector<std::vector<std::uint32_t>> nodes_of(const CollectiveContext& cx);
 struct NodeTree {
   std::uint32_t root = 0;
   std::vector<std::vector<std::uint32_t>> children;  // per node
-  std::vector<bool> has_parent;
-  std::vector<std::uint32_t> parent;  // per node (the root's is itself)
-  std::vector<std::uint32_t> post_order;  // every node after its children
+  std::vector<std::uint32_t> parent;                 // per node (the root's is itself)
+  std::vector<std::uint32_t> post_order;             // every node after its children
+  std::uint32_t depth = 0;                           // edges from the root to the deepest leaf
+  bool has_parent(std::uint32_t v) const { return parent[v] != v; }
+  // Edges at a node: its children and its parent.
+  std::size_t edges(std::uint32_t v) const { return children[v].size() + (has_parent(v) ? 1 : 0); }
 };
 
 NodeTree node_tree(std::uint32_t n, std::uint32_t which);
@@ -100,8 +106,6 @@ RingOrders ring_orders(const CollectiveContext& cx);
 // The payload time of one ring step of `segment` bytes: the busiest link (each direction apart)
 // carrying every ring's share over it, or one ring's channels, whichever is slower.
 double ring_step_s(const CollectiveContext& cx, const RingOrders& orders, double segment_bytes);
-// The largest latency between consecutive ranks of any of the rings.
-double ring_orders_hop_latency(const CollectiveContext& cx, const RingOrders& orders);
 
 // `steps` steps of `segment` bytes per rank around the rings of ring_orders.
 CollectivePlan ring(const CollectiveContext& cx, std::uint32_t steps, double segment_bytes, std::string name);

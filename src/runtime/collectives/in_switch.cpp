@@ -8,7 +8,6 @@
 // through the switch). Offered only where one switch on every rank's route can reduce.
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <fmt/format.h>
 
@@ -33,7 +32,7 @@ double busiest_node_shares(std::uint32_t n) {
   std::vector<double> shares(n, 0.0);
   for (std::uint32_t which = 0; which < 2; ++which) {
     const NodeTree t = node_tree(n, which);
-    for (std::uint32_t v = 0; v < n; ++v) shares[v] += 0.5 * (t.children[v].size() + (t.has_parent[v] ? 1 : 0));
+    for (std::uint32_t v = 0; v < n; ++v) shares[v] += 0.5 * static_cast<double>(t.edges(v));
   }
   return n > 1 ? *std::max_element(shares.begin(), shares.end()) : 0.0;
 }
@@ -118,7 +117,7 @@ CollectivePlan switch_allreduce(const OpDesc& op, const CollectiveContext& cx, c
       // children's halves have arrived. A point-to-point transfer pays its synchronisation on every
       // chunk, the previous chunk included.
       for (std::uint32_t v : t.post_order) {
-        if (!t.has_parent[v]) continue;
+        if (!t.has_parent(v)) continue;
         for (std::uint32_t l = 0; l < local; ++l) {
           std::vector<std::uint32_t> deps{scattered[v][l][j]};
           for (std::uint32_t c : t.children[v]) deps.push_back(tree_up[tree][c][l][j]);
@@ -130,11 +129,11 @@ CollectivePlan switch_allreduce(const OpDesc& op, const CollectiveContext& cx, c
       // Down, parents first: the root has the sum once its children's halves are in.
       for (auto it = t.post_order.rbegin(); it != t.post_order.rend(); ++it) {
         const std::uint32_t v = *it;
-        if (!t.has_parent[v]) continue;
+        if (!t.has_parent(v)) continue;
         const std::uint32_t parent = t.parent[v];
         for (std::uint32_t l = 0; l < local; ++l) {
           std::vector<std::uint32_t> deps;
-          if (!t.has_parent[parent]) {
+          if (!t.has_parent(parent)) {
             deps.push_back(scattered[parent][l][j]);
             for (std::uint32_t c : t.children[parent]) deps.push_back(tree_up[tree][c][l][j]);
           } else {
@@ -153,7 +152,7 @@ CollectivePlan switch_allreduce(const OpDesc& op, const CollectiveContext& cx, c
         // The share is whole once it is reduced here and both trees' halves of the total are here.
         std::vector<std::uint32_t> deps{scattered[ni][l][j]};
         for (std::uint32_t tree = 0; tree < 2 && nodes > 1; ++tree) {
-          if (trees[tree].has_parent[ni]) {
+          if (trees[tree].has_parent(ni)) {
             deps.push_back(tree_down[tree][ni][l][j]);
           } else {
             for (std::uint32_t c : trees[tree].children[ni]) deps.push_back(tree_up[tree][c][l][j]);
@@ -191,7 +190,7 @@ double estimate_switch_allreduce_s(const OpDesc& op, const CollectiveContext& cx
     // edge at it. Between two nodes one share each way; from four on two, where an inner node with
     // two children in one tree is a leaf of the other (NCCL's tuner halves the network bandwidth of
     // NVLS_TREE beyond two nodes).
-    latency_s += 2 * std::ceil(std::log2(nodes)) * alpha_inter;
+    latency_s += 2 * node_tree(static_cast<std::uint32_t>(nodes), 0).depth * alpha_inter;
     inter_s = busiest_node_shares(static_cast<std::uint32_t>(nodes)) * (s / local) / inter_bw;
   }
   // The chunks pipeline through the node's switch and the network: the slower part sets the pace,

@@ -46,7 +46,7 @@ RingOrders ring_orders(const CollectiveContext& cx) {
   const auto n = static_cast<std::uint32_t>(cx.endpoints.size());
   RingOrders single(1, std::vector<std::uint32_t>(n));
   for (std::uint32_t i = 0; i < n; ++i) single[0][i] = i;
-  const std::vector<std::vector<std::uint32_t>> nodes = nodes_of(cx);
+  const std::vector<std::vector<std::uint32_t>>& nodes = nodes_of(cx);
   if (nodes.size() < 2 || nodes.front().size() < 2) return single;
   const auto local = static_cast<std::uint32_t>(nodes.front().size());
   const std::uint32_t rings = std::min(local, std::max(1u, cx.protocol.channels));
@@ -82,17 +82,6 @@ double ring_step_s(const CollectiveContext& cx, const RingOrders& orders, double
   }
   const double step_s = std::max(share / channel_cap(share, cx.protocol, rings), busiest_link_s(cx, step));
   return step_s / cx.protocol.payload;
-}
-
-double ring_orders_hop_latency(const CollectiveContext& cx, const RingOrders& orders) {
-  double lat = 0;
-  const std::size_t n = cx.endpoints.size();
-  for (const auto& order : orders) {
-    for (std::size_t i = 0; i < n; ++i) {
-      lat = std::max(lat, cx.machine.route(cx.endpoints[order[i]], cx.endpoints[order[(i + 1) % n]]).latency_s);
-    }
-  }
-  return lat;
 }
 
 CollectivePlan ring(const CollectiveContext& cx, std::uint32_t steps, double segment_bytes, std::string name) {
@@ -153,8 +142,7 @@ std::optional<CollectivePlan> ring_reducescatter(const OpDesc& op, const Collect
 }
 
 namespace {
-// `steps` steps of bytes/n per rank, each paying the step latency and the hop.
-// Each rank forwards what the previous one sent it, so the steps run as a wavefront around the
+// `steps` steps of bytes/n per rank. Each rank forwards what the previous one sent it, so the steps run as a wavefront around the
 // rings: a step costs what a hop costs on average (the step's synchronisation, the route's latency
 // and the share's transfer), unless the busiest link takes longer. On a ring of equal hops (one
 // node) that is the hop's latency plus its transfer; across nodes the network hops' latency hides

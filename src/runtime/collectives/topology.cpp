@@ -17,7 +17,8 @@ double route_bytes_per_s(const CollectiveContext& cx, std::uint32_t from, std::u
   return bw;
 }
 
-std::vector<std::vector<std::uint32_t>> nodes_of(const CollectiveContext& cx) {
+namespace {
+std::vector<std::vector<std::uint32_t>> find_nodes(const CollectiveContext& cx) {
   const auto n = static_cast<std::uint32_t>(cx.endpoints.size());
   double fastest_bytes_per_s = 0;
   for (std::uint32_t i = 0; i < n; ++i) {
@@ -50,6 +51,12 @@ std::vector<std::vector<std::uint32_t>> nodes_of(const CollectiveContext& cx) {
   }
   return nodes;
 }
+}  // namespace
+
+const std::vector<std::vector<std::uint32_t>>& nodes_of(const CollectiveContext& cx) {
+  if (!cx.nodes) cx.nodes = find_nodes(cx);
+  return *cx.nodes;
+}
 
 NodeTree node_tree(std::uint32_t n, std::uint32_t which) {
   std::vector<std::vector<std::uint32_t>> kids(n);  // tree 0, by position
@@ -73,13 +80,11 @@ NodeTree node_tree(std::uint32_t n, std::uint32_t which) {
   NodeTree t;
   t.root = node(0);
   t.children.resize(n);
-  t.has_parent.assign(n, false);
   t.parent.resize(n);
   for (std::uint32_t v = 0; v < n; ++v) t.parent[v] = v;
   for (std::uint32_t pos = 0; pos < n; ++pos) {
     for (std::uint32_t c : kids[pos]) {
       t.children[node(pos)].push_back(node(c));
-      t.has_parent[node(c)] = true;
       t.parent[node(c)] = node(pos);
     }
   }
@@ -92,6 +97,7 @@ NodeTree node_tree(std::uint32_t n, std::uint32_t which) {
       stack.emplace_back(c, 0);
     } else {
       t.post_order.push_back(v);
+      t.depth = std::max(t.depth, static_cast<std::uint32_t>(stack.size() - 1));
       stack.pop_back();
     }
   }

@@ -79,7 +79,7 @@ CollectivePlan node_tree_allreduce(const OpDesc& op, const CollectiveContext& cx
         if (local > 1) at_head[v].push_back(chain_up[v][1]);
       }
       for (std::uint32_t v : t.post_order) {
-        if (!t.has_parent[v]) continue;
+        if (!t.has_parent(v)) continue;
         std::vector<std::uint32_t> deps = at_head[v];
         for (std::uint32_t c : t.children[v]) deps.push_back(tree_up[c]);
         tree_up[v] = add(rank(v, 0), rank(t.parent[v], 0), then(std::move(deps), prev_tree_up[v]));
@@ -90,7 +90,7 @@ CollectivePlan node_tree_allreduce(const OpDesc& op, const CollectiveContext& cx
       for (std::uint32_t c : t.children[t.root]) total[t.root].push_back(tree_up[c]);
       for (auto it = t.post_order.rbegin(); it != t.post_order.rend(); ++it) {
         const std::uint32_t v = *it;
-        if (!t.has_parent[v]) continue;
+        if (!t.has_parent(v)) continue;
         tree_down[v] = add(rank(t.parent[v], 0), rank(v, 0), then(total[t.parent[v]], prev_tree_down[v]));
         total[v] = {tree_down[v]};
       }
@@ -116,7 +116,7 @@ CollectivePlan node_tree_allreduce(const OpDesc& op, const CollectiveContext& cx
 }  // namespace
 
 std::optional<CollectivePlan> tree_allreduce(const OpDesc& op, const CollectiveContext& cx) {
-  const std::vector<std::vector<std::uint32_t>> nodes = nodes_of(cx);
+  const std::vector<std::vector<std::uint32_t>>& nodes = nodes_of(cx);
   if (nodes.size() > 1) return node_tree_allreduce(op, cx, nodes, kMaxChunks);
   const auto n = static_cast<std::uint32_t>(cx.endpoints.size());
   const auto k = static_cast<std::uint32_t>(chunks_for(static_cast<double>(op.bytes), cx.protocol));
@@ -188,32 +188,24 @@ std::optional<CollectivePlan> direct_sendrecv(const OpDesc& op, const Collective
 double estimate_tree_allreduce_s(const OpDesc& op, const CollectiveContext& cx) {
   const double n = static_cast<double>(cx.endpoints.size());
   const double s = static_cast<double>(op.bytes);
-  const std::vector<std::vector<std::uint32_t>> nodes = nodes_of(cx);
+  const std::vector<std::vector<std::uint32_t>>& nodes = nodes_of(cx);
   if (nodes.size() > 1) {
     const CollectivePlan one_chunk = node_tree_allreduce(op, cx, nodes, 1);
     const std::uint32_t a = nodes[0][0], b = nodes[0].size() > 1 ? nodes[0][1] : nodes[0][0], c = nodes[1][0];
     const double alpha_intra = cx.protocol.step_latency_s + cx.machine.route(cx.endpoints[a], cx.endpoints[b]).latency_s;
     const double alpha_inter = cx.protocol.step_latency_s + cx.machine.route(cx.endpoints[a], cx.endpoints[c]).latency_s;
-    // The deeper of the two trees, in edges from the root.
-    double depth = 0;
-    for (std::uint32_t which = 0; which < 2; ++which) {
-      const NodeTree t = node_tree(static_cast<std::uint32_t>(nodes.size()), which);
-      std::vector<double> level(nodes.size(), 0.0);
-      for (auto it = t.post_order.rbegin(); it != t.post_order.rend(); ++it) {
-        if (t.has_parent[*it]) level[*it] = level[t.parent[*it]] + 1;
-        depth = std::max(depth, level[*it]);
-      }
-    }
+    // The two trees are as deep (one mirrors or shifts the other).
+    const double depth = node_tree(static_cast<std::uint32_t>(nodes.size()), 0).depth;
     const double chain = static_cast<double>(nodes.front().size() - 1);
     // The first chunk crosses every hop, up and down, before the pipeline is full.
     const double parts = 2.0 * heads_per_node(cx, static_cast<std::uint32_t>(nodes.front().size()));
-    const double chunk = s / parts / static_cast<double>(chunks_for(s, cx.protocol, kMaxChunks));
+    const double k = static_cast<double>(chunks_for(s, cx.protocol));
+    const double chunk = s / parts / k;
     const double cap = channel_cap(s / parts, cx.protocol, static_cast<std::uint32_t>(parts));
     const double intra_hop_s = alpha_intra + chunk / payload_rate(cx, std::min(route_bytes_per_s(cx, a, b), cap));
     const double inter_hop_s = alpha_inter + chunk / payload_rate(cx, std::min(route_bytes_per_s(cx, a, c), cap));
     // Each part's chunks then follow one a hop apart (a channel's chunk waits for its previous
     // one), unless the busiest link takes longer to carry every part.
-    const double k = static_cast<double>(chunks_for(s, cx.protocol));
     const double stream_s = (k - 1) * std::max(intra_hop_s, inter_hop_s);
     return 2 * (chain * intra_hop_s + depth * inter_hop_s) +
            std::max(stream_s, busiest_link_s(cx, one_chunk.transfers) / cx.protocol.payload);
