@@ -9,6 +9,7 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 #include "predict_helpers.hpp"
 #include "syntorch/hw/machine.hpp"
@@ -29,6 +30,20 @@ std::string node_of(const hw::Machine& m, std::uint32_t endpoint) {
   return name.substr(0, name.find('.'));
 }
 
+// The plan's transfers from one node to another, and the ranks that send them.
+std::vector<const runtime::Transfer*> between_nodes(const hw::Machine& m, const runtime::CollectivePlan& plan) {
+  std::vector<const runtime::Transfer*> out;
+  for (const auto& t : plan.transfers) {
+    if (node_of(m, t.src_endpoint) != node_of(m, t.dst_endpoint)) out.push_back(&t);
+  }
+  return out;
+}
+std::set<std::uint32_t> senders(const std::vector<const runtime::Transfer*>& transfers) {
+  std::set<std::uint32_t> out;
+  for (const runtime::Transfer* t : transfers) out.insert(t->src_endpoint);
+  return out;
+}
+
 double busbw(double bytes, double ranks, double time_s) { return bytes * 2 * (ranks - 1) / ranks / time_s; }
 
 TEST(MultiNodeRing, EveryRankOfANodeCarriesAShareAcrossTheNetwork) {
@@ -39,14 +54,10 @@ TEST(MultiNodeRing, EveryRankOfANodeCarriesAShareAcrossTheNetwork) {
   ASSERT_TRUE(p.plan.has_value());
   // Every one of the 8 ranks of each node sends across the network (each of the 8 rings leaves a
   // node at a different rank), and together they carry what one ring's crossings would.
-  std::set<std::uint32_t> senders;
+  const auto crossing = between_nodes(m, *p.plan);
   double crossing_bytes = 0;
-  for (const auto& t : p.plan->transfers) {
-    if (node_of(m, t.src_endpoint) == node_of(m, t.dst_endpoint)) continue;
-    senders.insert(t.src_endpoint);
-    crossing_bytes += t.bytes;
-  }
-  EXPECT_EQ(senders.size(), 16u);
+  for (const runtime::Transfer* t : crossing) crossing_bytes += t->bytes;
+  EXPECT_EQ(senders(crossing).size(), 16u);
   // Two crossings (node 0 to 1 and back), each carrying 2(n-1) segments of bytes/n, split 8 ways.
   EXPECT_NEAR(crossing_bytes, 2 * 2.0 * 15 / 16 * bytes, bytes * 1e-6);
 
@@ -95,13 +106,9 @@ TEST(MultiNodeRing, ABroadcastsChainsLeaveTheNodesOnEveryRailButTheRoots) {
   const std::uint64_t bytes = 1ull << 30;
   const auto b = p.predict(collective(OpKind::broadcast, 16, bytes));
   ASSERT_TRUE(b.plan.has_value());
-  std::set<std::uint32_t> crossing_senders;
-  for (const auto& t : b.plan->transfers) {
-    if (node_of(m, t.src_endpoint) != node_of(m, t.dst_endpoint)) crossing_senders.insert(t.src_endpoint);
-  }
   // Seven chains, each leaving node 0 at a different rank after the root: ranks 1-7 of node 0
   // each send a seventh of the message to node 1.
-  EXPECT_EQ(crossing_senders.size(), 7u);
+  EXPECT_EQ(senders(between_nodes(m, *b.plan)).size(), 7u);
   // So the whole message reaches node 1 over seven 400 Gb/s links (45 GB/s at their efficiency),
   // not one, while NVLink carries it along each node's chains.
   EXPECT_GT(b.time_s, bytes / (7 * 45e9));
@@ -122,13 +129,9 @@ TEST(MultiNodeTree, ChainsToHeadsAndATreeOfHeadsPayAFewHopsOfLatency) {
   ASSERT_TRUE(small.plan.has_value());
   // Between nodes only heads of one local index talk (one rail), and every rank of a node is a
   // head of some part, so every network link carries the tree.
-  std::set<std::uint32_t> crossing_senders;
-  for (const auto& t : small.plan->transfers) {
-    if (node_of(m, t.src_endpoint) == node_of(m, t.dst_endpoint)) continue;
-    EXPECT_EQ(local_of(m, t.src_endpoint), local_of(m, t.dst_endpoint));
-    crossing_senders.insert(t.src_endpoint);
-  }
-  EXPECT_EQ(crossing_senders.size(), 64u);
+  const auto crossing = between_nodes(m, *small.plan);
+  for (const runtime::Transfer* t : crossing) EXPECT_EQ(local_of(m, t->src_endpoint), local_of(m, t->dst_endpoint));
+  EXPECT_EQ(senders(crossing).size(), 64u);
   // 64 KiB over 8 nodes of 8: 2 x (7 chain hops + 3 tree levels) against the ring's 126 steps.
   EXPECT_LT(3 * small.time_s, ring.predict(collective(OpKind::allreduce, 64, 64 << 10)).time_s);
   // For a large message the ring's bandwidth wins, and auto goes from the tree to the ring.
