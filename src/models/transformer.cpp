@@ -204,8 +204,8 @@ void TransformerModel::train_iterations(const TrainOptions& o) const {
   }
 }
 
-std::vector<torch::Tensor> NormLayer::parameters() const {
-  return layer_norm_ ? layer_norm_->parameters() : rms_norm_->parameters();
+const torch::nn::Module& NormLayer::module() const {
+  return layer_norm_ ? static_cast<const torch::nn::Module&>(*layer_norm_) : *rms_norm_;
 }
 
 NormLayer::NormLayer(torch::nn::Module& owner, const std::string& name, const TransformerConfig& c) {
@@ -447,7 +447,7 @@ torch::Tensor TransformerImpl::forward_train(const torch::Tensor& input) {
     }
   }
   if (!st.is_last_stage()) return x;
-  parallel::wait_for_parameters(norm_.parameters());
+  parallel::wait_for_parameters(norm_.module());
   torch::Tensor h = norm_(x);
   // The output layer: this rank's vocabulary columns, the input gathered over the sequence.
   return head_ ? head_->forward_local(h)

@@ -38,11 +38,6 @@ void wait_for_parameters(std::initializer_list<const torch::Tensor*> params) {
   for (const torch::Tensor* p : params) wait_for(*p);
 }
 
-void wait_for_parameters(std::span<const torch::Tensor> params) {
-  if (t_pending.empty()) return;
-  for (const torch::Tensor& p : params) wait_for(p);
-}
-
 void wait_for_parameters(const torch::nn::Module& module) {
   if (t_pending.empty()) return;
   for (const torch::Tensor& p : module.parameters()) wait_for(p);

@@ -91,7 +91,7 @@ class NormLayer {
   NormLayer() = default;
   NormLayer(torch::nn::Module& owner, const std::string& name, const TransformerConfig& config);
   torch::Tensor operator()(const torch::Tensor& x) const;
-  std::vector<torch::Tensor> parameters() const;
+  const torch::nn::Module& module() const;  // the LayerNorm or RMSNorm
 
  private:
   torch::nn::LayerNorm layer_norm_{nullptr};

@@ -20,7 +20,6 @@ void set_parameters_pending(std::span<const torch::Tensor> params, const torch::
 // Makes the current stream wait for the buckets of any of `params` (undefined ones skipped) still
 // pending, once a bucket: they are then ready. Nothing pending costs one check.
 void wait_for_parameters(std::initializer_list<const torch::Tensor*> params);
-void wait_for_parameters(std::span<const torch::Tensor> params);
 // ... for every parameter of `module` and below it (listed only when something is pending).
 void wait_for_parameters(const torch::nn::Module& module);
 // Forgets what is pending for `params` (their owner is done with them).
