@@ -180,7 +180,6 @@ struct MixedPrecisionOptimizer::State {
   MixedPrecisionOptions options;
   std::vector<std::pair<std::int64_t, std::int64_t>> buckets;  // [offset, length) into main_grad
   std::vector<std::size_t> bucket_of;                          // each parameter's bucket
-  std::vector<std::size_t> params_in;                          // each bucket's parameter count
   std::vector<std::vector<torch::Tensor>> bucket_params;       // each bucket's parameters
   torch::Tensor main_grad;                                     // fp32, every parameter's
   std::vector<torch::Tensor> grad_views;                       // each parameter's slice of it
@@ -193,6 +192,11 @@ struct MixedPrecisionOptimizer::State {
   std::vector<torch::cuda::Event> done;  // on the communication stream
   std::optional<torch::cuda::Stream> comm;
 
+  // Every bucket waits for all its parameters' last gradients again.
+  void reset_waiting() {
+    waiting.clear();
+    for (const auto& params : bucket_params) waiting.push_back(params.size());
+  }
   torch::Tensor bucket(std::size_t b) const { return main_grad.narrow(0, buckets[b].first, buckets[b].second); }
   // Reduces bucket b over data parallel on the current stream.
   void reduce(std::size_t b) {
@@ -213,7 +217,7 @@ struct MixedPrecisionOptimizer::State {
     torch::_foreach_add_({grad_views[i]}, {g});
     g = torch::Tensor();
     const std::size_t b = bucket_of[i];
-    if (!comm || !options.overlap_grad_reduce || !last_micro_batch || waiting[b] == 0 || --waiting[b] > 0) return;
+    if (!comm || !last_micro_batch || waiting[b] == 0 || --waiting[b] > 0) return;
     const torch::cuda::Event produced = torch::cuda::current_stream().record_event();
     torch::cuda::StreamGuard on(*comm);
     comm->wait_event(produced);
@@ -246,11 +250,9 @@ MixedPrecisionOptimizer::MixedPrecisionOptimizer(std::vector<torch::Tensor> para
       bucket_start = offset;
     }
   }
-  s.params_in.assign(s.buckets.size(), 0);
-  for (std::size_t b : s.bucket_of) ++s.params_in[b];
   s.bucket_params.resize(s.buckets.size());
   for (std::size_t i = 0; i < params_.size(); ++i) s.bucket_params[s.bucket_of[i]].push_back(params_[i]);
-  s.waiting = s.params_in;
+  s.reset_waiting();
   s.reduced.resize(s.buckets.size());
   s.done.resize(s.buckets.size());
   numel_ = 0;
@@ -283,7 +285,7 @@ MixedPrecisionOptimizer::MixedPrecisionOptimizer(std::vector<torch::Tensor> para
         "overlap_param_gather overlaps the distributed optimizer's all-gather: as Megatron's, it needs distributed and "
         "overlap_grad_reduce");
   }
-  if ((options_.overlap_grad_reduce || options_.overlap_param_gather) && st.dp_size > 1) s.comm.emplace();
+  if (options_.overlap_grad_reduce && st.dp_size > 1) s.comm.emplace();  // the gathers' too (they need it on)
   const std::weak_ptr<State> weak = state_;
   for (std::size_t i = 0; i < params_.size(); ++i) {
     params_[i].register_post_accumulate_grad_hook([weak, i](torch::Tensor& p) {
@@ -353,7 +355,7 @@ void MixedPrecisionOptimizer::step() {
     torch::_foreach_copy_(params_, params_);  // counted at the 16-bit weights' dtype on both sides
   }
   s.main_grad.zero_();
-  s.waiting = s.params_in;
+  s.reset_waiting();
 }
 
 }  // namespace syntorch::parallel
