@@ -28,7 +28,8 @@ _init_args = {}
 
 
 def _bundled_config(name):
-    for root in (os.environ.get("SYNTORCH_SOURCE_DIR", ""), os.path.join(_here, "..", "..")):
+    # A source tree named by SYNTORCH_SOURCE_DIR, the installed package's copy, the working tree.
+    for root in (os.environ.get("SYNTORCH_SOURCE_DIR", ""), _here, os.path.join(_here, "..", "..")):
         path = os.path.join(root, "hw_configs", name)
         if root and os.path.isfile(path):
             return os.path.normpath(path)
