@@ -60,10 +60,59 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 }
 }  // namespace
 
+namespace {
+bool is_separator(char c) { return c == '-' || c == '_' || c == ' '; }
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// The name as it reads: lower case, without separators.
+std::string spelled(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (!is_separator(c)) out += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+  }
+  return out;
+}
+
+// spelled() less each minor version or decimal part (".1" in "3.1", ".7" in "6.7b").
+std::string unversioned(std::string_view s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '.' && i > 0 && is_digit(s[i - 1]) && i + 1 < s.size() && is_digit(s[i + 1])) {
+      while (i + 1 < s.size() && is_digit(s[i + 1])) ++i;
+      continue;
+    }
+    out += s[i];
+  }
+  return spelled(out);
+}
+
+// The first candidate whose `key` equals the word's, the closest by edit distance among several.
+template <class Key>
+std::string same_key(std::string_view word, const std::vector<std::string>& candidates, Key key) {
+  const std::string want = key(word);
+  std::string best;
+  std::size_t best_distance = 0;
+  for (const auto& c : candidates) {
+    if (key(c) != want) continue;
+    const std::size_t d = edit_distance(word, c);
+    if (best.empty() || d < best_distance) {
+      best = c;
+      best_distance = d;
+    }
+  }
+  return best;
+}
+}  // namespace
+
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates) {
+  if (word.empty()) return {};
+  if (std::string m = same_key(word, candidates, spelled); !m.empty()) return m;
+  if (std::string m = same_key(word, candidates, unversioned); !m.empty()) return m;
   std::string best;
   std::size_t best_distance = std::max<std::size_t>(2, word.size() / 3) + 1;
   for (const auto& c : candidates) {
+    // The lengths' difference bounds the distance from below: a long word costs nothing here.
+    if ((word.size() > c.size() ? word.size() - c.size() : c.size() - word.size()) >= best_distance) continue;
     const std::size_t d = edit_distance(word, c);
     if (d < best_distance) {
       best_distance = d;

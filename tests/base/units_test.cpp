@@ -54,6 +54,20 @@ TEST(Diagnostics, DidYouMeanFindsCloseKeys) {
   EXPECT_EQ(closest_match("colour", keys), "");
 }
 
+TEST(Diagnostics, DidYouMeanLooksPastVersionSeparatorsAndSpelling) {
+  // Closer by edit distance than the one meant: "llama3-70b" is 2 edits from "llama3-405b".
+  const std::vector<std::string> zoo{"llama3-8b", "llama3-70b", "llama3.1-8b", "llama3.1-70b", "llama3.1-405b",
+                                     "gpt3-6.7b", "gpt3-175b"};
+  EXPECT_EQ(closest_match("llama3-405b", zoo), "llama3.1-405b");
+  EXPECT_EQ(closest_match("Llama-3.1-405B", zoo), "llama3.1-405b");
+  EXPECT_EQ(closest_match("llama_3_70b", zoo), "llama3-70b");  // the exact spelling beats another version
+  EXPECT_EQ(closest_match("gpt3-6b", zoo), "gpt3-6.7b");
+  EXPECT_EQ(closest_match("GPT3-175B", zoo), "gpt3-175b");
+  EXPECT_EQ(closest_match("mixtral", zoo), "");
+  EXPECT_EQ(closest_match(std::string(10'000'000, 'x'), zoo), "");  // a pasted file: no quadratic work
+  EXPECT_EQ(did_you_mean("llama3-405b", zoo), ", did you mean \"llama3.1-405b\"?");
+}
+
 TEST(Diagnostics, FormatsFilePathAndMessage) {
   Diagnostics d;
   d.error("hw_configs/h100.json", "/components/hbm/bandwidth", "expected a bandwidth");

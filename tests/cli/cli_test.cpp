@@ -73,6 +73,25 @@ TEST(Cli, ShowPrintsDevicesPeaksLinksAndTopology) {
   }
 }
 
+TEST(Cli, HelpAndShowNameTheZoosModels) {
+  const Result show = run_cli({"hw", "show", "hw_configs/dgx_h100.json"});
+  ASSERT_EQ(show.code, kExitOk) << show.err;
+  for (const char* needle : {"syntorch simulate --model NAME --hw hw_configs/dgx_h100.json", "Models (--model): ",
+                             "gpt3-175b", "llama3.1-405b", "mixtral-8x7b"}) {
+    EXPECT_NE(show.out.find(needle), std::string::npos) << needle << "\n" << show.out;
+  }
+  for (const std::vector<std::string>& help : {std::vector<std::string>{"--help"}, {"simulate", "--help"},
+                                                {"train", "--help"}}) {
+    const Result r = run_cli(help);
+    EXPECT_EQ(r.code, kExitOk) << help[0];
+    EXPECT_NE(r.out.find("llama3.1-405b"), std::string::npos) << help[0] << "\n" << r.out;
+  }
+  const Result typo = run_cli({"simulate", "--model", "llama3-405b"});
+  EXPECT_EQ(typo.code, kExitBadInput);
+  EXPECT_NE(typo.err.find("unknown model \"llama3-405b\", did you mean \"llama3.1-405b\"?"), std::string::npos)
+      << typo.err;
+}
+
 TEST(Cli, ShowAppliesSetOverrides) {
   const Result r = run_cli({"hw", "show", "hw_configs/dgx_h100.json", "--set",
                             "/components/gpu/components/hbm/bandwidth=6.7 TB/s"});

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "common.hpp"
 #include "syntorch/base/diagnostics.hpp"
 #include "syntorch/base/version.hpp"
 #include "syntorch/trace/output_file.hpp"
@@ -58,6 +59,7 @@ void build_app(CLI::App& app, Context& ctx) {
   add_train_command(app, ctx);
   add_sweep_command(app, ctx);
   add_trace_command(app, ctx);
+  app.footer(zoo_models_text());
   refuse_empty_values(app);
 }
 

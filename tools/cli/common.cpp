@@ -7,6 +7,7 @@
 
 #include "syntorch/base/input_file.hpp"
 #include "syntorch/base/units.hpp"
+#include "syntorch/models/registry.hpp"
 #include "syntorch/trace/console_summary.hpp"
 #include "syntorch/trace/open_trace_writer.hpp"
 #include "syntorch/trace/recorder.hpp"
@@ -116,6 +117,22 @@ bool finish_trace(const TraceFlags& t, trace::Recorder& recorder, Context& ctx, 
                                                                           : " (open it in ui.perfetto.dev)");
   }
   return true;
+}
+
+std::string zoo_models_text() {
+  std::string out = "Models (--model): ";
+  std::size_t line = out.size();
+  const std::vector<std::string> names = models::model_names();
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::string item = names[i] + (i + 1 < names.size() ? ", " : "");
+    if (line + item.size() > 100) {
+      out += "\n  ";
+      line = 2;
+    }
+    out += item;
+    line += item.size();
+  }
+  return out + "\n  (docs/models.md describes each, custom shapes and Hugging Face configs)";
 }
 
 }  // namespace syntorch::cli

@@ -39,6 +39,10 @@ runtime::TraceLevel trace_level(const TraceFlags& flags);
 // says where it is (unless JSON is printed).
 bool finish_trace(const TraceFlags& flags, trace::Recorder& recorder, Context& ctx, bool json);
 
+// "Models (--model): gpt3-125m, ..." wrapped to the terminal's usual width: what --help and
+// `hw show` tell a newcomer the zoo holds.
+std::string zoo_models_text();
+
 // The bundled config a command uses when --hw is not given: hw_configs/<name> in the working
 // directory, else next to the syntorch binary's build tree.
 std::string default_hw_config(const std::string& name);

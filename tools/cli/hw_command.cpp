@@ -6,6 +6,7 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
+#include "common.hpp"
 #include "syntorch/hw/describe.hpp"
 #include "syntorch/hw/machine.hpp"
 #include "syntorch/runtime/ops_supported.hpp"
@@ -46,6 +47,8 @@ int show(const HwOptions& o, Context& ctx) {
     const hw::Machine m = hw::Machine::load(o.file, overrides);
     if (problems.empty()) {
       ctx.out << hw::describe_machine(m);
+      ctx.out << fmt::format("\nRun a model on it: syntorch simulate --model NAME --hw {}\n{}\n", o.file,
+                             zoo_models_text());
       return kExitOk;
     }
   } catch (const InputError& e) {

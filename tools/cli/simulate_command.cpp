@@ -257,6 +257,7 @@ void add_simulate_command(CLI::App& app, Context& ctx) {
   s->add_flag("--graph", o->graph, "Capture each decode step as a CUDA graph (one launch per step)");
   add_trace_flags(*s, o->trace);
   s->add_flag("--json", o->json, "Print JSON");
+  s->footer(zoo_models_text());
   s->callback([&ctx, o] { ctx.action = [&ctx, o] { return run_simulate(*o, ctx); }; });
 }
 

@@ -266,6 +266,7 @@ void add_train_command(CLI::App& app, Context& ctx) {
   s->add_option("--set", o->sets, "Override a config field: /json/pointer=value (repeatable)");
   add_trace_flags(*s, o->trace);
   s->add_flag("--json", o->json, "Print JSON");
+  s->footer(zoo_models_text());
   s->callback([&ctx, o] { ctx.action = [&ctx, o] { return run_train(*o, ctx); }; });
 }
 

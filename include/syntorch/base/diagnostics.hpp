@@ -41,7 +41,10 @@ class InputError : public std::runtime_error {
   Diagnostics diagnostics_;
 };
 
-// The candidate closest to `word` by edit distance, if it is close enough to be a likely typo.
+// The candidate `word` most likely meant: first one that reads the same past case and separators
+// ("Llama-3.1-405B", "gpt3_175b"), then one that differs only by a minor version or decimal part
+// ("llama3-405b" for "llama3.1-405b", "gpt3-6b" for "gpt3-6.7b"), else the closest by edit
+// distance if it is close enough to be a likely typo; "" when none is.
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);
 
 // ", did you mean \"x\"?" when closest_match finds one, else "".
