@@ -16,6 +16,7 @@
 #include "ops/op_type.hpp"
 #include "syntorch/base/input_file.hpp"
 #include "syntorch/base/key_value.hpp"
+#include "syntorch/base/yaml.hpp"
 
 namespace syntorch::runtime {
 
@@ -157,19 +158,14 @@ KernelPolicy KernelPolicy::load_file(const std::string& path, Diagnostics& d) {
   const std::optional<std::string> text =
       read_input_file(path, "a JSON or YAML kernel policy", d, "", std::uint64_t{1} << 20);
   if (!text) return p;
-  // YAML is a superset of JSON, so one parser reads both.
-  YAML::Node root;
-  try {
-    root = YAML::Load(*text);
-  } catch (const YAML::Exception& e) {
-    d.error(path, "", fmt::format("malformed policy file at line {}, column {}: {}", e.mark.line + 1, e.mark.column + 1, e.msg));
-    return p;
-  }
+  // YAML is a superset of JSON, so one parser reads both (a key given twice is refused there).
+  const std::optional<YAML::Node> parsed = parse_yaml(*text, path, "a JSON or YAML kernel policy", d);
+  if (!parsed) return p;
+  const YAML::Node& root = *parsed;
   if (!root.IsMap()) {
     d.error(path, "", "expected a map of op -> implementation, e.g. {gemm: cublasLt, attention: flash_v2}");
     return p;
   }
-  std::set<std::string> seen;
   for (const auto& kv : root) {
     if (!kv.first.IsScalar()) {
       d.error(path, "", fmt::format("line {}: expected an op name as the key, got a {}", kv.first.Mark().line + 1,
@@ -178,10 +174,6 @@ KernelPolicy KernelPolicy::load_file(const std::string& path, Diagnostics& d) {
     }
     const std::string op = kv.first.as<std::string>();
     const std::string ptr = "/" + op;
-    if (!seen.insert(op).second) {
-      d.error(path, ptr, "given twice");
-      continue;
-    }
     const YAML::Node& v = kv.second;
     if (v.IsScalar()) {
       std::string impl = v.as<std::string>();

@@ -2,32 +2,9 @@
 
 #include <cmath>
 
+#include "syntorch/base/utf8.hpp"
+
 namespace syntorch::trace::detail {
-namespace {
-
-// Length of the valid UTF-8 sequence starting at p (whose first byte is >= 0x80), or 0 when the
-// bytes there are not one (overlong forms, surrogates and code points above U+10FFFF included).
-std::size_t utf8_sequence_length(const unsigned char* p, const unsigned char* end) {
-  const auto cont = [](unsigned char c) { return (c & 0xC0u) == 0x80u; };
-  const std::size_t left = static_cast<std::size_t>(end - p);
-  const unsigned char c = p[0];
-  if (c >= 0xC2 && c <= 0xDF) return left >= 2 && cont(p[1]) ? 2 : 0;
-  if (c >= 0xE0 && c <= 0xEF) {
-    if (left < 3 || !cont(p[1]) || !cont(p[2])) return 0;
-    if (c == 0xE0 && p[1] < 0xA0) return 0;  // overlong
-    if (c == 0xED && p[1] > 0x9F) return 0;  // UTF-16 surrogate
-    return 3;
-  }
-  if (c >= 0xF0 && c <= 0xF4) {
-    if (left < 4 || !cont(p[1]) || !cont(p[2]) || !cont(p[3])) return 0;
-    if (c == 0xF0 && p[1] < 0x90) return 0;  // overlong
-    if (c == 0xF4 && p[1] > 0x8F) return 0;  // above U+10FFFF
-    return 4;
-  }
-  return 0;
-}
-
-}  // namespace
 
 void append_json_string(fmt::memory_buffer& out, std::string_view text) {
   static constexpr char kHex[] = "0123456789abcdef";

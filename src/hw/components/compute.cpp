@@ -31,9 +31,12 @@ std::map<DType, double> read_ops_table(ObjectReader& r, std::string_view key, bo
                                            did_you_mean(it.key(), dtype_names()), join(dtype_names())));
       continue;
     }
-    if (!it.value().is_number() || !(it.value().get<double>() > 0)) {
-      r.context().error(entry, "expected a positive number of operations per cycle per unit, got " +
-                                   describe_json(it.value()));
+    // Bounded so that a peak (units x clock x this) stays a finite number: the largest matrix
+    // engines run tens of thousands of operations a cycle.
+    constexpr double kMostOpsPerCycle = 1e9;
+    if (!it.value().is_number() || !(it.value().get<double>() > 0) || !(it.value().get<double>() <= kMostOpsPerCycle)) {
+      r.context().error(entry, fmt::format("expected a positive number of operations per cycle per unit, at most {:g}, "
+                                           "got {}", kMostOpsPerCycle, describe_json(it.value())));
       continue;
     }
     out[*dtype] = it.value().get<double>();
