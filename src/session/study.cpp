@@ -4,6 +4,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include "syntorch/base/input_file.hpp"
+#include "syntorch/base/utf8.hpp"
+#include "syntorch/base/yaml.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -13,6 +15,7 @@
 #include "syntorch/hw/config_loader.hpp"
 #include "syntorch/hw/machine.hpp"
 #include "syntorch/runtime/predictor.hpp"
+#include "syntorch/session/metrics.hpp"
 #include "syntorch/session/simulate.hpp"
 #include "syntorch/runtime/op_params.hpp"
 #include "syntorch/runtime/policy.hpp"
@@ -49,14 +52,20 @@ const std::vector<std::string>& kernel_parameters() {
 }
 
 const std::vector<std::string>& simulate_metrics() {
-  static const std::vector<std::string> m{"ttft_ms",       "tpot_ms",   "e2e_ms",     "tokens_per_s",
-                                          "tokens_per_s_per_gpu", "peak_memory_bytes", "mfu", "compute_ms",
-                                          "memory_ms",     "communication_ms", "launch_idle_ms"};
+  static const std::vector<std::string> m = [] {
+    std::vector<std::string> out;
+    for (const GenerationMetric& g : generation_metrics()) out.emplace_back(g.info.name);
+    return out;
+  }();
   return m;
 }
 
 const std::vector<std::string>& kernel_metrics() {
-  static const std::vector<std::string> m{"time_us", "tflops", "hbm_gbps", "flops", "hbm_bytes", "flops_per_byte"};
+  static const std::vector<std::string> m = [] {
+    std::vector<std::string> out;
+    for (const KernelMetric& k : kernel_metric_table()) out.emplace_back(k.info.name);
+    return out;
+  }();
   return m;
 }
 
@@ -68,9 +77,6 @@ class Reporter {
   Reporter(std::string file, Diagnostics& d) : file_(std::move(file)), d_(d) {}
   void error(const YAML::Node& at, const std::string& path, const std::string& message) {
     const int line = at.IsDefined() && at.Mark().line >= 0 ? at.Mark().line + 1 : 0;
-    d_.error(line > 0 ? fmt::format("{}:{}", file_, line) : file_, path, message);
-  }
-  void error_at_line(int line, const std::string& path, const std::string& message) {
     d_.error(line > 0 ? fmt::format("{}:{}", file_, line) : file_, path, message);
   }
   Diagnostics& diagnostics() { return d_; }
@@ -153,15 +159,11 @@ std::string check_parameter(StudyKind kind, const std::string& key, const std::s
 Study load_study(const std::string& path) {
   Diagnostics d;
   Reporter r(path, d);
-  YAML::Node root;
   const std::optional<std::string> text = read_input_file(path, "a YAML study", d, "", std::uint64_t{1} << 20);
   if (!text) throw InputError(std::move(d));
-  try {
-    root = YAML::Load(*text);
-  } catch (const YAML::ParserException& e) {
-    r.error_at_line(e.mark.line + 1, "", fmt::format("malformed YAML: {}", e.msg));
-    throw InputError(std::move(d));
-  }
+  const std::optional<YAML::Node> parsed = parse_yaml(*text, path, "a YAML study", d);
+  if (!parsed) throw InputError(std::move(d));
+  const YAML::Node& root = *parsed;
   if (!root.IsMap()) {
     r.error(root, "", fmt::format("expected a mapping with base and axes, got {}", kind_of(root)));
     throw InputError(std::move(d));
@@ -173,11 +175,18 @@ Study load_study(const std::string& path) {
   s.name = fs::path(path).stem().string();
   if (root["name"]) scalar(r, root["name"], "/name", s.name);
   // The name becomes a folder under sweeps/: one plain component.
-  if (s.name.empty() || s.name == "." || s.name == ".." || s.name.find('/') != std::string::npos ||
-      s.name.find('\0') != std::string::npos || s.name.size() > 100) {
+  const bool control = std::any_of(s.name.begin(), s.name.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; });
+  const bool utf8 = first_invalid_utf8(s.name) == std::string::npos;
+  if (s.name.empty() || s.name == "." || s.name == ".." || s.name.find('/') != std::string::npos || control || !utf8 ||
+      s.name.size() > 100) {
+    std::string shown;  // as a terminal can show it: control bytes, and any byte of a name that is not UTF-8, as \xNN
+    for (char c : s.name.substr(0, 100)) {
+      const auto b = static_cast<unsigned char>(c);
+      shown += b < 0x20 || (!utf8 && b >= 0x80) ? fmt::format("\\x{:02x}", b) : std::string(1, c);
+    }
     r.error(root["name"] ? root["name"] : root, "/name",
-            fmt::format("expected a name for a folder under sweeps/ (no \"/\", not \".\" or \"..\", at most 100 "
-                        "characters), got \"{}\"", s.name.substr(0, 100)));
+            fmt::format("expected a name for a folder under sweeps/ (UTF-8 text without \"/\" or control characters, "
+                        "not \".\" or \"..\", at most 100 bytes), got \"{}\"", shown));
   }
   std::uint64_t max_points = kDefaultMaxStudyPoints;
   if (const YAML::Node m = root["max_points"]) {
@@ -346,6 +355,45 @@ Study load_study(const std::string& path) {
                                                       : std::vector<const char*>{"hw", "op"}) {
     if (base && base.IsMap() && !given(key)) r.error(base, fmt::format("/base/{}", key), "missing (in base or as an axis)");
   }
+  // Kernel studies: the op's shape from the base with each axis value in turn (the others at their
+  // first; zipped axes together), so that a shape no point can run (k: 0) is refused here, at the
+  // line that gives it, rather than by every point.
+  if (d.empty() && s.kind == StudyKind::kernel) {
+    auto shape_problems = [&](std::size_t axis, std::size_t value) {
+      std::map<std::string, std::string> params = s.base;
+      for (std::size_t b = 0; b < s.axes.size(); ++b) {
+        if (!s.axes[b].hw_field) params[s.axes[b].key] = s.axes[b].values[s.zip || b == axis ? value : 0];
+      }
+      Diagnostics od;
+      runtime::OpDesc op;
+      kernel_op_of(params, op, od);
+      return od;
+    };
+    // Where a problem with parameter `key` was given: an axis's value, else the base's.
+    auto report = [&](const Diagnostic& problem, std::size_t axis, std::size_t value) {
+      for (std::size_t b = 0; b < s.axes.size(); ++b) {
+        if (s.axes[b].hw_field || s.axes[b].key != problem.path) continue;
+        const std::size_t j = s.zip || b == axis ? value : 0;
+        r.error(axes[b]["values"][j], fmt::format("/axes/{}/values/{}", b, j), problem.message);
+        return;
+      }
+      const YAML::Node at = base && base.IsMap() && base[problem.path] ? base[problem.path] : base;
+      r.error(at, problem.path.empty() ? "/base" : "/base/" + problem.path, problem.message);
+    };
+    const std::size_t none = s.axes.size();
+    const std::size_t firsts = s.zip ? s.axes.front().values.size() : 1;
+    for (std::size_t j = 0; j < firsts; ++j) {
+      const Diagnostics problems = shape_problems(none, j);
+      for (const Diagnostic& x : problems.items()) report(x, none, j);
+    }
+    for (std::size_t a = 0; d.empty() && !s.zip && a < s.axes.size(); ++a) {
+      if (s.axes[a].hw_field) continue;
+      for (std::size_t j = 1; j < s.axes[a].values.size(); ++j) {
+        const Diagnostics problems = shape_problems(a, j);
+        for (const Diagnostic& x : problems.items()) report(x, a, j);
+      }
+    }
+  }
   // Config fields: every value must load with the base config (and the fixed overrides).
   if (d.empty()) {
     std::vector<std::string> hw_files;
@@ -437,6 +485,24 @@ std::vector<Point> expand(const Study& s) {
       if (a == 0) return points;
     }
   }
+}
+
+bool kernel_op_of(const std::map<std::string, std::string>& params, runtime::OpDesc& op, Diagnostics& d) {
+  const auto kind = params.count("op") ? runtime::parse_op(params.at("op")) : std::nullopt;
+  if (!kind) {
+    d.error("point", "op", "expected an op");
+    return false;
+  }
+  op.kind = *kind;
+  std::map<std::string, std::string> shape;
+  std::vector<std::string> ignored;
+  const auto own = runtime::op_param_keys(op.kind);
+  for (const auto& [k, v] : params) {
+    if (k == "hw" || k == "op" || k == "policy" || k == "timing") continue;
+    shape[k] = v;
+    if (k != "dtype" && std::find(own.begin(), own.end(), k) == own.end()) ignored.push_back(k);
+  }
+  return runtime::op_from_params(shape, ignored, op, d, "point");
 }
 
 }  // namespace syntorch::session

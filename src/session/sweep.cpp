@@ -14,6 +14,7 @@
 
 #include "syntorch/hw/config_loader.hpp"
 #include "syntorch/hw/machine.hpp"
+#include "syntorch/session/metrics.hpp"
 #include "syntorch/session/simulate.hpp"
 #include "syntorch/runtime/op_params.hpp"
 #include "syntorch/runtime/predictor.hpp"
@@ -84,29 +85,19 @@ void simulate(const Study& study, const Point& point, SweepRow& row) {
     return;
   }
   const session::RunReport r = session::simulate_generation(*machine, policy_of(p, dir), spec);
-  std::uint64_t peak = 0;
-  for (auto b : r.peak_memory_bytes) peak = std::max(peak, b);
   if (r.oom) {
     const auto& oom = *r.engine.oom;
     row.status = "oom";
     row.reason = fmt::format("out of memory on rank {}: {} B requested for {}, {} B already allocated", oom.rank,
                              oom.requested_bytes, oom.requested_for, oom.memory.allocated_bytes);
-    row.metrics[5] = static_cast<double>(peak);
+    for (std::size_t i = 0; i < generation_metrics().size(); ++i) {  // what it held when it ran out
+      if (generation_metrics()[i].info.name == "peak_memory_bytes") row.metrics[i] = generation_metrics()[i].value(r, spec);
+    }
     return;
   }
-  const double gpus = spec.tp * spec.pp;
   row.status = "ok";
-  row.metrics = {r.ttft_s * 1e3,
-                 r.tpot_s * 1e3,
-                 r.e2e_s * 1e3,
-                 r.tokens_per_s,
-                 r.tokens_per_s / gpus,
-                 static_cast<double>(peak),
-                 r.mfu,
-                 r.breakdown.compute_s * 1e3,
-                 r.breakdown.memory_s * 1e3,
-                 r.breakdown.communication_s * 1e3,
-                 r.breakdown.idle_s * 1e3};
+  row.metrics.clear();
+  for (const GenerationMetric& m : generation_metrics()) row.metrics.push_back(m.value(r, spec));
 }
 
 void kernel(const Study& study, const Point& point, SweepRow& row) {
@@ -115,19 +106,8 @@ void kernel(const Study& study, const Point& point, SweepRow& row) {
   const auto machine = machines().get((dir / p.at("hw")).string(), point.sets);
   row.metrics.assign(kernel_metrics().size(), kNaN);
   runtime::OpDesc op;
-  op.kind = *runtime::parse_op(p.at("op"));
-  std::map<std::string, std::string> shape;
-  for (const auto& [k, v] : p) {
-    if (k != "hw" && k != "op" && k != "policy" && k != "timing") shape[k] = v;
-  }
   Diagnostics d;
-  // Shape keys of other ops (a study may vary them for another op) are not this op's.
-  std::vector<std::string> ignored;
-  const auto own = runtime::op_param_keys(op.kind);
-  for (const auto& [k, v] : shape) {
-    if (k != "dtype" && std::find(own.begin(), own.end(), k) == own.end()) ignored.push_back(k);
-  }
-  if (!runtime::op_from_params(shape, ignored, op, d, "point")) {
+  if (!kernel_op_of(p, op, d)) {
     row.status = "error";
     row.reason = d.items()[0].message;
     return;
@@ -138,8 +118,8 @@ void kernel(const Study& study, const Point& point, SweepRow& row) {
   const runtime::Prediction r = predictor.predict(op, timing);
   row.status = "ok";
   row.bound = r.bound;
-  row.metrics = {r.time_s * 1e6, r.flops / r.time_s / 1e12, r.hbm_bytes / r.time_s / 1e9, r.flops, r.hbm_bytes,
-                 r.hbm_bytes > 0 ? r.flops / r.hbm_bytes : kNaN};
+  row.metrics.clear();
+  for (const KernelMetric& m : kernel_metric_table()) row.metrics.push_back(m.value(r));
 }
 
 std::string format_duration(double s) {

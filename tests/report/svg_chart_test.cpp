@@ -296,9 +296,9 @@ TEST(BarChart, LongCategoryNamesAreRotated) {
 
 TEST(Chart, EmptyChartsSayNoData) {
   for (const Chart& c : {Chart{}, Chart{.title = "t", .x_label = "x", .y_label = "y", .x_categories = {}, .log_x = false,
-                                       .log_y = false, .series = {{"all nan", {std::nan("")}, {1}}}},
+                                       .log_y = false, .x_unit = {}, .y_unit = {}, .series = {{"all nan", {std::nan("")}, {1}}}},
                          Chart{.title = "bars", .x_label = {}, .y_label = {}, .x_categories = {"a"}, .log_x = false,
-                               .log_y = false, .series = {}}}) {
+                               .log_y = false, .x_unit = {}, .y_unit = {}, .series = {}}}) {
     const std::string svg = render_chart_svg(c);
     EXPECT_EQ(xml_error(svg), "");
     EXPECT_NE(svg.find(">no data</text>"), std::string::npos);

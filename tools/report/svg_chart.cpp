@@ -77,8 +77,9 @@ double round_significant(double v, int significant) {
 }
 
 // The label of a linear tick at v for a tick step: as many decimals as the step needs; with si the
-// value takes its own SI prefix ("500k", "1M", "1.5M").
-std::string linear_tick_label(double v, double step, bool si) {
+// value takes its own SI prefix ("500k", "1M", "1.5M"), and with a unit the prefix goes on it
+// ("500 GB/s", "1 TB/s").
+std::string linear_tick_label(double v, double step, bool si, std::string_view unit) {
   if (v == 0.0) return "0";
   const int e3 = si ? si_exponent(std::abs(v)) : 0;
   const double mantissa = v / power_of_ten(e3);
@@ -86,8 +87,12 @@ std::string linear_tick_label(double v, double step, bool si) {
   std::string s = fmt::format("{:.{}f}", mantissa, decimals);
   trim_zeros(s);
   if (s == "-0") s = "0";
-  return s + std::string(si_prefix(e3));
+  if (unit.empty()) return s + std::string(si_prefix(e3));
+  return s + " " + std::string(si_prefix(e3)) + std::string(unit);
 }
+
+// Units that take no SI prefix: a percentage reads "150%", not "150 %" or "0.15 k%".
+bool plain_unit(std::string_view unit) { return unit == "%"; }
 
 // Approximate advance width of an ASCII character in em, after DejaVu Sans (a little generous, so
 // layouts computed from it leave room in narrower fonts such as Helvetica or Arial).
@@ -548,10 +553,11 @@ CategoryLabels layout_categories(const std::vector<std::string>& categories, dou
 
 // Ticks for a numeric axis that fit in length_px: at most one per min_gap_px, and labels that do not
 // collide (horizontal labels on a horizontal axis).
-AxisTicks fitted_ticks(double lo, double hi, bool log, double length_px, double min_gap_px, bool horizontal) {
+AxisTicks fitted_ticks(double lo, double hi, bool log, double length_px, double min_gap_px, bool horizontal,
+                       std::string_view unit) {
   int max_ticks = std::clamp(static_cast<int>(length_px / min_gap_px) + 1, 2, 11);
   for (;;) {
-    AxisTicks t = log ? log_ticks(lo, hi, max_ticks) : linear_ticks(lo, hi, max_ticks);
+    AxisTicks t = log ? log_ticks(lo, hi, max_ticks, true, unit) : linear_ticks(lo, hi, max_ticks, unit);
     if (!horizontal || max_ticks <= 2 || t.major.size() < 2) return t;
     double widest = 0;
     for (const auto& l : t.labels) widest = std::max(widest, text_width(l, kTickFont));
@@ -672,7 +678,7 @@ std::string format_si(double value, int significant, std::string_view unit) {
   return format_number(value, significant, unit, false);
 }
 
-AxisTicks linear_ticks(double lo, double hi, int max_ticks) {
+AxisTicks linear_ticks(double lo, double hi, int max_ticks, std::string_view unit) {
   if (!std::isfinite(lo) || !std::isfinite(hi)) {
     lo = 0;
     hi = 1;
@@ -709,12 +715,15 @@ AxisTicks linear_ticks(double lo, double hi, int max_ticks) {
   t.hi = n1 * step;
   for (double n = n0; n <= n1 + 0.5; n += 1) t.major.push_back(n == 0 ? 0.0 : n * step);
   const double biggest = std::max(std::abs(t.lo), std::abs(t.hi));
-  const bool si = biggest >= 1000 || biggest < 0.01;
-  for (const double v : t.major) t.labels.push_back(linear_tick_label(v, step, si));
+  const bool si = plain_unit(unit) ? false : !unit.empty() || biggest >= 1000 || biggest < 0.01;
+  for (const double v : t.major) {
+    t.labels.push_back(plain_unit(unit) ? linear_tick_label(v, step, false, {}) + std::string(unit)
+                                        : linear_tick_label(v, step, si, unit));
+  }
   return t;
 }
 
-AxisTicks log_ticks(double lo, double hi, int max_ticks, bool snap) {
+AxisTicks log_ticks(double lo, double hi, int max_ticks, bool snap, std::string_view unit) {
   if (!(lo > 0) || !std::isfinite(lo)) lo = (hi > 0 && std::isfinite(hi)) ? hi / 10 : 1;
   if (!(hi > 0) || !std::isfinite(hi)) hi = lo * 10;
   if (lo > hi) std::swap(lo, hi);
@@ -742,8 +751,12 @@ AxisTicks log_ticks(double lo, double hi, int max_ticks, bool snap) {
   }
   // Labels: plain from 0.01 to 1000, SI prefixes beyond; when the axis reaches below 0.01, all the
   // labels below 1 take prefixes ("100m", "10m", "1m") so they read alike.
-  const bool small = !t.major.empty() && t.major.front() < 0.01;
-  for (const double v : t.major) t.labels.push_back(format_number(v, 3, {}, small));
+  // With a unit every label takes the prefix it needs ("100 us", "1 ms").
+  const bool small = !t.major.empty() && (t.major.front() < 0.01 || (!unit.empty() && t.major.front() < 1));
+  for (const double v : t.major) {
+    t.labels.push_back(plain_unit(unit) ? format_number(v, 3, {}, false) + std::string(unit)
+                                        : format_number(v, 3, unit, small));
+  }
   if (every == 1 && e1 - e0 <= 12) {
     for (int k = e0 - 1; k <= e1; ++k) {
       for (int m = 2; m <= 9; ++m) {
@@ -846,7 +859,7 @@ std::string render_chart_svg(const Chart& chart, int width_px, int height_px) {
   double x_block = 8 + kTickFont + 8;
   for (int pass = 0; pass < 3; ++pass) {
     frame.bottom = std::max(frame.top + 40, H - (x_block + x_label_h + legend_below_h + note_h + 8));
-    yt = fitted_ticks(ylo, yhi, log_y, frame.height(), 42, false);
+    yt = fitted_ticks(ylo, yhi, log_y, frame.height(), 42, false, chart.y_unit);
     double left = 10 + (chart.y_label.empty() ? 0 : 22) + widest_label(yt) + 9;
     double right_margin = right_legend > 0 ? right_legend : 16;
     if (categorical) {
@@ -855,7 +868,7 @@ std::string render_chart_svg(const Chart& chart, int width_px, int height_px) {
       if (cat.mode == CategoryLabels::Mode::rotated) left = std::max(left, cat.overhang - group / 2 + 8);
       x_block = cat.height;
     } else {
-      xt = fitted_ticks(xr.lo, xr.hi, log_x, W - right_margin - left, 70, true);
+      xt = fitted_ticks(xr.lo, xr.hi, log_x, W - right_margin - left, 70, true, chart.x_unit);
       if (right_legend == 0 && !xt.labels.empty()) {
         right_margin = std::max(right_margin, text_width(xt.labels.back(), kTickFont) / 2 + 8);
       }
@@ -864,7 +877,7 @@ std::string render_chart_svg(const Chart& chart, int width_px, int height_px) {
     frame.left = left;
     frame.right = std::max(frame.left + 40, W - right_margin);
   }
-  if (!categorical) xt = fitted_ticks(xr.lo, xr.hi, log_x, frame.width(), 70, true);
+  if (!categorical) xt = fitted_ticks(xr.lo, xr.hi, log_x, frame.width(), 70, true, chart.x_unit);
 
   const Scale sy{.lo = yt.lo, .hi = yt.hi, .p0 = frame.bottom, .p1 = frame.top, .log = log_y};
   SvgDoc svg(W, H);
@@ -1041,9 +1054,9 @@ std::string render_roofline_svg(const Roofline& roofline, int width_px, int heig
   const double legend_h = legend.names.empty() ? 0 : legend.height + 6;
   Frame frame{.left = 70, .top = title_h, .right = W - 24, .bottom = H - (8 + kTickFont + 8 + 22 + legend_h + note_h + 8)};
   frame.bottom = std::max(frame.bottom, frame.top + 40);
-  AxisTicks yt = log_ticks(ylo, yhi, std::clamp(static_cast<int>(frame.height() / 36) + 1, 2, 12), false);
+  AxisTicks yt = log_ticks(ylo, yhi, std::clamp(static_cast<int>(frame.height() / 36) + 1, 2, 12), false, "FLOP/s");
   frame.left = 10 + 22 + widest_label(yt) + 9;
-  AxisTicks xt = fitted_ticks(xlo, xhi, true, frame.width(), 50, true);
+  AxisTicks xt = fitted_ticks(xlo, xhi, true, frame.width(), 50, true, {});
   const Scale sx{.lo = xt.lo, .hi = xt.hi, .p0 = frame.left, .p1 = frame.right, .log = true};
   const Scale sy{.lo = yt.lo, .hi = yt.hi, .p0 = frame.bottom, .p1 = frame.top, .log = true};
 

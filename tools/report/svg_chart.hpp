@@ -26,6 +26,8 @@ struct Chart {
   std::vector<std::string> x_categories;  // non-empty: categorical x axis, one bar group per category
   bool log_x = false;                     // log scale on x (numeric x only); values <= 0 are left out
   bool log_y = false;                     // log scale on y; values <= 0 are left out (with a note)
+  std::string x_unit;                     // the numeric axes' units, SI-prefixed on the ticks ("2 TB/s")
+  std::string y_unit;
   std::vector<Series> series;
 };
 
@@ -64,12 +66,13 @@ struct AxisTicks {
 // "Nice" ticks over [lo, hi]: a step of 1, 2 or 5 times a power of ten, as small as possible with at
 // most max_ticks ticks (but three when the range straddles zero); the domain is widened to the
 // outermost ticks.
-AxisTicks linear_ticks(double lo, double hi, int max_ticks);
+// With a unit the labels carry it, SI-prefixed ("500 GB/s", "1 TB/s"; "%" takes no prefix).
+AxisTicks linear_ticks(double lo, double hi, int max_ticks, std::string_view unit = {});
 
 // Log ticks over [lo, hi] (both > 0): majors at powers of ten (every k-th decade when there are more
 // than max_ticks of them), minors at 2..9 x 10^k (or at the skipped decades). With snap the domain is
 // widened to whole decades; without, it stays [lo, hi].
-AxisTicks log_ticks(double lo, double hi, int max_ticks, bool snap = true);
+AxisTicks log_ticks(double lo, double hi, int max_ticks, bool snap = true, std::string_view unit = {});
 
 // A number with up to `significant` significant digits: plain between 0.01 and 1000, otherwise with
 // an SI prefix ("1.5k", "2M", "3.2G", "500m", "20µ"); a unit is appended after a space ("3.35 TB/s").

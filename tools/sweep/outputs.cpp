@@ -14,6 +14,7 @@
 #include "syntorch/base/units.hpp"
 #include "syntorch/hw/config_loader.hpp"
 #include "syntorch/hw/machine.hpp"
+#include "syntorch/session/metrics.hpp"
 
 namespace syntorch::sweep {
 
@@ -56,29 +57,38 @@ const std::vector<std::string>& metric_names(const session::Study& s) {
   return s.kind == session::StudyKind::simulate ? session::simulate_metrics() : session::kernel_metrics();
 }
 
-std::string metric_label(const std::string& m) {
-  static const std::map<std::string, std::string> labels{
-      {"ttft_ms", "time to first token (ms)"},       {"tpot_ms", "time per output token (ms)"},
-      {"e2e_ms", "end-to-end latency (ms)"},         {"tokens_per_s", "throughput (tokens/s)"},
-      {"tokens_per_s_per_gpu", "tokens/s per GPU"},  {"peak_memory_bytes", "peak memory per device (bytes)"},
-      {"mfu", "model FLOPs utilisation"},            {"compute_ms", "compute-bound kernel time (ms)"},
-      {"memory_ms", "memory-bound kernel time (ms)"}, {"communication_ms", "communication time (ms)"},
-      {"launch_idle_ms", "launch gaps and idle (ms)"}, {"time_us", "kernel time (us)"},
-      {"tflops", "achieved TFLOP/s"},                {"hbm_gbps", "HBM GB/s"},
-      {"flops", "FLOPs"},                            {"hbm_bytes", "HBM bytes"},
-      {"flops_per_byte", "arithmetic intensity (FLOP/byte)"}};
-  auto it = labels.find(m);
-  return it == labels.end() ? m : it->second;
+const session::Metric& metric(const std::string& name) {
+  const session::Metric* m = session::find_metric(name);
+  if (!m) throw std::logic_error("sweep outputs: metric " + name + " is in no metric table");
+  return *m;
 }
 
-// A value of an axis as a number when it is one (plain, or a quantity with units).
-std::optional<double> numeric(const std::string& v) {
+// A table's cell: 4 significant digits, without an exponent from 0.001 to 10^15 (a whole number
+// from 10^4 up), so a column reads at a glance.
+std::string shown_number(double v) {
+  if (!std::isfinite(v)) return "";
+  const double a = std::fabs(v);
+  if (a == 0) return "0";
+  if (a >= 1e4 && a < 1e15) return fmt::format("{:.0f}", v);
+  if (a < 1e-3 || a >= 1e15) return fmt::format("{:.3e}", v);
+  const int digits = static_cast<int>(std::floor(std::log10(a))) + 1;  // before the point
+  return fmt::format("{:.{}f}", v, std::max(0, 4 - digits));
+}
+
+// A value of an axis as a number when it is one (plain, or a quantity with units, then in SI base
+// units), with its unit ("" for a plain number).
+std::optional<std::pair<double, std::string>> numeric(const std::string& v) {
   char* end = nullptr;
   const double d = std::strtod(v.c_str(), &end);
-  if (end != v.c_str() && *end == '\0' && std::isfinite(d)) return d;
-  for (auto parse : {units::parse_bandwidth_bytes_per_s, units::parse_size_bytes, units::parse_frequency_hz,
-                     units::parse_time_s, units::parse_flops_per_s}) {
-    if (auto q = parse(v)) return *q;
+  if (end != v.c_str() && *end == '\0' && std::isfinite(d)) return std::pair{d, std::string()};
+  using Parse = std::optional<double> (*)(std::string_view);
+  const std::pair<Parse, const char*> quantities[] = {{units::parse_bandwidth_bytes_per_s, "B/s"},
+                                                      {units::parse_size_bytes, "B"},
+                                                      {units::parse_frequency_hz, "Hz"},
+                                                      {units::parse_time_s, "s"},
+                                                      {units::parse_flops_per_s, "FLOP/s"}};
+  for (const auto& [parse, unit] : quantities) {
+    if (auto q = parse(v)) return std::pair{*q, std::string(unit)};
   }
   return std::nullopt;
 }
@@ -123,20 +133,33 @@ OutputFiles write_outputs(const session::Study& s, const std::vector<session::Sw
     csv += csv_field(header[i]);
   }
   csv += "\n";
+  // The page's table: each metric under its label and the unit it is shown in, 4 significant
+  // digits (the CSV and JSON keep every digit, in the metric's own unit).
   report::Table table;
   table.header = header;
+  for (std::size_t m = 0; m < metrics.size(); ++m) {
+    const session::Metric& info = metric(metrics[m]);
+    table.header[s.axes.size() + 2 + m] = fmt::format("{} ({})", info.label, info.shown_unit);
+  }
   for (const session::SweepRow& r : rows) {
     std::vector<std::string> cells = r.axis_values;
     cells.push_back(r.status);
     cells.push_back(r.reason);
-    for (double v : r.metrics) cells.push_back(number(v));
-    if (s.kind == session::StudyKind::kernel) cells.push_back(r.bound);
+    std::vector<std::string> shown = cells;
+    for (std::size_t m = 0; m < r.metrics.size(); ++m) {
+      cells.push_back(number(r.metrics[m]));
+      shown.push_back(shown_number(r.metrics[m] * metric(metrics[m]).shown_per_unit));
+    }
+    if (s.kind == session::StudyKind::kernel) {
+      cells.push_back(r.bound);
+      shown.push_back(r.bound);
+    }
     for (std::size_t i = 0; i < cells.size(); ++i) {
       if (i) csv += ',';
       csv += csv_field(cells[i]);
     }
     csv += "\n";
-    table.rows.push_back(std::move(cells));
+    table.rows.push_back(std::move(shown));
   }
   files.csv = (dir / "results.csv").string();
   write_file(files.csv, csv);
@@ -176,10 +199,12 @@ OutputFiles write_outputs(const session::Study& s, const std::vector<session::Sw
   const session::Axis& first = s.axes.front();
   bool numeric_x = !s.zip;
   std::vector<double> xs;
+  std::string x_unit;  // the values' common unit; values of different kinds are categories
   for (const std::string& v : first.values) {
     const auto n = numeric(v);
-    numeric_x = numeric_x && n.has_value();
-    xs.push_back(n.value_or(0));
+    if (n && xs.empty()) x_unit = n->second;
+    numeric_x = numeric_x && n.has_value() && n->second == x_unit;
+    xs.push_back(n ? n->first : 0);
   }
   std::vector<std::string> categories;
   for (std::size_t i = 0; i < first.values.size(); ++i) {
@@ -194,9 +219,12 @@ OutputFiles write_outputs(const session::Study& s, const std::vector<session::Sw
   for (const std::string& m : s.metrics) {
     const auto mi = static_cast<std::size_t>(std::find(metrics.begin(), metrics.end(), m) - metrics.begin());
     report::Chart chart;
-    chart.title = fmt::format("{}: {} by {}", s.name, metric_label(m), s.zip ? "layout" : first.name);
+    const session::Metric& info = metric(m);
+    chart.title = fmt::format("{}: {} by {}", s.name, info.label, s.zip ? "layout" : first.name);
     chart.x_label = s.zip ? "layout" : first.name;
-    chart.y_label = metric_label(m);
+    chart.y_label = std::string(info.label);
+    chart.y_unit = std::string(info.si_unit);  // the ticks carry it, SI-prefixed: "2 TB/s", "150 us"
+    if (numeric_x) chart.x_unit = x_unit;
     if (!numeric_x) chart.x_categories = categories;
     // Values spread over decades (batch 1..512, m 1..16384) read better on a log axis.
     if (numeric_x) {
@@ -210,13 +238,13 @@ OutputFiles write_outputs(const session::Study& s, const std::vector<session::Sw
       for (std::size_t a = 1; !s.zip && a < s.axes.size(); ++a) {
         label += fmt::format("{}{}={}", a > 1 ? ", " : "", s.axes[a].name, display(s.axes[a], r.axis_values[a]));
       }
-      if (label.empty()) label = metric_label(m);
+      if (label.empty()) label = std::string(info.label);
       auto [it, fresh] = series_of.try_emplace(label, chart.series.size());
       if (fresh) chart.series.push_back({label, {}, {}});
       const auto xi = static_cast<std::size_t>(std::find(first.values.begin(), first.values.end(), r.axis_values[0]) -
                                                first.values.begin());
       chart.series[it->second].x.push_back(numeric_x ? xs[xi] : static_cast<double>(xi));
-      chart.series[it->second].y.push_back(r.metrics[mi]);
+      chart.series[it->second].y.push_back(r.metrics[mi] * info.si_per_unit);
     }
     const std::string name = fmt::format("plots/{}.svg", m);
     write_file(dir / name, report::render_chart_svg(chart));

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "syntorch/base/diagnostics.hpp"
+#include "syntorch/runtime/op.hpp"
 
 namespace syntorch::session {
 
@@ -64,5 +65,10 @@ const std::vector<std::string>& kernel_metrics();
 Study load_study(const std::string& path);
 
 std::vector<Point> expand(const Study& study);
+
+// The op a kernel study's point runs, from its parameters (hw, op, policy and timing aside; the
+// shape keys of other ops, which a study may vary for them, ignored); false with the problem in
+// `d`, under the key that is wrong.
+bool kernel_op_of(const std::map<std::string, std::string>& params, runtime::OpDesc& op, Diagnostics& d);
 
 }  // namespace syntorch::session

@@ -1,0 +1,87 @@
+#include "syntorch/session/metrics.hpp"
+
+#include <algorithm>
+#include <array>
+#include <limits>
+
+namespace syntorch::session {
+
+namespace {
+
+double peak_bytes(const RunReport& r) {
+  std::uint64_t peak = 0;
+  for (std::uint64_t b : r.peak_memory_bytes) peak = std::max(peak, b);
+  return static_cast<double>(peak);
+}
+
+double per_byte(double flops, double bytes) { return bytes > 0 ? flops / bytes : std::numeric_limits<double>::quiet_NaN(); }
+
+// name, unit, label, definition, shown unit and factor, SI unit and factor; then the value.
+const std::array<GenerationMetric, 11> kGeneration{{
+    {{"ttft_ms", "ms", "time to first token", "from the prefill's start until the first token is on the host", "ms", 1,
+      "s", 1e-3},
+     [](const RunReport& r, const RunSpec&) { return r.ttft_s * 1e3; }},
+    {{"tpot_ms", "ms", "time per output token", "the mean decode step after the first token (NaN with one output token)",
+      "ms", 1, "s", 1e-3},
+     [](const RunReport& r, const RunSpec&) { return r.tpot_s * 1e3; }},
+    {{"e2e_ms", "ms", "end-to-end latency", "from the prefill's start until the last token is on the host", "ms", 1, "s",
+      1e-3},
+     [](const RunReport& r, const RunSpec&) { return r.e2e_s * 1e3; }},
+    {{"tokens_per_s", "tokens/s", "throughput", "generated tokens (batch x output tokens) per second of the run",
+      "tokens/s", 1, "tokens/s", 1},
+     [](const RunReport& r, const RunSpec&) { return r.tokens_per_s; }},
+    {{"tokens_per_s_per_gpu", "tokens/s", "throughput per GPU", "throughput divided by the devices the run uses (tp x pp)",
+      "tokens/s", 1, "tokens/s", 1},
+     [](const RunReport& r, const RunSpec& s) { return r.tokens_per_s / (static_cast<double>(s.tp) * s.pp); }},
+    {{"peak_memory_bytes", "B", "peak memory per device", "the most bytes allocated at once on the busiest device", "GB",
+      1e-9, "B", 1},
+     [](const RunReport& r, const RunSpec&) { return peak_bytes(r); }},
+    {{"mfu", "1", "model FLOPs utilisation",
+      "kernel FLOPs / (run time x devices x the device's peak matrix FLOP/s in the run's dtype)", "%", 100, "%", 100},
+     [](const RunReport& r, const RunSpec&) { return r.mfu; }},
+    {{"compute_ms", "ms", "compute-bound kernel time", "time of kernels bound by the compute units, per device", "ms", 1,
+      "s", 1e-3},
+     [](const RunReport& r, const RunSpec&) { return r.breakdown.compute_s * 1e3; }},
+    {{"memory_ms", "ms", "memory-bound kernel time", "time of kernels bound by memory bandwidth, per device", "ms", 1, "s",
+      1e-3},
+     [](const RunReport& r, const RunSpec&) { return r.breakdown.memory_s * 1e3; }},
+    {{"communication_ms", "ms", "communication time", "time in collectives and transfers, per device", "ms", 1, "s", 1e-3},
+     [](const RunReport& r, const RunSpec&) { return r.breakdown.communication_s * 1e3; }},
+    {{"launch_idle_ms", "ms", "launch gaps and idle", "time a device waits for the host or is idle, per device", "ms", 1,
+      "s", 1e-3},
+     [](const RunReport& r, const RunSpec&) { return r.breakdown.idle_s * 1e3; }},
+}};
+
+const std::array<KernelMetric, 6> kKernel{{
+    {{"time_us", "us", "kernel time", "the op's time in the study's timing (device, host or events)", "us", 1, "s", 1e-6},
+     [](const runtime::Prediction& p) { return p.time_s * 1e6; }},
+    {{"tflops", "TFLOP/s", "achieved FLOP rate", "the op's FLOPs per second of its time", "TFLOP/s", 1, "FLOP/s", 1e12},
+     [](const runtime::Prediction& p) { return p.flops / p.time_s / 1e12; }},
+    {{"hbm_gbps", "GB/s", "achieved HBM bandwidth", "bytes moved to and from HBM per second of the op's time", "GB/s", 1,
+      "B/s", 1e9},
+     [](const runtime::Prediction& p) { return p.hbm_bytes / p.time_s / 1e9; }},
+    {{"flops", "FLOP", "FLOPs", "the op's floating-point operations", "GFLOP", 1e-9, "FLOP", 1},
+     [](const runtime::Prediction& p) { return p.flops; }},
+    {{"hbm_bytes", "B", "HBM bytes", "bytes moved to and from HBM", "GB", 1e-9, "B", 1},
+     [](const runtime::Prediction& p) { return p.hbm_bytes; }},
+    {{"flops_per_byte", "FLOP/B", "arithmetic intensity", "FLOPs per byte moved to and from HBM", "FLOP/B", 1, "FLOP/B",
+      1},
+     [](const runtime::Prediction& p) { return per_byte(p.flops, p.hbm_bytes); }},
+}};
+
+}  // namespace
+
+std::span<const GenerationMetric> generation_metrics() { return kGeneration; }
+std::span<const KernelMetric> kernel_metric_table() { return kKernel; }
+
+const Metric* find_metric(std::string_view name) {
+  for (const GenerationMetric& m : kGeneration) {
+    if (m.info.name == name) return &m.info;
+  }
+  for (const KernelMetric& m : kKernel) {
+    if (m.info.name == name) return &m.info;
+  }
+  return nullptr;
+}
+
+}  // namespace syntorch::session
