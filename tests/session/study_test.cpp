@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <fmt/format.h>
+
 #include "syntorch/base/diagnostics.hpp"
 #include "syntorch/session/study.hpp"
 
@@ -55,6 +57,59 @@ TEST(Study, ANameThatWouldLeaveTheSweepsFolderIsRefused) {
       problems(study("escape.yaml", "name: ../../etc\nbase: {hw: h100.json, model: gpt3-125m}\n"
                                     "axes:\n  - {param: batch, values: [1, 2]}\n"));
   EXPECT_NE(text.find("/name: expected a name for a folder under sweeps/"), std::string::npos) << text;
+}
+
+TEST(Study, AKeyGivenTwiceIsRefusedWithBothLinesAsJsonIs) {
+  const std::string text = problems(study("twice.yaml", "base:\n  hw: h100.json\n  model: gpt3-125m\n  batch: 1\n"
+                                                        "  batch: 8\naxes:\n  - {param: tp, values: [1]}\n"));
+  EXPECT_NE(text.find("twice.yaml:5:/base/batch: key \"batch\" given twice (first at line 4)"), std::string::npos)
+      << text;
+  // The same at the top, inside an axis, and in a flow mapping.
+  const std::string top = problems(study("top.yaml", "base: {hw: h100.json, model: gpt3-125m}\n"
+                                                     "axes:\n  - {param: tp, values: [1], param: batch}\n"
+                                                     "metrics: [tpot_ms]\nmetrics: [ttft_ms]\n"));
+  EXPECT_NE(top.find("top.yaml:3:/axes/0/param: key \"param\" given twice"), std::string::npos) << top;
+  EXPECT_NE(top.find("top.yaml:5:/metrics: key \"metrics\" given twice (first at line 4)"), std::string::npos) << top;
+}
+
+TEST(Study, TextThatIsNotUtf8OrANameWithControlBytesIsRefused) {
+  const std::string bad = problems(study("bytes.yaml", "name: caf\xe9\nbase: {hw: h100.json, model: gpt3-125m}\n"
+                                                       "axes:\n  - {param: tp, values: [1]}\n"));
+  EXPECT_NE(bad.find("bytes.yaml:1: byte 9 is not valid UTF-8 (expected a YAML study in UTF-8)"), std::string::npos)
+      << bad;
+  const std::string control = problems(study("bell.yaml", "name: \"a\\x07b\"\nbase: {hw: h100.json, model: gpt3-125m}\n"
+                                                          "axes:\n  - {param: tp, values: [1]}\n"));
+  EXPECT_NE(control.find("/name: expected a name for a folder under sweeps/"), std::string::npos) << control;
+  EXPECT_NE(control.find("got \"a\\x07b\""), std::string::npos) << control;
+  // UTF-8 names are names like any other.
+  EXPECT_EQ(problems(study("utf8.yaml", "name: caf\xc3\xa9\nbase: {hw: h100.json, model: gpt3-125m}\n"
+                                        "axes:\n  - {param: tp, values: [1]}\n")),
+            "");
+}
+
+TEST(Study, AnAliasBombOrDeepNestingIsRefusedNotExpanded) {
+  std::string bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
+  for (char c = 'b'; c <= 'h'; ++c) {
+    bomb += fmt::format("{}: &{} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n", c, c,
+                        fmt::arg("p", static_cast<char>(c - 1)));
+  }
+  const std::string text = problems(study("bomb.yaml", bomb));
+  EXPECT_NE(text.find("more than 1000000 nodes once its aliases are expanded"), std::string::npos) << text;
+  const std::string deep = problems(study("deep.yaml", "base: " + std::string(100, '[') + std::string(100, ']') + "\n"));
+  EXPECT_NE(deep.find("nests deeper than 64 levels"), std::string::npos) << deep;
+}
+
+TEST(Study, AKernelShapeNoPointCanRunIsRefusedWhereItIsGiven) {
+  const std::string base = problems(study("k0.yaml", "kind: kernel\nbase: {hw: h100.json, op: gemm, n: 64, k: 0}\n"
+                                                     "axes:\n  - {param: m, values: [1, 8]}\n"));
+  EXPECT_NE(base.find("k0.yaml:2:/base/k: gemm needs k > 0"), std::string::npos) << base;
+  const std::string axis = problems(study("m0.yaml", "kind: kernel\nbase: {hw: h100.json, op: gemm, n: 64, k: 64}\n"
+                                                     "axes:\n  - {param: m, values: [1, 0, 8]}\n"));
+  EXPECT_NE(axis.find("m0.yaml:4:/axes/0/values/1: gemm needs m > 0"), std::string::npos) << axis;
+  // A shape key of another op, varied for that op, is not this op's problem.
+  EXPECT_EQ(problems(study("mixed.yaml", "kind: kernel\nbase: {hw: h100.json, m: 64, n: 64, k: 64, elements: 1024}\n"
+                                         "axes:\n  - {param: op, values: [gemm, gelu]}\n")),
+            "");
 }
 
 }  // namespace
