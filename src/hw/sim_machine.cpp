@@ -1,5 +1,7 @@
 #include "syntorch/hw/sim_machine.hpp"
 
+#include "syntorch/sim/handler.hpp"
+
 #include <algorithm>
 #include <fmt/format.h>
 #include <cmath>
@@ -85,22 +87,17 @@ void SimMachine::transfer(std::uint32_t from_endpoint, std::uint32_t to_endpoint
                               obj, arg};
   if (scratch_path_.empty() && !std::isfinite(options.rate_cap_bytes_per_s)) {
     // Same endpoint and no memory traffic: only the latency (zero) remains.
-    sim_.at(sim_.now(), &SimMachine::on_arrived, this, slot);
+    sim_.at<&SimMachine::arrived>(sim_.now(), this, slot);
     return;
   }
-  network_.start(scratch_path_, bytes, &SimMachine::on_flow_done, this, slot, options.rate_cap_bytes_per_s);
+  network_.start(scratch_path_, bytes, sim::handler<&SimMachine::flow_done>(), this, slot, options.rate_cap_bytes_per_s);
 }
 
-void SimMachine::on_flow_done(void* obj, std::uint64_t slot) {
-  auto* self = static_cast<SimMachine*>(obj);
-  const Transfer& t = self->transfers_[slot];
-  self->sim_.after(t.latency_ps, &SimMachine::on_arrived, self, slot);
-}
+void SimMachine::flow_done(std::uint32_t slot) { sim_.after<&SimMachine::arrived>(transfers_[slot].latency_ps, this, slot); }
 
-void SimMachine::on_arrived(void* obj, std::uint64_t slot) {
-  auto* self = static_cast<SimMachine*>(obj);
-  const Transfer t = self->transfers_[slot];
-  self->free_transfers_.push_back(static_cast<std::uint32_t>(slot));
+void SimMachine::arrived(std::uint32_t slot) {
+  const Transfer t = transfers_[slot];
+  free_transfers_.push_back(slot);
   if (t.on_done) t.on_done(t.obj, t.arg);
 }
 

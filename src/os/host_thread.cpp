@@ -1,5 +1,7 @@
 #include "syntorch/os/host_thread.hpp"
 
+#include "syntorch/sim/handler.hpp"
+
 #include <exception>
 #include <stdexcept>
 
@@ -224,9 +226,7 @@ HostThread::HostThread(sim::Simulator& sim, ActionSource& source, std::span<Stre
       streams_(streams.begin(), streams.end()),
       sync_latency_ps_(sync_latency_ps) {}
 
-void HostThread::start() { sim_.after(0, &HostThread::on_step, this, 0); }
-
-void HostThread::on_step(void* obj, std::uint64_t) { static_cast<HostThread*>(obj)->step(); }
+void HostThread::start() { sim_.after<&HostThread::step>(0, this); }
 
 void HostThread::step() {
   if (!source_.next(current_)) {
@@ -245,17 +245,17 @@ void HostThread::step() {
         streams_[current_.stream]->enqueue(end + current_.ready_delay_ps, current_.work);
       }
       busy_ps_ += current_.host_ps;
-      sim_.at(end, &HostThread::on_step, this, 0);
+      sim_.at<&HostThread::step>(end, this);
       return;
     }
     case HostAction::Kind::sync: {
       sync_begin_ps_ = now;
       streams_waited_ = streams_.size();
       if (streams_waited_ == 0) {
-        sim_.after(sync_latency_ps_, &HostThread::on_sync_done, this, 0);
+        sim_.after<&HostThread::sync_done>(sync_latency_ps_, this);
         return;
       }
-      for (Stream* s : streams_) s->notify_when_idle(&HostThread::on_stream_idle, this, 0);
+      for (Stream* s : streams_) s->notify_when_idle(sim::handler<&HostThread::stream_idle>(), this, 0);
       return;
     }
     case HostAction::Kind::wait: {
@@ -271,20 +271,18 @@ void HostThread::step() {
 void HostThread::release() {
   if (!waiting_) throw std::logic_error("HostThread::release without a wait");
   waiting_ = false;
-  sim_.after(sync_latency_ps_, &HostThread::on_sync_done, this, 0);
+  sim_.after<&HostThread::sync_done>(sync_latency_ps_, this);
 }
 
-void HostThread::on_stream_idle(void* obj, std::uint64_t) {
-  auto* self = static_cast<HostThread*>(obj);
-  if (--self->streams_waited_ == 0) self->sim_.after(self->sync_latency_ps_, &HostThread::on_sync_done, self, 0);
+void HostThread::stream_idle() {
+  if (--streams_waited_ == 0) sim_.after<&HostThread::sync_done>(sync_latency_ps_, this);
 }
 
-void HostThread::on_sync_done(void* obj, std::uint64_t) {
-  auto* self = static_cast<HostThread*>(obj);
-  const sim::TimePs now = self->sim_.now();
-  self->blocked_ps_ += now - self->sync_begin_ps_;
-  if (self->current_.note) self->current_.note(self->current_.note_obj, self->current_, self->sync_begin_ps_, now);
-  self->step();
+void HostThread::sync_done() {
+  const sim::TimePs now = sim_.now();
+  blocked_ps_ += now - sync_begin_ps_;
+  if (current_.note) current_.note(current_.note_obj, current_, sync_begin_ps_, now);
+  step();
 }
 
 }  // namespace syntorch::os

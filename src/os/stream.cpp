@@ -16,13 +16,12 @@ void Stream::enqueue(sim::TimePs ready_ps, WorkItem work) {
 void Stream::schedule_start() {
   if (start_pending_ || queue_.empty()) return;
   start_pending_ = true;
-  sim_.at(std::max(queue_.front().ready_ps, sim_.now()), &Stream::on_try_start, this, 0);
+  sim_.at<&Stream::start_due>(std::max(queue_.front().ready_ps, sim_.now()), this);
 }
 
-void Stream::on_try_start(void* obj, std::uint64_t) {
-  auto* self = static_cast<Stream*>(obj);
-  self->start_pending_ = false;
-  self->try_start();
+void Stream::start_due() {
+  start_pending_ = false;
+  try_start();
 }
 
 void Stream::try_start() {

@@ -1,5 +1,7 @@
 #include "syntorch/runtime/executor.hpp"
 
+#include "syntorch/sim/handler.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -101,12 +103,10 @@ Executor::Executor(hw::SimMachine& hw)
     : hw_(hw),
       running_on_device_(hw.machine().devices().size(), 0),
       solo_on_device_(hw.machine().devices().size(), kNoSlot) {
-  hw_.set_hbm_observer(&Executor::on_hbm_touched, this);
+  hw_.set_hbm_observer(sim::handler<&Executor::share_device>(), this);
 }
 
 Executor::~Executor() { hw_.set_hbm_observer(nullptr, nullptr); }
-
-void Executor::on_hbm_touched(void* obj, std::uint32_t device) { static_cast<Executor*>(obj)->share_device(device); }
 
 void Executor::launch(const Kernel& kernel, std::uint32_t device, KernelRun& result, sim::EventFn on_done, void* obj,
                       std::uint64_t arg) {
@@ -145,20 +145,19 @@ void Executor::launch(const Kernel& kernel, std::uint32_t device, KernelRun& res
       t = sim::add_time(t, std::max(p.compute_ps, p.memory_ps));
     }
     r.solo = true;
-    r.solo_event = sim.at(t, &Executor::on_solo_done, this, slot);
+    r.solo_event = sim.at<&Executor::solo_done>(t, this, slot);
     solo_on_device_[d] = slot;
     ++solo_kernels_;
     return;
   }
-  pool.acquire(r.plan.units, &Executor::on_units, this, slot);
+  pool.acquire(r.plan.units, sim::handler<&Executor::units_granted>(), this, slot);
 }
 
-void Executor::on_solo_done(void* obj, std::uint64_t slot) {
-  auto* self = static_cast<Executor*>(obj);
-  Running& r = self->running_[slot];
-  self->solo_on_device_[r.device] = kNoSlot;
+void Executor::solo_done(std::uint32_t slot) {
+  Running& r = running_[slot];
+  solo_on_device_[r.device] = kNoSlot;
   r.solo = false;
-  self->finish(static_cast<std::uint32_t>(slot));
+  finish(slot);
 }
 
 void Executor::share_device(std::uint32_t device) {
@@ -177,7 +176,7 @@ void Executor::share_device(std::uint32_t device) {
   r.result->memory_ps = 0;
   sim::TimePs t = sim::add_time(r.result->start_ps, r.result->overhead_ps);
   if (now < t) {
-    sim.at(t, &Executor::on_overhead_done, this, slot);
+    sim.at<&Executor::start_phase>(t, this, slot);
     return;
   }
   for (int i = 0; i < r.plan.count; ++i) {
@@ -194,7 +193,7 @@ void Executor::share_device(std::uint32_t device) {
       r.pending = 2;
       const sim::TimePs compute_end = t + compute;
       if (compute_end > now) {
-        sim.at(compute_end, &Executor::on_phase_compute, this, slot);
+        sim.at<&Executor::phase_compute_done>(compute_end, this, slot);
       } else {
         r.result->compute_ps += compute;
         --r.pending;
@@ -203,14 +202,15 @@ void Executor::share_device(std::uint32_t device) {
       const double left = p.bytes - moved;
       if (p.bytes > 0 && left > 1e-6 * p.bytes && t + memory > now) {
         const sim::ResourceId hbm = hw_.hbm(device);
-        hw_.network().start(std::span(&hbm, 1), left, &Executor::on_phase_memory, this, slot, p.cap_bytes_per_s);
+        hw_.network().start(std::span(&hbm, 1), left, sim::handler<&Executor::phase_memory_done>(), this, slot,
+                            p.cap_bytes_per_s);
       } else {
         r.result->memory_ps += memory;
         --r.pending;
       }
       if (r.pending == 0) {
         ++r.phase;
-        sim.after(0, &Executor::on_overhead_done, this, slot);  // starts the next phase (or finishes)
+        sim.after<&Executor::start_phase>(0, this, slot);  // the next phase (or the end)
       }
       return;
     }
@@ -233,17 +233,12 @@ void Executor::finish(std::uint32_t slot) {
   if (fn) fn(o, a);
 }
 
-void Executor::on_units(void* obj, std::uint64_t slot) {
-  auto* self = static_cast<Executor*>(obj);
-  Running& r = self->running_[slot];
-  const hw::Device& dev = self->hw_.machine().devices()[r.device];
-  r.result->start_ps = self->hw_.simulator().now();
+void Executor::units_granted(std::uint32_t slot) {
+  Running& r = running_[slot];
+  const hw::Device& dev = hw_.machine().devices()[r.device];
+  r.result->start_ps = hw_.simulator().now();
   r.result->overhead_ps = units::seconds_to_ps(dev.compute.kernel_overhead_s);
-  self->hw_.simulator().after(r.result->overhead_ps, &Executor::on_overhead_done, self, slot);
-}
-
-void Executor::on_overhead_done(void* obj, std::uint64_t slot) {
-  static_cast<Executor*>(obj)->start_phase(static_cast<std::uint32_t>(slot));
+  hw_.simulator().after<&Executor::start_phase>(r.result->overhead_ps, this, slot);
 }
 
 void Executor::start_phase(std::uint32_t slot) {
@@ -256,27 +251,26 @@ void Executor::start_phase(std::uint32_t slot) {
   const KernelPhases::Phase& p = r.plan.phases[r.phase];
   r.phase_start_ps = sim.now();
   r.pending = 2;
-  sim.after(units::seconds_to_ps(p.compute_s), &Executor::on_phase_compute, this, slot);
+  sim.after<&Executor::phase_compute_done>(units::seconds_to_ps(p.compute_s), this, slot);
   if (p.bytes > 0) {
     const sim::ResourceId hbm = hw_.hbm(r.device);
-    hw_.network().start(std::span(&hbm, 1), p.bytes, &Executor::on_phase_memory, this, slot, p.cap_bytes_per_s);
+    hw_.network().start(std::span(&hbm, 1), p.bytes, sim::handler<&Executor::phase_memory_done>(), this, slot,
+                        p.cap_bytes_per_s);
   } else {
-    sim.after(0, &Executor::on_phase_memory, this, slot);
+    sim.after<&Executor::phase_memory_done>(0, this, slot);
   }
 }
 
-void Executor::on_phase_compute(void* obj, std::uint64_t slot) {
-  auto* self = static_cast<Executor*>(obj);
-  Running& r = self->running_[slot];
-  r.result->compute_ps += self->hw_.simulator().now() - r.phase_start_ps;
-  self->phase_part_done(static_cast<std::uint32_t>(slot));
+void Executor::phase_compute_done(std::uint32_t slot) {
+  Running& r = running_[slot];
+  r.result->compute_ps += hw_.simulator().now() - r.phase_start_ps;
+  phase_part_done(slot);
 }
 
-void Executor::on_phase_memory(void* obj, std::uint64_t slot) {
-  auto* self = static_cast<Executor*>(obj);
-  Running& r = self->running_[slot];
-  r.result->memory_ps += self->hw_.simulator().now() - r.phase_start_ps;
-  self->phase_part_done(static_cast<std::uint32_t>(slot));
+void Executor::phase_memory_done(std::uint32_t slot) {
+  Running& r = running_[slot];
+  r.result->memory_ps += hw_.simulator().now() - r.phase_start_ps;
+  phase_part_done(slot);
 }
 
 void Executor::phase_part_done(std::uint32_t slot) {
@@ -311,27 +305,25 @@ void Executor::run_collective(const CollectivePlan& plan, sim::EventFn on_done, 
     return;
   }
   for (std::uint32_t i = 0; i < n; ++i) {
-    if (c.waiting[i] == 0) hw_.simulator().after(latency, &Executor::on_transfer_ready, this, pack(slot, i));
+    if (c.waiting[i] == 0) hw_.simulator().after<&Executor::transfer_ready>(latency, this, pack(slot, i));
   }
 }
 
-void Executor::on_transfer_ready(void* obj, std::uint64_t a) {
-  auto* self = static_cast<Executor*>(obj);
-  const RunningCollective& c = self->collectives_[slot_of(a)];
+void Executor::transfer_ready(std::uint64_t a) {
+  const RunningCollective& c = collectives_[slot_of(a)];
   const Transfer& t = c.plan->transfers[index_of(a)];
   hw::TransferOptions options;
   options.touch_hbm = true;
   options.via_comm_engine = true;
   options.rate_cap_bytes_per_s = t.rate_cap_bytes_per_s;
   options.protocol = c.plan->protocol_index;
-  self->hw_.transfer(t.src_endpoint, t.dst_endpoint, t.bytes, &Executor::on_transfer_done, self, a, options);
+  hw_.transfer(t.src_endpoint, t.dst_endpoint, t.bytes, sim::handler<&Executor::transfer_done>(), this, a, options);
 }
 
-void Executor::on_transfer_done(void* obj, std::uint64_t a) {
-  auto* self = static_cast<Executor*>(obj);
+void Executor::transfer_done(std::uint64_t a) {
   const std::uint32_t slot = slot_of(a);
-  RunningCollective& c = self->collectives_[slot];
-  const sim::TimePs now = self->hw_.simulator().now();
+  RunningCollective& c = collectives_[slot];
+  const sim::TimePs now = hw_.simulator().now();
   const sim::TimePs synced = now + units::seconds_to_ps(c.plan->step_latency_s);
   const std::uint32_t done = index_of(a);
   for (std::uint32_t s : c.successors[done]) {
@@ -341,14 +333,14 @@ void Executor::on_transfer_done(void* obj, std::uint64_t a) {
                                   c.plan->transfers[s].deps.end();
     c.ready_ps[s] = std::max(c.ready_ps[s], ordered_only ? now : synced);
     if (--c.waiting[s] == 0) {
-      self->hw_.simulator().after(c.ready_ps[s] - now, &Executor::on_transfer_ready, self, pack(slot, s));
+      hw_.simulator().after<&Executor::transfer_ready>(c.ready_ps[s] - now, this, pack(slot, s));
     }
   }
   if (++c.finished == c.plan->transfers.size()) {
     const sim::EventFn fn = c.on_done;
     void* o = c.obj;
     const std::uint64_t ar = c.arg;
-    self->free_collectives_.push_back(slot);
+    free_collectives_.push_back(slot);
     if (fn) fn(o, ar);
   }
 }

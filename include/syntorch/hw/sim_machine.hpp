@@ -56,7 +56,8 @@ class SimMachine {
 
   // Told, before a transfer starts, of each device whose HBM it crosses (so a component that
   // models a device's work in closed form while nothing else touches it can stop doing so).
-  using HbmObserver = void (*)(void* obj, std::uint32_t device);
+  // An EventFn called at once, with the device as its argument: sim::handler<&C::method>().
+  using HbmObserver = sim::EventFn;
   void set_hbm_observer(HbmObserver fn, void* obj) {
     hbm_observer_ = fn;
     hbm_observer_obj_ = obj;
@@ -69,8 +70,9 @@ class SimMachine {
     void* obj;
     std::uint64_t arg;
   };
-  static void on_flow_done(void* obj, std::uint64_t slot);
-  static void on_arrived(void* obj, std::uint64_t slot);
+  // Events: a transfer's flow has drained; its last byte has arrived (after the route's latency).
+  void flow_done(std::uint32_t slot);
+  void arrived(std::uint32_t slot);
 
   sim::Simulator& sim_;
   const Machine& machine_;

@@ -181,10 +181,11 @@ class HostThread {
   sim::TimePs blocked_ps() const { return blocked_ps_; } // host time waiting in synchronisations
 
  private:
-  static void on_step(void* obj, std::uint64_t arg);
-  static void on_stream_idle(void* obj, std::uint64_t arg);
-  static void on_sync_done(void* obj, std::uint64_t arg);
+  // Events: the next action; a stream a synchronisation waits for is idle; the synchronisation
+  // returns to the host.
   void step();
+  void stream_idle();
+  void sync_done();
 
   sim::Simulator& sim_;
   ActionSource& source_;

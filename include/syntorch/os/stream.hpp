@@ -71,7 +71,7 @@ class Stream {
     sim::TimePs ready_ps;
     WorkItem work;
   };
-  static void on_try_start(void* obj, std::uint64_t arg);
+  void start_due();  // the event schedule_start() queues
   void end_current();  // the running item's end (throws when nothing runs)
   void try_start();
   void schedule_start();
@@ -81,7 +81,7 @@ class Stream {
   std::uint32_t index_;
   std::deque<Entry> queue_;
   bool running_ = false;
-  bool start_pending_ = false;  // an on_try_start event is queued
+  bool start_pending_ = false;  // a start_due event is queued
   sim::TimePs current_start_ps_ = 0;
   sim::TimePs busy_ps_ = 0;
   std::uint64_t started_ = 0;

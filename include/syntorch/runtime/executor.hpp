@@ -106,14 +106,14 @@ class Executor {
  private:
   struct Running;
   struct RunningCollective;
-  static void on_units(void* obj, std::uint64_t slot);
-  static void on_phase_compute(void* obj, std::uint64_t slot);
-  static void on_phase_memory(void* obj, std::uint64_t slot);
-  static void on_overhead_done(void* obj, std::uint64_t slot);
-  static void on_transfer_ready(void* obj, std::uint64_t slot);
-  static void on_transfer_done(void* obj, std::uint64_t slot);
-  static void on_solo_done(void* obj, std::uint64_t slot);
-  static void on_hbm_touched(void* obj, std::uint32_t device);
+  // Events (member functions scheduled through sim::handler): a slot of running_ or a packed
+  // collective transfer.
+  void units_granted(std::uint32_t slot);
+  void phase_compute_done(std::uint32_t slot);
+  void phase_memory_done(std::uint32_t slot);
+  void transfer_ready(std::uint64_t packed);
+  void transfer_done(std::uint64_t packed);
+  void solo_done(std::uint32_t slot);
   void finish(std::uint32_t slot);
   void start_phase(std::uint32_t slot);
   void phase_part_done(std::uint32_t slot);

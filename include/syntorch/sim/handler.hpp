@@ -1,8 +1,10 @@
 #pragma once
 // Typed member-function handlers for the simulator's plain function-pointer callbacks.
 // `handler<&Flow::finish>()` is an EventFn that calls obj->finish(arg) (or obj->finish() for a
-// method without an argument) on the object it is given: the cast from the callback's object
-// pointer back to the class lives here, generated at compile time, and nowhere else.
+// method without an argument) on the object it is given. No code casts a callback's object pointer
+// back by hand: the casts are generated at compile time, here for events and in the typed
+// registration helpers of the other callbacks (ServerPool::set_observer, FlowNetwork::set_observer,
+// os::work_item, HostAction::set_note).
 
 #include <cstdint>
 
