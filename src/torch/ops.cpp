@@ -34,6 +34,7 @@ Tensor factory(IntArrayRef sizes, const TensorOptions& options, std::string_view
       ctx->host_op(name);
     }
   }
+  if (options.requires_grad()) out.requires_grad_(true);
   return out;
 }
 

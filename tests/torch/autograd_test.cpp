@@ -148,6 +148,22 @@ TEST(Autograd, NoGradRecordsNothingAndInPlaceOnALeafIsRefused) {
   EXPECT_THROW(torch::sum(torch::empty({2, 2})).backward(), torch::Error);  // nothing requires grad
 }
 
+TEST(Autograd, AFactorysRequiresGradOptionMakesALeafThatRequiresGrad) {
+  FakeRank rank;
+  runtime::RankGuard guard(&rank);
+  const auto options = torch::TensorOptions().dtype(torch::kFloat16).requires_grad(true);
+  EXPECT_TRUE(options.requires_grad());
+  EXPECT_FALSE(options.requires_grad(false).requires_grad());
+  auto w = torch::randn({8, 8}, options);
+  EXPECT_TRUE(w.requires_grad());
+  EXPECT_EQ(w.grad_fn(), nullptr);  // a leaf
+  auto loss = torch::sum(torch::matmul(torch::empty({2, 8}, torch::kFloat16), w));
+  EXPECT_TRUE(loss.requires_grad());
+  loss.backward();
+  EXPECT_TRUE(w.grad().defined());
+  EXPECT_FALSE(torch::zeros({2}, torch::TensorOptions().dtype(torch::kFloat16)).requires_grad());
+}
+
 TEST(Autograd, BackwardTwiceNeedsRetainGraph) {
   FakeRank rank;
   runtime::RankGuard guard(&rank);

@@ -149,8 +149,13 @@ class TensorOptions {
     o.device_ = d;
     return o;
   }
-  // Accepted for source compatibility; gradients are not simulated.
-  TensorOptions requires_grad(bool) const { return *this; }
+  // A factory's tensor is a leaf that requires grad (torch::randn(..., opts.requires_grad(true))).
+  TensorOptions requires_grad(bool requires_grad) const {
+    TensorOptions o = *this;
+    o.requires_grad_ = requires_grad;
+    return o;
+  }
+  bool requires_grad() const { return requires_grad_; }
 
   ScalarType dtype() const { return dtype_ ? *dtype_ : get_default_dtype(); }
   Device device() const { return device_; }
@@ -158,6 +163,7 @@ class TensorOptions {
 
  private:
   std::optional<ScalarType> dtype_;
+  bool requires_grad_ = false;
   Device device_{DeviceType::CUDA};
 };
 

@@ -1,10 +1,11 @@
 #pragma once
-// RAII guards of the torch layer: gradient-mode guards (kept for source compatibility; autograd is
-// not simulated), trace scopes for model structure, and the memory-purpose guard that says what
-// new allocations are for (weights, KV cache, activations).
+// RAII guards of the torch layer: gradient-mode guards (NoGradGuard, InferenceMode: no backward
+// nodes are recorded in their scope), trace scopes for model structure, and the memory-purpose
+// guard that says what new allocations are for (weights, KV cache, activations).
+
+#include <string_view>
 
 #include "syntorch/torch/autograd.hpp"
-#include <string_view>
 
 #include "syntorch/os/caching_allocator.hpp"
 #include "syntorch/runtime/rank_context.hpp"
