@@ -27,7 +27,8 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// Machines by (file, overrides), shared by every point that uses them (a Machine is immutable).
+// Machines by (file, overrides), shared by every point of one run_points call that uses them (a
+// Machine is immutable); the call owns it, so nothing outlives the sweep.
 class MachineCache {
  public:
   std::shared_ptr<const hw::Machine> get(const std::string& file, const std::vector<std::string>& sets) {
@@ -50,11 +51,6 @@ class MachineCache {
   std::map<std::string, std::shared_ptr<const hw::Machine>> machines_;
 };
 
-MachineCache& machines() {
-  static MachineCache cache;
-  return cache;
-}
-
 runtime::KernelPolicy policy_of(const std::map<std::string, std::string>& params, const fs::path& dir) {
   Diagnostics d;
   const auto it = params.find("policy");
@@ -64,10 +60,10 @@ runtime::KernelPolicy policy_of(const std::map<std::string, std::string>& params
   return p;
 }
 
-void simulate(const Study& study, const Point& point, SweepRow& row) {
+void simulate(const Study& study, const Point& point, MachineCache& machines, SweepRow& row) {
   const auto& p = point.params;
   const fs::path dir = fs::path(study.file).parent_path();
-  const auto machine = machines().get((dir / p.at("hw")).string(), point.sets);
+  const auto machine = machines.get((dir / p.at("hw")).string(), point.sets);
   session::RunSpec spec;
   Diagnostics d;
   for (const auto& [key, value] : p) session::set_run_parameter(spec, key, value, d, "point");  // hw, policy: not run parameters
@@ -100,10 +96,10 @@ void simulate(const Study& study, const Point& point, SweepRow& row) {
   for (const GenerationMetric& m : generation_metrics()) row.metrics.push_back(m.value(r, spec));
 }
 
-void kernel(const Study& study, const Point& point, SweepRow& row) {
+void kernel(const Study& study, const Point& point, MachineCache& machines, SweepRow& row) {
   const auto& p = point.params;
   const fs::path dir = fs::path(study.file).parent_path();
-  const auto machine = machines().get((dir / p.at("hw")).string(), point.sets);
+  const auto machine = machines.get((dir / p.at("hw")).string(), point.sets);
   row.metrics.assign(kernel_metrics().size(), kNaN);
   runtime::OpDesc op;
   Diagnostics d;
@@ -128,15 +124,14 @@ std::string format_duration(double s) {
   return total >= 3600 ? fmt::format("{}h{:02}m", total / 3600, total / 60 % 60) : fmt::format("{}:{:02}", total / 60, total % 60);
 }
 
-}  // namespace
-
-SweepRow run_point(const Study& study, const Point& point, std::size_t index) {
+// One point (thread-safe).
+SweepRow run_point(const Study& study, const Point& point, std::size_t index, MachineCache& machines) {
   SweepRow row;
   row.index = index;
   row.axis_values = point.axis_values;
   try {
-    if (study.kind == StudyKind::simulate) simulate(study, point, row);
-    else kernel(study, point, row);
+    if (study.kind == StudyKind::simulate) simulate(study, point, machines, row);
+    else kernel(study, point, machines, row);
   } catch (const InputError& e) {
     row.status = "error";
     row.reason = e.diagnostics().items().empty() ? "invalid input" : e.diagnostics().items()[0].message;
@@ -150,6 +145,8 @@ SweepRow run_point(const Study& study, const Point& point, std::size_t index) {
   return row;
 }
 
+}  // namespace
+
 std::vector<SweepRow> run_points(const Study& study, const std::vector<Point>& points, const std::vector<std::size_t>& which_in,
                             const SweepOptions& o) {
   std::vector<std::size_t> which = which_in;
@@ -157,13 +154,14 @@ std::vector<SweepRow> run_points(const Study& study, const std::vector<Point>& p
     for (std::size_t i = 0; i < points.size(); ++i) which.push_back(i);
   }
   std::vector<SweepRow> rows(which.size());
+  MachineCache machines;  // outlives the workers, which are joined below
   std::atomic<std::size_t> next{0};
   std::atomic<std::size_t> done{0};
   auto worker = [&] {
     while (!(o.stop && o.stop->load())) {
       const std::size_t k = next.fetch_add(1);
       if (k >= which.size()) return;
-      rows[k] = run_point(study, points[which[k]], which[k]);
+      rows[k] = run_point(study, points[which[k]], which[k], machines);
       done.fetch_add(1);
     }
   };

@@ -37,7 +37,4 @@ struct SweepOptions {
 std::vector<SweepRow> run_points(const Study& study, const std::vector<Point>& points, const std::vector<std::size_t>& which,
                             const SweepOptions& options);
 
-// One point (thread-safe).
-SweepRow run_point(const Study& study, const Point& point, std::size_t index);
-
 }  // namespace syntorch::session
