@@ -186,6 +186,10 @@ bool validate_run(const RunSpec& s, const hw::Machine& machine, Diagnostics& d, 
 
 DType activation_dtype(DType dtype) { return dtype == DType::fp8 ? DType::fp16 : dtype; }
 
+double utilisation_peak_ops_per_s(const hw::Device& device, DType dtype, const runtime::KernelPolicy& policy) {
+  return device.compute.peak_ops_per_s(policy.entry(runtime::OpKind::gemm).precision.value_or(dtype));
+}
+
 DType kv_cache_dtype(const RunSpec& s) {
   if (s.kv_dtype) return *s.kv_dtype;
   return s.dtype == DType::fp8 ? DType::fp8 : s.dtype;
@@ -255,7 +259,7 @@ RunReport simulate_generation(const hw::Machine& machine, const runtime::KernelP
   TimeBreakdown& b = report.breakdown;
   for (const auto& rank : r.ranks) {
     flops += rank.flops;
-    peak += machine.devices()[rank.device].compute.peak_matrix_ops_per_s(spec.dtype);
+    peak += utilisation_peak_ops_per_s(machine.devices()[rank.device], spec.dtype, policy);
     b.compute_s += units::ps_to_seconds(rank.compute_bound_ps);
     b.memory_s += units::ps_to_seconds(rank.memory_bound_ps);
     b.communication_s += units::ps_to_seconds(rank.communication_ps);

@@ -1,5 +1,7 @@
 #include "syntorch/session/train.hpp"
 
+#include "syntorch/session/simulate.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -296,7 +298,7 @@ TrainReport simulate_training(const hw::Machine& machine, const runtime::KernelP
   // (each iteration ends synchronised).
   double executed = 0, peak = 0, communication = 0, side = 0;
   for (const auto& rank : r.ranks) {
-    peak += machine.devices()[rank.device].compute.peak_matrix_ops_per_s(spec.dtype);
+    peak += utilisation_peak_ops_per_s(machine.devices()[rank.device], spec.dtype, policy);
     if (rank.steps.size() < 2) continue;
     const runtime::ScopeTiming& before = rank.steps[rank.steps.size() - 2];
     const runtime::ScopeTiming& last = rank.steps.back();

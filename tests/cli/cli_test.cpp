@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -90,6 +91,33 @@ TEST(Cli, HelpAndShowNameTheZoosModels) {
   EXPECT_EQ(typo.code, kExitBadInput);
   EXPECT_NE(typo.err.find("unknown model \"llama3-405b\", did you mean \"llama3.1-405b\"?"), std::string::npos)
       << typo.err;
+}
+
+TEST(Cli, UtilisationNeverPassesTheDevicesPeak) {
+  // Matrix units slower than the vector units (a what-if config may say so): decode's GEMVs run on
+  // the vector units, and the utilisation divides by the faster; a policy that runs the GEMMs in
+  // int8 is measured against the int8 peak.
+  const std::string npu = "hw_configs/npu_systolic_4x.json";
+  const std::string slow = "/components/npu/components/mxu/matrix_ops_per_cycle/bf16=1.5";
+  for (const std::vector<std::string>& extra : {std::vector<std::string>{"--set", slow},
+                                                {"--set", slow, "--policy", "gemm=auto:int8,bmm=auto:int8"}}) {
+    std::vector<std::string> args{"simulate", "--model", "gpt3-125m", "--hw", npu, "--dtype", "bf16",
+                                  "--input-tokens", "1", "--output-tokens", "16", "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const Result r = run_cli(args);
+    ASSERT_EQ(r.code, kExitOk) << r.err;
+    const double mfu = nlohmann::json::parse(r.out).at("mfu").get<double>();
+    EXPECT_GT(mfu, 0) << extra.back();
+    EXPECT_LE(mfu, 1.0) << extra.back();
+  }
+  // An ops value whose peak would not be a number is refused where it is given.
+  const Result huge = run_cli({"hw", "show", npu, "--set", "/components/npu/components/mxu/matrix_ops_per_cycle/bf16=1e300"});
+  EXPECT_EQ(huge.code, kExitBadInput);
+  EXPECT_NE(huge.err.find("matrix_ops_per_cycle/bf16: expected a positive number of operations per cycle per unit, at "
+                          "most 1e+09, got 1e+300"),
+            std::string::npos)
+      << huge.err;
+  EXPECT_EQ(huge.out.find("inf"), std::string::npos) << huge.out;
 }
 
 TEST(Cli, ShowAppliesSetOverrides) {

@@ -3,6 +3,7 @@
 // validation and before anything is built (parse, validate all, then construct). Quantities are
 // SI numbers whose units are in the field names.
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -54,6 +55,9 @@ struct ComputeSpec {
   std::string ops_supported_pointer;              // where the config says so, for messages
   double peak_matrix_ops_per_s(DType t) const;   // 0 when the dtype is not supported
   double peak_vector_ops_per_s(DType t) const;
+  // The fastest the unit runs the dtype, on whichever of its units is faster: what a utilisation
+  // divides by, so that no kernel can run above it.
+  double peak_ops_per_s(DType t) const { return std::max(peak_matrix_ops_per_s(t), peak_vector_ops_per_s(t)); }
 };
 
 // A device's main memory (HBM, GDDR, DRAM): capacity and peak bandwidth.

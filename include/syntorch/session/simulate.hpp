@@ -29,6 +29,10 @@ DType activation_dtype(DType dtype);
 // quantises the KV cache too), else the activations'.
 DType kv_cache_dtype(const struct RunSpec& spec);
 
+// What model FLOPs utilisation divides by on one device: its peak in the precision the run's GEMMs
+// run at (the policy's GEMM precision, else the run's dtype), on its fastest unit for it.
+double utilisation_peak_ops_per_s(const hw::Device& device, DType dtype, const runtime::KernelPolicy& policy);
+
 struct RunSpec {
   std::shared_ptr<const models::Model> model;  // from models::parse_model
   int tp = 1;
