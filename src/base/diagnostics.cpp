@@ -10,24 +10,24 @@ std::string Diagnostic::to_string() const {
   return fmt::format("{}:{}: {}", where, path, message);
 }
 
-namespace {
-// Long text echoed back (a 2 MiB key, a pasted file) is cut: the start says enough.
-std::string cut(std::string text, std::size_t most) {
-  if (text.size() <= most) return text;
-  const std::size_t dropped = text.size() - most;
-  text.resize(most);
-  while (!text.empty() && (static_cast<unsigned char>(text.back()) & 0xC0) == 0x80) text.pop_back();  // whole UTF-8
-  if (!text.empty() && static_cast<unsigned char>(text.back()) >= 0xC0) text.pop_back();
-  return text + fmt::format("... ({} more bytes)", dropped);
+std::string clip(std::string_view text, std::size_t most) {
+  if (text.size() <= most) return std::string(text);
+  std::size_t keep = most;
+  while (keep > 0 && (static_cast<unsigned char>(text[keep]) & 0xC0) == 0x80) --keep;  // whole UTF-8 characters
+  return fmt::format("{}... ({} more bytes)", text.substr(0, keep), text.size() - keep);
 }
-}  // namespace
 
-void Diagnostics::error(std::string where, std::string path, std::string message) {
-  items_.push_back({cut(std::move(where), 300), cut(std::move(path), 300), cut(std::move(message), 2000)});
+void Diagnostics::error(std::string_view where, std::string_view path, std::string_view message) {
+  if (items_.size() >= kMaxKept) {
+    ++dropped_;
+    return;
+  }
+  items_.push_back({clip(where, 300), clip(path, 300), clip(message, 2000)});
 }
 
 void Diagnostics::append(const Diagnostics& other) {
-  items_.insert(items_.end(), other.items_.begin(), other.items_.end());
+  for (const Diagnostic& d : other.items_) error(d.where, d.path, d.message);
+  dropped_ += other.dropped_;
 }
 
 std::string Diagnostics::to_string() const {
@@ -36,6 +36,7 @@ std::string Diagnostics::to_string() const {
     out += d.to_string();
     out += '\n';
   }
+  if (dropped_ > 0) out += fmt::format("... and {} more problem{}\n", dropped_, dropped_ == 1 ? "" : "s");
   return out;
 }
 

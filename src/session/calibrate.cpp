@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <unordered_set>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -79,13 +80,13 @@ class Objective {
 
   // Mean squared log error over the rows that ran at the start; a row that stops running (the
   // config refuses the values) costs as much as a factor of e^10 off.
-  double cost(const std::vector<double>& log_scale, const std::vector<std::string>& ran) {
+  double cost(const std::vector<double>& log_scale, const std::unordered_set<std::string>& ran, std::size_t ran_rows) {
     double sum = 0;
     for (const ValidationRow& r : rows(log_scale)) {
-      if (std::find(ran.begin(), ran.end(), r.id) == ran.end()) continue;
+      if (!ran.count(r.id)) continue;
       sum += squared_log_error(r).value_or(100.0);
     }
-    return sum / static_cast<double>(ran.size());
+    return sum / static_cast<double>(ran_rows);
   }
 
   int evaluations() const { return evaluations_; }
@@ -221,9 +222,13 @@ CalibrationReport calibrate(const CalibrateOptions& o) {
   Objective objective(o, report.hw, start);
   const std::vector<double> zero(start.size(), 0.0);
   report.before = objective.rows(zero);
-  std::vector<std::string> ran;
+  std::unordered_set<std::string> ran;  // the ids of the rows that ran, looked up once a row an evaluation
+  std::size_t ran_rows = 0;              // and how many rows they are (a file may repeat an id)
   for (const ValidationRow& r : report.before) {
-    if (r.status == "ok") ran.push_back(r.id);
+    if (r.status == "ok") {
+      ran.insert(r.id);
+      ++ran_rows;
+    }
   }
   if (ran.empty()) {
     d.error(o.measurements, "hw",
@@ -235,7 +240,7 @@ CalibrationReport calibrate(const CalibrateOptions& o) {
   }
   int used = 0;
   const std::vector<double> best = nelder_mead(
-      upper, [&](const std::vector<double>& x) { return objective.cost(x, ran); }, o.max_evaluations, used);
+      upper, [&](const std::vector<double>& x) { return objective.cost(x, ran, ran_rows); }, o.max_evaluations, used);
   report.after = objective.rows(best);
   report.evaluations = objective.evaluations();
   for (std::size_t i = 0; i < start.size(); ++i) {

@@ -64,7 +64,7 @@ TEST(Diagnostics, DidYouMeanLooksPastVersionSeparatorsAndSpelling) {
   EXPECT_EQ(closest_match("gpt3-6b", zoo), "gpt3-6.7b");
   EXPECT_EQ(closest_match("GPT3-175B", zoo), "gpt3-175b");
   EXPECT_EQ(closest_match("mixtral", zoo), "");
-  EXPECT_EQ(closest_match(std::string(10'000'000, 'x'), zoo), "");  // a pasted file: no quadratic work
+  EXPECT_EQ(closest_match(std::string(1'000'000, 'x'), zoo), "");  // a pasted file: no quadratic work
   EXPECT_EQ(did_you_mean("llama3-405b", zoo), ", did you mean \"llama3.1-405b\"?");
 }
 
@@ -73,6 +73,27 @@ TEST(Diagnostics, FormatsFilePathAndMessage) {
   d.error("hw_configs/h100.json", "/components/hbm/bandwidth", "expected a bandwidth");
   d.error("--set", "", "bad");
   EXPECT_EQ(d.to_string(), "hw_configs/h100.json:/components/hbm/bandwidth: expected a bandwidth\n--set: bad\n");
+}
+
+TEST(Diagnostics, KeepsTheFirstHundredProblemsAndCountsTheRest) {
+  Diagnostics d;
+  for (int i = 0; i < 1000; ++i) d.error(std::string(1 << 16, 'w'), "", "problem " + std::to_string(i));
+  EXPECT_EQ(d.size(), 1000u);  // every problem counts
+  EXPECT_EQ(d.items().size(), Diagnostics::kMaxKept);
+  const std::string text = d.to_string();
+  EXPECT_NE(text.find("problem 99\n"), std::string::npos);
+  EXPECT_EQ(text.find("problem 100\n"), std::string::npos);
+  EXPECT_NE(text.find("... and 900 more problems\n"), std::string::npos);
+  EXPECT_LT(text.size(), 64u << 10);  // each where cut to 300 bytes
+  Diagnostics merged;
+  merged.append(d);
+  EXPECT_EQ(merged.size(), 1000u);
+}
+
+TEST(Diagnostics, ClipCutsAtACharacterAndSaysHowMuchWasLeft) {
+  EXPECT_EQ(clip("short", 10), "short");
+  EXPECT_EQ(clip("abcdefghij", 4), "abcd... (6 more bytes)");
+  EXPECT_EQ(clip("ab\xc3\xa9" "cd", 3), "ab... (4 more bytes)");  // not half of the é
 }
 
 }  // namespace

@@ -27,7 +27,8 @@ std::string unknown_subcommand(CLI::App& app, const std::vector<std::string>& ar
       if (s->get_name() == a) next = s;
     }
     if (!next) {
-      return "unknown subcommand \"" + a + "\" for " + path + did_you_mean(a, names) + " (valid: " + join(names) + ")";
+      return "unknown subcommand \"" + clip(a, 200) + "\" for " + path + did_you_mean(a, names) + " (valid: " + join(names) +
+             ")";
     }
     current = next;
     path += " " + a;
@@ -98,8 +99,10 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   try {
     app.parse(rest);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e, out, err);
-    return code == 0 ? kExitOk : kExitBadInput;
+    if (e.get_exit_code() == 0) return app.exit(e, out, err) == 0 ? kExitOk : kExitBadInput;  // --help, --version
+    // CLI11's message quotes the argument whole: a pasted file would come back in full.
+    err << clip(e.what(), 2000) << "\nRun with --help for more information.\n";
+    return kExitBadInput;
   }
   if (!ctx.action) return kExitBadInput;
   try {

@@ -59,13 +59,15 @@ int run_validate(const ValidateOptions& o, Context& ctx) {
   ctx.out << fmt::format("{:<6} {:<10} {:<16} {:>12} {:>12} {:>8}  {}\n", "id", "op", "hw", "measured", "predicted",
                          "error", "note");
   for (const session::ValidationRow& r : report.rows) {
-    const std::string measured = fmt::format("{:.4g} {}", r.measured, r.unit);
+    // The table's columns are cut (a row's id may be a pasted megabyte); the JSON keeps them whole.
+    const std::string id = clip(r.id, 60), op = clip(r.op, 60), hw = clip(r.hw, 60), unit = clip(r.unit, 60);
+    const std::string measured = fmt::format("{:.4g} {}", r.measured, unit);
     if (r.status == "ok") {
-      ctx.out << fmt::format("{:<6} {:<10} {:<16} {:>12} {:>12} {:>7.1f}%\n", r.id, r.op, r.hw, measured,
-                             fmt::format("{:.4g} {}", r.predicted, r.unit), r.error_pct);
+      ctx.out << fmt::format("{:<6} {:<10} {:<16} {:>12} {:>12} {:>7.1f}%\n", id, op, hw, measured,
+                             fmt::format("{:.4g} {}", r.predicted, unit), r.error_pct);
     } else {
-      ctx.out << fmt::format("{:<6} {:<10} {:<16} {:>12} {:>12} {:>8}  {}: {}\n", r.id, r.op, r.hw, measured, "-", "-",
-                             r.status, r.reason);
+      ctx.out << fmt::format("{:<6} {:<10} {:<16} {:>12} {:>12} {:>8}  {}: {}\n", id, op, hw, measured, "-", "-",
+                             r.status, clip(r.reason, 2000));
     }
   }
   for (const auto* by : {&report.by_op, &report.by_family}) {

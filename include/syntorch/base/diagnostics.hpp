@@ -18,18 +18,28 @@ struct Diagnostic {
   std::string to_string() const;  // "where:path: message"
 };
 
+// Problems past the first kMaxKept are counted, not kept: a file with a million bad lines costs a
+// count, and its report says how many more there were. Long text echoed back (a pasted file as a
+// key) is cut before it is copied.
 class Diagnostics {
  public:
-  void error(std::string where, std::string path, std::string message);
+  static constexpr std::size_t kMaxKept = 100;
+
+  void error(std::string_view where, std::string_view path, std::string_view message);
   void append(const Diagnostics& other);
   bool empty() const { return items_.empty(); }
-  std::size_t size() const { return items_.size(); }
+  std::size_t size() const { return items_.size() + dropped_; }  // every problem, kept or counted
   const std::vector<Diagnostic>& items() const { return items_; }
-  std::string to_string() const;  // one line per diagnostic
+  std::string to_string() const;  // one line per kept diagnostic, then "... and N more problems"
 
  private:
   std::vector<Diagnostic> items_;
+  std::size_t dropped_ = 0;
 };
+
+// `text` for a message: at most `most` bytes (whole UTF-8 characters), the rest named by its
+// length ("... (10485760 more bytes)").
+std::string clip(std::string_view text, std::size_t most);
 
 // Thrown by loaders when their input has one or more problems.
 class InputError : public std::runtime_error {
