@@ -140,6 +140,7 @@ class Session {
 // Many ranks from Python: each rank's program is a Python call on a thread of its own, holding
 // the interpreter's lock while it runs Python and giving it up whenever its queue or the gate
 // makes it wait (os::set_thread_blocking_hooks); the simulation runs on the caller's thread.
+// Per thread: PyEval_SaveThread and PyEval_RestoreThread pair up on the thread that waits.
 thread_local PyThreadState* t_saved_state = nullptr;
 void release_interpreter() { t_saved_state = PyEval_SaveThread(); }
 void reacquire_interpreter() {

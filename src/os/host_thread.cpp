@@ -13,6 +13,7 @@ ActionQueue::ActionQueue(std::size_t batch_size, std::size_t max_batches)
 }
 
 namespace {
+// The hooks belong to the thread that waits: only it holds the lock (Python's) they release.
 thread_local BlockingHooks t_hooks;
 
 // The hooks around one wait of this thread.

@@ -10,6 +10,8 @@
 namespace syntorch::parallel {
 
 namespace {
+// Megatron's process-wide parallel_state, one per rank program (each runs on its own thread, as
+// each Megatron rank is its own process); initialize_model_parallel sets it afresh for a run.
 thread_local ParallelState t_state;
 
 ProcessGroup make_group(runtime::RankContext* ctx, std::vector<int> ranks, int me) {

@@ -14,6 +14,9 @@ OutOfMemory::OutOfMemory(int rank, std::uint64_t requested_bytes, std::string wh
       what_(std::move(what)) {}
 
 namespace {
+// Thread-local because each rank's program runs on a thread of its own: the rank whose program runs
+// here (RankGuard), so torch calls need no context argument, as libtorch's do not; and what its
+// new allocations are for (MemoryUseGuard), which one rank's guard must not set for another's.
 thread_local RankContext* t_current = nullptr;
 thread_local os::MemoryUse t_use = os::MemoryUse::activations;
 }  // namespace

@@ -20,6 +20,7 @@ struct CachedCast {
   Tensor source, cast;
   bool with_history;  // made with grad mode on (the cast records its backward)
 };
+// Per thread, as the state above; emptied when the outermost autocast region ends.
 thread_local std::unordered_map<const detail::TensorImpl*, CachedCast> t_cache;
 
 bool eligible(const Tensor& t) {

@@ -20,6 +20,8 @@ namespace autograd {
 
 namespace {
 
+// Per thread, as PyTorch's GradMode and sequence numbers: each rank program's no_grad is its own,
+// and each numbers its nodes alone (deterministic however the threads interleave).
 thread_local bool t_grad_enabled = true;
 thread_local std::uint64_t t_next_sequence_nr = 0;
 
@@ -65,7 +67,7 @@ class AccumulateGrad final : public Node {
 };
 
 // Nodes whose last owner goes away are destroyed here one at a time, not recursively: a graph
-// can be thousands of nodes deep.
+// can be thousands of nodes deep. Per thread: ranks destroy their graphs at the same time.
 thread_local std::vector<std::shared_ptr<Node>>* t_graveyard = nullptr;
 
 void bury(std::vector<Edge>& edges) noexcept {

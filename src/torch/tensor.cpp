@@ -15,11 +15,12 @@ namespace detail {
 
 namespace {
 
-// Released impls waiting for reuse on this thread. The state (trivially destructible, so still
+// Released impls waiting for reuse on this thread (per thread: impls are released on their rank
+// program's thread, so the pool needs no lock). The state (trivially destructible, so still
 // readable during thread exit) keeps tensors released after the pool is destroyed away from it.
 constexpr std::size_t kPoolCapacity = 4096;
 enum class PoolState : std::uint8_t { unused, alive, destroyed };
-thread_local PoolState t_pool_state = PoolState::unused;
+thread_local PoolState t_pool_state = PoolState::unused;  // per thread, as the pool
 struct ImplPool {
   std::vector<TensorImpl*> free;
   ImplPool() {
@@ -80,7 +81,7 @@ void release(TensorImpl* impl) noexcept {
 }
 
 Sizes& scratch(int slot) {
-  thread_local Sizes buffers[2];
+  thread_local Sizes buffers[2];  // per thread: rank programs run at once; used until the caller returns
   Sizes& b = buffers[slot];
   b.clear();
   return b;

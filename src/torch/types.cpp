@@ -8,6 +8,8 @@ namespace {
 constexpr std::array<std::string_view, 12> kNames{"Double", "Float", "Half",  "BFloat16",     "Float8_e4m3fn",
                                                   "Float4", "Char",  "Int",   "Long",         "Bool",
                                                   "ComplexFloat",    "ComplexDouble"};
+// Per rank program (each on its own thread): PyTorch keeps these per process, and each simulated
+// rank is a process of its own, so one rank's setting must not change another's.
 thread_local ScalarType t_default_dtype = ScalarType::Float;
 thread_local std::string_view t_matmul_precision = "highest";
 thread_local std::uint8_t t_sdp_enabled = kAllSdpBackends;

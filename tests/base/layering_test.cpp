@@ -66,4 +66,34 @@ TEST(Layering, ModulesIncludeOnlyModulesBelowThem) {
   EXPECT_TRUE(seen_modules.count("bench"));
 }
 
+// State per thread is state per rank program (each runs on a thread of its own), and a reader must
+// be told why a variable is that: every thread_local carries a comment, on its line or just above
+// it (a run of them shares one).
+TEST(Layering, EveryThreadLocalSaysWhy) {
+  const fs::path root(SYNTORCH_SOURCE_DIR);
+  int found = 0;
+  for (const char* top : {"src", "include", "tools", "python/src"}) {
+    for (const auto& entry : fs::recursive_directory_iterator(root / top)) {
+      const auto ext = entry.path().extension();
+      if (!entry.is_regular_file() || (ext != ".cpp" && ext != ".hpp")) continue;
+      std::ifstream in(entry.path());
+      std::vector<std::string> lines;
+      for (std::string line; std::getline(in, line);) lines.push_back(line);
+      for (std::size_t i = 0; i < lines.size(); ++i) {
+        const std::string& line = lines[i];
+        const std::size_t at = line.find("thread_local ");
+        if (at == std::string::npos || line.find("//") < at) continue;
+        ++found;
+        if (line.find("//", at) != std::string::npos) continue;  // a comment on its line
+        std::size_t above = i;
+        while (above > 0 && lines[above - 1].find("thread_local ") != std::string::npos) --above;
+        const bool commented = above > 0 && lines[above - 1].find_first_not_of(' ') != std::string::npos &&
+                               lines[above - 1].compare(lines[above - 1].find_first_not_of(' '), 2, "//") == 0;
+        EXPECT_TRUE(commented) << entry.path().string() << ":" << i + 1 << ": a thread_local without a comment saying why";
+      }
+    }
+  }
+  EXPECT_GT(found, 10);
+}
+
 }  // namespace
