@@ -2,6 +2,8 @@
 // rows, results as CSV, JSON, SVG plots and index.html, bad studies named by line and key.
 
 #include <gtest/gtest.h>
+#include <fmt/format.h>
+#include <cmath>
 
 #include <sys/wait.h>
 
@@ -65,6 +67,20 @@ TEST(SweepCli, RunsEveryPointAndKeepsFailedOnesAsRows) {
   EXPECT_NE(html.find("plots/tpot_ms.svg"), std::string::npos);
   EXPECT_LT(html.find("plots/tpot_ms.svg"), html.find("<table"));
   EXPECT_NE(r.out.find("2 ok"), std::string::npos) << r.out;
+  // The page's table: labels with units, bytes in GB, 4 significant digits (the CSV keeps them all).
+  for (const char* header : {"time per output token (ms)", "peak memory per device (GB)", "model FLOPs utilisation (%)"}) {
+    EXPECT_NE(html.find(header), std::string::npos) << header;
+  }
+  for (const auto& row : j["rows"]) {
+    if (row["status"] != "ok") continue;
+    const double tpot = row["tpot_ms"].get<double>();
+    const int digits = static_cast<int>(std::floor(std::log10(tpot))) + 1;
+    const std::string shown = fmt::format("<td class=\"num\">{:.{}f}</td>", tpot, std::max(0, 4 - digits));
+    EXPECT_NE(html.find(shown), std::string::npos) << shown;
+    EXPECT_NE(csv.find(fmt::format("{}", tpot)), std::string::npos);  // every digit
+  }
+  // The plots' ticks carry their units.
+  EXPECT_NE(read(out / "plots/tpot_ms.svg").find(" ms</text>"), std::string::npos);
 }
 
 TEST(SweepCli, OneJobAndTwoJobsGiveTheSameResults) {

@@ -72,6 +72,20 @@ TEST(LinearTicks, TerabytesPerSecondGetSiLabels) {
   EXPECT_EQ(coarse.labels, (std::vector<std::string>{"0", "2T", "4T", "6T", "8T"}));
 }
 
+TEST(LinearTicks, AUnitGoesOnEveryLabelWithItsPrefix) {
+  const AxisTicks bw = linear_ticks(0, 7e12, 8, "B/s");
+  EXPECT_EQ(bw.labels.front(), "0");
+  EXPECT_NE(std::find(bw.labels.begin(), bw.labels.end(), "2 TB/s"), bw.labels.end()) << bw.labels[1];
+  const AxisTicks t = linear_ticks(0, 0.0045, 6, "s");
+  EXPECT_NE(std::find(t.labels.begin(), t.labels.end(), "1 ms"), t.labels.end()) << t.labels[1];
+  const AxisTicks words = linear_ticks(0, 4500, 6, "tokens/s");  // a word keeps the prefix on the number
+  EXPECT_NE(std::find(words.labels.begin(), words.labels.end(), "1k tokens/s"), words.labels.end()) << words.labels[1];
+  const AxisTicks pct = linear_ticks(0, 90, 4, "%");
+  EXPECT_NE(std::find(pct.labels.begin(), pct.labels.end(), "50%"), pct.labels.end()) << pct.labels[1];
+  const AxisTicks logs = log_ticks(1e-5, 1e-2, 5, true, "s");
+  EXPECT_EQ(logs.labels, (std::vector<std::string>{"10 \xC2\xB5s", "100 \xC2\xB5s", "1 ms", "10 ms"}));  // µs
+}
+
 TEST(LinearTicks, FractionsMillionsAndNegatives) {
   EXPECT_EQ(linear_ticks(0, 1, 6).labels, (std::vector<std::string>{"0", "0.2", "0.4", "0.6", "0.8", "1"}));
   EXPECT_EQ(linear_ticks(0, 2.4e6, 6).labels,

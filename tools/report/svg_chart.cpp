@@ -76,6 +76,15 @@ double round_significant(double v, int significant) {
   return std::round(v * scale) / scale;
 }
 
+// A number with its SI prefix and unit: the prefix joins a symbol ("2 TB/s", "5 ms") but stays on
+// the number before a word ("1.5k tokens/s").
+std::string with_unit(const std::string& number, std::string_view prefix, std::string_view unit) {
+  if (unit.empty()) return number + std::string(prefix);
+  const bool word = unit.size() > 1 && unit[0] >= 'a' && unit[0] <= 'z' && unit[1] >= 'a' && unit[1] <= 'z';
+  if (word) return number + std::string(prefix) + " " + std::string(unit);
+  return number + " " + std::string(prefix) + std::string(unit);
+}
+
 // The label of a linear tick at v for a tick step: as many decimals as the step needs; with si the
 // value takes its own SI prefix ("500k", "1M", "1.5M"), and with a unit the prefix goes on it
 // ("500 GB/s", "1 TB/s").
@@ -87,8 +96,7 @@ std::string linear_tick_label(double v, double step, bool si, std::string_view u
   std::string s = fmt::format("{:.{}f}", mantissa, decimals);
   trim_zeros(s);
   if (s == "-0") s = "0";
-  if (unit.empty()) return s + std::string(si_prefix(e3));
-  return s + " " + std::string(si_prefix(e3)) + std::string(unit);
+  return with_unit(s, si_prefix(e3), unit);
 }
 
 // Units that take no SI prefix: a percentage reads "150%", not "150 %" or "0.15 k%".
@@ -666,8 +674,7 @@ std::string format_number(double value, int significant, std::string_view unit, 
     body = fmt::format("{:.{}f}", mantissa, std::clamp(significant - before, 0, 20));
     trim_zeros(body);
     if (body == "-0") body = "0";
-    if (unit.empty()) return body + std::string(si_prefix(e3));
-    return body + " " + std::string(si_prefix(e3)) + std::string(unit);
+    return with_unit(body, si_prefix(e3), unit);
   }
   return unit.empty() ? body : body + " " + std::string(unit);
 }
