@@ -119,7 +119,9 @@ void ActionQueue::push(const HostAction& action) {
     const sim::TimePs ps = pending_host_ps_;
     pending_host_ps_ = 0;
     // An action that marks its time (a note: a scope's begin or end) keeps its own start.
-    if ((action.kind == HostAction::Kind::host || action.kind == HostAction::Kind::launch) && !action.note) {
+    const bool host_time_only = std::holds_alternative<HostAction::HostOnly>(action.op) ||
+                                std::holds_alternative<HostAction::Launch>(action.op);
+    if (host_time_only && !action.note) {
       HostAction a = action;
       a.host_ps += ps;
       append(a);
@@ -236,37 +238,32 @@ void HostThread::step() {
     return;
   }
   const sim::TimePs now = sim_.now();
-  switch (current_.kind) {
-    case HostAction::Kind::host:
-    case HostAction::Kind::launch: {
-      const sim::TimePs end = now + current_.host_ps;
-      if (current_.note) current_.note(current_.note_obj, current_, now, end);
-      if (current_.kind == HostAction::Kind::launch) {
-        if (current_.stream >= streams_.size()) throw std::logic_error("HostThread: launch on an unknown stream");
-        streams_[current_.stream]->enqueue(end + current_.ready_delay_ps, current_.work);
-      }
-      busy_ps_ += current_.host_ps;
-      sim_.at<&HostThread::step>(end, this);
+  if (std::holds_alternative<HostAction::Sync>(current_.op)) {
+    sync_begin_ps_ = now;
+    streams_waited_ = streams_.size();
+    if (streams_waited_ == 0) {
+      sim_.after<&HostThread::sync_done>(sync_latency_ps_, this);
       return;
     }
-    case HostAction::Kind::sync: {
-      sync_begin_ps_ = now;
-      streams_waited_ = streams_.size();
-      if (streams_waited_ == 0) {
-        sim_.after<&HostThread::sync_done>(sync_latency_ps_, this);
-        return;
-      }
-      for (Stream* s : streams_) s->notify_when_idle(sim::handler<&HostThread::stream_idle>(), this, 0);
-      return;
-    }
-    case HostAction::Kind::wait: {
-      if (current_.stream >= streams_.size()) throw std::logic_error("HostThread: wait on an unknown stream");
-      sync_begin_ps_ = now;
-      waiting_ = true;
-      current_.work.start(current_.work.obj, current_.work.arg, *streams_[current_.stream]);
-      return;
-    }
+    for (Stream* s : streams_) s->notify_when_idle(sim::handler<&HostThread::stream_idle>(), this, 0);
+    return;
   }
+  if (const auto* wait = std::get_if<HostAction::Wait>(&current_.op)) {
+    if (wait->stream >= streams_.size()) throw std::logic_error("HostThread: wait on an unknown stream");
+    sync_begin_ps_ = now;
+    waiting_ = true;
+    wait->work.start(wait->work.obj, wait->work.arg, *streams_[wait->stream]);
+    return;
+  }
+  // Host time, then (a launch) the work to its stream.
+  const sim::TimePs end = now + current_.host_ps;
+  if (current_.note) current_.note(current_.note_obj, current_, now, end);
+  if (const auto* launch = std::get_if<HostAction::Launch>(&current_.op)) {
+    if (launch->stream >= streams_.size()) throw std::logic_error("HostThread: launch on an unknown stream");
+    streams_[launch->stream]->enqueue(end + launch->ready_delay_ps, launch->work);
+  }
+  busy_ps_ += current_.host_ps;
+  sim_.at<&HostThread::step>(end, this);
 }
 
 void HostThread::release() {

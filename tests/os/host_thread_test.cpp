@@ -43,10 +43,8 @@ class VectorSource final : public os::ActionSource {
 
 os::HostAction launch(FixedWork& w, sim::TimePs host_ps, sim::TimePs latency_ps, sim::TimePs duration_ps) {
   os::HostAction a;
-  a.kind = os::HostAction::Kind::launch;
+  a.op = os::HostAction::Launch{0, latency_ps, {&FixedWork::start, &w, duration_ps}};
   a.host_ps = host_ps;
-  a.ready_delay_ps = latency_ps;
-  a.work = {&FixedWork::start, &w, duration_ps};
   return a;
 }
 
@@ -73,7 +71,7 @@ TEST(HostThread, SynchronizeBlocksTheHostUntilTheDeviceIsIdlePlusSyncLatency) {
   os::Stream stream(sim, 0, 0);
   FixedWork work(&sim);
   os::HostAction sync;
-  sync.kind = os::HostAction::Kind::sync;
+  sync.op = os::HostAction::Sync{};
   os::HostAction after;
   after.host_ps = 7;
   VectorSource source({launch(work, 10, 3, 100), sync, after});

@@ -12,6 +12,8 @@
 #include <deque>
 #include <mutex>
 #include <span>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "syntorch/os/stream.hpp"
@@ -22,22 +24,46 @@ struct HostAction;
 // Told when an action's host time begins and ends (for traces and step timings).
 using NoteFn = void (*)(void* obj, const HostAction& action, sim::TimePs begin_ps, sim::TimePs end_ps);
 
+// One action of a rank's program, as its host thread takes it: the host time it costs, what the
+// thread does then (its op), and what its note, if any, is told besides the times (its detail).
+// Trivially copyable: actions travel in batches through the program's queue.
 struct HostAction {
-  enum class Kind : std::uint8_t {
-    host,    // host time only (a view, a scope mark, an allocation)
-    launch,  // host time, then `work` goes to stream `stream`
-    sync,    // wait until the device's streams are idle
-    wait,    // block until released: `work` is called (on stream `stream`) to arrange release()
+  struct HostOnly {};  // host time only (a view, a scope mark, an allocation)
+  struct Launch {      // then `work` goes to stream `stream`, which may start it ready_delay_ps later
+    std::uint16_t stream = 0;
+    sim::TimePs ready_delay_ps = 0;
+    WorkItem work;
   };
-  Kind kind = Kind::host;
-  std::uint16_t stream = 0;
-  sim::TimePs host_ps = 0;         // host time the action costs
-  sim::TimePs ready_delay_ps = 0;  // launch: from the launch call's end to when the device may start it
-  WorkItem work;
-  NoteFn note = nullptr;           // optional
+  struct Sync {};  // wait until the device's streams are idle
+  struct Wait {    // block until released: `work` is called (on stream `stream`) to arrange release()
+    std::uint16_t stream = 0;
+    WorkItem work;
+  };
+  using Op = std::variant<HostOnly, Launch, Sync, Wait>;
+
+  struct NoDetail {};
+  struct LaunchOf {  // launch `index` of the `count` an op makes
+    std::uint32_t index = 0;
+    std::uint32_t count = 1;
+  };
+  struct MemoryChange {  // an allocation or a free, and the allocator's totals after it
+    bool allocated = false;
+    std::uint32_t handle = 0;
+    std::uint64_t bytes = 0;
+    std::uint64_t allocated_bytes = 0;
+    std::uint64_t reserved_bytes = 0;
+  };
+  struct StreamCreated {
+    std::uint32_t id = 0;
+  };
+  using Detail = std::variant<NoDetail, LaunchOf, MemoryChange, StreamCreated>;
+
+  Op op;
+  sim::TimePs host_ps = 0;  // host time the action costs
+  Detail detail;
+  NoteFn note = nullptr;    // optional
   void* note_obj = nullptr;
-  std::uint64_t note_arg = 0;
-  std::uint64_t data[4] = {0, 0, 0, 0};  // whatever the note needs (e.g. an allocation's sizes)
+  const void* note_payload = nullptr;
 
   // A note that calls obj->Method(action, begin_ps, end_ps).
   template <auto Method, class T>
@@ -50,12 +76,13 @@ struct HostAction {
   template <auto Method, class T, class P>
   void set_note(T* obj, const P* payload) {
     note = [](void* o, const HostAction& a, sim::TimePs b, sim::TimePs e) {
-      (static_cast<T*>(o)->*Method)(*reinterpret_cast<const P*>(a.note_arg), a, b, e);
+      (static_cast<T*>(o)->*Method)(*static_cast<const P*>(a.note_payload), a, b, e);
     };
     note_obj = obj;
-    note_arg = reinterpret_cast<std::uint64_t>(payload);
+    note_payload = payload;
   }
 };
+static_assert(std::is_trivially_copyable_v<HostAction>);
 
 // Where a host thread gets its next action. next() may block until the program issues one;
 // it returns false once the program has ended and everything it issued has been taken.

@@ -30,7 +30,7 @@ std::uint32_t Rank::new_stream() {
   const std::uint32_t id = next_stream_++;
   os::HostAction a;
   a.set_note<&Rank::note_new_stream>(this);
-  a.data[0] = id;
+  a.detail = os::HostAction::StreamCreated{id};
   push(a);
   return id;
 }
@@ -40,11 +40,10 @@ void Rank::set_stream(std::uint32_t stream) {
   current_stream_ = stream;
 }
 
-os::HostAction Rank::api_call(std::string_view name) {
+os::HostAction Rank::api_call(std::string_view name, os::WorkItem work, std::uint32_t stream) {
   os::HostAction a;
-  a.kind = os::HostAction::Kind::launch;
+  a.op = os::HostAction::Launch{static_cast<std::uint16_t>(stream), core_.costs.latency_ps, work};
   a.host_ps = core_.costs.launch_ps;
-  a.ready_delay_ps = core_.costs.latency_ps;
   if (tracer_) a.set_note<&Rank::note_span>(this, intern(name));
   return a;
 }
@@ -52,10 +51,7 @@ os::HostAction Rank::api_call(std::string_view name) {
 std::uint64_t Rank::record_event(std::uint32_t stream) {
   check_stream(stream, "record_event");
   const std::uint64_t event = ++events_recorded_;
-  os::HostAction a = api_call("cudaEventRecord");
-  a.stream = static_cast<std::uint16_t>(stream);
-  a.work = os::work_item<&Rank::start_event_record>(this, event);
-  push(a);
+  push(api_call("cudaEventRecord", os::work_item<&Rank::start_event_record>(this, event), stream));
   return event;
 }
 
@@ -63,10 +59,7 @@ void Rank::wait_event(std::uint32_t stream, std::uint64_t event) {
   check_stream(stream, "wait_event");
   if (event > events_recorded_) throw std::invalid_argument(fmt::format("wait_event: no event {} was recorded", event));
   if (event == 0) return;  // an event never recorded: nothing to wait for (as in CUDA)
-  os::HostAction a = api_call("cudaStreamWaitEvent");
-  a.stream = static_cast<std::uint16_t>(stream);
-  a.work = os::work_item<&Rank::start_event_wait>(this, event);
-  push(a);
+  push(api_call("cudaStreamWaitEvent", os::work_item<&Rank::start_event_wait>(this, event), stream));
 }
 
 void Rank::synchronize_event(std::uint64_t event) {
@@ -76,8 +69,7 @@ void Rank::synchronize_event(std::uint64_t event) {
   if (graph_.capturing()) throw std::logic_error("cudaEventSynchronize: cannot synchronise while capturing a graph");
   if (event == 0) return;
   os::HostAction a;
-  a.kind = os::HostAction::Kind::wait;
-  a.work = os::work_item<&Rank::block_on_event>(this, event);
+  a.op = os::HostAction::Wait{0, os::work_item<&Rank::block_on_event>(this, event)};
   a.set_note<&Rank::note_span>(this, intern("cudaEventSynchronize"));
   push(a);
 }
@@ -86,9 +78,7 @@ void Rank::synchronize_stream(std::uint32_t stream) {
   check_stream(stream, "synchronize_stream");
   if (graph_.capturing()) throw std::logic_error("cudaStreamSynchronize: cannot synchronise while capturing a graph");
   os::HostAction a;
-  a.kind = os::HostAction::Kind::wait;
-  a.stream = static_cast<std::uint16_t>(stream);
-  a.work = os::work_item<&Rank::block_on_stream>(this, 0);
+  a.op = os::HostAction::Wait{static_cast<std::uint16_t>(stream), os::work_item<&Rank::block_on_stream>(this, 0)};
   a.set_note<&Rank::note_span>(this, intern("cudaStreamSynchronize"));
   push(a);
 }
@@ -96,7 +86,7 @@ void Rank::synchronize_stream(std::uint32_t stream) {
 // ---- the simulator's side ----
 
 void Rank::note_new_stream(const os::HostAction& a, sim::TimePs, sim::TimePs) {
-  const auto id = static_cast<std::uint32_t>(a.data[0]);
+  const std::uint32_t id = std::get<os::HostAction::StreamCreated>(a.detail).id;
   while (streams_.size() <= id) {
     streams_.push_back(std::make_unique<os::Stream>(core_.sim, device_, static_cast<std::uint32_t>(streams_.size())));
     host_thread_->add_stream(streams_.back().get());

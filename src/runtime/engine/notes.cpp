@@ -68,7 +68,7 @@ void Rank::trace_join(std::uint32_t stream, sim::TimePs begin, sim::TimePs end, 
 // A host-only action (a view, a synchronisation, a graph launch).
 void Rank::note_span(const std::string& name, const os::HostAction& a, sim::TimePs begin, sim::TimePs end) {
   if (!tracer_) return;
-  const bool sync = a.kind == os::HostAction::Kind::sync || a.kind == os::HostAction::Kind::wait;
+  const bool sync = std::holds_alternative<os::HostAction::Sync>(a.op) || std::holds_alternative<os::HostAction::Wait>(a.op);
   const std::string_view category = sync ? "sync" : "op";
   tracer_->host_span(index_, name, category, begin, end);
 }
@@ -76,7 +76,8 @@ void Rank::note_span(const std::string& name, const os::HostAction& a, sim::Time
 // Launch i of n of one op: flows to the stream items; the op's span after the last.
 void Rank::note_launch(const OpRecord& record, const os::HostAction& a, sim::TimePs begin, sim::TimePs end) {
   EngineTrace& t = *tracer_;
-  if (a.data[0] == 0) {
+  const auto& of = std::get<os::HostAction::LaunchOf>(a.detail);
+  if (of.index == 0) {
     op_begin_ps_ = begin;
     op_flows_.clear();
     op_flow_ps_.clear();
@@ -89,17 +90,18 @@ void Rank::note_launch(const OpRecord& record, const os::HostAction& a, sim::Tim
       p.scopes[i] = scope_stack_[i].name;
       p.instances[i] = scope_stack_[i].instance;
     }
-    pending_flows_[a.stream].push_back(p);
+    pending_flows_[std::get<os::HostAction::Launch>(a.op).stream].push_back(p);
     op_flows_.push_back(id);
     op_flow_ps_.push_back(begin);
   }
-  if (a.data[0] + 1 == a.data[1]) {
+  if (of.index + 1 == of.count) {
     t.op_span(index_, *record.name, record.shape, record.dtype, op_begin_ps_, end, op_flows_, op_flow_ps_);
   }
 }
 
 void Rank::note_memory(const std::string& name, const os::HostAction& a, sim::TimePs at, sim::TimePs) {
-  tracer_->memory_event(index_, at, a.stream == 1, name, a.data[0], a.data[1], a.data[2], a.data[3]);
+  const auto& m = std::get<os::HostAction::MemoryChange>(a.detail);
+  tracer_->memory_event(index_, at, m.allocated, name, m.bytes, m.allocated_bytes, m.reserved_bytes, m.handle);
 }
 
 void Rank::note_scope_begin(const std::string& name, const os::HostAction&, sim::TimePs begin, sim::TimePs) {

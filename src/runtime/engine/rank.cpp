@@ -93,11 +93,11 @@ void Rank::free(std::uint32_t handle) {
 void Rank::mark_memory(bool allocated, const Live& l, std::uint32_t handle) {
   os::HostAction a;
   a.set_note<&Rank::note_memory>(this, l.name);
-  a.stream = allocated ? 1 : 0;
-  a.data[0] = l.bytes;
-  a.data[1] = allocator_.stats().allocated_bytes;
-  a.data[2] = allocator_.stats().reserved_bytes;
-  a.data[3] = handle;
+  a.detail = os::HostAction::MemoryChange{.allocated = allocated,
+                                          .handle = handle,
+                                          .bytes = l.bytes,
+                                          .allocated_bytes = allocator_.stats().allocated_bytes,
+                                          .reserved_bytes = allocator_.stats().reserved_bytes};
   queue_.push(a);
 }
 
@@ -148,16 +148,13 @@ std::string Rank::describe_call(const CommCall& call) const {
 
 void Rank::note_launches(os::HostAction& a, const OpRecord* record, std::size_t i, std::size_t n) {
   a.set_note<&Rank::note_launch>(this, record);
-  a.data[0] = i;
-  a.data[1] = n;
+  a.detail = os::HostAction::LaunchOf{static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(n)};
 }
 
-os::HostAction Rank::launch_action() const {
+os::HostAction Rank::launch_action(os::WorkItem work, std::uint32_t stream) const {
   os::HostAction a;
-  a.kind = os::HostAction::Kind::launch;
-  a.stream = static_cast<std::uint16_t>(current_stream_);
+  a.op = os::HostAction::Launch{static_cast<std::uint16_t>(stream), core_.costs.latency_ps, work};
   a.host_ps = core_.costs.dispatch_ps + core_.costs.launch_ps;
-  a.ready_delay_ps = core_.costs.latency_ps;
   return a;
 }
 
@@ -171,9 +168,8 @@ void Rank::launch(const OpDesc& op, std::string_view name) {
   const std::vector<LoweredKernel>& kernels = lower(op);
   const OpRecord* record = tracer_ ? op_record(name, &kernels, &op, [] { return std::string(); }) : nullptr;
   for (std::size_t i = 0; i < kernels.size(); ++i) {
-    os::HostAction a = launch_action();
+    os::HostAction a = launch_action(os::work_item<&Rank::start_kernel>(this, &kernels[i]), current_stream_);
     a.host_ps = core_.costs.launch_ps + (i == 0 ? core_.costs.dispatch_ps : 0);
-    a.work = os::work_item<&Rank::start_kernel>(this, &kernels[i]);
     if (record) note_launches(a, record, i, kernels.size());
     push(a);
   }
@@ -209,8 +205,7 @@ void Rank::check_bytes(std::uint64_t bytes, std::string_view name) const {
 }
 
 void Rank::comm(const CommCall* call, std::string_view name) {
-  os::HostAction a = launch_action();
-  a.work = os::work_item<&Rank::start_comm>(this, call);
+  os::HostAction a = launch_action(os::work_item<&Rank::start_comm>(this, call), current_stream_);
   if (tracer_) note_launches(a, op_record(name, call, nullptr, [&] { return describe_call(*call); }), 0, 1);
   push(a);
 }
@@ -249,24 +244,17 @@ void Rank::point_to_point(CommCall::Kind what, int peer, std::uint64_t bytes, st
                                             name, peer, core_.options.mirror_of[static_cast<std::size_t>(peer)]));
   }
   const CommCall* call = intern_call({what, OpKind::sendrecv, static_cast<std::uint32_t>(peer), bytes, {}});
-  os::HostAction a = launch_action();
+  // A send: on the compute stream, a mark that hands it to the send stream once the work launched
+  // before it is done; the compute stream goes on without waiting. A receive: on the receive
+  // stream, and on the compute stream a wait for it.
+  const bool send = what == CommCall::Kind::send;
+  os::HostAction a = send ? launch_action(os::work_item<&Rank::start_fork_send>(this, call), current_stream_)
+                          : launch_action(os::work_item<&Rank::start_comm>(this, call), core_.streams.recv);
   if (tracer_) note_launches(a, op_record(name, call, nullptr, [&] { return describe_call(*call); }), 0, 1);
-  if (what == CommCall::Kind::send) {
-    // On the compute stream, a mark that hands the send to the send stream once the work
-    // launched before it is done; the compute stream goes on without waiting.
-    a.work = os::work_item<&Rank::start_fork_send>(this, call);
-    push(a);
-    return;
-  }
-  // The receive on the receive stream, and on the compute stream a wait for it.
-  a.stream = static_cast<std::uint16_t>(core_.streams.recv);
-  a.work = os::work_item<&Rank::start_comm>(this, call);
   push(a);
-  os::HostAction join;
-  join.kind = os::HostAction::Kind::launch;
-  join.stream = static_cast<std::uint16_t>(current_stream_);
-  join.ready_delay_ps = core_.costs.latency_ps;
-  join.work = os::work_item<&Rank::start_join_recv>(this, recvs_issued_++);
+  if (send) return;
+  os::HostAction join = launch_action(os::work_item<&Rank::start_join_recv>(this, recvs_issued_++), current_stream_);
+  join.host_ps = 0;  // no call of its own: the receive's
   if (tracer_) note_launches(join, op_record("wait for recv", nullptr, nullptr, [] { return std::string(); }), 0, 1);
   push(join);
 }
@@ -291,8 +279,7 @@ void Rank::copy(bool to_device, std::uint64_t bytes, std::string_view name) {
   }
   const CommCall* call =
       intern_call({to_device ? CommCall::Kind::to_device : CommCall::Kind::to_host, OpKind::copy, 0, bytes, {}});
-  os::HostAction a = launch_action();
-  a.work = os::work_item<&Rank::start_copy>(this, call);
+  os::HostAction a = launch_action(os::work_item<&Rank::start_copy>(this, call), current_stream_);
   if (tracer_) note_launches(a, op_record(name, call, nullptr, [&] { return describe_call(*call); }), 0, 1);
   push(a);
 }
@@ -304,7 +291,7 @@ GroupId Rank::new_group(const std::vector<int>& ranks) { return core_.comm->new_
 void Rank::synchronize(std::string_view reason) {
   if (graph_.capturing()) throw std::logic_error(fmt::format("{}: cannot synchronise while capturing a graph", reason));
   os::HostAction a;
-  a.kind = os::HostAction::Kind::sync;
+  a.op = os::HostAction::Sync{};
   a.set_note<&Rank::note_span>(this, intern(reason));
   push(a);
 }

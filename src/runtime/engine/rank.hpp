@@ -124,7 +124,7 @@ class Rank final : public RankContext {
   void start_copy(const CommCall& call, os::Stream& stream);
   void start_event_record(std::uint64_t event, os::Stream& stream);
   void start_event_wait(std::uint64_t event, os::Stream& stream);
-  // Host waits (HostAction::Kind::wait targets).
+  // Host waits (HostAction::Wait targets).
   void block_on_event(std::uint64_t event, os::Stream& stream);
   void block_on_stream(std::uint64_t unused, os::Stream& stream);
 
@@ -192,14 +192,15 @@ class Rank final : public RankContext {
   const OpRecord* op_record(std::string_view name, const void* what, const OpDesc* op, Describe&& describe);
   std::string describe_call(const CommCall& call) const;
   void note_launches(os::HostAction& a, const OpRecord* record, std::size_t i, std::size_t n);
-  os::HostAction launch_action() const;  // a launch call's host cost and readiness
+  // A launch call of `work` on `stream`: its host cost and readiness.
+  os::HostAction launch_action(os::WorkItem work, std::uint32_t stream) const;
   void comm(const CommCall* call, std::string_view name);
   void point_to_point(CommCall::Kind what, int peer, std::uint64_t bytes, std::string_view name);
   void copy(bool to_device, std::uint64_t bytes, std::string_view name);
   void check_bytes(std::uint64_t bytes, std::string_view name) const;
   void check_stream(std::uint32_t stream, std::string_view what) const;
   // A CUDA API call on the host (an event record or wait): its host cost, shown as `name`.
-  os::HostAction api_call(std::string_view name);
+  os::HostAction api_call(std::string_view name, os::WorkItem work, std::uint32_t stream);
 
   EngineCore& core_;
   int index_;
