@@ -1,0 +1,60 @@
+// torch.cuda and torch.backends: streams, events, graphs, memory statistics, synchronisation,
+// and the attention backends' and matmul precision's switches.
+
+#include "bindings.hpp"
+
+namespace syntorch::python {
+
+void bind_cuda(py::module_& m) {
+  m.def("cuda_synchronize", [] { torch::cuda::synchronize(); });
+  namespace cuda = torch::cuda;
+  py::class_<cuda::Stream>(m, "_Stream")
+      .def(py::init<>(), py::call_guard<RequireRun>())
+      .def_property_readonly("id", &cuda::Stream::id)
+      .def("__eq__", [](const cuda::Stream& a, const cuda::Stream& b) { return a == b; }, py::is_operator())
+      .def("__hash__", [](const cuda::Stream& s) { return s.id(); })
+      .def("wait_event", &cuda::Stream::wait_event, py::call_guard<RequireRun>())
+      .def("wait_stream", &cuda::Stream::wait_stream, py::call_guard<RequireRun>())
+      .def("record_event", &cuda::Stream::record_event, py::call_guard<RequireRun>())
+      .def("synchronize", &cuda::Stream::synchronize, py::call_guard<RequireRun>());
+  py::class_<cuda::Event>(m, "_Event")
+      .def(py::init<>())
+      .def("record", [](cuda::Event& e, std::optional<cuda::Stream> s) {
+        if (s) {
+          e.record(*s);
+        } else {
+          e.record();
+        }
+      }, py::arg("stream") = py::none(), py::call_guard<RequireRun>())
+      .def("wait", [](const cuda::Event& e, std::optional<cuda::Stream> s) {
+        e.wait(s.value_or(cuda::current_stream()));
+      }, py::arg("stream") = py::none(), py::call_guard<RequireRun>())
+      .def("synchronize", &cuda::Event::synchronize, py::call_guard<RequireRun>())
+      .def_property_readonly("recorded", &cuda::Event::recorded);
+  m.def("current_stream", &cuda::current_stream);
+  m.def("default_stream", [] { return cuda::default_stream(); });
+  m.def("set_stream", &cuda::set_current_stream, py::call_guard<RequireRun>());
+
+  py::class_<torch::cuda::CUDAGraph>(m, "CUDAGraph")
+      .def(py::init<>())
+      .def("capture_begin", &torch::cuda::CUDAGraph::capture_begin, py::call_guard<RequireRun>())
+      .def("capture_end", &torch::cuda::CUDAGraph::capture_end, py::call_guard<RequireRun>())
+      .def("replay", &torch::cuda::CUDAGraph::replay, py::call_guard<RequireRun>());
+  m.def("cuda_memory_allocated", &torch::cuda::memory_allocated);
+  m.def("cuda_max_memory_allocated", &torch::cuda::max_memory_allocated);
+  m.def("cuda_memory_reserved", &torch::cuda::memory_reserved);
+  m.def("cuda_max_memory_reserved", &torch::cuda::max_memory_reserved);
+  m.def("cuda_empty_cache", &torch::cuda::empty_cache);
+  // torch.backends.cuda's scaled_dot_product_attention switches, by PyTorch's names.
+  static const std::map<std::string, torch::SdpBackend> kSdp{{"flash", torch::SdpBackend::flash},
+                                                             {"mem_efficient", torch::SdpBackend::mem_efficient},
+                                                             {"math", torch::SdpBackend::math},
+                                                             {"cudnn", torch::SdpBackend::cudnn}};
+  m.def("_set_sdp_enabled", [](const std::string& backend, bool enabled) { torch::set_sdp_enabled(kSdp.at(backend), enabled); });
+  m.def("_sdp_enabled", [](const std::string& backend) { return torch::sdp_enabled(kSdp.at(backend)); });
+  m.def("set_float32_matmul_precision", [](const std::string& p) { torch::set_float32_matmul_precision(p); },
+        py::arg("precision"));
+  m.def("get_float32_matmul_precision", [] { return std::string(torch::get_float32_matmul_precision()); });
+}
+
+}  // namespace syntorch::python

@@ -1,0 +1,141 @@
+// Runs from Python, through session::Run: a Session is a run whose program is the Python thread
+// that made it; run_ranks runs one Python program per rank, each on a thread of its own. Also the
+// current rank's index and world size, and the kernel policy for the ops launched from now on.
+
+#include "bindings.hpp"
+
+#include "syntorch/base/diagnostics.hpp"
+#include "syntorch/runtime/policy.hpp"
+#include "syntorch/runtime/rank_context.hpp"
+#include "syntorch/session/run.hpp"
+
+namespace syntorch::python {
+
+namespace {
+
+session::RunOptions run_options(const std::string& hw, const std::vector<std::string>& sets, const std::string& framework,
+                                const std::string& trace, const std::string& policy, bool console) {
+  return {.hw = hw, .sets = sets, .framework = framework, .trace = trace, .policy = policy, .console = console};
+}
+
+// What trace_manager.stats() returns.
+py::dict stats_dict(const session::RunStats& s) {
+  py::dict out;
+  out["simulated_time_s"] = s.simulated_time_s;
+  out["kernels"] = s.kernels;
+  out["flops"] = s.flops;
+  out["hbm_bytes"] = s.hbm_bytes;
+  out["peak_memory_bytes"] = py::cast(s.peak_memory_bytes);
+  out["events"] = s.events;
+  out["out_of_memory"] = s.out_of_memory;
+  out["device"] = s.device;
+  out["machine"] = s.machine;
+  py::list steps;
+  for (const auto& step : s.steps) {
+    py::dict d;
+    d["name"] = step.name;
+    d["begin_s"] = step.begin_s;
+    d["end_s"] = step.end_s;
+    steps.append(d);
+  }
+  out["steps"] = steps;
+  return out;
+}
+
+// One run whose program is the Python thread that made it.
+class Session {
+ public:
+  Session(const std::string& hw, const std::vector<std::string>& sets, const std::string& framework,
+          const std::string& trace, const std::string& policy, bool console)
+      : run_(run_options(hw, sets, framework, trace, policy, console)) {
+    run_.attach();
+  }
+
+  // Ends the program, waits for the simulation and returns what it measured.
+  py::dict finish() {
+    session::RunStats stats;
+    {
+      py::gil_scoped_release release;  // the simulation touches no Python object
+      stats = run_.finish();
+    }
+    return stats_dict(stats);
+  }
+  bool finished() const { return run_.finished(); }
+  std::string console() const { return run_.console(); }
+
+ private:
+  session::Run run_;
+};
+
+// Each rank's program is a Python call on a thread of its own, holding the interpreter's lock
+// while it runs Python and giving it up whenever its queue or its turn makes it wait; the
+// simulation runs on the caller's thread.
+// Per thread: PyEval_SaveThread and PyEval_RestoreThread pair up on the thread that waits.
+thread_local PyThreadState* t_saved_state = nullptr;
+void release_interpreter() { t_saved_state = PyEval_SaveThread(); }
+void reacquire_interpreter() {
+  PyEval_RestoreThread(t_saved_state);
+  t_saved_state = nullptr;
+}
+
+py::dict run_ranks(const std::string& hw, const std::vector<std::string>& sets, const std::string& framework,
+                   const std::string& trace, const std::string& policy, bool console, int world,
+                   const py::function& program, bool mirror) {
+  session::Run run(run_options(hw, sets, framework, trace, policy, console));
+  session::RunStats stats;
+  {
+    py::gil_scoped_release release;
+    stats = run.run_programs(world, [&](runtime::RankContext& ctx) {
+      py::gil_scoped_acquire gil;
+      session::set_program_wait_hooks(&release_interpreter, &reacquire_interpreter);
+      struct Reset {
+        ~Reset() { session::clear_program_wait_hooks(); }
+      } reset;
+      try {
+        program(ctx.rank());
+      } catch (py::error_already_set& e) {
+        // A simulated OOM is a result (the rank holds its report); anything else fails the run,
+        // naming the rank. The Python error goes here, with the interpreter's lock held.
+        if (e.matches(py::module_::import("_syntorch").attr("OutOfMemoryError"))) return;
+        throw std::runtime_error("rank " + std::to_string(ctx.rank()) + ": " + e.what());
+      }
+    }, mirror);
+  }
+  py::dict out = stats_dict(stats);
+  out["console"] = run.console();
+  return out;
+}
+
+}  // namespace
+
+void bind_session(py::module_& m) {
+  m.def("run_ranks", &run_ranks, py::arg("hw"), py::arg("set"), py::arg("framework"), py::arg("trace"),
+        py::arg("policy"), py::arg("console"), py::arg("world"), py::arg("program"), py::arg("mirror") = false);
+  m.def("current_rank_index", [] {
+    runtime::RankContext* ctx = runtime::current_rank();
+    return ctx ? ctx->rank() : -1;
+  });
+  m.def("current_world_size", [] {
+    runtime::RankContext* ctx = runtime::current_rank();
+    return ctx ? ctx->world_size() : 1;
+  });
+  py::class_<Session>(m, "Session")
+      .def(py::init<const std::string&, const std::vector<std::string>&, const std::string&, const std::string&,
+                    const std::string&, bool>(),
+           py::arg("hw"), py::arg("set"), py::arg("framework"), py::arg("trace"), py::arg("policy"),
+           py::arg("console"))
+      .def("finish", &Session::finish)
+      .def("console", &Session::console)
+      .def_property_readonly("finished", &Session::finished);
+  // Policy as code: "op=impl[:precision],..." for the ops launched from now on.
+  m.def("set_policy", [](const std::string& text) {
+    Diagnostics d;
+    const runtime::KernelPolicy policy = runtime::KernelPolicy::parse(text, d, "policy");
+    if (!d.empty()) throw InputError(std::move(d));
+    runtime::RankContext* ctx = runtime::current_rank();
+    if (!ctx) throw std::invalid_argument("no run is going (syntorch.init() starts one)");
+    ctx->set_policy(policy);
+  });
+}
+
+}  // namespace syntorch::python
