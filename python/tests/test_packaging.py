@@ -27,6 +27,7 @@ def clean_env():
            if k not in ("PYTHONPATH", "SYNTORCH_SOURCE_DIR", "SYNTORCH_HW", "SYNTORCH_API_COVERAGE")}
     env["PIP_NO_INDEX"] = "1"   # offline: nothing may be fetched
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    env["PIP_NO_CACHE_DIR"] = "1"  # nothing written under the user's home
     return env
 
 
