@@ -1,7 +1,8 @@
 // The layer rule of the design: base <- sim <- hw <- os <- runtime <- torch <- parallel <- models
 // <- session <- tools and bench, with trace a leaf that depends only on base. A module may include
 // only itself and the modules below it; models see only the torch and parallel API (and base);
-// the front ends (tools/, bench/) sit on top, and no library module reaches into them.
+// the front ends (tools/, bench/, the Python extension in python/src/, examples/) sit on top, and
+// no library module reaches into them.
 
 #include <gtest/gtest.h>
 
@@ -27,13 +28,15 @@ TEST(Layering, ModulesIncludeOnlyModulesBelowThem) {
   allowed["trace"] = {"trace", "base"};
   allowed["models"] = {"base", "torch", "parallel", "models"};  // the public API a user's model sees
   allowed["bench"] = allowed["tools"];
+  allowed["python/src"] = allowed["tools"];  // the extension: a front end like the CLI
+  allowed["examples"] = allowed["tools"];    // programs written as a user writes them
   const std::regex include_re(R"(#include\s+[<"]syntorch/([a-z_]+)/)");
-  const std::regex tools_re(R"(#include\s+"[./]*(tools|bench)/)");
+  const std::regex tools_re(R"(#include\s+"[./]*(tools|bench|python/src|examples)/)");
   const fs::path root(SYNTORCH_SOURCE_DIR);
   int files = 0;
   std::set<std::string> seen_modules;
   for (const auto& [module, ok] : allowed) {
-    const bool front_end = module == "tools" || module == "bench";
+    const bool front_end = module == "tools" || module == "bench" || module == "python/src" || module == "examples";
     const std::vector<fs::path> dirs = front_end ? std::vector<fs::path>{root / module}
                                                  : std::vector<fs::path>{root / "include" / "syntorch" / module,
                                                                          root / "src" / module};
@@ -63,7 +66,7 @@ TEST(Layering, ModulesIncludeOnlyModulesBelowThem) {
   }
   EXPECT_GT(files, 20);
   for (const std::string& module : order) EXPECT_TRUE(seen_modules.count(module)) << module << " was not checked";
-  EXPECT_TRUE(seen_modules.count("bench"));
+  for (const char* front_end : {"bench", "python/src", "examples"}) EXPECT_TRUE(seen_modules.count(front_end)) << front_end;
 }
 
 // State per thread is state per rank program (each runs on a thread of its own), and a reader must
