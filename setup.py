@@ -3,6 +3,7 @@ name, built by scripts/build.sh in build/ (the tree the README's commands use, s
 a build only links), and the bundled hardware configs travel inside the package as
 syntorch/hw_configs. Nothing is downloaded: setuptools, wheel and pip come from Debian."""
 
+import os
 import pathlib
 import re
 import shutil
@@ -56,7 +57,7 @@ class CMakeBuild(build_ext):
             link = pathlib.Path(inplace_file)
             if link.is_symlink() or link.exists():
                 link.unlink()
-            link.symlink_to(BUILD / "python" / link.name)
+            link.symlink_to(os.path.relpath(BUILD / "python" / link.name, link.parent))  # the tree may move
 
 
 class BuildPy(build_py):

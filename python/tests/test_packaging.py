@@ -49,7 +49,9 @@ def test_pip_installs_the_package_offline_and_it_imports_from_anywhere(tmp_path,
     where = pathlib.Path(run.stdout.split("imported from", 1)[1].strip())
     if editable:
         assert where.is_relative_to(ROOT / "python"), where  # the working tree, so edits show at once
-        for ext in (ROOT / "python").glob("_syntorch*"):  # CMake's output itself, never a stale copy
+        linked = list((ROOT / "python").glob("_syntorch*"))
+        assert linked, "the editable install left no extension in python/"
+        for ext in linked:  # CMake's output itself, never a stale copy
             assert ext.is_symlink() and ext.resolve().parent == (ROOT / "build" / "python").resolve(), ext
     else:
         assert where.is_relative_to(venv), where

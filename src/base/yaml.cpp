@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <vector>
 
 #include "syntorch/base/utf8.hpp"
 
@@ -10,49 +11,63 @@ namespace syntorch {
 
 namespace {
 
-// Walks the document once, reporting repeated keys and the bounds.
+// Walks the document once, reporting repeated keys and the bounds. The path to a node is kept as
+// its parts and spelled out only for a problem, so a long key costs nothing below it.
 class StrictCheck {
  public:
   StrictCheck(const std::string& file, const YamlLimits& limits, Diagnostics& d) : file_(file), limits_(limits), d_(d) {}
 
   // False when a bound stopped the walk (the problem is reported).
-  bool walk(const YAML::Node& node, const std::string& path, int depth) {
+  bool walk(const YAML::Node& node, int depth) {
     if (++visited_ > limits_.max_nodes) {
-      error(node, path, fmt::format("more than {} nodes once its aliases are expanded", limits_.max_nodes));
+      error(node, fmt::format("more than {} nodes once its aliases are expanded", limits_.max_nodes));
       return false;
     }
-    if (node.IsSequence() || node.IsMap()) {
-      if (depth >= limits_.max_depth) {
-        error(node, path, fmt::format("nests deeper than {} levels of mappings and lists", limits_.max_depth));
-        return false;
-      }
+    if ((node.IsSequence() || node.IsMap()) && depth >= limits_.max_depth) {
+      error(node, fmt::format("nests deeper than {} levels of mappings and lists", limits_.max_depth));
+      return false;
     }
     if (node.IsSequence()) {
       std::size_t i = 0;
       for (const YAML::Node& item : node) {
-        if (!walk(item, fmt::format("{}/{}", path, i++), depth + 1)) return false;
+        parts_.push_back({{}, i++, true});
+        const bool ok = walk(item, depth + 1);
+        parts_.pop_back();
+        if (!ok) return false;
       }
     } else if (node.IsMap()) {
-      std::map<std::string, int> first_line;  // key -> line it first appears at
+      std::map<std::string_view, int> first_line;  // key -> line it first appears at
       for (const auto& kv : node) {
-        const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string();
-        const std::string at = path + "/" + key;
+        const std::string_view key = kv.first.IsScalar() ? std::string_view(kv.first.Scalar()) : std::string_view();
+        parts_.push_back({key, 0, false});
         if (kv.first.IsScalar()) {
-          const int line = kv.first.Mark().line + 1;
-          const auto [it, fresh] = first_line.try_emplace(key, line);
+          const auto [it, fresh] = first_line.try_emplace(key, kv.first.Mark().line + 1);
           if (!fresh) {
-            error(kv.first, at, fmt::format("key \"{}\" given twice (first at line {}); give each key once", key,
-                                            it->second));
+            error(kv.first, fmt::format("key \"{}\" given twice (first at line {}); give each key once", clip(key, 200),
+                                        it->second));
           }
         }
-        if (!walk(kv.second, at, depth + 1)) return false;
+        const bool ok = walk(kv.second, depth + 1);
+        parts_.pop_back();
+        if (!ok) return false;
       }
     }
     return true;
   }
 
  private:
-  void error(const YAML::Node& at, const std::string& path, const std::string& message) {
+  struct Part {
+    std::string_view key;  // a mapping's key
+    std::size_t index;     // a list's item
+    bool is_index;
+  };
+
+  void error(const YAML::Node& at, const std::string& message) {
+    std::string path;
+    for (const Part& p : parts_) {
+      path += '/';
+      path += p.is_index ? std::to_string(p.index) : clip(p.key, 100);
+    }
     const int line = at.Mark().line;
     d_.error(line >= 0 ? fmt::format("{}:{}", file_, line + 1) : file_, path, message);
   }
@@ -61,6 +76,7 @@ class StrictCheck {
   const YamlLimits& limits_;
   Diagnostics& d_;
   std::size_t visited_ = 0;
+  std::vector<Part> parts_;
 };
 
 // Line (1-based) of byte `offset` of `text`.
@@ -88,7 +104,7 @@ std::optional<YAML::Node> parse_yaml(const std::string& text, const std::string&
     return std::nullopt;
   }
   StrictCheck check(file, limits, d);
-  if (!check.walk(root, "", 0)) return std::nullopt;
+  if (!check.walk(root, 0)) return std::nullopt;
   return root;  // repeated keys are reported; the caller goes on to report its own problems too
 }
 

@@ -119,9 +119,9 @@ void ActionQueue::push(const HostAction& action) {
     const sim::TimePs ps = pending_host_ps_;
     pending_host_ps_ = 0;
     // An action that marks its time (a note: a scope's begin or end) keeps its own start.
-    const bool host_time_only = std::holds_alternative<HostAction::HostOnly>(action.op) ||
-                                std::holds_alternative<HostAction::Launch>(action.op);
-    if (host_time_only && !action.note) {
+    const bool takes_host_time = std::holds_alternative<HostAction::HostOnly>(action.op) ||
+                                 std::holds_alternative<HostAction::Launch>(action.op);
+    if (takes_host_time && !action.note) {
       HostAction a = action;
       a.host_ps += ps;
       append(a);

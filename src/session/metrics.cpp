@@ -37,7 +37,7 @@ const std::array<GenerationMetric, 11> kGeneration{{
       1e-9, "B", 1},
      [](const RunReport& r, const RunSpec&) { return peak_bytes(r); }},
     {{"mfu", "1", "model FLOPs utilisation",
-      "kernel FLOPs / (run time x devices x the device's peak matrix FLOP/s in the run's dtype)", "%", 100, "%", 100},
+      "kernel FLOPs / (run time x devices x the device's peak FLOP/s: its fastest unit in the GEMMs' precision)", "%", 100, "%", 100},
      [](const RunReport& r, const RunSpec&) { return r.mfu; }},
     {{"compute_ms", "ms", "compute-bound kernel time", "time of kernels bound by the compute units, per device", "ms", 1,
       "s", 1e-3},

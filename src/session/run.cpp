@@ -30,7 +30,7 @@ Run::Run(const RunOptions& o) {
 Run::~Run() = default;
 
 void Run::attach() {
-  if (engine_) throw std::logic_error("Run::attach: the run is attached already");
+  if (engine_ || ran_) throw std::logic_error("Run::attach: this run has run already");
   engine_ = std::make_unique<runtime::Engine>(*machine_, policy_, 1, engine_options_);
   engine_->attach();
 }
@@ -50,6 +50,9 @@ RunStats Run::finish() {
 }
 
 RunStats Run::run_programs(int world, const std::function<void(runtime::RankContext&)>& program, bool mirror) {
+  // One run, one simulation: its recorder is finished at the end.
+  if (engine_ || ran_) throw std::logic_error("Run::run_programs: this run has run already");
+  ran_ = true;
   runtime::EngineOptions options = engine_options_;
   if (mirror) options.mirror_of.assign(static_cast<std::size_t>(std::max(world, 0)), 0);
   runtime::Engine engine(*machine_, policy_, world, options);

@@ -356,8 +356,8 @@ Study load_study(const std::string& path) {
     if (base && base.IsMap() && !given(key)) r.error(base, fmt::format("/base/{}", key), "missing (in base or as an axis)");
   }
   // Kernel studies: the op's shape from the base with each axis value in turn (the others at their
-  // first; zipped axes together), so that a shape no point can run (k: 0) is refused here, at the
-  // line that gives it, rather than by every point.
+  // first; zipped axes together), so that a value no point can run with (k: 0) is refused here, at
+  // the line that gives it, rather than by every point.
   if (d.empty() && s.kind == StudyKind::kernel) {
     auto shape_problems = [&](std::size_t axis, std::size_t value) {
       std::map<std::string, std::string> params = s.base;
@@ -369,16 +369,21 @@ Study load_study(const std::string& path) {
       kernel_op_of(params, op, od);
       return od;
     };
-    // Where a problem with parameter `key` was given: an axis's value, else the base's.
+    // Where a problem with one parameter was given: an axis's value, else the base's. A problem
+    // that names no parameter is a rule between several (causal needs seq_q <= seq_kv): other
+    // combinations may keep it, so the points that break it say so in their rows instead.
     auto report = [&](const Diagnostic& problem, std::size_t axis, std::size_t value) {
+      if (problem.path.empty()) return;
+      std::string key = problem.path;  // the op's own spelling (seq-q) as a study writes it (seq_q)
+      std::replace(key.begin(), key.end(), '-', '_');
       for (std::size_t b = 0; b < s.axes.size(); ++b) {
-        if (s.axes[b].hw_field || s.axes[b].key != problem.path) continue;
+        if (s.axes[b].hw_field || s.axes[b].key != key) continue;
         const std::size_t j = s.zip || b == axis ? value : 0;
         r.error(axes[b]["values"][j], fmt::format("/axes/{}/values/{}", b, j), problem.message);
         return;
       }
-      const YAML::Node at = base && base.IsMap() && base[problem.path] ? base[problem.path] : base;
-      r.error(at, problem.path.empty() ? "/base" : "/base/" + problem.path, problem.message);
+      const YAML::Node at = base && base.IsMap() && base[key] ? base[key] : base;
+      r.error(at, "/base/" + key, problem.message);
     };
     const std::size_t none = s.axes.size();
     const std::size_t firsts = s.zip ? s.axes.front().values.size() : 1;

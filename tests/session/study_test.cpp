@@ -106,6 +106,15 @@ TEST(Study, AKernelShapeNoPointCanRunIsRefusedWhereItIsGiven) {
   const std::string axis = problems(study("m0.yaml", "kind: kernel\nbase: {hw: h100.json, op: gemm, n: 64, k: 64}\n"
                                                      "axes:\n  - {param: m, values: [1, 0, 8]}\n"));
   EXPECT_NE(axis.find("m0.yaml:4:/axes/0/values/1: gemm needs m > 0"), std::string::npos) << axis;
+  // An op's own spelling (head-dim) is found as the study writes it (head_dim), on its axis's line.
+  const std::string hd = problems(study("hd.yaml", "kind: kernel\nbase: {hw: h100.json, op: attention, batch: 1, heads: 8, "
+                                                   "seq_q: 128, seq_kv: 128}\naxes:\n  - {param: head_dim, values: [128, 0]}\n"));
+  EXPECT_NE(hd.find("hd.yaml:4:/axes/0/values/1: attention needs head-dim > 0"), std::string::npos) << hd;
+  // A rule between parameters that only some combinations break is left to those points' rows.
+  EXPECT_EQ(problems(study("causal.yaml", "kind: kernel\nbase: {hw: h100.json, op: attention, batch: 1, heads: 8, "
+                                          "head_dim: 128, causal: true}\naxes:\n  - {param: seq_q, values: [128, 4096]}\n"
+                                          "  - {param: seq_kv, values: [128, 4096]}\n")),
+            "");
   // A shape key of another op, varied for that op, is not this op's problem.
   EXPECT_EQ(problems(study("mixed.yaml", "kind: kernel\nbase: {hw: h100.json, m: 64, n: 64, k: 64, elements: 1024}\n"
                                          "axes:\n  - {param: op, values: [gemm, gelu]}\n")),

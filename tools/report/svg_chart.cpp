@@ -685,6 +685,14 @@ std::string format_si(double value, int significant, std::string_view unit) {
   return format_number(value, significant, unit, false);
 }
 
+namespace {
+// A value in a point's hover text, in the axis's unit when it has one ("38.38 ms", "2 TB/s").
+std::string value_text(double v, std::string_view unit) {
+  if (plain_unit(unit)) return format_number(v, 4, {}, false) + std::string(unit);
+  return format_number(v, 4, unit, !unit.empty());
+}
+}  // namespace
+
 AxisTicks linear_ticks(double lo, double hi, int max_ticks, std::string_view unit) {
   if (!std::isfinite(lo) || !std::isfinite(hi)) {
     lo = 0;
@@ -911,7 +919,7 @@ std::string render_chart_svg(const Chart& chart, int width_px, int height_px) {
         svg.addf("<rect class=\"bar\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"><title>{}</title></rect>\n",
                  num(x), num(top), num(bar * 0.88), num(h),
                  escape_xml(fmt::format("{}{}{}: {}", series[si].name, series[si].name.empty() ? "" : ", ",
-                                        chart.x_categories[ci], format_si(v, 4))));
+                                        chart.x_categories[ci], value_text(v, chart.y_unit))));
       }
       svg.close_group();
     }
@@ -958,7 +966,7 @@ std::string render_chart_svg(const Chart& chart, int width_px, int height_px) {
       for (const auto& run : series[si].runs) {
         for (const auto& [x, y] : run) {
           const std::string tip = fmt::format("{}{}x = {}, y = {}", series[si].name, series[si].name.empty() ? "" : ": ",
-                                              format_si(x, 4), format_si(y, 4));
+                                              value_text(x, chart.x_unit), value_text(y, chart.y_unit));
           marker(svg, static_cast<int>(si), sx(x), sy(y), 4, colour(si), tip);
         }
       }

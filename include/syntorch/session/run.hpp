@@ -56,7 +56,8 @@ class Run {
   Run(const Run&) = delete;
   Run& operator=(const Run&) = delete;
 
-  // The calling thread becomes the one rank's program until finish().
+  // The calling thread becomes the one rank's program until finish(). A run runs once: attach or
+  // run_programs, not both, not twice (std::logic_error).
   void attach();
   // Ends the attached program, waits for the simulation and says what it measured; the same
   // answer (or the same exception) on every later call.
@@ -81,6 +82,7 @@ class Run {
   std::unique_ptr<runtime::Engine> engine_;  // the attached one
   std::optional<runtime::EngineResult> result_;
   std::exception_ptr error_;  // why finishing failed
+  bool ran_ = false;          // run_programs was called
 };
 
 // Run around every wait of a program's thread (for room in its queue, or for its turn), on that

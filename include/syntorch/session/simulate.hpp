@@ -88,7 +88,7 @@ struct RunReport {
   double tpot_s = 0;          // mean decode step after that (NaN with a single output token)
   double e2e_s = 0;
   double tokens_per_s = 0;    // generated tokens (batch x output) per second of the run
-  double mfu = 0;             // kernel FLOPs / (run time x devices x peak matrix FLOP/s in the dtype)
+  double mfu = 0;             // kernel FLOPs / (run time x devices x utilisation_peak_ops_per_s)
   double model_flops = 0;
   std::vector<std::uint64_t> peak_memory_bytes;   // per device: peak allocated
   std::vector<std::uint64_t> peak_reserved_bytes; // per device: peak reserved by the caching allocator

@@ -80,7 +80,7 @@ struct TrainReport {
   double tokens_per_s = 0;      // global batch x seq / iteration time
   double model_flops = 0;       // per iteration, as Megatron counts them (3 x forward)
   double tflops_per_gpu = 0;    // model FLOPs / iteration time / GPUs, in TFLOP/s
-  double mfu = 0;               // model FLOPs against the GPUs' peak matrix rate in the dtype
+  double mfu = 0;               // model FLOPs against the GPUs' peak (session::utilisation_peak_ops_per_s)
   double hfu = 0;               // FLOPs executed (recomputation included) against the same peak
   double bubble_fraction = 0;   // (pp - 1) / (m + pp - 1): the schedule's idle share on a balanced pipeline
   double exposed_communication_s = 0;  // mean per GPU of collectives on the compute stream
