@@ -2,12 +2,10 @@
 
 #include "bindings.hpp"
 
-#include "syntorch/runtime/rank_context.hpp"
-
 namespace syntorch::python {
 
 RequireRun::RequireRun() {
-  if (!runtime::current_rank()) {
+  if (!torch::cuda::is_available()) {
     throw torch::Error("syntorch: no run is going on this thread (the last one ended with "
                        "trace_manager.stats(), or the run belongs to another thread); call syntorch.init() or make "
                        "a new tensor to start one");

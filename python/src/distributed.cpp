@@ -11,22 +11,7 @@ void bind_distributed(py::module_& m) {
       .def_readonly("ranks", &parallel::ProcessGroup::ranks)
       .def_readonly("rank", &parallel::ProcessGroup::rank)
       .def("size", &parallel::ProcessGroup::size);
-  m.def("dist_new_group", [](std::vector<int> ranks) {
-    runtime::RankContext* ctx = runtime::current_rank();
-    if (!ctx) throw std::invalid_argument("new_group: no run is going");
-    parallel::ProcessGroup g;
-    g.rank = -1;
-    for (std::size_t i = 0; i < ranks.size(); ++i) {
-      if (ranks[i] < 0 || ranks[i] >= ctx->world_size()) {
-        throw torch::Error("new_group: rank " + std::to_string(ranks[i]) + " is not in the world of " +
-                           std::to_string(ctx->world_size()));
-      }
-      if (ranks[i] == ctx->rank()) g.rank = static_cast<int>(i);
-    }
-    g.id = ctx->new_group(ranks);
-    g.ranks = std::move(ranks);
-    return g;
-  });
+  m.def("dist_new_group", &parallel::new_group);
   m.def("dist_all_reduce", [](torch::Tensor& t, const parallel::ProcessGroup& g) { parallel::all_reduce(t, g); },
         py::call_guard<RequireRun>());
   m.def("dist_all_gather", &parallel::all_gather, py::call_guard<RequireRun>());

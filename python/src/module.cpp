@@ -7,8 +7,7 @@
 #include "bindings.hpp"
 
 #include "syntorch/base/diagnostics.hpp"
-#include "syntorch/os/host_thread.hpp"
-#include "syntorch/runtime/engine.hpp"
+#include "syntorch/session/run.hpp"
 
 using namespace syntorch;
 using namespace syntorch::python;
@@ -18,17 +17,17 @@ PYBIND11_MODULE(_syntorch, m) {
 
   // Errors of PyTorch's kind: shape and argument errors are RuntimeError, a simulated OOM is
   // torch.cuda.OutOfMemoryError (a RuntimeError), bad configs and flags ValueError.
-  static py::exception<runtime::OutOfMemory> oom(m, "OutOfMemoryError", PyExc_RuntimeError);
+  static py::exception<session::OutOfMemory> oom(m, "OutOfMemoryError", PyExc_RuntimeError);
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
-    } catch (const runtime::OutOfMemory& e) {
+    } catch (const session::OutOfMemory& e) {
       oom(e.what());
     } catch (const torch::Error& e) {
       PyErr_SetString(PyExc_RuntimeError, e.what());
     } catch (const InputError& e) {
       PyErr_SetString(PyExc_ValueError, e.diagnostics().to_string().c_str());
-    } catch (const os::QueueAborted&) {
+    } catch (const session::RunStopped&) {
       PyErr_SetString(PyExc_RuntimeError, "the simulation has stopped (an earlier out-of-memory)");
     }
   });

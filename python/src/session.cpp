@@ -4,9 +4,7 @@
 
 #include "bindings.hpp"
 
-#include "syntorch/base/diagnostics.hpp"
-#include "syntorch/runtime/policy.hpp"
-#include "syntorch/runtime/rank_context.hpp"
+#include "syntorch/parallel/distributed.hpp"
 #include "syntorch/session/run.hpp"
 
 namespace syntorch::python {
@@ -85,19 +83,19 @@ py::dict run_ranks(const std::string& hw, const std::vector<std::string>& sets, 
   session::RunStats stats;
   {
     py::gil_scoped_release release;
-    stats = run.run_programs(world, [&](runtime::RankContext& ctx) {
+    stats = run.run_programs(world, [&](int rank) {
       py::gil_scoped_acquire gil;
       session::set_program_wait_hooks(&release_interpreter, &reacquire_interpreter);
       struct Reset {
         ~Reset() { session::clear_program_wait_hooks(); }
       } reset;
       try {
-        program(ctx.rank());
+        program(rank);
       } catch (py::error_already_set& e) {
         // A simulated OOM is a result (the rank holds its report); anything else fails the run,
         // naming the rank. The Python error goes here, with the interpreter's lock held.
         if (e.matches(py::module_::import("_syntorch").attr("OutOfMemoryError"))) return;
-        throw std::runtime_error("rank " + std::to_string(ctx.rank()) + ": " + e.what());
+        throw std::runtime_error("rank " + std::to_string(rank) + ": " + e.what());
       }
     }, mirror);
   }
@@ -111,14 +109,8 @@ py::dict run_ranks(const std::string& hw, const std::vector<std::string>& sets, 
 void bind_session(py::module_& m) {
   m.def("run_ranks", &run_ranks, py::arg("hw"), py::arg("set"), py::arg("framework"), py::arg("trace"),
         py::arg("policy"), py::arg("console"), py::arg("world"), py::arg("program"), py::arg("mirror") = false);
-  m.def("current_rank_index", [] {
-    runtime::RankContext* ctx = runtime::current_rank();
-    return ctx ? ctx->rank() : -1;
-  });
-  m.def("current_world_size", [] {
-    runtime::RankContext* ctx = runtime::current_rank();
-    return ctx ? ctx->world_size() : 1;
-  });
+  m.def("current_rank_index", &parallel::get_rank);
+  m.def("current_world_size", &parallel::get_world_size);
   py::class_<Session>(m, "Session")
       .def(py::init<const std::string&, const std::vector<std::string>&, const std::string&, const std::string&,
                     const std::string&, bool>(),
@@ -129,12 +121,8 @@ void bind_session(py::module_& m) {
       .def_property_readonly("finished", &Session::finished);
   // Policy as code: "op=impl[:precision],..." for the ops launched from now on.
   m.def("set_policy", [](const std::string& text) {
-    Diagnostics d;
-    const runtime::KernelPolicy policy = runtime::KernelPolicy::parse(text, d, "policy");
-    if (!d.empty()) throw InputError(std::move(d));
-    runtime::RankContext* ctx = runtime::current_rank();
-    if (!ctx) throw std::invalid_argument("no run is going (syntorch.init() starts one)");
-    ctx->set_policy(policy);
+    if (!torch::cuda::is_available()) throw std::invalid_argument("no run is going (syntorch.init() starts one)");
+    torch::cuda::set_kernel_policy(text);
   });
 }
 

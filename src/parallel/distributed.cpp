@@ -127,6 +127,32 @@ void set_virtual_pipeline_model_parallel_rank(int vp_rank) {
   t_state.vp_rank = vp_rank;
 }
 
+int get_rank() {
+  const runtime::RankContext* ctx = runtime::current_rank();
+  return ctx ? ctx->rank() : -1;
+}
+
+int get_world_size() {
+  const runtime::RankContext* ctx = runtime::current_rank();
+  return ctx ? ctx->world_size() : 1;
+}
+
+ProcessGroup new_group(std::vector<int> ranks) {
+  runtime::RankContext* ctx = runtime::current_rank();
+  if (!ctx) throw std::invalid_argument("new_group: no run is going");
+  ProcessGroup g;
+  g.rank = -1;
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] < 0 || ranks[i] >= ctx->world_size()) {
+      throw torch::Error(fmt::format("new_group: rank {} is not in the world of {}", ranks[i], ctx->world_size()));
+    }
+    if (ranks[i] == ctx->rank()) g.rank = static_cast<int>(i);
+  }
+  g.id = ctx->new_group(ranks);
+  g.ranks = std::move(ranks);
+  return g;
+}
+
 void all_reduce(torch::Tensor& tensor, const ProcessGroup& group) {
   runtime::RankContext* ctx = runtime::current_rank();
   if (!ctx || group.size() < 2 || tensor.nbytes() == 0) return;  // nothing to move, as NCCL

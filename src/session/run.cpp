@@ -49,14 +49,14 @@ RunStats Run::finish() {
   return stats(*result_);
 }
 
-RunStats Run::run_programs(int world, const std::function<void(runtime::RankContext&)>& program, bool mirror) {
+RunStats Run::run_programs(int world, const std::function<void(int rank)>& program, bool mirror) {
   // One run, one simulation: its recorder is finished at the end.
   if (engine_ || ran_) throw std::logic_error("Run::run_programs: this run has run already");
   ran_ = true;
   runtime::EngineOptions options = engine_options_;
   if (mirror) options.mirror_of.assign(static_cast<std::size_t>(std::max(world, 0)), 0);
   runtime::Engine engine(*machine_, policy_, world, options);
-  const runtime::EngineResult result = engine.run(program);
+  const runtime::EngineResult result = engine.run([&](runtime::RankContext& ctx) { program(ctx.rank()); });
   recorder_.finish();
   return stats(result);
 }

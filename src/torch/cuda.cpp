@@ -2,6 +2,8 @@
 
 #include "syntorch/torch/cuda.hpp"
 
+#include "syntorch/base/diagnostics.hpp"
+#include "syntorch/runtime/policy.hpp"
 #include "syntorch/runtime/rank_context.hpp"
 #include "syntorch/torch/types.hpp"
 #include "syntorch/torch/utils.hpp"
@@ -33,6 +35,13 @@ bool is_available() { return runtime::current_rank() != nullptr; }
 
 void set_kernel_policy(const runtime::KernelPolicy& policy) {
   if (runtime::RankContext* ctx = runtime::current_rank()) ctx->set_policy(policy);
+}
+
+void set_kernel_policy(std::string_view text) {
+  Diagnostics d;
+  const runtime::KernelPolicy policy = runtime::KernelPolicy::parse(std::string(text), d, "policy");
+  if (!d.empty()) throw InputError(std::move(d));
+  set_kernel_policy(policy);
 }
 
 Stream::Stream() {

@@ -34,17 +34,17 @@ TEST(Run, AnAttachedProgramsOpsAreSimulatedAndTheRunRunsOnce) {
   EXPECT_EQ(s.peak_memory_bytes.size(), 1u);
   EXPECT_EQ(run.finish().kernels, s.kernels);  // the same answer again
   EXPECT_THROW(run.attach(), std::logic_error);
-  EXPECT_THROW(run.run_programs(1, [](runtime::RankContext&) {}, false), std::logic_error);
+  EXPECT_THROW(run.run_programs(1, [](int) {}, false), std::logic_error);
 }
 
 TEST(Run, ProgramsPerRankRunOnceAndBadSetupIsRefusedFirst) {
   session::RunOptions o = h100();
   session::Run run(o);
-  const session::RunStats s = run.run_programs(1, [](runtime::RankContext&) {
+  const session::RunStats s = run.run_programs(1, [](int) {
     (void)torch::gelu(torch::randn({1024, 1024}, torch::kFloat16));
   }, false);
   EXPECT_GE(s.kernels, 2u);
-  EXPECT_THROW(run.run_programs(1, [](runtime::RankContext&) {}, false), std::logic_error);
+  EXPECT_THROW(run.run_programs(1, [](int) {}, false), std::logic_error);
   o.framework = "jax";
   EXPECT_THROW(session::Run bad(o), std::invalid_argument);
   o.framework = "eager";

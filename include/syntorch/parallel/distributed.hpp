@@ -60,6 +60,13 @@ const ParallelState& state();
 void set_virtual_pipeline_model_parallel_size(int vp_size);
 void set_virtual_pipeline_model_parallel_rank(int vp_rank);
 
+// torch.distributed's get_rank, get_world_size and new_group for the program on this thread: -1
+// and 1 when no program runs here; new_group throws std::invalid_argument then, and torch::Error
+// for a rank outside the world. The group's `rank` is -1 on a rank outside it.
+int get_rank();
+int get_world_size();
+ProcessGroup new_group(std::vector<int> ranks);
+
 // torch.distributed-style collectives on the current rank's device stream. In-place on `tensor`
 // where torch.distributed is; a group of one costs nothing.
 void all_reduce(torch::Tensor& tensor, const ProcessGroup& group);

@@ -14,11 +14,17 @@
 #include <vector>
 
 #include "syntorch/hw/machine.hpp"
+#include "syntorch/os/host_thread.hpp"
 #include "syntorch/runtime/engine.hpp"
 #include "syntorch/runtime/policy.hpp"
 #include "syntorch/trace/recorder.hpp"
 
 namespace syntorch::session {
+
+// What a program may see thrown into it: its device ran out of memory (a result: the run reports
+// it), or its run stopped under it (an earlier failure).
+using OutOfMemory = runtime::OutOfMemory;
+using RunStopped = os::QueueAborted;
 
 struct RunOptions {
   std::string hw;                 // a hardware config file
@@ -66,7 +72,7 @@ class Run {
 
   // `world` ranks, each running `program` on a thread of its own (identical ranks simulated once
   // with `mirror`: rank 0's program stands for every rank); returns when the simulation ends.
-  RunStats run_programs(int world, const std::function<void(runtime::RankContext&)>& program, bool mirror);
+  RunStats run_programs(int world, const std::function<void(int rank)>& program, bool mirror);
 
   std::string console() const { return console_text_.str(); }
   const hw::Machine& machine() const { return *machine_; }

@@ -3,6 +3,7 @@
 // rank's device.
 
 #include <cstdint>
+#include <string_view>
 
 #include "syntorch/runtime/policy.hpp"
 
@@ -78,6 +79,8 @@ void synchronize();
 // from now on are lowered by `policy`. Throws runtime::InputError for a collective protocol the
 // machine lacks. Nothing outside a simulation.
 void set_kernel_policy(const runtime::KernelPolicy& policy);
+// The same from its text, "op=impl[:precision],..." (InputError naming what is wrong).
+void set_kernel_policy(std::string_view text);
 
 // Whether a simulated device is there to run on (a rank's program is running on this thread).
 bool is_available();
