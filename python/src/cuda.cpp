@@ -1,5 +1,5 @@
 // torch.cuda and torch.backends: streams, events, graphs, memory statistics, synchronisation,
-// and the attention backends' and matmul precision's switches.
+// and the attention backends' and matmul precision's switches; the simulated host clock.
 
 #include "bindings.hpp"
 
@@ -16,7 +16,8 @@ void bind_cuda(py::module_& m) {
       .def("wait_event", &cuda::Stream::wait_event, py::call_guard<RequireRun>())
       .def("wait_stream", &cuda::Stream::wait_stream, py::call_guard<RequireRun>())
       .def("record_event", &cuda::Stream::record_event, py::call_guard<RequireRun>())
-      .def("synchronize", &cuda::Stream::synchronize, py::call_guard<RequireRun>());
+      .def("synchronize", &cuda::Stream::synchronize, py::call_guard<RequireRun>())
+      .def("query", &cuda::Stream::query, py::call_guard<RequireRun>());
   py::class_<cuda::Event>(m, "_Event")
       .def(py::init<>())
       .def("record", [](cuda::Event& e, std::optional<cuda::Stream> s) {
@@ -30,7 +31,13 @@ void bind_cuda(py::module_& m) {
         e.wait(s.value_or(cuda::current_stream()));
       }, py::arg("stream") = py::none(), py::call_guard<RequireRun>())
       .def("synchronize", &cuda::Event::synchronize, py::call_guard<RequireRun>())
+      .def("query", &cuda::Event::query, py::call_guard<RequireRun>())
+      .def("elapsed_time", &cuda::Event::elapsed_time, py::call_guard<RequireRun>())
       .def_property_readonly("recorded", &cuda::Event::recorded);
+  // The simulated host clock (syntorch.clock).
+  m.def("clock_now_s", &torch::clock::now_s, py::call_guard<RequireRun>());
+  m.def("clock_sleep_s", &torch::clock::sleep_s, py::call_guard<RequireRun>());
+  m.def("clock_sleep_until_s", &torch::clock::sleep_until_s, py::call_guard<RequireRun>());
   m.def("current_stream", &cuda::current_stream);
   m.def("default_stream", [] { return cuda::default_stream(); });
   m.def("set_stream", &cuda::set_current_stream, py::call_guard<RequireRun>());

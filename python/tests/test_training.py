@@ -415,9 +415,71 @@ def test_streams_and_events_order_work_as_on_a_gpu():
     on_default, on_side, waited = waited_for(False, False), waited_for(True, False), waited_for(True, True)
     assert on_side < on_default / 3  # the default stream had nothing to wait for
     assert waited > on_default * 0.9  # the event made it wait for the GEMM
+
+def test_cuda_events_time_kernels_on_the_simulated_clock():
+    """A benchmark written for a GPU (events around the work, elapsed_time after a synchronize)
+    reads the simulated device's times, the same on every run."""
+    def timed():
+        syntorch.init(hw=H100)
+        a = torch.randn(8192, 8192, dtype=torch.float16)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(3):
+            a @ a
+        end.record()
+        pending = end.query()  # the host is ahead of the device
+        torch.cuda.synchronize()
+        ms = start.elapsed_time(end)
+        done = end.query() and torch.cuda.current_stream().query()
+        syntorch.trace_manager.stats()
+        return ms, pending, done
+    ms, pending, done = timed()
+    assert not pending and done
+    # Three 8192^3 fp16 GEMMs on an H100: about 1.1 TFLOP at several hundred TFLOP/s.
+    assert 1.0 < ms < 10.0, ms
+    assert timed() == (ms, pending, done)
     syntorch.init(hw=H100)
-    with pytest.raises(NotImplementedError, match="elapsed_time"):
+    with pytest.raises(RuntimeError, match="recorded"):
         torch.cuda.Event().elapsed_time(torch.cuda.Event())
+    begin, end = torch.cuda.Event(), torch.cuda.Event()
+    begin.record()
+    torch.randn(8192, 8192, dtype=torch.float16) @ torch.randn(8192, 8192, dtype=torch.float16)
+    end.record()
+    with pytest.raises(RuntimeError, match="not completed"):
+        begin.elapsed_time(end)
+    syntorch.trace_manager.stats()
+
+
+def test_the_simulated_clock_drives_a_loop_the_same_way_every_run():
+    import syntorch.clock
+
+    def serve():
+        syntorch.init(hw=H100)
+        w = torch.randn(4096, 4096, dtype=torch.float16)
+        arrivals = [0.0, 0.002, 0.002, 0.010]  # request arrival times, in simulated seconds
+        served = []
+        while arrivals:
+            now = syntorch.clock.now()
+            ready = [t for t in arrivals if t <= now]
+            if not ready:
+                syntorch.clock.sleep_until(arrivals[0])
+                continue
+            arrivals = arrivals[len(ready):]
+            torch.randn(64 * len(ready), 4096, dtype=torch.float16) @ w
+            torch.cuda.synchronize()
+            served.append((len(ready), round(syntorch.clock.now(), 9)))
+        syntorch.trace_manager.stats()
+        return served
+
+    served = serve()
+    assert [n for n, _ in served] == [1, 2, 1]  # the two close arrivals went together
+    assert served[-1][1] > 0.010
+    assert serve() == served
+    with pytest.raises(RuntimeError, match="no run"):
+        syntorch.clock.now()
+    syntorch.init(hw=H100)
+    with pytest.raises(ValueError, match="seconds"):
+        syntorch.clock.sleep(-1)
     syntorch.trace_manager.stats()
 
 

@@ -137,71 +137,26 @@ void TransformerModel::check(const RunLayout& l, Diagnostics& d, const std::stri
   }
 }
 
-void TransformerModel::generate(const GenerateOptions& options) const {
-  Transformer model(config_, options.expert_skew);
-  model->eval();
-  models::generate(*model, options);
-}
-
 std::string TransformerModel::training_refusal() const {
   if (!config_.moe()) return "";
   return fmt::format("{}: training a mixture of experts is not modelled yet (its routing, permutation and grouped "
                      "GEMMs have no backward)", config_.name);
 }
 
-void TransformerModel::train_iterations(const TrainOptions& o) const {
-  if (const std::string why = training_refusal(); !why.empty()) throw std::invalid_argument(why);
-  const parallel::ParallelState& st = parallel::state();
-  // One model chunk per virtual stage of this rank (one without interleaving).
-  parallel::set_virtual_pipeline_model_parallel_size(o.virtual_stages);
-  std::vector<Transformer> chunks;
-  std::vector<torch::Tensor> params;
-  for (int v = 0; v < o.virtual_stages; ++v) {
-    parallel::set_virtual_pipeline_model_parallel_rank(v);
-    Transformer chunk(config_, 0, o.sequence_parallel);
-    chunk->train();
-    chunk->set_recompute(o.recompute);
-    chunk->set_hidden_dropout(o.hidden_dropout);
-    chunk->set_attention_dropout(o.attention_dropout);
-    for (torch::Tensor& p : chunk->parameters()) params.push_back(p);
-    chunks.push_back(std::move(chunk));
+std::shared_ptr<CausalLM> TransformerModel::build(const BuildOptions& o) const {
+  if (o.training) {
+    if (const std::string why = training_refusal(); !why.empty()) throw std::invalid_argument(why);
   }
-  parallel::MixedPrecisionOptions mp;
-  mp.distributed = o.distributed_optimizer;
-  mp.adam = o.adam;
-  mp.overlap_grad_reduce = o.overlap_grad_reduce;
-  mp.overlap_param_gather = o.overlap_param_gather;
-  parallel::MixedPrecisionOptimizer optimizer(std::move(params), mp);
-  const bool sp = o.sequence_parallel && st.tp_size > 1;
-  parallel::PipelineOptions pipeline;
-  pipeline.micro_batches = static_cast<int>(o.micro_batches);
-  pipeline.virtual_stages = o.virtual_stages;
-  pipeline.schedule = o.one_f_one_b ? parallel::PipelineSchedule::one_f_one_b : parallel::PipelineSchedule::gpipe;
-  pipeline.activation_shape = {o.micro_batch, sp ? o.seq / st.tp_size : o.seq, config_.hidden};
-  pipeline.activation_dtype = torch::get_default_dtype();
-  pipeline.before_backward = [&](int, bool last) { optimizer.start_backward(last); };
-  const auto forward = [&](int chunk, int, const torch::Tensor& input) {
-    Transformer& model = chunks[static_cast<std::size_t>(chunk)];
-    torch::Tensor x = input;
-    if (st.is_first_stage()) x = torch::empty({o.micro_batch, o.seq}, torch::kInt64);  // the token ids
-    torch::Tensor out = model->forward_train(x);
-    if (!st.is_last_stage()) return out;
-    return model->loss(out, torch::empty({o.micro_batch, o.seq}, torch::kInt64));
-  };
-  for (int it = 0; it < o.iterations; ++it) {
-    torch::RecordScope iteration(fmt::format("iteration {}", it));
-    const bool warm_up = it + 1 < o.iterations && o.warmup_micro_batches > 0;
-    pipeline.micro_batches = static_cast<int>(warm_up ? o.warmup_micro_batches : o.micro_batches);
-    parallel::forward_backward(forward, pipeline);
-    optimizer.step();
-    // The iteration ends with its compute; with the parameter gather overlapped, the gathers of its
-    // step run under the next iteration's forward, as in steady state.
-    if (o.overlap_param_gather) {
-      torch::cuda::current_stream().synchronize();
-    } else {
-      torch::cuda::synchronize();
-    }
+  Transformer model(config_, o.expert_skew, o.sequence_parallel);
+  if (o.training) {
+    model->train();
+    model->set_recompute(o.recompute);
+    model->set_hidden_dropout(o.hidden_dropout);
+    model->set_attention_dropout(o.attention_dropout);
+  } else {
+    model->eval();
   }
+  return model.ptr();
 }
 
 const torch::nn::Module& NormLayer::module() const {

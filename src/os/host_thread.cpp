@@ -2,6 +2,7 @@
 
 #include "syntorch/sim/handler.hpp"
 
+#include <algorithm>
 #include <exception>
 #include <stdexcept>
 
@@ -182,6 +183,41 @@ void ActionQueue::close() {
   changed_.notify_all();
 }
 
+std::uint64_t ActionQueue::push_and_wait(const HostAction& action) {
+  push(action);
+  std::unique_lock lock(mutex_);
+  if (!filling_.empty() && !aborted_) {
+    wait_for_room(lock);
+    if (!aborted_) publish_locked_batch();
+  }
+  if (aborted_) {
+    filling_.clear();
+    throw QueueAborted{};
+  }
+  if (gate_) {
+    lock.unlock();
+    gate_->leave();  // the simulator runs meanwhile, and other programs may
+    lock.lock();
+  }
+  {
+    const Blocking blocking;
+    changed_.wait(lock, [&] { return answered_ || aborted_; });
+    lock.unlock();  // the hooks run with the queue unlocked
+  }
+  if (gate_) gate_->enter(waiter_);
+  lock.lock();
+  if (!answered_) throw QueueAborted{};
+  answered_ = false;
+  return answer_;
+}
+
+void ActionQueue::answer(std::uint64_t value) {
+  const std::lock_guard lock(mutex_);
+  answer_ = value;
+  answered_ = true;
+  changed_.notify_all();
+}
+
 void ActionQueue::abort() {
   std::unique_lock lock(mutex_);
   aborted_ = true;
@@ -255,8 +291,9 @@ void HostThread::step() {
     wait->work.start(wait->work.obj, wait->work.arg, *streams_[wait->stream]);
     return;
   }
-  // Host time, then (a launch) the work to its stream.
-  const sim::TimePs end = now + current_.host_ps;
+  // Host time, then (a launch) the work to its stream, or (a sleep) idle time.
+  sim::TimePs end = now + current_.host_ps;
+  if (const auto* sleep = std::get_if<HostAction::SleepUntil>(&current_.op)) end = std::max(end, sleep->until_ps);
   if (current_.note) current_.note(current_.note_obj, current_, now, end);
   if (const auto* launch = std::get_if<HostAction::Launch>(&current_.op)) {
     if (launch->stream >= streams_.size()) throw std::logic_error("HostThread: launch on an unknown stream");

@@ -10,6 +10,7 @@
 #include "syntorch/models/moe.hpp"
 #include "syntorch/models/registry.hpp"
 #include "syntorch/parallel/distributed.hpp"
+#include "syntorch/session/generation_loop.hpp"
 #include "syntorch/torch/float8.hpp"
 #include "syntorch/torch/types.hpp"
 
@@ -205,7 +206,7 @@ RunReport simulate_generation(const hw::Machine& machine, const runtime::KernelP
   options.framework = spec.framework;
   if (spec.mirror_ranks) options.mirror_of.assign(static_cast<std::size_t>(spec.tp * spec.pp), 0);
   runtime::Engine engine(machine, policy, spec.tp * spec.pp, options);
-  models::GenerateOptions generation;
+  GenerateOptions generation;
   generation.batch = spec.batch;
   generation.input_tokens = spec.input_tokens;
   generation.output_tokens = spec.output_tokens;
@@ -228,7 +229,7 @@ RunReport simulate_generation(const hw::Machine& machine, const runtime::KernelP
       fp8_gemms.emplace();
     }
     parallel::initialize_model_parallel(spec.tp, spec.pp, spec.ep);
-    spec.model->generate(generation);
+    generate(*spec.model, generation);
   });
   const runtime::EngineResult& r = report.engine;
   for (const auto& rank : r.ranks) {

@@ -10,6 +10,7 @@
 #include "syntorch/base/units.hpp"
 #include "syntorch/models/registry.hpp"
 #include "syntorch/parallel/distributed.hpp"
+#include "syntorch/session/training_loop.hpp"
 #include "syntorch/torch/types.hpp"
 
 namespace syntorch::session {
@@ -239,7 +240,7 @@ TrainReport simulate_training(const hw::Machine& machine, const runtime::KernelP
     }
   }
   runtime::Engine engine(machine, policy, world, options);
-  models::TrainOptions train;
+  TrainOptions train;
   train.micro_batch = spec.micro_batch;
   train.micro_batches = batch / (spec.micro_batch * spec.dp);
   // The warm-up iteration fills the pipeline once (interleaving needs a multiple of pp, which pp is).
@@ -264,7 +265,7 @@ TrainReport simulate_training(const hw::Machine& machine, const runtime::KernelP
   report.engine = engine.run([&](runtime::RankContext&) {
     torch::DefaultDtypeGuard dtype_guard(dtype);
     parallel::initialize_model_parallel(spec.tp, spec.pp);
-    spec.model->train_iterations(train);
+    train_iterations(*spec.model, train);
   });
   const runtime::EngineResult& r = report.engine;
   // Per stage: its largest rank's peak, and that rank's peak by purpose.

@@ -2,6 +2,8 @@
 
 #include "syntorch/torch/cuda.hpp"
 
+#include <cmath>
+
 #include "syntorch/base/diagnostics.hpp"
 #include "syntorch/runtime/policy.hpp"
 #include "syntorch/runtime/rank_context.hpp"
@@ -66,6 +68,11 @@ void Stream::synchronize() const {
   if (runtime::RankContext* ctx = runtime::current_rank()) ctx->synchronize_stream(id_);
 }
 
+bool Stream::query() const {
+  runtime::RankContext* ctx = runtime::current_rank();
+  return ctx == nullptr || ctx->stream_idle(id_);
+}
+
 Stream current_stream() {
   runtime::RankContext* ctx = runtime::current_rank();
   return Stream(ctx ? ctx->current_stream() : 0);
@@ -90,6 +97,25 @@ void Event::wait(const Stream& stream) const { stream.wait_event(*this); }
 
 void Event::synchronize() const {
   if (runtime::RankContext* ctx = runtime::current_rank()) ctx->synchronize_event(id_);
+}
+
+bool Event::query() const {
+  runtime::RankContext* ctx = runtime::current_rank();
+  return ctx == nullptr || !std::isnan(ctx->event_time_s(id_));
+}
+
+double Event::elapsed_time(const Event& end) const {
+  runtime::RankContext* ctx = runtime::current_rank();
+  if (ctx == nullptr || id_ == 0 || end.id_ == 0) {
+    throw Error("Event::elapsed_time: both events must be recorded in a simulation before the time between them "
+                "can be read");
+  }
+  const double from_s = ctx->event_time_s(id_);
+  const double to_s = ctx->event_time_s(end.id_);
+  if (std::isnan(from_s) || std::isnan(to_s)) {
+    throw Error("Event::elapsed_time: an event has not completed yet (cudaErrorNotReady); synchronize on it first");
+  }
+  return (to_s - from_s) * 1e3;
 }
 
 CUDAGraph::~CUDAGraph() {

@@ -113,6 +113,12 @@ class FakeRank : public runtime::RankContext {
   }
   void synchronize_event(std::uint64_t e) override { syncs.push_back("event " + std::to_string(e)); }
   void synchronize_stream(std::uint32_t s) override { syncs.push_back("stream " + std::to_string(s)); }
+  // The host clock: what a test sets it to; a sleep moves it on; every event completed at 0.
+  double host_time_s() override { return clock_s; }
+  void sleep_until_s(double t) override { clock_s = std::max(clock_s, t); }
+  double event_time_s(std::uint64_t) override { return 0; }
+  bool stream_idle(std::uint32_t) override { return true; }
+  double clock_s = 0;
 
   std::uint64_t bytes_for(os::MemoryUse use) const { return by_use[static_cast<std::size_t>(use)]; }
   // The kinds of the launched ops, in order.

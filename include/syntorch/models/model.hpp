@@ -1,9 +1,11 @@
 #pragma once
 // A model the zoo can run, as front ends see it: its name and size, the checks a run's layout
-// and sizes must pass, and, on a rank whose parallel state is set, building that rank's share
-// and generating. Models are written only against the torch and parallel API.
+// and sizes must pass, and, on a rank whose parallel state is set, building that rank's share.
+// What runs on the share (generating, training iterations) is a session driver's, not the
+// model's. Models are written only against the torch and parallel API.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -12,19 +14,7 @@
 
 namespace syntorch::models {
 
-struct GenerateOptions {
-  std::int64_t batch = 1;
-  std::int64_t input_tokens = 128;
-  std::int64_t output_tokens = 16;  // the first comes from the prefill
-  std::int64_t micro_batches = 0;   // pipeline micro-batches; 0 = one per stage
-  bool graph = false;               // capture each decode step as one graph launch
-  std::optional<DType> kv_cache_dtype;  // the KV cache's dtype (the default dtype when not given)
-  double expert_skew = 0;               // mixture of experts: routing imbalance (0: balanced)
-  // The most prompt tokens one prefill forward takes (TensorRT-LLM's max_num_tokens, vLLM's
-  // max_num_batched_tokens): the prefill runs the batch in groups of sequences within it, each
-  // writing its rows of the KV cache, so activations are sized by the group (0: all at once).
-  std::int64_t max_num_tokens = 0;
-};
+class CausalLM;
 
 // Activation recomputation (Korthikanti et al., 2022): none; selective (the attention core: only
 // its inputs kept, its forward run again in backward, as Megatron-Core's checkpoint_core_attention
@@ -32,24 +22,14 @@ struct GenerateOptions {
 // backward).
 enum class Recompute : std::uint8_t { none, selective, full };
 
-struct TrainOptions {
-  std::int64_t micro_batch = 1;      // sequences per micro-batch
-  std::int64_t micro_batches = 1;    // per iteration on each data-parallel replica
-  std::int64_t seq = 2048;
-  bool sequence_parallel = false;
+// How a rank's share is built: for generation (eval mode) or for training (dropout, recomputation).
+struct BuildOptions {
+  bool training = false;
+  double expert_skew = 0;          // mixture of experts: routing imbalance (0: balanced)
+  bool sequence_parallel = false;  // training: activations between TP regions sharded along the sequence
   Recompute recompute = Recompute::none;
-  bool one_f_one_b = true;           // else GPipe
-  bool distributed_optimizer = false;
-  bool overlap_grad_reduce = false;  // data-parallel reduction under the last backward
-  bool overlap_param_gather = false; // the distributed optimizer's all-gather under the next forward
-  bool adam = true;                  // else SGD with momentum
-  int virtual_stages = 1;            // model chunks per pipeline rank (interleaved 1F1B)
-  double hidden_dropout = 0.1;       // on the attention and MLP outputs (Megatron-LM's default)
-  double attention_dropout = 0.1;    // on the attention probabilities (Megatron-LM's default)
-  int iterations = 2;                // the first warms up (optimizer state, caches); scopes "iteration N"
-  // Micro-batches of the warm-up iterations (0: micro_batches). 1F1B holds at most pp at once, so
-  // pp of them bring the optimizer state and the allocator's cache to their steady state.
-  std::int64_t warmup_micro_batches = 0;
+  double hidden_dropout = 0;       // training: on the attention and MLP outputs
+  double attention_dropout = 0;    // training: on the attention probabilities
 };
 
 // How a run lays a model out and what it asks of it.
@@ -77,16 +57,12 @@ class Model {
   // what the simulator can size), under `where` with the flag's name as the key.
   virtual void check(const RunLayout& layout, Diagnostics& diagnostics, const std::string& where) const = 0;
 
-  // On the current rank (parallel state initialised): builds this rank's share in eval mode and
-  // generates (autoregressive decoding with a KV cache, scopes "prefill" and "decode").
-  virtual void generate(const GenerateOptions& options) const = 0;
-
   // Why this model cannot train on the simulator ("" when it can): checked before a run starts.
   virtual std::string training_refusal() const;
-  // On the current rank: builds this rank's share in training mode and runs training iterations
-  // (pipeline schedule, gradient reduction, mixed-precision optimizer step). Throws
-  // std::invalid_argument with training_refusal() for a model that cannot train.
-  virtual void train_iterations(const TrainOptions& options) const;
+  // On the current rank (parallel state initialised; under interleaving, the virtual stage set):
+  // builds this rank's share, in training mode or eval mode as `options` say. Throws
+  // std::invalid_argument with training_refusal() when asked to train a model that cannot.
+  virtual std::shared_ptr<CausalLM> build(const BuildOptions& options) const = 0;
 };
 
 }  // namespace syntorch::models

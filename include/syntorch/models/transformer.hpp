@@ -6,7 +6,7 @@
 // GPT-2 (learned positions, GELU MLP, tied head). Written only against the public torch and
 // parallel API: Megatron tensor parallelism inside each block (K/V heads replicated when TP
 // exceeds them, as vLLM and Megatron do), pipeline stages over the blocks, generation with a
-// per-layer KV cache.
+// per-layer KV cache, training with recomputation and dropout.
 
 #include <cstdint>
 #include <memory>
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "syntorch/base/diagnostics.hpp"
-#include "syntorch/models/generation.hpp"
+#include "syntorch/models/causal_lm.hpp"
 #include "syntorch/models/model.hpp"
 #include "syntorch/models/moe.hpp"
 #include "syntorch/parallel/layers.hpp"
@@ -77,9 +77,8 @@ class TransformerModel final : public Model {
   std::int64_t context() const override { return config_.context; }
   double forward_flops_per_token(std::int64_t seq) const override;
   void check(const RunLayout& layout, Diagnostics& diagnostics, const std::string& where) const override;
-  void generate(const GenerateOptions& options) const override;
   std::string training_refusal() const override;
-  void train_iterations(const TrainOptions& options) const override;
+  std::shared_ptr<CausalLM> build(const BuildOptions& options) const override;
 
  private:
   TransformerConfig config_;
@@ -157,10 +156,10 @@ class TransformerImpl : public CausalLM {
   // [batch, seq], the others the previous stage's activations; the last returns this rank's
   // share of the vocabulary's logits [batch, seq, vocab / tp], the others their activations
   // ([batch, seq / tp, hidden] under sequence parallelism).
-  torch::Tensor forward_train(const torch::Tensor& input);
+  torch::Tensor forward_train(const torch::Tensor& input) override;
   // The mean loss of the last stage's logits against labels [batch, seq] (vocabulary-parallel
   // cross-entropy).
-  torch::Tensor loss(const torch::Tensor& logits, const torch::Tensor& labels);
+  torch::Tensor loss(const torch::Tensor& logits, const torch::Tensor& labels) override;
   // Full recomputation: each layer under activation checkpointing; selective: each layer's
   // attention core.
   void set_recompute(Recompute recompute);

@@ -35,11 +35,14 @@ struct HostAction {
     WorkItem work;
   };
   struct Sync {};  // wait until the device's streams are idle
+  struct SleepUntil {  // host time, then idle until the host's clock reads `until_ps`
+    sim::TimePs until_ps = 0;
+  };
   struct Wait {    // block until released: `work` is called (on stream `stream`) to arrange release()
     std::uint16_t stream = 0;
     WorkItem work;
   };
-  using Op = std::variant<HostOnly, Launch, Sync, Wait>;
+  using Op = std::variant<HostOnly, Launch, Sync, Wait, SleepUntil>;
 
   struct NoDetail {};
   struct LaunchOf {  // launch `index` of the `count` an op makes
@@ -159,6 +162,12 @@ class ActionQueue final : public ActionSource {
   // action of it first).
   void add_host_time(sim::TimePs ps) { pending_host_ps_ += ps; }
   void close();  // the program has ended (flushes the last batch)
+  // A round trip: publishes what was pushed, `action` last, and waits (out of the gate, with the
+  // thread's blocking hooks) until the consumer answers, which `action`'s note does when the host
+  // thread reaches it; returns the answer. The program then knows where the simulation stands at
+  // that point of its own, and nothing else: every run gives the same answer. Throws QueueAborted
+  // when the consumer gives up first.
+  std::uint64_t push_and_wait(const HostAction& action);
   // The consumer gives up (the run ended early): a producer blocked in push(), or pushing later,
   // gets QueueAborted thrown, so its program unwinds (pushes made while unwinding, from
   // destructors, are dropped instead).
@@ -166,6 +175,8 @@ class ActionQueue final : public ActionSource {
 
   // Consumer side.
   bool next(HostAction& out) override;
+  // The answer to the producer waiting in push_and_wait (from the note of the action it pushed).
+  void answer(std::uint64_t value);
 
  private:
   void publish_locked_batch();
@@ -183,6 +194,8 @@ class ActionQueue final : public ActionSource {
   std::vector<std::vector<HostAction>> spare_;  // guarded: emptied batches for reuse
   bool closed_ = false;                       // guarded
   bool aborted_ = false;                      // guarded
+  bool answered_ = false;                     // guarded: push_and_wait's answer is in
+  std::uint64_t answer_ = 0;                  // guarded
   std::atomic<bool> aborted_flag_{false};     // the same, read without the lock
   std::vector<HostAction> draining_;          // consumer only
   std::size_t drain_pos_ = 0;

@@ -2,8 +2,10 @@
 // What the torch layer sees of one rank while a program runs: its device's memory, the ops it
 // launches, the collectives it joins and the host synchronisations it makes. The torch layer
 // calls these from the rank's host program; the implementation (the simulation Engine, or a fake
-// in tests) turns them into allocations and host actions. There is no notion of time here: the
-// host program only says what happens, in order; the simulator says when.
+// in tests) turns them into allocations and host actions. The host program says what happens, in
+// order; the simulator says when. A program that must decide what to do next from how far the
+// simulation has come (a serving scheduler, a dispatcher) asks the host clock, which makes it
+// wait for the simulator to reach that point of its own: the answers are the same on every run.
 
 #include <cstdint>
 #include <stdexcept>
@@ -111,6 +113,20 @@ class RankContext {
 
   // Blocks the host until this rank's device has finished everything launched so far.
   virtual void synchronize(std::string_view reason) = 0;
+
+  // The host's clock: simulated seconds from the run's start when the host reaches this call
+  // (the program waits for the simulator to get there). Throws std::logic_error while capturing.
+  virtual double host_time_s() = 0;
+  // The host idles until its clock reads `time_s` (at once when it has passed). Throws
+  // std::invalid_argument for a time that is not a finite number of seconds from 0, and
+  // std::logic_error while capturing.
+  virtual void sleep_until_s(double time_s) = 0;
+  // When `event` completed, on the host's clock, if it had when the host reaches this call; NaN
+  // if not yet (cudaEventQuery, and the readings cudaEventElapsedTime subtracts). An event never
+  // recorded (0) has, at 0. Waits for the simulator as host_time_s does.
+  virtual double event_time_s(std::uint64_t event) = 0;
+  // Whether `stream` has finished all its work when the host reaches this call (cudaStreamQuery).
+  virtual bool stream_idle(std::uint32_t stream) = 0;
 
   // Graph capture (CUDA graphs): what is launched between begin and end is recorded, not run;
   // graph_end returns the graph's id (from 1). graph_launch(id) issues it: one graph launch's

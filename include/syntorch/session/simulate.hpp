@@ -47,7 +47,7 @@ struct RunSpec {
   bool graph = false;
   runtime::Framework framework = runtime::Framework::eager;
   std::int64_t micro_batches = 0;  // 0: one per pipeline stage
-  std::int64_t max_num_tokens = 0;  // prompt tokens per prefill forward (models::GenerateOptions); 0: all
+  std::int64_t max_num_tokens = 0;  // prompt tokens per prefill forward (session::GenerateOptions); 0: all
   // Tensor-parallel ranks run the same program on the same shapes: with mirror_ranks only rank 0's
   // runs and the others mirror it, joining its collectives (runtime::EngineOptions::mirror_of): the
   // same times at 1/tp of the work. Only without pipeline or expert parallelism, whose ranks differ.

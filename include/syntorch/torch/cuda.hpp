@@ -30,6 +30,9 @@ class Stream {
   Event record_event() const;
   // Blocks the host until this stream's work is done (cudaStreamSynchronize).
   void synchronize() const;
+  // Whether its work is done when the host gets here (cudaStreamQuery; true outside a
+  // simulation). The program waits for the simulator to reach this point.
+  bool query() const;
 
  private:
   explicit Stream(std::uint32_t id) : id_(id) {}
@@ -64,6 +67,12 @@ class Event {
   void record(const Stream& stream);
   void wait(const Stream& stream) const;  // stream.wait_event(*this)
   void synchronize() const;               // blocks the host until it completes
+  // Whether it has completed when the host gets here (cudaEventQuery; true when never recorded,
+  // or outside a simulation). The program waits for the simulator to reach this point.
+  bool query() const;
+  // Milliseconds from this event's completion to `end`'s (cudaEventElapsedTime), when the host
+  // gets here. Throws torch::Error when either was never recorded or has not completed yet.
+  double elapsed_time(const Event& end) const;
   bool recorded() const { return id_ != 0; }
   std::uint64_t id() const { return id_; }
 

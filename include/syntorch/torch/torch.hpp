@@ -6,6 +6,7 @@
 #include "syntorch/torch/amp.hpp"
 #include "syntorch/torch/autocast.hpp"
 #include "syntorch/torch/autograd.hpp"
+#include "syntorch/torch/clock.hpp"
 #include "syntorch/torch/cuda.hpp"
 #include "syntorch/torch/float8.hpp"
 #include "syntorch/torch/fused.hpp"

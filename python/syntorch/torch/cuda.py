@@ -175,7 +175,9 @@ class Stream:
         self._impl.synchronize()
 
     def query(self):
-        raise NotImplementedError("torch.cuda.Stream.query: the program cannot observe simulated time")
+        """Whether the stream's work so far is done when the host gets here (cudaStreamQuery, on
+        the simulated host's clock)."""
+        return self._impl.query()
 
     def __eq__(self, other):
         return isinstance(other, Stream) and self._impl == other._impl
@@ -189,7 +191,9 @@ class Stream:
 
 class Event:
     """torch.cuda.Event(): record() marks the point a stream has reached; wait() makes a stream's
-    later work wait for it; synchronize() blocks the host until it completes."""
+    later work wait for it; synchronize() blocks the host until it completes; query() says whether
+    it has completed and elapsed_time(end) the milliseconds to end's completion, both read on the
+    simulated host's clock when the program gets there (the same answers on every run)."""
 
     def __init__(self, enable_timing=False, blocking=False, interprocess=False):
         self._impl = _ext()._Event()
@@ -204,11 +208,12 @@ class Event:
         self._impl.synchronize()
 
     def query(self):
-        raise NotImplementedError("torch.cuda.Event.query: the program cannot observe simulated time")
+        return self._impl.query()
 
     def elapsed_time(self, end_event):
-        raise NotImplementedError("torch.cuda.Event.elapsed_time: the program cannot observe simulated time "
-                                  "(torch.profiler.record_function spans are in trace_manager.stats()['steps'])")
+        if not isinstance(end_event, Event):
+            raise TypeError(f"elapsed_time(): expected a torch.cuda.Event, got {type(end_event).__name__}")
+        return self._impl.elapsed_time(end_event._impl)
 
 
 def current_stream(device=None):

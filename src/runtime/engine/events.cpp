@@ -98,8 +98,8 @@ void Rank::note_new_stream(const os::HostAction& a, sim::TimePs, sim::TimePs) {
 }
 
 void Rank::start_event_record(std::uint64_t event, os::Stream& stream) {
-  if (event_done_.size() <= event) event_done_.resize(event + 1, 0);
-  event_done_[event] = 1;
+  if (event_done_ps_.size() <= event) event_done_ps_.resize(event + 1, kNotDone);
+  event_done_ps_[event] = core_.sim.now();
   if (auto it = event_waiters_.find(event); it != event_waiters_.end()) {
     for (std::uint32_t s : it->second) streams_[s]->finish_current();
     event_waiters_.erase(it);
@@ -112,7 +112,7 @@ void Rank::start_event_record(std::uint64_t event, os::Stream& stream) {
 }
 
 void Rank::start_event_wait(std::uint64_t event, os::Stream& stream) {
-  if (event < event_done_.size() && event_done_[event]) {
+  if (event_done(event)) {
     stream.finish_current();
   } else {
     event_waiters_[event].push_back(stream.index());
@@ -120,7 +120,7 @@ void Rank::start_event_wait(std::uint64_t event, os::Stream& stream) {
 }
 
 void Rank::block_on_event(std::uint64_t event, os::Stream&) {
-  if (event < event_done_.size() && event_done_[event]) {
+  if (event_done(event)) {
     host_thread_->release();
   } else {
     host_event_ = event;

@@ -65,11 +65,12 @@ void Rank::trace_join(std::uint32_t stream, sim::TimePs begin, sim::TimePs end, 
                                                 trace::FlowPhase::kBegin, after);
 }
 
-// A host-only action (a view, a synchronisation, a graph launch).
+// A host-only action (a view, a synchronisation, a sleep, a graph launch).
 void Rank::note_span(const std::string& name, const os::HostAction& a, sim::TimePs begin, sim::TimePs end) {
   if (!tracer_) return;
   const bool sync = std::holds_alternative<os::HostAction::Sync>(a.op) || std::holds_alternative<os::HostAction::Wait>(a.op);
-  const std::string_view category = sync ? "sync" : "op";
+  const std::string_view category =
+      sync ? "sync" : std::holds_alternative<os::HostAction::SleepUntil>(a.op) ? "sleep" : "op";
   tracer_->host_span(index_, name, category, begin, end);
 }
 

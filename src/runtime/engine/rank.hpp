@@ -97,6 +97,10 @@ class Rank final : public RankContext {
   void wait_event(std::uint32_t stream, std::uint64_t event) override;
   void synchronize_event(std::uint64_t event) override;
   void synchronize_stream(std::uint32_t stream) override;
+  double host_time_s() override;
+  void sleep_until_s(double time_s) override;
+  double event_time_s(std::uint64_t event) override;
+  bool stream_idle(std::uint32_t stream) override;
 
   // ---- the simulator's side ----
   // Builds the streams and host thread (before the program starts).
@@ -163,6 +167,10 @@ class Rank final : public RankContext {
   void note_scope_begin(const std::string& name, const os::HostAction& a, sim::TimePs begin, sim::TimePs);
   void note_scope_end(const os::HostAction& a, sim::TimePs end, sim::TimePs);
   void note_new_stream(const os::HostAction& a, sim::TimePs, sim::TimePs);
+  // The host clock's answers to a program waiting for them (clock.cpp).
+  void note_clock(const os::HostAction& a, sim::TimePs at, sim::TimePs);
+  void note_event_time(const std::uint64_t& event, const os::HostAction& a, sim::TimePs, sim::TimePs);
+  void note_stream_idle(const std::uint64_t& stream, const os::HostAction& a, sim::TimePs, sim::TimePs);
   void on_host_stream_idle();
   void trace_join(std::uint32_t stream, sim::TimePs begin, sim::TimePs end, std::uint64_t flow);
 
@@ -274,11 +282,14 @@ class Rank final : public RankContext {
   std::uint64_t join_flow_ = 0;
   std::vector<std::uint64_t> last_seq_;
   std::deque<std::uint64_t> recv_seqs_;
-  // Events: which have completed (by id), the streams waiting for each, and the one the host
-  // waits for (0: none).
-  std::vector<char> event_done_;
+  // Events: when each completed (by id; kNotDone until then), the streams waiting for each, and
+  // the one the host waits for (0: none).
+  static constexpr sim::TimePs kNotDone = ~sim::TimePs{0};
+  bool event_done(std::uint64_t event) const { return event < event_done_ps_.size() && event_done_ps_[event] != kNotDone; }
+  std::vector<sim::TimePs> event_done_ps_;
   std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> event_waiters_;
   std::uint64_t host_event_ = 0;
+  std::uint64_t queried_ = 0;  // producer: the event or stream a query asks about, read by its note
   std::vector<std::uint64_t> op_flows_;
   std::vector<sim::TimePs> op_flow_ps_;
   sim::TimePs op_begin_ps_ = 0;

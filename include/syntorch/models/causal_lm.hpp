@@ -1,7 +1,8 @@
 #pragma once
-// Autoregressive generation on one rank, for any decoder-only model that splits into the stages
-// a pipeline runs: embedding (first stage), its share of the blocks, and the next token from the
-// last hidden state (last stage). Written only against the torch and parallel API.
+// What a rank's share of a decoder-only model offers the loops that drive it (session's
+// generation and training drivers): the stages a pipeline runs (embedding on the first stage, its
+// share of the blocks, the next token or the logits and loss on the last), with a KV cache for
+// generation. Written only against the torch and parallel API.
 
 #include <cstdint>
 #include <vector>
@@ -19,10 +20,12 @@ struct KVCache {
   torch::Tensor values;
 };
 
-// What the generation loop needs of a model's share on this rank.
+// A model's share on this rank: what the generation loop and the training iteration call.
 class CausalLM : public torch::nn::Module {
  public:
   using torch::nn::Module::Module;
+
+  // ---- generation ----
 
   virtual std::int64_t hidden_size() const = 0;
   // One KV cache per local block for `batch` sequences of up to `max_seq` positions.
@@ -33,12 +36,15 @@ class CausalLM : public torch::nn::Module {
   virtual torch::Tensor blocks(torch::Tensor x, std::vector<KVCache>& caches, std::int64_t past) = 0;
   // Last stage: the next token of each sequence from the hidden state of its last position.
   virtual torch::Tensor next_token(const torch::Tensor& x) = 0;
-};
 
-// Autoregressive generation on this rank, as the Megatron/FasterTransformer generation loop does:
-// a prefill over the prompt (scope "prefill"), then one decode step per further token (scopes
-// "decode"), micro-batches flowing through the pipeline stages, each step ending when the
-// sampled tokens are on the host.
-void generate(CausalLM& model, const GenerateOptions& options);
+  // ---- training ----
+  // One pipeline stage's forward over a micro-batch: the first stage takes token ids [batch, seq],
+  // the others the previous stage's activations; the last returns this rank's share of the
+  // vocabulary's logits, the others their activations
+  // [batch, seq, hidden] (seq / tp of it under sequence parallelism).
+  virtual torch::Tensor forward_train(const torch::Tensor& input) = 0;
+  // The mean loss of the last stage's logits against labels [batch, seq].
+  virtual torch::Tensor loss(const torch::Tensor& logits, const torch::Tensor& labels) = 0;
+};
 
 }  // namespace syntorch::models

@@ -1,21 +1,21 @@
-#include "syntorch/models/generation.hpp"
+#include "syntorch/session/generation_loop.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <stdexcept>
 
+#include "syntorch/models/causal_lm.hpp"
 #include "syntorch/parallel/distributed.hpp"
 #include "syntorch/torch/cuda.hpp"
 #include "syntorch/torch/ops.hpp"
 #include "syntorch/torch/utils.hpp"
 
-namespace syntorch::models {
+namespace syntorch::session {
 
-void generate(CausalLM& model, const GenerateOptions& o) {
-  // Inference: nothing records a backward (torch.inference_mode), so no activation is kept.
-  torch::NoGradGuard no_grad;
-  const parallel::ParallelState& st = parallel::state();
+using models::KVCache;
+
+void generate(const models::Model& built_from, const GenerateOptions& o) {
   if (o.batch < 1 || o.input_tokens < 1 || o.output_tokens < 1) {
     throw std::invalid_argument("generate: batch, input tokens and output tokens must be at least 1");
   }
@@ -23,6 +23,13 @@ void generate(CausalLM& model, const GenerateOptions& o) {
     throw std::invalid_argument(fmt::format("generate: {} micro-batches do not split a batch of {} evenly",
                                             o.micro_batches, o.batch));
   }
+  models::BuildOptions build;
+  build.expert_skew = o.expert_skew;
+  const std::shared_ptr<models::CausalLM> share = built_from.build(build);
+  models::CausalLM& model = *share;
+  // Inference: nothing records a backward (torch.inference_mode), so no activation is kept.
+  torch::NoGradGuard no_grad;
+  const parallel::ParallelState& st = parallel::state();
   // By default one micro-batch per stage, or the most up to that which splits the batch.
   std::int64_t micro = o.micro_batches > 0 ? o.micro_batches : std::min<std::int64_t>(st.pp_size, o.batch);
   while (o.batch % micro != 0) --micro;
@@ -106,4 +113,4 @@ void generate(CausalLM& model, const GenerateOptions& o) {
   torch::cuda::synchronize();  // every rank: generation is done
 }
 
-}  // namespace syntorch::models
+}  // namespace syntorch::session
