@@ -1,11 +1,16 @@
 // Runs from Python, through session::Run: a Session is a run whose program is the Python thread
 // that made it; run_ranks runs one Python program per rank, each on a thread of its own. Also the
-// current rank's index and world size, and the kernel policy for the ops launched from now on.
+// current rank's index and world size, and the kernel policy for the ops launched from now on;
+// and a zoo model's generation or training run from its parameters (syntorch.simulate, train).
 
 #include "bindings.hpp"
 
 #include "syntorch/parallel/distributed.hpp"
+#include "syntorch/session/parameters.hpp"
 #include "syntorch/session/run.hpp"
+#include "syntorch/session/simulate.hpp"
+#include "syntorch/session/train.hpp"
+#include "syntorch/session/workload.hpp"
 
 namespace syntorch::python {
 
@@ -104,9 +109,43 @@ py::dict run_ranks(const std::string& hw, const std::vector<std::string>& sets, 
   return out;
 }
 
+// A parameter table as Python sees it: (key, alias, kind, unit, help, default) per entry.
+template <class Spec>
+py::list parameter_list(const std::vector<session::Parameter<Spec>>& table) {
+  static constexpr const char* kKinds[] = {"int", "float", "bool", "choice", "str"};
+  const Spec defaults{};
+  py::list out;
+  for (const session::Parameter<Spec>& p : table) {
+    std::string shown(p.default_text);
+    if (shown.empty() && !p.required) {
+      const nlohmann::ordered_json v = p.value(defaults);
+      shown = v.is_string() ? v.get<std::string>() : v.dump();
+    }
+    out.append(py::make_tuple(std::string(p.key), std::string(p.alias), kKinds[static_cast<int>(p.kind)],
+                              std::string(p.unit), std::string(p.help), shown));
+  }
+  return out;
+}
+
+// syntorch.simulate and syntorch.train: one workload run; its report as JSON text.
+std::string run_workload(const std::string& kind, const std::string& hw, const std::vector<std::string>& sets,
+                         const std::string& policy, const std::string& trace,
+                         const std::vector<std::pair<std::string, std::string>>& params) {
+  session::WorkloadRequest request{hw, sets, policy, trace, params};
+  py::gil_scoped_release release;  // the simulation touches no Python object
+  return (kind == "train" ? session::run_training(request) : session::run_generation(request))
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 }  // namespace
 
 void bind_session(py::module_& m) {
+  m.def("run_workload", &run_workload, py::arg("kind"), py::arg("hw"), py::arg("set"), py::arg("policy"),
+        py::arg("trace"), py::arg("params"));
+  m.def("workload_parameters", [](const std::string& kind) {
+    return kind == "train" ? parameter_list(session::training_parameters())
+                           : parameter_list(session::generation_parameters());
+  });
   m.def("run_ranks", &run_ranks, py::arg("hw"), py::arg("set"), py::arg("framework"), py::arg("trace"),
         py::arg("policy"), py::arg("console"), py::arg("world"), py::arg("program"), py::arg("mirror") = false);
   m.def("current_rank_index", &parallel::get_rank);

@@ -19,7 +19,7 @@ import threading
 import _syntorch
 
 __all__ = ["init", "launch", "trace_manager", "current_session", "profile", "KernelPolicy", "set_kernel_policy",
-           "get_kernel_policy", "clear_kernel_policy"]
+           "get_kernel_policy", "clear_kernel_policy", "simulate", "train"]
 
 _here = os.path.dirname(os.path.abspath(__file__))
 _session = None
@@ -166,6 +166,61 @@ def launch(fn, nproc, hw=None, set=(), framework="eager", trace=None, policy=Non
     return _syntorch.run_ranks(str(hw), [str(s) for s in set], framework, str(trace) if trace else "",
                                str(policy) if policy is not None else "", bool(console), int(nproc), rank_main,
                                bool(mirror))
+
+
+def _workload(kind, model, hw, set, policy, trace, params):
+    import json
+    given = [("model", str(model))] if model is not None else []
+    for key, value in params.items():
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        elif isinstance(value, (list, tuple)):  # trace_ranks=[0, 1, 2]
+            value = ",".join(str(v) for v in value)
+        given.append((key, str(value)))
+    if isinstance(set, str):
+        set = [set]
+    text = _syntorch.run_workload(kind, hw if hw is not None else _bundled_config("dgx_h100.json"), list(set),
+                                  "" if policy is None else str(policy), "" if trace is None else str(trace), given)
+    return json.loads(text)
+
+
+def _parameter_doc(kind):
+    lines = []
+    for key, alias, typ, unit, help_text, default in _syntorch.workload_parameters(kind):
+        also = f" (or {alias})" if alias else ""
+        shown = f"; default {default}" if default else ""
+        lines.append(f"    {key}{also}: {typ}{', ' + unit if unit else ''}{shown}. {help_text}")
+    return "\n".join(lines)
+
+
+def simulate(model, hw=None, set=(), policy=None, trace=None, **params):
+    """One generation run of a zoo model, as `syntorch simulate` runs it; returns its report as a
+    dict (the fields of `syntorch simulate --json`: every parameter it ran with, ttft_ms,
+    tpot_ms, tokens_per_s, mfu, memory, the time breakdown; status "oom" for a simulated
+    out-of-memory). `hw` is a hardware config (default the bundled DGX H100), `set` overrides
+    ("/json/pointer=value"), `policy` a kernel policy, `trace` a trace file to write. A bad
+    parameter raises ValueError naming it.
+
+    Parameters (keywords):
+{params}
+    """
+    return _workload("generate", model, hw, set, policy, trace, params)
+
+
+def train(model, hw=None, set=(), policy=None, trace=None, **params):
+    """One training iteration of a zoo model, as `syntorch train` runs it; returns its report as a
+    dict (the fields of `syntorch train --json`: every parameter it ran with, iteration_time_s,
+    tokens_per_s, tflops_per_gpu, mfu, hfu, memory per stage; status "oom" for a simulated
+    out-of-memory). `hw`, `set`, `policy` and `trace` as for simulate().
+
+    Parameters (keywords):
+{params}
+    """
+    return _workload("train", model, hw, set, policy, trace, params)
+
+
+simulate.__doc__ = simulate.__doc__.replace("{params}", _parameter_doc("generate"))
+train.__doc__ = train.__doc__.replace("{params}", _parameter_doc("train"))
 
 
 def in_rank_program():

@@ -402,3 +402,47 @@ def test_the_switches_training_scripts_set_first():
     steps = {s["name"]: s["end_s"] - s["begin_s"] for s in syntorch.trace_manager.stats()["steps"]}
     # H100: 67 TFLOP/s of fp32 on the vector units, 495 of TF32 on the matrix units.
     assert steps["tf32=False"] > 4 * steps["tf32=True"], steps
+
+
+def _hw(name):
+    return os.path.join(SOURCE, "hw_configs", name)
+
+
+def _syntorch_binary():
+    return os.path.join(os.path.dirname(os.path.realpath(_syntorch.__file__)), "..", "syntorch")
+
+
+def test_simulate_and_train_take_every_parameter_the_cli_does():
+    """syntorch.simulate and syntorch.train are the CLI's simulate and train: the same parameter
+    tables (every key a keyword, listed in the docstring, shown back in the report), the same
+    reports, the same errors."""
+    import json
+    for kind, fn in (("generate", syntorch.simulate), ("train", syntorch.train)):
+        table = _syntorch.workload_parameters(kind)
+        assert len(table) > 10
+        for key, alias, typ, unit, help_text, default in table:
+            assert f"    {key}" in fn.__doc__, key
+            assert typ in ("int", "float", "bool", "choice", "str") and help_text
+    report = syntorch.simulate("gpt3-125m", hw=_hw("dgx_a100.json"), tp=2, batch=2, input=32, output_tokens=3,
+                               graph=True, framework="native")
+    assert report["status"] == "ok"
+    for key, *_ in _syntorch.workload_parameters("generate"):
+        assert key in report, key
+    assert (report["tp"], report["batch"], report["input_tokens"], report["graph"]) == (2, 2, 32, True)
+    assert report["ttft_ms"] > 0 and report["tokens_per_s"] > 0
+    # The CLI gives the same report for the same run.
+    cli = subprocess.run([_syntorch_binary(), "simulate", "--json", "--hw", _hw("dgx_a100.json"), "--model",
+                          "gpt3-125m", "--tp", "2", "--batch", "2", "--input-tokens", "32", "--output-tokens", "3",
+                          "--graph", "--framework", "native"], capture_output=True, text=True, check=True)
+    assert json.loads(cli.stdout)["ttft_ms"] == report["ttft_ms"]
+    trained = syntorch.train("gpt3-125m", hw=_hw("dgx_a100.json"), seq=128, dp=2, sp=True, tp=2, trace_ranks=[0, 1])
+    assert trained["sequence_parallel"] is True and trained["trace_ranks"] == "0-1"
+    assert trained["iteration_time_s"] > 0
+    with pytest.raises(ValueError, match='did you mean "tp"'):
+        syntorch.simulate("gpt3-125m", tpp=2)
+    with pytest.raises(ValueError, match="batch"):
+        syntorch.simulate("gpt3-125m", batch=0)
+    with pytest.raises(ValueError, match="llama3.1-405b"):
+        syntorch.train("llama3-405b")
+    oom = syntorch.simulate("gpt3-175b", hw=_hw("a100_sxm4_80gb.json"))
+    assert oom["status"] == "oom" and oom["oom"]["requested_bytes"] > 0

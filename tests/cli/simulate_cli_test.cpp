@@ -181,7 +181,7 @@ TEST(SimulateCli, BadInputNamesTheFlagAndExitsTwo) {
            {{"simulate", "--model", "gpt3-176b"}, "unknown model \"gpt3-176b\", did you mean \"gpt3-175b\"?"},
            {{"simulate", "--model", "gpt3-125m", "--tp", "16"}, "--tp: tp 16 x pp 1 needs 16 devices"},
            {{"simulate", "--model", "gpt3-125m", "--tp", "8"}, "12 heads, which do not split over tp 8"},
-           {{"simulate", "--model", "gpt3-125m", "--batch", "0"}, "--batch: expected a positive integer, got 0"},
+           {{"simulate", "--model", "gpt3-125m", "--batch", "0"}, "--batch: expected a positive integer, got \"0\""},
            {{"simulate", "--model", "gpt3-125m", "--dtype", "fp17"}, "unknown dtype \"fp17\""},
            {{"simulate", "--model", "gpt3-125m", "--pp", "5"}, "12 layers, which do not split evenly over pp 5"},
            {{"simulate", "--model", "gpt3-125m", "--hw", "no_such.json"}, "no_such.json"},

@@ -43,24 +43,6 @@ void print_oom_holders(std::ostream& out, const runtime::OomReport& oom) {
   }
 }
 
-nlohmann::ordered_json oom_json(const runtime::OomReport& oom) {
-  nlohmann::ordered_json j;
-  j["rank"] = oom.rank;
-  j["device"] = oom.device_name;
-  j["requested_bytes"] = oom.requested_bytes;
-  j["requested_for"] = oom.requested_for;
-  j["capacity_bytes"] = oom.memory.capacity_bytes;
-  j["allocated_bytes"] = oom.memory.allocated_bytes;
-  j["reserved_bytes"] = oom.memory.reserved_bytes;
-  auto& by = j["allocated_by_use"] = nlohmann::ordered_json::object();
-  for (std::size_t u = 0; u < os::kMemoryUses; ++u) {
-    by[std::string(os::memory_use_name(static_cast<os::MemoryUse>(u)))] = oom.memory.allocated_by_use[u];
-  }
-  auto& largest = j["largest"] = nlohmann::ordered_json::array();
-  for (const auto& [name, bytes] : oom.largest) largest.push_back({{"tensor", name}, {"bytes", bytes}});
-  return j;
-}
-
 std::string size(std::uint64_t bytes) { return units::format_size(static_cast<double>(bytes)); }
 
 void add_trace_flags(CLI::App& s, TraceFlags& t) {

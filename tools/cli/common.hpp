@@ -24,8 +24,6 @@ struct TraceFlags {
 };
 // What held the memory at a simulated OOM: its live bytes by purpose, then the largest tensors.
 void print_oom_holders(std::ostream& out, const runtime::OomReport& oom);
-// The same as JSON, with the request that failed and the device's memory then.
-nlohmann::ordered_json oom_json(const runtime::OomReport& oom);
 // Bytes as a size ("1.5 GB").
 std::string size(std::uint64_t bytes);
 

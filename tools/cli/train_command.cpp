@@ -16,8 +16,11 @@
 #include "cli.hpp"
 #include "commands.hpp"
 #include "common.hpp"
+#include "parameter_flags.hpp"
 #include "syntorch/base/units.hpp"
-#include "syntorch/hw/machine.hpp"
+#include "syntorch/session/parameters.hpp"
+#include "syntorch/session/report_json.hpp"
+#include "syntorch/session/workload.hpp"
 #include "syntorch/session/train.hpp"
 #include "syntorch/trace/recorder.hpp"
 
@@ -25,13 +28,9 @@ namespace syntorch::cli {
 
 namespace {
 
-// Sizes and switches bind straight to the spec (its defaults are the flags'); choices given as
-// text go through set_train_parameter, as measurement rows and studies do, when given.
 struct TrainFlags {
-  session::TrainSpec spec;
-  std::string model;
+  ParameterFlags params;  // session::training_parameters()
   std::string hw;
-  std::string recompute, optimizer, schedule, dtype, replicas, trace_ranks;
   std::string policy;
   std::vector<std::string> sets;
   TraceFlags trace;
@@ -46,56 +45,6 @@ const char* recompute_name(models::Recompute r) {
 constexpr os::MemoryUse kPurposes[] = {os::MemoryUse::weights, os::MemoryUse::gradients,
                                        os::MemoryUse::optimizer_state, os::MemoryUse::activations,
                                        os::MemoryUse::workspace, os::MemoryUse::other};
-
-nlohmann::ordered_json report_json(const session::TrainReport& r, const session::TrainSpec& s, const hw::Machine& m) {
-  nlohmann::ordered_json j;
-  j["status"] = r.oom ? "oom" : "ok";
-  j["model"] = s.model->name();
-  j["hw"] = m.config().file;
-  j["tp"] = s.tp;
-  j["pp"] = s.pp;
-  j["dp"] = s.dp;
-  j["global_batch"] = r.global_batch;
-  j["micro_batch"] = s.micro_batch;
-  j["micro_batches"] = r.micro_batches;
-  j["vp"] = s.vp;
-  j["seq"] = s.seq;
-  j["dtype"] = std::string(dtype_name(s.dtype));
-  j["recompute"] = recompute_name(s.recompute);
-  j["sequence_parallel"] = s.sequence_parallel;
-  j["zero"] = s.zero;
-  j["overlap_grad_reduce"] = s.overlap_grad_reduce;
-  j["overlap_param_gather"] = s.overlap_param_gather;
-  j["hidden_dropout"] = s.hidden_dropout;
-  j["attention_dropout"] = s.attention_dropout;
-  j["optimizer"] = s.adam ? "adamw" : "sgd";
-  j["schedule"] = s.gpipe ? "gpipe" : "1f1b";
-  j["simulated_replicas"] = r.simulated_replicas;
-  j["iteration_time_s"] = r.iteration_s;
-  j["tokens_per_s"] = r.tokens_per_s;
-  j["model_flops_per_iteration"] = r.model_flops;
-  j["tflops_per_gpu"] = r.tflops_per_gpu;
-  j["mfu"] = r.mfu;
-  j["hfu"] = r.hfu;
-  j["pipeline_bubble"] = r.bubble_fraction;
-  j["exposed_communication_s"] = r.exposed_communication_s;
-  j["overlapped_communication_s"] = r.overlapped_communication_s;
-  auto& stages = j["stages"] = nlohmann::ordered_json::array();
-  for (const session::StageMemory& st : r.stages) {
-    nlohmann::ordered_json e;
-    e["stage"] = st.stage;
-    e["peak_bytes"] = st.peak_bytes;
-    for (os::MemoryUse u : kPurposes) {
-      e[std::string(os::memory_use_name(u))] = st.peak_by_use[static_cast<std::size_t>(u)];
-    }
-    stages.push_back(std::move(e));
-  }
-  if (r.engine.oom) {
-    j["oom"] = oom_json(*r.engine.oom);
-    j["oom"]["stage"] = r.engine.oom->rank / (s.tp * s.dp);
-  }
-  return j;
-}
 
 void print_stages(std::ostream& out, const session::TrainReport& r, const hw::Machine& m) {
   out << fmt::format("  peak memory per stage (of {} per device; each purpose at its own peak)\n",
@@ -169,27 +118,16 @@ void print_report(std::ostream& out, const session::TrainReport& r, const sessio
 
 int run_train(const TrainFlags& o, Context& ctx) {
   Diagnostics d;
-  session::TrainSpec spec = o.spec;
+  session::TrainSpec spec;
+  apply_parameter_flags(session::training_parameters(), o.params, spec, d);
   Diagnostics flags;
-  const std::pair<const char*, const std::string*> given[] = {
-      {"model", &o.model},       {"recompute", &o.recompute}, {"optimizer", &o.optimizer},
-      {"schedule", &o.schedule}, {"dtype", &o.dtype},         {"replicas", &o.replicas},
-      {"trace_ranks", &o.trace_ranks}};
-  for (const auto& [key, value] : given) {
-    if (!value->empty()) session::set_train_parameter(spec, key, *value, flags, "flags");
-  }
-  if (!o.trace_ranks.empty() && o.trace.file.empty()) {
+  if (!spec.trace_ranks.empty() && o.trace.file.empty()) {
     flags.error("flags", "trace_ranks", "names the ranks a trace file shows; give --trace FILE too");
   }
-  const runtime::KernelPolicy policy = runtime::KernelPolicy::load(o.policy, d, "--policy");
-  const auto overrides = hw::parse_overrides(o.sets, d);
   const std::string hw_file = o.hw.empty() ? default_hw_config("dgx_h100.json") : o.hw;
-  std::optional<hw::Machine> machine;
-  try {
-    machine = hw::Machine::load(hw_file, overrides);
-  } catch (const InputError& e) {
-    d.append(e.diagnostics());
-  }
+  session::RunSetup setup = session::load_run_setup(hw_file, o.sets, o.policy, d, "--policy");
+  const std::optional<hw::Machine>& machine = setup.machine;
+  const runtime::KernelPolicy& policy = setup.policy;
   if (d.empty() && flags.empty()) session::validate_train(spec, *machine, flags, "flags");
   for (const auto& x : flags.items()) {
     std::string flag = x.path;
@@ -207,7 +145,9 @@ int run_train(const TrainFlags& o, Context& ctx) {
       session::simulate_training(*machine, policy, spec, &recorder, trace_level(o.trace));
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (o.json) {
-    ctx.out << report_json(report, spec, *machine).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    ctx.out << session::training_report_json(report, spec, machine->config().file)
+                   .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+            << "\n";
   } else if (report.oom) {
     print_oom(ctx.out, report, spec);
     print_stages(ctx.out, report, *machine);
@@ -224,44 +164,9 @@ void add_train_command(CLI::App& app, Context& ctx) {
   auto o = std::make_shared<TrainFlags>();
   CLI::App* s = app.add_subcommand("train", "Simulate a training iteration of a model from the zoo (Megatron-style "
                                             "tensor, pipeline and data parallelism)");
-  s->add_option("--model", o->model, "a zoo model (gpt3-175b, llama3-70b, ...), a custom shape (gpt:..., llama:...) "
-                "or a Hugging Face config.json")->required();
+  add_parameter_flags(*s, session::training_parameters(), o->params);
   s->add_option("--hw", o->hw, "Hardware config JSON file (default hw_configs/dgx_h100.json); a run uses its first "
                 "tp x pp x dp GPUs");
-  s->add_option("--tp", o->spec.tp, "Tensor parallel ranks")->capture_default_str();
-  s->add_option("--pp", o->spec.pp, "Pipeline parallel stages")->capture_default_str();
-  s->add_option("--dp", o->spec.dp, "Data parallel replicas")->capture_default_str();
-  s->add_option("--vp", o->spec.vp, "Virtual stages (model chunks) per pipeline rank: interleaved 1F1B, the bubble "
-                "divided by vp (needs pp >= 3 and micro-batches a multiple of pp)")->capture_default_str();
-  s->add_option("--global-batch", o->spec.global_batch, "Sequences per iteration (default: micro-batch x dp)");
-  s->add_option("--micro-batch", o->spec.micro_batch, "Sequences per micro-batch")->capture_default_str();
-  s->add_option("--seq", o->spec.seq, "Sequence length")->capture_default_str();
-  s->add_option("--recompute", o->recompute, "Activation recomputation: none, selective (each layer's attention core: "
-                "its inputs kept, its forward run again in backward) or full (every layer); default none");
-  s->add_flag("--sequence-parallel", o->spec.sequence_parallel, "Shard the activations between TP regions along the "
-              "sequence (all-gather / reduce-scatter in place of all-reduce)");
-  s->add_option("--zero", o->spec.zero, "1: the distributed optimizer (ZeRO-1: gradients reduce-scattered, master "
-                "weights and Adam state sharded over dp, parameters all-gathered)")->capture_default_str();
-  s->add_flag("--overlap-grad-reduce", o->spec.overlap_grad_reduce, "Start each data-parallel gradient bucket's "
-              "reduction, on a communication stream, as soon as the last micro-batch's backward has made its "
-              "gradients (Megatron's --overlap-grad-reduce)");
-  s->add_flag("--overlap-param-gather", o->spec.overlap_param_gather, "With --zero 1 and --overlap-grad-reduce: all-gather the updated "
-              "parameters on a communication stream after the step, each layer's next forward waiting only for "
-              "its own bucket's (Megatron's --overlap-param-gather)");
-  s->add_option("--hidden-dropout", o->spec.hidden_dropout, "Dropout probability on the attention and MLP outputs "
-                "(Megatron-LM's default 0.1; 0 launches no dropout kernels)")->capture_default_str();
-  s->add_option("--attention-dropout", o->spec.attention_dropout, "Dropout probability on the attention "
-                "probabilities (Megatron-LM's default 0.1): FlashAttention draws its mask in the kernel, forward and "
-                "backward; unfused attention runs a dropout kernel over the probabilities; 0 draws none")
-      ->capture_default_str();
-  s->add_option("--optimizer", o->optimizer, "adamw (default) or sgd");
-  s->add_option("--schedule", o->schedule, "Pipeline schedule: 1f1b (default) or gpipe");
-  s->add_option("--dtype", o->dtype, "Parameter and activation dtype: bf16, fp16 or fp32 (fp32 master weights and "
-                "gradients either way); default bf16");
-  s->add_option("--replicas", o->replicas, "Data-parallel replicas simulated: one (replica 0; the others mirror it "
-                "and join its collectives, so data-parallel traffic is exact; the default) or all");
-  s->add_option("--trace-ranks", o->trace_ranks, "Ranks the trace shows, as 0-7,64 (default: every simulated rank); "
-                "a rank of a mirrored replica has its replica simulated");
   s->add_option("--policy", o->policy, "Kernel policy: op=impl[:precision],... or a JSON/YAML file");
   s->add_option("--set", o->sets, "Override a config field: /json/pointer=value (repeatable)");
   add_trace_flags(*s, o->trace);

@@ -1,0 +1,77 @@
+#pragma once
+// A run's workload parameters, each declared once: its key, what its value means, and how it is
+// read from text and shown back. Every front end takes them from here: the CLI's flags and their
+// help (`--key` with '-' for '_'), study axes, measurement rows' params, the JSON reports' fields
+// and the Python package's keywords (syntorch.simulate, syntorch.train). Adding a parameter is a
+// line in its table (generation_parameters.cpp, training_parameters.cpp) plus its effect on a run.
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "syntorch/base/diagnostics.hpp"
+
+namespace syntorch::session {
+
+struct RunSpec;
+struct TrainSpec;
+
+// How a parameter's text reads: a count, a real number, a switch (a bare CLI flag; true|false
+// elsewhere), one of a few words, or free text (a model, a rank list).
+enum class ParameterKind : std::uint8_t { integer, number, boolean, choice, text };
+
+template <class Spec>
+struct Parameter {
+  // Sets the spec from `text`; a wrong value is reported under `where` and `key`, leaving the
+  // spec as it was.
+  using Parse = void (*)(Spec& spec, const std::string& text, Diagnostics& diagnostics, const std::string& where,
+                         std::string_view key);
+  // The value the spec runs with, as reports and Python show it (the effective value where the
+  // spec leaves it to a default: the KV cache's dtype, the global batch).
+  using Value = nlohmann::ordered_json (*)(const Spec& spec);
+
+  Parameter(std::string_view key_, std::string_view alias_, std::string_view cli_alias_, ParameterKind kind_,
+            std::string_view unit_, std::string_view help_, Parse parse_, Value value_, bool required_ = false,
+            std::string_view default_text_ = {})
+      : key(key_), alias(alias_), cli_alias(cli_alias_), kind(kind_), unit(unit_), help(help_), parse(parse_),
+        value(value_), required(required_), default_text(default_text_) {}
+
+  std::string_view key;        // in studies, measurement rows, JSON and Python ("input_tokens")
+  std::string_view alias;      // another key that means the same in rows and studies ("input"), or ""
+  std::string_view cli_alias;  // another flag that means the same ("--num_input_tokens"), or ""
+  ParameterKind kind;
+  std::string_view unit;       // what its number counts ("tokens", "sequences"), "" for none
+  std::string_view help;       // the CLI's --help line
+  Parse parse;
+  Value value;
+  bool required;  // no default: a run must give it (the model)
+  // The default as help texts say it where it follows from other parameters ("micro_batch x
+  // dp"); "" to show value() of a default spec.
+  std::string_view default_text;
+};
+
+const std::vector<Parameter<RunSpec>>& generation_parameters();
+const std::vector<Parameter<TrainSpec>>& training_parameters();
+
+// The entry `key` names, by its key or its alias; nullptr for none.
+template <class Spec>
+const Parameter<Spec>* find_parameter(const std::vector<Parameter<Spec>>& table, std::string_view key) {
+  for (const Parameter<Spec>& p : table) {
+    if (p.key == key || (!p.alias.empty() && p.alias == key)) return &p;
+  }
+  return nullptr;
+}
+
+// The CLI flag of a key: "--" and the key with '-' for '_'.
+std::string parameter_flag(std::string_view key);
+
+// Every parameter's value in `spec`, in table order, as JSON fields.
+template <class Spec>
+nlohmann::ordered_json parameter_values(const std::vector<Parameter<Spec>>& table, const Spec& spec) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (const Parameter<Spec>& p : table) j[std::string(p.key)] = p.value(spec);
+  return j;
+}
+
+}  // namespace syntorch::session

@@ -1,0 +1,77 @@
+#include "syntorch/session/workload.hpp"
+
+#include <fmt/format.h>
+
+#include "syntorch/hw/config_loader.hpp"
+#include "syntorch/session/parameters.hpp"
+#include "syntorch/session/report_json.hpp"
+#include "syntorch/session/simulate.hpp"
+#include "syntorch/session/train.hpp"
+#include "syntorch/trace/open_trace_writer.hpp"
+#include "syntorch/trace/recorder.hpp"
+
+namespace syntorch::session {
+
+RunSetup load_run_setup(const std::string& hw, const std::vector<std::string>& sets, const std::string& policy,
+                        Diagnostics& d, const std::string& policy_where) {
+  RunSetup setup;
+  setup.policy = runtime::KernelPolicy::load(policy, d, policy_where);
+  const std::vector<hw::Override> overrides = hw::parse_overrides(sets, d);
+  try {
+    setup.machine = hw::Machine::load(hw, overrides);
+  } catch (const InputError& e) {
+    d.append(e.diagnostics());
+  }
+  return setup;
+}
+
+namespace {
+
+// Parses, checks and runs one workload of `Spec` through `table`, `check` and `simulate`.
+template <class Spec, class Check, class Simulate, class ToJson>
+nlohmann::ordered_json run_workload(const WorkloadRequest& r, const std::vector<Parameter<Spec>>& table, Check check,
+                                    Simulate simulate, ToJson to_json) {
+  Diagnostics d;
+  Spec spec;
+  std::vector<std::string> keys;
+  for (const Parameter<Spec>& p : table) keys.emplace_back(p.key);
+  for (const auto& [key, value] : r.params) {
+    const Parameter<Spec>* p = find_parameter(table, key);
+    if (p == nullptr) {
+      d.error("parameters", key, fmt::format("not a parameter of this run{} (valid: {})", did_you_mean(key, keys),
+                                             join(keys)));
+      continue;
+    }
+    p->parse(spec, value, d, "parameters", key);
+  }
+  RunSetup setup = load_run_setup(r.hw, r.sets, r.policy, d, "policy");
+  if (d.empty()) check(spec, *setup.machine, d, "parameters");
+  if (!d.empty()) throw InputError(std::move(d));
+  trace::Recorder recorder;
+  if (!r.trace.empty()) recorder.attach(trace::open_trace_writer(r.trace, std::nullopt));
+  const auto report = simulate(*setup.machine, setup.policy, spec, recorder.enabled() ? &recorder : nullptr);
+  recorder.finish();
+  return to_json(report, spec, setup.machine->config().file);
+}
+
+}  // namespace
+
+nlohmann::ordered_json run_generation(const WorkloadRequest& r) {
+  return run_workload(
+      r, generation_parameters(), validate_run,
+      [](const hw::Machine& m, const runtime::KernelPolicy& p, const RunSpec& s, trace::Recorder* rec) {
+        return simulate_generation(m, p, s, rec);
+      },
+      generation_report_json);
+}
+
+nlohmann::ordered_json run_training(const WorkloadRequest& r) {
+  return run_workload(
+      r, training_parameters(), validate_train,
+      [](const hw::Machine& m, const runtime::KernelPolicy& p, const TrainSpec& s, trace::Recorder* rec) {
+        return simulate_training(m, p, s, rec);
+      },
+      training_report_json);
+}
+
+}  // namespace syntorch::session
