@@ -8,8 +8,7 @@
 
 #include <filesystem>
 
-#include "syntorch/hw/machine.hpp"
-#include "syntorch/models/registry.hpp"
+#include "syntorch/session/hardware.hpp"
 #include "syntorch/session/simulate.hpp"
 #include "syntorch/trace/chrome_json_writer.hpp"
 #include "syntorch/trace/open_trace_writer.hpp"
@@ -26,7 +25,7 @@ std::string config(const char* name) {
 session::RunSpec gpt3_175b() {
   Diagnostics d;
   session::RunSpec spec;
-  spec.model = models::parse_model("gpt3-175b", d, "bench");
+  session::set_run_parameter(spec, "model", "gpt3-175b", d, "bench");
   spec.tp = 8;
   spec.batch = 8;
   spec.input_tokens = 2048;
@@ -47,7 +46,7 @@ void report(benchmark::State& state, const session::RunReport& r) {
 
 // Simulates `spec` on the bundled `hw` once per iteration, without a trace.
 void run_generation(benchmark::State& state, const char* hw, const session::RunSpec& spec) {
-  const hw::Machine m = hw::Machine::load(config(hw));
+  const hw::Machine m = session::load_machine(config(hw));
   session::RunReport r;
   for (auto _ : state) {
     r = session::simulate_generation(m, {}, spec);
@@ -61,7 +60,7 @@ void BM_Gpt3_175B_Tp8_NoTrace(benchmark::State& state) { run_generation(state, "
 BENCHMARK(BM_Gpt3_175B_Tp8_NoTrace)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_Gpt3_175B_Tp8_ChromeTrace(benchmark::State& state) {
-  const hw::Machine m = hw::Machine::load(config("dgx_h100.json"));
+  const hw::Machine m = session::load_machine(config("dgx_h100.json"));
   const session::RunSpec spec = gpt3_175b();
   const auto path = std::filesystem::temp_directory_path() / "syntorch_bench_trace.json";
   session::RunReport r;
@@ -81,10 +80,10 @@ BENCHMARK(BM_Gpt3_175B_Tp8_ChromeTrace)->Unit(benchmark::kMillisecond)->UseRealT
 // The same simulated run written as Chrome JSON and as Perfetto protobuf (target: the .pftrace
 // at most a quarter of the JSON): GPT-3 13B, TP=2 x PP=2 on dgx_a100, batch 8, 512 + 64 tokens.
 void BM_TraceSizeOfTheSameRun(benchmark::State& state) {
-  const hw::Machine m = hw::Machine::load(config("dgx_a100.json"));
+  const hw::Machine m = session::load_machine(config("dgx_a100.json"));
   Diagnostics d;
   session::RunSpec spec;
-  spec.model = models::parse_model("gpt3-13b", d, "bench");
+  session::set_run_parameter(spec, "model", "gpt3-13b", d, "bench");
   spec.tp = 2;
   spec.pp = 2;
   spec.batch = 8;
@@ -113,7 +112,7 @@ BENCHMARK(BM_TraceSizeOfTheSameRun)->Unit(benchmark::kMillisecond)->UseRealTime(
 void BM_Gpt3_13B_Tp1(benchmark::State& state) {
   Diagnostics d;
   session::RunSpec spec;
-  spec.model = models::parse_model("gpt3-13b", d, "bench");
+  session::set_run_parameter(spec, "model", "gpt3-13b", d, "bench");
   spec.input_tokens = 128;
   spec.output_tokens = 128;
   run_generation(state, "h100_sxm5_80gb.json", spec);
@@ -129,7 +128,7 @@ BENCHMARK(BM_Gpt3_13B_Tp1)->Unit(benchmark::kMillisecond)->UseRealTime();
 void run_tp8_pp2_on_two_nodes(benchmark::State& state, const char* model, int ep) {
   Diagnostics d;
   session::RunSpec spec;
-  spec.model = models::parse_model(model, d, "bench");
+  session::set_run_parameter(spec, "model", model, d, "bench");
   spec.tp = 8;
   spec.ep = ep;
   spec.pp = 2;

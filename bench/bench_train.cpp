@@ -4,8 +4,7 @@
 
 #include <benchmark/benchmark.h>
 
-#include "syntorch/hw/machine.hpp"
-#include "syntorch/models/registry.hpp"
+#include "syntorch/session/hardware.hpp"
 #include "syntorch/session/train.hpp"
 
 namespace {
@@ -18,7 +17,7 @@ std::string config(const char* name) { return std::string(SYNTORCH_SOURCE_DIR) +
 // every other endpoint (what a simulation pays per source it uses).
 void BM_LoadAndRouteSuperPod4480(benchmark::State& state) {
   for (auto _ : state) {
-    const hw::Machine m = hw::Machine::load(config("dgx_a100_superpod.json"));
+    const hw::Machine m = session::load_machine(config("dgx_a100_superpod.json"));
     double latency = 0;
     const std::uint32_t from = m.devices()[0].endpoint;
     for (std::uint32_t to = 0; to < m.endpoints().size(); ++to) latency += m.route(from, to).latency_s;
@@ -29,10 +28,10 @@ BENCHMARK(BM_LoadAndRouteSuperPod4480)->Unit(benchmark::kMillisecond)->UseRealTi
 
 void train(benchmark::State& state, const char* model, const char* hw, int tp, int pp, int dp, std::int64_t batch,
            std::int64_t seq, bool megatron = false) {
-  const hw::Machine m = hw::Machine::load(config(hw));
+  const hw::Machine m = session::load_machine(config(hw));
   Diagnostics d;
   session::TrainSpec s;
-  s.model = models::parse_model(model, d, "bench");
+  session::set_train_parameter(s, "model", model, d, "bench");
   s.tp = tp;
   s.pp = pp;
   s.dp = dp;

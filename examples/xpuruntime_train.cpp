@@ -18,10 +18,8 @@
 #include <vector>
 
 #include "syntorch/base/diagnostics.hpp"
-#include "syntorch/hw/machine.hpp"
-#include "syntorch/runtime/engine.hpp"
-#include "syntorch/trace/open_trace_writer.hpp"
-#include "syntorch/trace/recorder.hpp"
+#include "syntorch/session/run.hpp"
+#include "syntorch/session/workload.hpp"
 #include "syntorch/torch/torch.hpp"
 
 namespace torch = syntorch::torch;
@@ -127,22 +125,20 @@ int main(int argc, char** argv) {
   o.heads = o.hidden / 64;
 
   try {
-    const syntorch::hw::Machine machine = syntorch::hw::Machine::load(o.hw);
+    // The policy (text or a file) checked first, then the run: the machine and a trace file if
+    // asked for; the policy is set as code in the program.
     syntorch::Diagnostics diagnostics;
-    const syntorch::runtime::KernelPolicy policy = syntorch::runtime::KernelPolicy::load(o.policy, diagnostics, "--policy");
+    const syntorch::session::RunSetup setup = syntorch::session::load_run_setup(o.hw, {}, o.policy, diagnostics, "--policy");
     if (!diagnostics.empty()) {
       fmt::print(stderr, "{}", diagnostics.to_string());
       return 2;
     }
-    syntorch::trace::Recorder recorder;
-    if (!o.trace.empty()) recorder.attach(syntorch::trace::open_trace_writer(o.trace));
-    syntorch::runtime::EngineOptions engine_options;
-    engine_options.recorder = &recorder;
-    syntorch::runtime::Engine engine(machine, {}, 1, engine_options);
+    syntorch::session::Run run({.hw = o.hw, .sets = {}, .framework = "eager", .trace = o.trace, .policy = "",
+                                .console = false});
     const torch::ScalarType dtype = o.dtype == "fp16" ? torch::kFloat16 : torch::kBFloat16;
 
-    const syntorch::runtime::EngineResult result = engine.run([&](syntorch::runtime::RankContext&) {
-      torch::cuda::set_kernel_policy(policy);  // policy as code: every op from here on
+    const syntorch::session::RunStats result = run.run_programs(1, [&](int) {
+      torch::cuda::set_kernel_policy(setup.policy);  // policy as code: every op from here on
       Gpt model(o.vocab, o.seq, o.hidden, o.layers, o.heads);
       torch::optim::AdamW optimizer(model->parameters(), torch::optim::AdamOptions(3e-4).weight_decay(0.1).fused(true));
       torch::amp::GradScaler scaler(torch::amp::GradScalerOptions().enabled(dtype == torch::kFloat16));
@@ -178,24 +174,22 @@ int main(int argc, char** argv) {
       torch::RecordScope scope("step (CUDA graph)");
       graph.replay();
       torch::cuda::synchronize();
-    });
-    recorder.finish();
+    }, /*mirror=*/false);
     if (result.oom) {
       fmt::print("simulated OOM on {}: {} bytes requested for {}\n", result.oom->device_name,
                  result.oom->requested_bytes, result.oom->requested_for);
       return 3;
     }
 
-    const syntorch::runtime::RankResult& r = result.ranks[0];
     const double params = static_cast<double>(o.layers) * 12.0 * static_cast<double>(o.hidden * o.hidden) +
                           static_cast<double>(o.vocab * o.hidden);
     const double tokens = static_cast<double>(o.batch * o.seq);
     const double flops = 6.0 * params * tokens;  // model FLOPs per step, attention's left out
     fmt::print("GPT ({} layers, hidden {}, {:.0f}M parameters) on {}, autocast {}, policy {}\n", o.layers, o.hidden,
-               params / 1e6, r.device_name, o.dtype, o.policy);
+               params / 1e6, result.device, o.dtype, o.policy);
     double eager_ms = 0;
-    for (const auto& s : r.steps) {
-      const double ms = static_cast<double>(s.end_ps - s.begin_ps) / 1e9;
+    for (const auto& s : result.steps) {
+      const double ms = (s.end_s - s.begin_s) * 1e3;
       fmt::print("  {:<20} {:9.3f} ms  {:10.0f} tokens/s  {:6.1f} TFLOP/s\n", s.name, ms, tokens / (ms / 1e3),
                  flops / (ms / 1e3) / 1e12);
       if (s.name.find("eager") != std::string::npos) eager_ms = ms;  // the last eager step
@@ -203,11 +197,14 @@ int main(int argc, char** argv) {
         fmt::print("  the captured step took {:.1f}% of the eager step's time\n", 100.0 * ms / eager_ms);
       }
     }
-    fmt::print("  kernels {}, peak memory {:.2f} GiB allocated, {:.2f} GiB reserved\n", r.kernels,
-               static_cast<double>(r.memory.peak_allocated_bytes) / (1ull << 30),
-               static_cast<double>(r.memory.peak_reserved_bytes) / (1ull << 30));
+    fmt::print("  kernels {}, peak memory {:.2f} GiB allocated, {:.2f} GiB reserved\n", result.kernels,
+               static_cast<double>(result.peak_memory_bytes[0]) / (1ull << 30),
+               static_cast<double>(result.peak_reserved_bytes[0]) / (1ull << 30));
     if (!o.trace.empty()) fmt::print("  trace: {}\n", o.trace);
     return 0;
+  } catch (const syntorch::InputError& e) {
+    fmt::print(stderr, "{}", e.diagnostics().to_string());
+    return 2;
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 2;

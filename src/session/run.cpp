@@ -69,9 +69,11 @@ RunStats Run::stats(const runtime::EngineResult& r) const {
     s.flops += rank.flops;
     s.hbm_bytes += rank.hbm_bytes;
     s.peak_memory_bytes.push_back(rank.memory.peak_allocated_bytes);
+    s.peak_reserved_bytes.push_back(rank.memory.peak_reserved_bytes);
   }
   s.events = r.events;
   s.out_of_memory = r.oom.has_value();
+  s.oom = r.oom;
   s.device = machine_->devices().empty() ? "" : machine_->devices()[0].name;
   s.machine = machine_->name();
   if (!r.ranks.empty()) {

@@ -416,6 +416,9 @@ Study load_study(const std::string& path) {
         od.append(e.diagnostics());
       }
       for (const auto& x : od.items()) r.error(root["set"] ? root["set"] : root, "/set", x.to_string());
+      if (od.dropped() > 0) {
+        r.error(root["set"] ? root["set"] : root, "/set", fmt::format("... and {} more problems", od.dropped()));
+      }
       for (const Axis& a : s.axes) {
         if (!a.hw_field) continue;
         for (std::size_t j = 0; j < a.values.size(); ++j) {

@@ -104,6 +104,7 @@ bool validate_train(const TrainSpec& s, const hw::Machine& machine, Diagnostics&
       const std::string key = x.path == "batch" ? "micro_batch" : x.path == "input-tokens" ? "seq" : x.path;
       d.error(x.where, key, x.message);
     }
+    d.add_dropped(layout.dropped());
   }
   return d.size() == before;
 }

@@ -7,7 +7,7 @@
 
 #include "syntorch/base/input_file.hpp"
 #include "syntorch/base/units.hpp"
-#include "syntorch/models/registry.hpp"
+#include "syntorch/session/hardware.hpp"
 #include "syntorch/trace/console_summary.hpp"
 #include "syntorch/trace/open_trace_writer.hpp"
 #include "syntorch/trace/recorder.hpp"
@@ -104,7 +104,7 @@ bool finish_trace(const TraceFlags& t, trace::Recorder& recorder, Context& ctx, 
 std::string zoo_models_text() {
   std::string out = "Models (--model): ";
   std::size_t line = out.size();
-  const std::vector<std::string> names = models::model_names();
+  const std::vector<std::string> names = session::zoo_model_names();
   for (std::size_t i = 0; i < names.size(); ++i) {
     const std::string item = names[i] + (i + 1 < names.size() ? ", " : "");
     if (line + item.size() > 100) {

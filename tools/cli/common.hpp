@@ -8,7 +8,7 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
-#include "syntorch/runtime/engine.hpp"
+#include "syntorch/session/run.hpp"
 
 namespace syntorch::trace {
 class Recorder;

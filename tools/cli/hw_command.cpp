@@ -7,9 +7,7 @@
 #include "cli.hpp"
 #include "commands.hpp"
 #include "common.hpp"
-#include "syntorch/hw/describe.hpp"
-#include "syntorch/hw/machine.hpp"
-#include "syntorch/runtime/ops_supported.hpp"
+#include "syntorch/session/hardware.hpp"
 
 namespace syntorch::cli {
 
@@ -25,12 +23,8 @@ int validate(const HwOptions& o, Context& ctx) {
   int rc = kExitOk;
   for (const auto& f : o.files) {
     try {
-      const hw::Machine m = hw::Machine::load(f);
-      Diagnostics ops;  // op names in metadata.ops_supported are the runtime's to check
-      runtime::ops_supported(m, ops);
-      if (!ops.empty()) throw InputError(std::move(ops));
-      ctx.out << fmt::format("ok: {}: {} ({} device(s), {} link(s))\n", f, m.name(), m.devices().size(),
-                             m.links().size());
+      const session::HardwareSummary m = session::check_hardware(f);
+      ctx.out << fmt::format("ok: {}: {} ({} device(s), {} link(s))\n", f, m.name, m.devices, m.links);
     } catch (const InputError& e) {
       ctx.err << e.diagnostics().to_string();
       ctx.err << fmt::format("invalid: {}: {} problem(s)\n", f, e.diagnostics().size());
@@ -41,21 +35,14 @@ int validate(const HwOptions& o, Context& ctx) {
 }
 
 int show(const HwOptions& o, Context& ctx) {
-  Diagnostics problems;
-  const auto overrides = hw::parse_overrides(o.sets, problems);
   try {
-    const hw::Machine m = hw::Machine::load(o.file, overrides);
-    if (problems.empty()) {
-      ctx.out << hw::describe_machine(m);
-      ctx.out << fmt::format("\nRun a model on it: syntorch simulate --model NAME --hw {}\n{}\n", o.file,
-                             zoo_models_text());
-      return kExitOk;
-    }
+    ctx.out << session::describe_hardware(o.file, o.sets);
   } catch (const InputError& e) {
-    problems.append(e.diagnostics());
+    ctx.err << e.diagnostics().to_string();
+    return kExitBadInput;
   }
-  ctx.err << problems.to_string();
-  return kExitBadInput;
+  ctx.out << fmt::format("\nRun a model on it: syntorch simulate --model NAME --hw {}\n{}\n", o.file, zoo_models_text());
+  return kExitOk;
 }
 
 }  // namespace

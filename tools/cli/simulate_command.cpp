@@ -15,7 +15,6 @@
 #include "common.hpp"
 #include "parameter_flags.hpp"
 #include "syntorch/base/units.hpp"
-#include "syntorch/models/registry.hpp"
 #include "syntorch/session/parameters.hpp"
 #include "syntorch/session/report_json.hpp"
 #include "syntorch/session/workload.hpp"
@@ -112,6 +111,7 @@ int run_simulate(const SimulateOptions& o, Context& ctx) {
     Diagnostics flags;
     if (!session::validate_run(spec, *machine, flags, "flags")) {
       for (const auto& x : flags.items()) d.error(x.path.empty() ? "flags" : "--" + x.path, "", x.message);
+      d.add_dropped(flags.dropped());
     }
   }
   if (!d.empty()) {

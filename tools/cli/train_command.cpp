@@ -134,6 +134,7 @@ int run_train(const TrainFlags& o, Context& ctx) {
     for (char& c : flag) c = c == '_' ? '-' : c;
     d.error(flag.empty() ? "flags" : "--" + flag, "", x.message);
   }
+  d.add_dropped(flags.dropped());
   if (!d.empty()) {
     ctx.err << d.to_string();
     return kExitBadInput;

@@ -12,8 +12,7 @@
 #include "svg_chart.hpp"
 #include "html_report.hpp"
 #include "syntorch/base/units.hpp"
-#include "syntorch/hw/config_loader.hpp"
-#include "syntorch/hw/machine.hpp"
+#include "syntorch/session/hardware.hpp"
 #include "syntorch/session/metrics.hpp"
 
 namespace syntorch::sweep {
@@ -258,15 +257,13 @@ OutputFiles write_outputs(const session::Study& s, const std::vector<session::Sw
       for (const session::Axis& a : s.axes) {
         if (!a.hw_field && a.key == "hw") hw = a.values.front();
       }
-      Diagnostics d;
-      const hw::Machine machine = hw::Machine::load((fs::path(s.file).parent_path() / hw).string(), hw::parse_overrides(s.sets, d));
-      const hw::Device& dev = machine.devices().front();
       const DType dtype = s.base.count("dtype") ? parse_dtype(s.base.at("dtype")).value_or(DType::fp16) : DType::fp16;
+      const session::DevicePeaks peaks =
+          session::device_peaks((fs::path(s.file).parent_path() / hw).string(), s.sets, dtype);
       report::Roofline roof;
-      roof.title = fmt::format("{}: roofline of {} ({}, {})", s.name, dev.name, machine.name(), dtype_name(dtype));
-      roof.peak_flops_per_s = dev.compute.peak_matrix_ops_per_s(dtype);
-      if (roof.peak_flops_per_s <= 0) roof.peak_flops_per_s = dev.compute.peak_vector_ops_per_s(DType::fp32);
-      roof.peak_bytes_per_s = dev.memory.bandwidth_bytes_per_s;
+      roof.title = fmt::format("{}: roofline of {} ({}, {})", s.name, peaks.device, peaks.machine, dtype_name(dtype));
+      roof.peak_flops_per_s = peaks.flops_per_s;
+      roof.peak_bytes_per_s = peaks.memory_bytes_per_s;
       const auto fi = static_cast<std::size_t>(std::find(metrics.begin(), metrics.end(), "flops_per_byte") - metrics.begin());
       for (const session::SweepRow& r : rows) {
         if (r.status != "ok" || !std::isfinite(r.metrics[fi])) continue;

@@ -30,6 +30,10 @@ class Diagnostics {
   bool empty() const { return items_.empty(); }
   std::size_t size() const { return items_.size() + dropped_; }  // every problem, kept or counted
   const std::vector<Diagnostic>& items() const { return items_; }
+  // Problems counted past kMaxKept: a caller that copies items() into another report (re-keyed,
+  // re-worded) passes this on with add_dropped, so the count is not lost on the way.
+  std::size_t dropped() const { return dropped_; }
+  void add_dropped(std::size_t n) { dropped_ += n; }
   std::string to_string() const;  // one line per kept diagnostic, then "... and N more problems"
 
  private:

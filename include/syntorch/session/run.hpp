@@ -41,9 +41,11 @@ struct RunStats {
   std::uint64_t kernels = 0;
   double flops = 0;
   double hbm_bytes = 0;
-  std::vector<std::uint64_t> peak_memory_bytes;  // per rank
+  std::vector<std::uint64_t> peak_memory_bytes;  // per rank: peak allocated
+  std::vector<std::uint64_t> peak_reserved_bytes;  // per rank: peak reserved by the caching allocator
   std::uint64_t events = 0;
   bool out_of_memory = false;
+  std::optional<runtime::OomReport> oom;  // what the failed request was and what held the memory
   std::string device;   // the first device's name
   std::string machine;
   struct Step {
