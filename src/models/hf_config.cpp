@@ -285,8 +285,19 @@ const ModelEntry kHfConfigModels{
     .family = "hf",
     .custom_form = "path/to/config.json",
     .zoo = [] { return std::vector<std::string>{}; },
-    .parse = [](const std::string& spec, Diagnostics& d, const std::string&) -> std::shared_ptr<const Model> {
+    .parse = [](const std::string& spec, Diagnostics& d, const std::string& where) -> std::shared_ptr<const Model> {
       if (!is_hf_config_spec(spec)) return nullptr;
+      // A path that names no readable file is the flag's (or the row's) problem: say which, and
+      // that the text was taken for a path; a file that is there answers for its own contents.
+      std::error_code ec;
+      const std::string file = fs::is_directory(spec, ec) ? (fs::path(spec) / "config.json").string() : spec;
+      if (std::string problem = input_file_problem(file, "a Hugging Face config.json", kMaxInputFileBytes);
+          !problem.empty()) {
+        d.error(where.empty() ? file : where, "",
+                fmt::format("\"{}\": {}; a model is a zoo name, a custom shape (gpt:..., llama:...) or a path",
+                            clip(file, 200), problem));
+        return nullptr;
+      }
       auto config = load_hf_config(spec, d);
       if (!config) return nullptr;
       return std::make_shared<TransformerModel>(std::move(*config));

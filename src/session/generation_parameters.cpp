@@ -10,7 +10,9 @@
 
 namespace syntorch::session {
 
-namespace {
+// Named, not anonymous: the training table's file has helpers of the same names, and a unity
+// build compiles the two together.
+namespace generation_table {
 
 using Json = nlohmann::ordered_json;
 using P = Parameter<RunSpec>;
@@ -108,13 +110,13 @@ const std::vector<P>& table() {
   return parameters;
 }
 
-}  // namespace
+}  // namespace generation_table
 
-const std::vector<Parameter<RunSpec>>& generation_parameters() { return table(); }
+const std::vector<Parameter<RunSpec>>& generation_parameters() { return generation_table::table(); }
 
 bool set_run_parameter(RunSpec& spec, const std::string& key, const std::string& value, Diagnostics& d,
                        const std::string& where) {
-  const P* p = find_parameter(table(), key);
+  const generation_table::P* p = find_parameter(generation_table::table(), key);
   if (p == nullptr) return false;
   p->parse(spec, value, d, where, key);
   return true;
@@ -123,7 +125,7 @@ bool set_run_parameter(RunSpec& spec, const std::string& key, const std::string&
 const std::vector<std::string>& run_parameter_keys() {
   static const std::vector<std::string> keys = [] {
     std::vector<std::string> out;
-    for (const P& p : table()) out.emplace_back(p.key);
+    for (const generation_table::P& p : generation_table::table()) out.emplace_back(p.key);
     return out;
   }();
   return keys;

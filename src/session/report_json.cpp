@@ -9,7 +9,7 @@ using Json = nlohmann::ordered_json;
 
 // The status, the machine and the parameters, in table order.
 template <class Spec>
-Json header(bool oom, const std::string& hw_file, const std::vector<Parameter<Spec>>& table, const Spec& spec) {
+Json report_header(bool oom, const std::string& hw_file, const std::vector<Parameter<Spec>>& table, const Spec& spec) {
   Json j;
   j["status"] = oom ? "oom" : "ok";
   j["hw"] = hw_file;
@@ -42,7 +42,7 @@ Json oom_json(const runtime::OomReport& oom) {
 }
 
 Json generation_report_json(const RunReport& r, const RunSpec& spec, const std::string& hw_file) {
-  Json j = header(r.oom, hw_file, generation_parameters(), spec);
+  Json j = report_header(r.oom, hw_file, generation_parameters(), spec);
   j["ttft_ms"] = r.ttft_s * 1e3;
   j["tpot_ms"] = r.tpot_s * 1e3;
   j["e2e_ms"] = r.e2e_s * 1e3;
@@ -64,7 +64,7 @@ Json generation_report_json(const RunReport& r, const RunSpec& spec, const std::
 }
 
 Json training_report_json(const TrainReport& r, const TrainSpec& s, const std::string& hw_file) {
-  Json j = header(r.oom, hw_file, training_parameters(), s);
+  Json j = report_header(r.oom, hw_file, training_parameters(), s);
   j["micro_batches"] = r.micro_batches;
   j["simulated_replicas"] = r.simulated_replicas;
   j["iteration_time_s"] = r.iteration_s;

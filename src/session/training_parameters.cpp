@@ -11,7 +11,8 @@
 
 namespace syntorch::session {
 
-namespace {
+// Named, not anonymous: see generation_parameters.cpp.
+namespace training_table {
 
 using Json = nlohmann::ordered_json;
 using P = Parameter<TrainSpec>;
@@ -175,13 +176,13 @@ const std::vector<P>& table() {
   return parameters;
 }
 
-}  // namespace
+}  // namespace training_table
 
-const std::vector<Parameter<TrainSpec>>& training_parameters() { return table(); }
+const std::vector<Parameter<TrainSpec>>& training_parameters() { return training_table::table(); }
 
 bool set_train_parameter(TrainSpec& spec, const std::string& key, const std::string& value, Diagnostics& d,
                          const std::string& where) {
-  const P* p = find_parameter(table(), key);
+  const training_table::P* p = find_parameter(training_table::table(), key);
   if (p == nullptr) return false;
   p->parse(spec, value, d, where, key);
   return true;
@@ -190,7 +191,7 @@ bool set_train_parameter(TrainSpec& spec, const std::string& key, const std::str
 const std::vector<std::string>& train_parameter_keys() {
   static const std::vector<std::string> keys = [] {
     std::vector<std::string> out;
-    for (const P& p : table()) out.emplace_back(p.key);
+    for (const training_table::P& p : training_table::table()) out.emplace_back(p.key);
     return out;
   }();
   return keys;

@@ -17,7 +17,10 @@
 
 #include "run_cli.hpp"
 #include "syntorch/base/diagnostics.hpp"
+#include "syntorch/session/parameters.hpp"
+#include "syntorch/session/simulate.hpp"
 #include "syntorch/session/study.hpp"
+#include "syntorch/session/train.hpp"
 
 namespace syntorch::cli {
 namespace {
@@ -212,6 +215,53 @@ TEST_F(Fuzz, MutatedMeasurementFilesAreResultsOrInputErrors) {
     for (int m = 0, n = 1 + static_cast<int>(rng_() % 3); m < n; ++m) text = mutate(text, rng_);
     const std::string file = write("m.csv", text);
     expect_clean({"validate", file, "--json", "--hw-dir", (dir_ / "hw_configs").string()}, text);
+  }
+}
+
+// Every run parameter's text, as the CLI, studies, measurement rows and Python's keywords give it:
+// mutated, it is taken or refused under its own key, never thrown out of the parser; and runs of
+// the command line with mutated choices and models are results or input errors.
+template <class Spec>
+void fuzz_parameter_table(const std::vector<session::Parameter<Spec>>& table, std::mt19937_64& rng, int& refused) {
+  const Spec defaults{};
+  for (const session::Parameter<Spec>& p : table) {
+    const nlohmann::ordered_json v = p.value(defaults);
+    const std::string seed = p.required ? "gpt3-125m" : v.is_string() ? v.get<std::string>() : v.dump();
+    for (int i = 0; i < 60; ++i) {
+      std::string text = seed;
+      for (int m = 0, n = 1 + static_cast<int>(rng() % 3); m < n; ++m) text = mutate(text, rng);
+      Spec spec;
+      Diagnostics d;
+      try {
+        p.parse(spec, text, d, "fuzz", p.key);
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << p.key << " threw " << e.what() << " for \"" << text.substr(0, 200) << "\"";
+      }
+      if (!d.empty()) {
+        ++refused;
+        EXPECT_NE(d.to_string().find("fuzz"), std::string::npos) << d.to_string();
+      }
+    }
+  }
+}
+
+TEST_F(Fuzz, MutatedRunParametersAreTakenOrRefusedByName) {
+  int refused = 0;
+  fuzz_parameter_table(session::generation_parameters(), rng_, refused);
+  fuzz_parameter_table(session::training_parameters(), rng_, refused);
+  EXPECT_GT(refused, 200);
+  // Through the command line: the parameters whose mutations cannot ask for a huge run.
+  const std::vector<std::pair<std::string, std::string>> flags{
+      {"--model", "gpt3-125m"}, {"--dtype", "bf16"}, {"--kv-dtype", "fp8"}, {"--framework", "native"},
+      {"--ranks", "one"},       {"--expert-skew", "0.5"}};
+  for (int i = 0; i < 120; ++i) {
+    const auto& [flag, seed] = flags[static_cast<std::size_t>(i) % flags.size()];
+    const std::string text = mutate(seed, rng_);
+    std::vector<std::string> args{"simulate", "--hw", (dir_ / "hw_configs" / "h100_sxm5_80gb.json").string(),
+                                  "--input-tokens", "8", "--output-tokens", "2"};
+    if (flag != "--model") args.insert(args.end(), {"--model", "gpt3-125m"});
+    args.insert(args.end(), {flag, text});
+    expect_clean(args, flag + " " + text);
   }
 }
 
