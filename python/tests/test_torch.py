@@ -277,3 +277,25 @@ def test_profile_writes_a_chrome_trace_of_what_ran_inside(tmp_path):
     with pytest.raises(KeyError):
         with syntorch.profile(export_chrome_trace=tmp_path / "failed.json"):
             raise KeyError("in the block")
+
+
+def test_in_place_arithmetic_updates_the_tensor_itself():
+    """x += y, x.add_(y) and friends update x (a view writes through, nothing is allocated), as in
+    PyTorch; index_copy_ writes rows of a cache."""
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    cache = torch.zeros(2, 16, 8, dtype=torch.float16)
+    view = cache[:, 4:8]
+    alias = view
+    ones = torch.ones(2, 4, 8, dtype=torch.float16)
+    before = torch.cuda.memory_allocated()
+    view += ones
+    view -= 1.0
+    view *= ones
+    view /= 2.0
+    assert view is alias and view.shape == (2, 4, 8)
+    assert torch.cuda.memory_allocated() == before  # no new tensor for any of them
+    assert view.add_(ones) is view and view.sub_(ones) is view
+    assert view.mul_(2.0) is view and view.div_(ones) is view
+    cache.index_copy_(1, torch.tensor([0, 1], device="cuda"), torch.ones(2, 2, 8, dtype=torch.float16))
+    stats = syntorch.trace_manager.stats()
+    assert stats["kernels"] >= 9

@@ -398,6 +398,7 @@ for _name, _op in (("eq", eq), ("ne", ne), ("lt", lt), ("le", le), ("gt", gt), (
 Tensor.__hash__ = object.__hash__  # a tensor is hashed by identity, as PyTorch's (== is elementwise)
 Tensor.masked_fill = lambda self, mask, value: masked_fill(self, mask, _builtins.float(value))
 Tensor.masked_fill_ = lambda self, mask, value: _syntorch.masked_fill_(self, mask, _builtins.float(value))
+Tensor.index_copy_ = lambda self, dim, index, source: _syntorch.index_copy_(self, dim, index, source)
 Tensor.tril = lambda self, diagonal=0: tril(self, diagonal)
 Tensor.triu = lambda self, diagonal=0: triu(self, diagonal)
 Tensor.topk = lambda self, k, dim=-1, largest=True, sorted=True: topk(self, k, dim, largest, sorted)
