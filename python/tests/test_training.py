@@ -788,3 +788,33 @@ def test_a_tied_weight_is_one_parameter_as_in_pytorch():
     assert len(list(m.named_parameters(remove_duplicate=False))) == 3
     assert set(m.state_dict()) == {"wte.weight", "head.weight", "again.weight"}
     syntorch.trace_manager.stats()
+
+
+def test_ranks_reading_the_clock_meet_in_collectives_and_agree():
+    """Each rank's Python program reads the simulated clock while the others run: waiting for an
+    answer gives the interpreter up, so no rank starves another, and after an all-reduce and a
+    synchronize every rank reads the same time, run after run."""
+    import syntorch.clock
+    import syntorch.torch.distributed as dist
+
+    def run():
+        seen = {}
+
+        def program(rank):
+            dist.init_process_group("nccl")
+            x = torch.randn(4096, 4096 * (1 + rank), dtype=torch.float16)  # rank 1 works twice as long
+            x @ torch.randn(4096 * (1 + rank), 4096, dtype=torch.float16)
+            early = syntorch.clock.now()
+            y = torch.randn(1 << 20, dtype=torch.float16)
+            dist.all_reduce(y)
+            torch.cuda.synchronize()
+            seen[rank] = (early, syntorch.clock.now())
+            dist.destroy_process_group()
+
+        syntorch.launch(program, 2, hw=os.path.join(SOURCE, "hw_configs", "dgx_h100.json"), console=False)
+        return seen
+
+    seen = run()
+    assert seen[0][1] == pytest.approx(seen[1][1], abs=1e-5)  # both left the all-reduce together
+    assert seen[0][1] > seen[0][0] and seen[1][1] > seen[1][0]
+    assert run() == seen
