@@ -131,6 +131,9 @@ py::list parameter_list(const std::vector<session::Parameter<Spec>>& table) {
 std::string run_workload(const std::string& kind, const std::string& hw, const std::vector<std::string>& sets,
                          const std::string& policy, const std::string& trace,
                          const std::vector<std::pair<std::string, std::string>>& params) {
+  if (kind != "generate" && kind != "train") {
+    throw std::invalid_argument("run_workload: kind must be \"generate\" or \"train\", got \"" + kind + "\"");
+  }
   session::WorkloadRequest request{hw, sets, policy, trace, params};
   py::gil_scoped_release release;  // the simulation touches no Python object
   return (kind == "train" ? session::run_training(request) : session::run_generation(request))

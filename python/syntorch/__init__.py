@@ -172,6 +172,8 @@ def _workload(kind, model, hw, set, policy, trace, params):
     import json
     given = [("model", str(model))] if model is not None else []
     for key, value in params.items():
+        if value is None:  # the parameter's default, as for an omitted keyword
+            continue
         if isinstance(value, bool):
             value = "true" if value else "false"
         elif isinstance(value, (list, tuple)):  # trace_ranks=[0, 1, 2]

@@ -435,7 +435,11 @@ def test_simulate_and_train_take_every_parameter_the_cli_does():
                           "gpt3-125m", "--tp", "2", "--batch", "2", "--input-tokens", "32", "--output-tokens", "3",
                           "--graph", "--framework", "native"], capture_output=True, text=True, check=True)
     assert json.loads(cli.stdout)["ttft_ms"] == report["ttft_ms"]
-    trained = syntorch.train("gpt3-125m", hw=_hw("dgx_a100.json"), seq=128, dp=2, sp=True, tp=2, trace_ranks=[0, 1])
+    import tempfile
+    trace = os.path.join(tempfile.mkdtemp(), "train.json")
+    trained = syntorch.train("gpt3-125m", hw=_hw("dgx_a100.json"), seq=128, dp=2, sp=True, tp=2, trace=trace,
+                             trace_ranks=[0, 1])
+    assert os.path.getsize(trace) > 0
     assert trained["sequence_parallel"] is True and trained["trace_ranks"] == "0-1"
     assert trained["iteration_time_s"] > 0
     with pytest.raises(ValueError, match='did you mean "tp"'):
@@ -444,5 +448,14 @@ def test_simulate_and_train_take_every_parameter_the_cli_does():
         syntorch.simulate("gpt3-125m", batch=0)
     with pytest.raises(ValueError, match="llama3.1-405b"):
         syntorch.train("llama3-405b")
+    with pytest.raises(ValueError, match="parameters:model:"):
+        syntorch.simulate("no/such/config.json")
+    with pytest.raises(ValueError, match="trace_ranks"):
+        syntorch.train("gpt3-125m", trace_ranks=[0])
+    with pytest.raises(ValueError, match="global_batch"):
+        syntorch.train("gpt3-125m", global_batch=0)
+    assert syntorch.simulate("gpt3-125m", output_tokens=2, kv_dtype=None)["kv_dtype"] == "fp16"  # None: the default
+    with pytest.raises(ValueError, match="kind"):
+        _syntorch.run_workload("serve", "", [], "", "", [])
     oom = syntorch.simulate("gpt3-175b", hw=_hw("a100_sxm4_80gb.json"))
     assert oom["status"] == "oom" and oom["oom"]["requested_bytes"] > 0

@@ -416,6 +416,7 @@ def test_streams_and_events_order_work_as_on_a_gpu():
     assert on_side < on_default / 3  # the default stream had nothing to wait for
     assert waited > on_default * 0.9  # the event made it wait for the GEMM
 
+
 def test_cuda_events_time_kernels_on_the_simulated_clock():
     """A benchmark written for a GPU (events around the work, elapsed_time after a synchronize)
     reads the simulated device's times, the same on every run."""

@@ -36,8 +36,8 @@ const std::vector<P>& table() {
     {"model", "", "", ParameterKind::text, "",
      "a zoo model (gpt3-175b, llama3-70b, mixtral-8x7b, ...), a custom shape (gpt:..., llama:...) or a Hugging Face "
      "config.json",
-     [](RunSpec& s, const std::string& text, Diagnostics& d, const std::string& where, std::string_view) {
-       if (auto m = models::parse_model(text, d, where)) s.model = std::move(m);
+     [](RunSpec& s, const std::string& text, Diagnostics& d, const std::string& where, std::string_view key) {
+       if (auto m = models::parse_model(text, d, key.empty() ? where : where + ":" + std::string(key))) s.model = std::move(m);
      },
      [](const RunSpec& s) { return s.model ? Json(s.model->name()) : Json(nullptr); }, true},
     {"tp", "", "", ParameterKind::integer, "ranks", "Tensor parallel ranks", count<&RunSpec::tp, 1>, member<&RunSpec::tp>},

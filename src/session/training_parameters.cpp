@@ -85,8 +85,8 @@ const std::vector<P>& table() {
   static const std::vector<P> parameters = {
       {"model", "", "", ParameterKind::text, "",
        "a zoo model (gpt3-175b, llama3-70b, ...), a custom shape (gpt:..., llama:...) or a Hugging Face config.json",
-       [](TrainSpec& s, const std::string& text, Diagnostics& d, const std::string& where, std::string_view) {
-         if (auto m = models::parse_model(text, d, where)) s.model = std::move(m);
+       [](TrainSpec& s, const std::string& text, Diagnostics& d, const std::string& where, std::string_view key) {
+         if (auto m = models::parse_model(text, d, key.empty() ? where : where + ":" + std::string(key))) s.model = std::move(m);
        },
        [](const TrainSpec& s) { return s.model ? Json(s.model->name()) : Json(nullptr); }, true},
       {"tp", "", "", ParameterKind::integer, "ranks", "Tensor parallel ranks", count<&TrainSpec::tp, 1>,
@@ -96,7 +96,7 @@ const std::vector<P>& table() {
       {"dp", "", "", ParameterKind::integer, "replicas", "Data parallel replicas", count<&TrainSpec::dp, 1>,
        member<&TrainSpec::dp>},
       {"global_batch", "", "", ParameterKind::integer, "sequences",
-       "Sequences per iteration", count<&TrainSpec::global_batch, 0>,
+       "Sequences per iteration", count<&TrainSpec::global_batch, 1>,
        [](const TrainSpec& s) { return Json(global_batch(s)); }, false, "micro_batch x dp"},
       {"micro_batch", "", "", ParameterKind::integer, "sequences", "Sequences per micro-batch",
        count<&TrainSpec::micro_batch, 1>, member<&TrainSpec::micro_batch>},

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <type_traits>
+
 #include "syntorch/hw/config_loader.hpp"
 #include "syntorch/session/parameters.hpp"
 #include "syntorch/session/report_json.hpp"
@@ -46,6 +48,11 @@ nlohmann::ordered_json run_workload(const WorkloadRequest& r, const std::vector<
   }
   RunSetup setup = load_run_setup(r.hw, r.sets, r.policy, d, "policy");
   if (d.empty()) check(spec, *setup.machine, d, "parameters");
+  if constexpr (std::is_same_v<Spec, TrainSpec>) {
+    if (!spec.trace_ranks.empty() && r.trace.empty()) {
+      d.error("parameters", "trace_ranks", "names the ranks a trace file shows; give a trace file too");
+    }
+  }
   if (!d.empty()) throw InputError(std::move(d));
   trace::Recorder recorder;
   if (!r.trace.empty()) recorder.attach(trace::open_trace_writer(r.trace, std::nullopt));

@@ -95,6 +95,18 @@ TEST(Parameters, EveryGenerationParameterReachesEveryFrontEnd) {
       {"--hw", hw("dgx_a100.json")});
 }
 
+// A switch given as --flag=false is off, as CLI11's bool flags take it.
+TEST(Parameters, ASwitchGivenFalseIsOff) {
+  for (const char* given : {"--graph=false", "--graph=0"}) {
+    const Result r = run_cli({"simulate", "--json", "--model", "gpt3-125m", "--output-tokens", "2", given});
+    ASSERT_EQ(r.code, kExitOk) << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["graph"], false) << given;
+  }
+  const Result on = run_cli({"simulate", "--json", "--model", "gpt3-125m", "--output-tokens", "2", "--graph"});
+  ASSERT_EQ(on.code, kExitOk) << on.err;
+  EXPECT_EQ(nlohmann::json::parse(on.out)["graph"], true);
+}
+
 TEST(Parameters, EveryTrainingParameterReachesEveryFrontEnd) {
   const std::string trace = (std::filesystem::temp_directory_path() / "parameters_cli_test.json").string();
   const Samples samples = {

@@ -4,6 +4,7 @@
 // entry's parser, as a study or a measurement row's does.
 
 #include <CLI/CLI.hpp>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -15,14 +16,14 @@ namespace syntorch::cli {
 // What the flags of one table were given.
 struct ParameterFlags {
   std::vector<std::string> text;       // per entry
-  std::vector<int> switched;           // per switch entry: how often given
+  std::deque<bool> switched;           // per switch entry: on (--graph, --graph=true) or off (--graph=false)
   std::vector<CLI::Option*> options;   // per entry: whether it was given
 };
 
 template <class Spec>
 void add_parameter_flags(CLI::App& command, const std::vector<session::Parameter<Spec>>& table, ParameterFlags& flags) {
   flags.text.assign(table.size(), "");
-  flags.switched.assign(table.size(), 0);
+  flags.switched.assign(table.size(), false);
   flags.options.assign(table.size(), nullptr);
   const Spec defaults{};
   for (std::size_t i = 0; i < table.size(); ++i) {
@@ -56,7 +57,9 @@ void apply_parameter_flags(const std::vector<session::Parameter<Spec>>& table, c
     const session::Parameter<Spec>& p = table[i];
     const std::string flag = session::parameter_flag(p.key);
     if (flags.options[i] == nullptr || flags.options[i]->count() == 0) continue;
-    p.parse(spec, p.kind == session::ParameterKind::boolean ? "true" : flags.text[i], diagnostics, flag, "");
+    const std::string text =
+        p.kind == session::ParameterKind::boolean ? (flags.switched[i] ? "true" : "false") : flags.text[i];
+    p.parse(spec, text, diagnostics, flag, "");
   }
 }
 

@@ -108,7 +108,7 @@ struct BlockingHooks {
 void set_thread_blocking_hooks(BlockingHooks hooks);
 
 // How many programs' threads run at once. A program holds a slot while it runs and gives it up
-// while it waits for room in its queue, so hundreds of programs ready to run do not crowd the
+// while it waits for room in its queue or for an answer (push_and_wait), so hundreds of programs ready to run do not crowd the
 // simulator's own thread off the machine's cores (they would take turns with it, and it is the
 // one every program waits for). A program the simulator is waiting for goes in at once, over
 // the count: the simulator would otherwise idle until the others filled their queues.

@@ -13,6 +13,8 @@
 
 namespace syntorch::session {
 
+// What one generation asks: the batch and its lengths, pipeline micro-batches, graphs, the KV
+// cache's dtype, routing skew, the prefill's token budget.
 struct GenerateOptions {
   std::int64_t batch = 1;
   std::int64_t input_tokens = 128;

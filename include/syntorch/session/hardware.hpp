@@ -12,6 +12,7 @@
 
 namespace syntorch::session {
 
+// A config that loaded and checked whole: its name and size.
 struct HardwareSummary {
   std::string name;
   std::size_t devices = 0;

@@ -13,6 +13,7 @@
 
 namespace syntorch::session {
 
+// What `syntorch kernel` was asked, as text: the op, the machine, the shape, the choices.
 struct KernelRequest {
   std::string op;                            // an op table name ("gemm", "allreduce")
   std::string hw;                            // a hardware config file
@@ -24,6 +25,7 @@ struct KernelRequest {
   std::string timing = "device";             // device, host or events
 };
 
+// The op as the request built it, its prediction, and where it ran.
 struct KernelResult {
   runtime::OpDesc op;
   runtime::Prediction prediction;

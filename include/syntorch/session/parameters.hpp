@@ -21,6 +21,7 @@ struct TrainSpec;
 // elsewhere), one of a few words, or free text (a model, a rank list).
 enum class ParameterKind : std::uint8_t { integer, number, boolean, choice, text };
 
+// One parameter of a `Spec` (RunSpec, TrainSpec): how front ends name, show and read it.
 template <class Spec>
 struct Parameter {
   // Sets the spec from `text`; a wrong value is reported under `where` and `key`, leaving the
@@ -31,11 +32,11 @@ struct Parameter {
   // spec leaves it to a default: the KV cache's dtype, the global batch).
   using Value = nlohmann::ordered_json (*)(const Spec& spec);
 
-  Parameter(std::string_view key_, std::string_view alias_, std::string_view cli_alias_, ParameterKind kind_,
-            std::string_view unit_, std::string_view help_, Parse parse_, Value value_, bool required_ = false,
-            std::string_view default_text_ = {})
-      : key(key_), alias(alias_), cli_alias(cli_alias_), kind(kind_), unit(unit_), help(help_), parse(parse_),
-        value(value_), required(required_), default_text(default_text_) {}
+  Parameter(std::string_view key, std::string_view alias, std::string_view cli_alias, ParameterKind kind,
+            std::string_view unit, std::string_view help, Parse parse, Value value, bool required = false,
+            std::string_view default_text = {})
+      : key(key), alias(alias), cli_alias(cli_alias), kind(kind), unit(unit), help(help), parse(parse), value(value),
+        required(required), default_text(default_text) {}
 
   std::string_view key;        // in studies, measurement rows, JSON and Python ("input_tokens")
   std::string_view alias;      // another key that means the same in rows and studies ("input"), or ""

@@ -10,6 +10,8 @@
 
 namespace syntorch::session {
 
+// What the iterations run: micro-batches and their size, the sequence, recomputation, the
+// schedule, the optimizer and its overlaps, dropout, how many iterations and the warm-up's size.
 struct TrainOptions {
   std::int64_t micro_batch = 1;      // sequences per micro-batch
   std::int64_t micro_batches = 1;    // per iteration on each data-parallel replica

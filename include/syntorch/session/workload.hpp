@@ -17,6 +17,7 @@
 
 namespace syntorch::session {
 
+// One workload run as a program asks for it: the machine, the policy, a trace, the parameters.
 struct WorkloadRequest {
   std::string hw;                    // a hardware config file
   std::vector<std::string> sets;     // "/json/pointer=value" overrides

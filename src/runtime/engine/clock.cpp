@@ -1,7 +1,8 @@
 // A rank's host clock, as its program sees it: the time when the host reaches a call (the
-// program waits for the simulator to get there), a sleep until a time, and when an event
-// completed, if it had by then, and whether a stream is idle. Every answer comes from the simulation at that point of the program, so the
-// same inputs give the same answers and the same run.
+// program waits for the simulator to get there), a sleep until a time, when an event completed
+// (if it had by then) and whether a stream is idle. Every answer comes from the simulation at
+// that point of the program, so the same inputs give the same answers and the same run. Each
+// reading costs the host time, as it does on a real one, so a loop that polls goes forward.
 
 #include <fmt/format.h>
 
@@ -16,6 +17,8 @@ namespace syntorch::runtime::detail {
 namespace {
 // The latest time a sleep may ask for: about 106 days, far past any run, and clear of overflow.
 constexpr double kMaxSleepUntilS = 9.2e6;
+// What reading the host clock costs the host: a vDSO clock_gettime and the call around it.
+constexpr sim::TimePs kClockReadPs = 100'000;
 }  // namespace
 
 // ---- the program's side ----
@@ -23,6 +26,7 @@ constexpr double kMaxSleepUntilS = 9.2e6;
 double Rank::host_time_s() {
   if (graph_.capturing()) throw std::logic_error("host_time_s: the host clock cannot be read while capturing a graph");
   os::HostAction a;
+  a.host_ps = kClockReadPs;
   a.set_note<&Rank::note_clock>(this);
   return static_cast<double>(queue_.push_and_wait(a)) * 1e-12;
 }
@@ -45,6 +49,7 @@ double Rank::event_time_s(std::uint64_t event) {
   if (event == 0) return 0;
   queried_ = event;
   os::HostAction a;
+  a.host_ps = core_.costs.launch_ps;  // a CUDA API call, as cudaEventRecord costs
   a.set_note<&Rank::note_event_time>(this, &queried_);
   const sim::TimePs done = queue_.push_and_wait(a);
   return done == kNotDone ? std::numeric_limits<double>::quiet_NaN() : static_cast<double>(done) * 1e-12;
@@ -55,6 +60,7 @@ bool Rank::stream_idle(std::uint32_t stream) {
   if (graph_.capturing()) throw std::logic_error("cudaStreamQuery: cannot query a stream while capturing a graph");
   queried_ = stream;
   os::HostAction a;
+  a.host_ps = core_.costs.launch_ps;  // a CUDA API call
   a.set_note<&Rank::note_stream_idle>(this, &queried_);
   return queue_.push_and_wait(a) != 0;
 }
@@ -66,7 +72,6 @@ void Rank::note_clock(const os::HostAction&, sim::TimePs at, sim::TimePs) { queu
 void Rank::note_event_time(const std::uint64_t& event, const os::HostAction&, sim::TimePs, sim::TimePs) {
   queue_.answer(event_done(event) ? event_done_ps_[event] : kNotDone);
 }
-
 
 void Rank::note_stream_idle(const std::uint64_t& stream, const os::HostAction&, sim::TimePs, sim::TimePs) {
   queue_.answer(streams_[stream]->idle() ? 1 : 0);
