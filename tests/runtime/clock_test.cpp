@@ -10,23 +10,15 @@
 
 #include "syntorch/hw/machine.hpp"
 #include "syntorch/runtime/engine.hpp"
+#include "predict_helpers.hpp"
 
 namespace {
 
 using namespace syntorch;
-using runtime::OpDesc;
 using runtime::OpKind;
-
-std::string config(const std::string& name) { return std::string(SYNTORCH_SOURCE_DIR) + "/hw_configs/" + name; }
-
-OpDesc gemm(std::uint64_t m, std::uint64_t n, std::uint64_t k) {
-  OpDesc op;
-  op.kind = OpKind::gemm;
-  op.m = m;
-  op.n = n;
-  op.k = k;
-  return op;
-}
+using runtime_testing::collective;
+using runtime_testing::config;
+using runtime_testing::gemm;
 
 TEST(HostClock, ReadsWhereTheHostIsNotWhereTheDeviceIs) {
   const hw::Machine m = hw::Machine::load(config("a100_sxm4_80gb.json"));
@@ -110,11 +102,7 @@ TEST(HostClock, ProgramsDecidingFromTheClockRunTheSameEveryTime) {
       // Ranks of different speeds meet in each all-reduce, so each one's clock depends on the others.
       while (ctx.host_time_s() < 2e-3) {
         ctx.launch(gemm(128 * (1 + ctx.rank() % 2), 4096, 4096), "aten::mm");
-        OpDesc ar;
-        ar.kind = OpKind::allreduce;
-        ar.ranks = 4;
-        ar.bytes = 1 << 18;
-        ctx.collective(ar, g, "nccl:all_reduce");
+        ctx.collective(collective(OpKind::allreduce, 4, 1 << 18), g, "nccl:all_reduce");
         if (++n % 4 == 0) ctx.synchronize("step");
         if (n > 10000) break;
       }
@@ -179,11 +167,7 @@ TEST(HostClock, AWaitingProgramIsReleasedWhenTheRunFails) {
   EXPECT_THROW(engine.run([](runtime::RankContext& ctx) {
                  const runtime::GroupId g = ctx.new_group({0, 1});
                  if (ctx.rank() == 1) throw std::runtime_error("rank 1 fails");
-                 OpDesc ar;
-                 ar.kind = OpKind::allreduce;
-                 ar.ranks = 2;
-                 ar.bytes = 1 << 20;
-                 ctx.collective(ar, g, "nccl:all_reduce");  // rank 1 never joins
+                 ctx.collective(collective(OpKind::allreduce, 2, 1 << 20), g, "nccl:all_reduce");  // rank 1 never joins
                  ctx.synchronize("wait for it");
                  ctx.host_time_s();  // the host never gets here
                }),

@@ -1,6 +1,6 @@
 #pragma once
 // What the runtime's prediction tests share: bundled configs by name, a policy from text (which
-// must parse), a collective of a kind over ranks and bytes.
+// must parse), a GEMM of a shape, a collective of a kind over ranks and bytes.
 
 #include <gtest/gtest.h>
 
@@ -20,6 +20,15 @@ inline runtime::KernelPolicy policy(const std::string& text) {
   auto p = runtime::KernelPolicy::parse(text, d);
   EXPECT_TRUE(d.empty()) << d.to_string();
   return p;
+}
+
+inline runtime::OpDesc gemm(std::uint64_t m, std::uint64_t n, std::uint64_t k) {
+  runtime::OpDesc op;
+  op.kind = runtime::OpKind::gemm;
+  op.m = m;
+  op.n = n;
+  op.k = k;
+  return op;
 }
 
 inline runtime::OpDesc collective(runtime::OpKind kind, std::uint64_t ranks, std::uint64_t bytes) {
