@@ -116,25 +116,12 @@ const std::vector<Parameter<RunSpec>>& generation_parameters() { return generati
 
 bool set_run_parameter(RunSpec& spec, const std::string& key, const std::string& value, Diagnostics& d,
                        const std::string& where) {
-  const generation_table::P* p = find_parameter(generation_table::table(), key);
-  if (p == nullptr) return false;
-  p->parse(spec, value, d, where, key);
-  return true;
+  return set_parameter(generation_parameters(), spec, key, value, d, where);
 }
 
 const std::vector<std::string>& run_parameter_keys() {
-  static const std::vector<std::string> keys = [] {
-    std::vector<std::string> out;
-    for (const generation_table::P& p : generation_table::table()) out.emplace_back(p.key);
-    return out;
-  }();
+  static const std::vector<std::string> keys = parameter_keys(generation_parameters());
   return keys;
-}
-
-std::string parameter_flag(std::string_view key) {
-  std::string flag = "--" + std::string(key);
-  for (char& c : flag) c = c == '_' ? '-' : c;
-  return flag;
 }
 
 }  // namespace syntorch::session

@@ -182,18 +182,11 @@ const std::vector<Parameter<TrainSpec>>& training_parameters() { return training
 
 bool set_train_parameter(TrainSpec& spec, const std::string& key, const std::string& value, Diagnostics& d,
                          const std::string& where) {
-  const training_table::P* p = find_parameter(training_table::table(), key);
-  if (p == nullptr) return false;
-  p->parse(spec, value, d, where, key);
-  return true;
+  return set_parameter(training_parameters(), spec, key, value, d, where);
 }
 
 const std::vector<std::string>& train_parameter_keys() {
-  static const std::vector<std::string> keys = [] {
-    std::vector<std::string> out;
-    for (const training_table::P& p : training_table::table()) out.emplace_back(p.key);
-    return out;
-  }();
+  static const std::vector<std::string> keys = parameter_keys(training_parameters());
   return keys;
 }
 

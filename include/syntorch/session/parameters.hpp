@@ -67,12 +67,23 @@ const Parameter<Spec>* find_parameter(const std::vector<Parameter<Spec>>& table,
 // The CLI flag of a key: "--" and the key with '-' for '_'.
 std::string parameter_flag(std::string_view key);
 
-// Every parameter's value in `spec`, in table order, as JSON fields.
+// Sets the entry `key` names (by key or alias) from `value`, a wrong value reported under `where`
+// and `key`; false when `key` names no entry.
 template <class Spec>
-nlohmann::ordered_json parameter_values(const std::vector<Parameter<Spec>>& table, const Spec& spec) {
-  nlohmann::ordered_json j = nlohmann::ordered_json::object();
-  for (const Parameter<Spec>& p : table) j[std::string(p.key)] = p.value(spec);
-  return j;
+bool set_parameter(const std::vector<Parameter<Spec>>& table, Spec& spec, const std::string& key,
+                   const std::string& value, Diagnostics& diagnostics, const std::string& where) {
+  const Parameter<Spec>* p = find_parameter(table, key);
+  if (p == nullptr) return false;
+  p->parse(spec, value, diagnostics, where, key);
+  return true;
+}
+
+// The table's keys, in its order.
+template <class Spec>
+std::vector<std::string> parameter_keys(const std::vector<Parameter<Spec>>& table) {
+  std::vector<std::string> keys;
+  for (const Parameter<Spec>& p : table) keys.emplace_back(p.key);
+  return keys;
 }
 
 }  // namespace syntorch::session
