@@ -5,23 +5,11 @@
 #include <algorithm>
 #include <optional>
 
-#include "syntorch/hw/config_loader.hpp"
-#include "syntorch/hw/machine.hpp"
+#include "syntorch/session/workload.hpp"
 #include "syntorch/runtime/op_params.hpp"
 #include "syntorch/runtime/policy.hpp"
 
 namespace syntorch::session {
-
-namespace {
-runtime::KernelPolicy policy_of(const KernelRequest& r, runtime::OpKind op, Diagnostics& d) {
-  runtime::KernelPolicy p = runtime::KernelPolicy::load(r.policy, d, "--policy");
-  if (!r.algo.empty()) {
-    runtime::KernelPolicy algo = runtime::KernelPolicy::parse(fmt::format("{}={}", runtime::op_name(op), r.algo), d, "--algo");
-    p.set(op, algo.entry(op));
-  }
-  return p;
-}
-}  // namespace
 
 KernelResult predict_kernel(const KernelRequest& r) {
   Diagnostics d;
@@ -43,17 +31,18 @@ KernelResult predict_kernel(const KernelRequest& r) {
     d.error(flag.empty() ? "flags" : "--" + flag, "", x.message);
   }
   d.add_dropped(shape_problems.dropped());
-  const runtime::KernelPolicy policy = policy_of(r, out.op.kind, d);
-  const auto overrides = hw::parse_overrides(r.sets, d);
+  // The machine and the policy as every run loads them, then --algo over the policy's entry.
+  RunSetup setup = load_run_setup(r.hw, r.sets, r.policy, d, "--policy");
+  if (!r.algo.empty()) {
+    const runtime::KernelPolicy algo =
+        runtime::KernelPolicy::parse(fmt::format("{}={}", runtime::op_name(out.op.kind), r.algo), d, "--algo");
+    setup.policy.set(out.op.kind, algo.entry(out.op.kind));
+  }
+  const runtime::KernelPolicy& policy = setup.policy;
+  const std::optional<hw::Machine>& machine = setup.machine;
   const std::optional<runtime::Timing> timing = runtime::parse_timing(r.timing);
   if (!timing) {
     d.error("--timing", "", fmt::format("expected one of {}, got \"{}\"", join(runtime::timing_names()), clip(r.timing, 64)));
-  }
-  std::optional<hw::Machine> machine;
-  try {
-    machine = hw::Machine::load(r.hw, overrides);
-  } catch (const InputError& e) {
-    d.append(e.diagnostics());
   }
   if (!d.empty()) throw InputError(std::move(d));
   if (runtime::is_collective(out.op.kind) && out.op.ranks > machine->devices().size()) {

@@ -4,7 +4,7 @@
 
 #include <type_traits>
 
-#include "syntorch/hw/config_loader.hpp"
+#include "syntorch/session/hardware.hpp"
 #include "syntorch/session/parameters.hpp"
 #include "syntorch/session/report_json.hpp"
 #include "syntorch/session/simulate.hpp"
@@ -18,9 +18,8 @@ RunSetup load_run_setup(const std::string& hw, const std::vector<std::string>& s
                         Diagnostics& d, const std::string& policy_where) {
   RunSetup setup;
   setup.policy = runtime::KernelPolicy::load(policy, d, policy_where);
-  const std::vector<hw::Override> overrides = hw::parse_overrides(sets, d);
   try {
-    setup.machine = hw::Machine::load(hw, overrides);
+    setup.machine = load_machine(hw, sets);
   } catch (const InputError& e) {
     d.append(e.diagnostics());
   }
@@ -35,16 +34,12 @@ nlohmann::ordered_json run_workload(const WorkloadRequest& r, const std::vector<
                                     Simulate simulate, ToJson to_json) {
   Diagnostics d;
   Spec spec;
-  std::vector<std::string> keys;
-  for (const Parameter<Spec>& p : table) keys.emplace_back(p.key);
   for (const auto& [key, value] : r.params) {
-    const Parameter<Spec>* p = find_parameter(table, key);
-    if (p == nullptr) {
+    if (!set_parameter(table, spec, key, value, d, "parameters")) {
+      const std::vector<std::string> keys = parameter_keys(table);
       d.error("parameters", key, fmt::format("not a parameter of this run{} (valid: {})", did_you_mean(key, keys),
                                              join(keys)));
-      continue;
     }
-    p->parse(spec, value, d, "parameters", key);
   }
   RunSetup setup = load_run_setup(r.hw, r.sets, r.policy, d, "policy");
   if (d.empty()) check(spec, *setup.machine, d, "parameters");
