@@ -24,9 +24,9 @@ runtime::RankContext& rank(const char* what) {
 double now_s() { return rank("now_s").host_time_s(); }
 
 void sleep_s(double seconds) {
-  constexpr double kMostS = 9.2e6;  // RankContext::sleep_until_s's bound: about 106 days
-  if (!std::isfinite(seconds) || seconds < 0 || seconds > kMostS) {
-    throw std::invalid_argument(fmt::format("clock::sleep_s: expected seconds in 0 .. {:g}, got {}", kMostS, seconds));
+  if (!std::isfinite(seconds) || seconds < 0 || seconds > runtime::kMaxSleepUntilS) {
+    throw std::invalid_argument(
+        fmt::format("clock::sleep_s: expected seconds in 0 .. {:g}, got {}", runtime::kMaxSleepUntilS, seconds));
   }
   runtime::RankContext& ctx = rank("sleep_s");
   if (seconds > 0) ctx.sleep_until_s(ctx.host_time_s() + seconds);

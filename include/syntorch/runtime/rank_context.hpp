@@ -35,6 +35,10 @@ class OutOfMemory : public std::runtime_error {
   std::string what_;
 };
 
+// The latest host time a sleep may ask for, in seconds from the run's start: about 106 days, far
+// past any run, and clear of overflow in picoseconds.
+inline constexpr double kMaxSleepUntilS = 9.2e6;
+
 // A set of ranks that run collectives together (a process group), by global rank.
 struct GroupId {
   std::uint32_t value = 0;

@@ -15,8 +15,6 @@
 namespace syntorch::runtime::detail {
 
 namespace {
-// The latest time a sleep may ask for: about 106 days, far past any run, and clear of overflow.
-constexpr double kMaxSleepUntilS = 9.2e6;
 // What reading the host clock costs the host: a vDSO clock_gettime and the call around it.
 constexpr sim::TimePs kClockReadPs = 100'000;
 }  // namespace
