@@ -5,6 +5,20 @@
 
 namespace syntorch::python {
 
+namespace {
+// An in-place op bound under its method name and its augmented operator, for a tensor and a number:
+// it returns the tensor it updated (the same Python object).
+template <torch::Tensor& (torch::Tensor::*WithTensor)(const torch::Tensor&), torch::Tensor& (torch::Tensor::*WithNumber)(double)>
+void bind_in_place(py::class_<torch::Tensor>& tensor, const char* method, const char* augmented) {
+  for (const char* name : {method, augmented}) {
+    tensor.def(name, [](torch::Tensor& a, const torch::Tensor& b) -> torch::Tensor& { return (a.*WithTensor)(b); },
+               py::return_value_policy::reference_internal, py::call_guard<RequireRun>());
+    tensor.def(name, [](torch::Tensor& a, double b) -> torch::Tensor& { return (a.*WithNumber)(b); },
+               py::return_value_policy::reference_internal, py::call_guard<RequireRun>());
+  }
+}
+}  // namespace
+
 void bind_tensor(py::module_& m) {
   py::class_<torch::ScalarType>(m, "dtype")
       .def("__repr__", &dtype_repr)
@@ -27,7 +41,14 @@ void bind_tensor(py::module_& m) {
   m.def("get_default_dtype", &torch::get_default_dtype);
 
   using torch::Tensor;
-  py::class_<Tensor>(m, "Tensor")
+  py::class_<Tensor> tensor(m, "Tensor");
+  // In place, as PyTorch's: x += y updates x (a view writes through to what it views), one
+  // kernel, no new tensor; each by method name and augmented operator, for a tensor or a number.
+  bind_in_place<&Tensor::add_, &Tensor::add_>(tensor, "add_", "__iadd__");
+  bind_in_place<&Tensor::sub_, &Tensor::sub_>(tensor, "sub_", "__isub__");
+  bind_in_place<&Tensor::mul_, &Tensor::mul_>(tensor, "mul_", "__imul__");
+  bind_in_place<&Tensor::div_, &Tensor::div_>(tensor, "div_", "__itruediv__");
+  tensor
       .def_property_readonly("shape", [](const Tensor& t) { return py::tuple(py::cast(t.sizes())); })
       .def_property_readonly("dtype", [](const Tensor& t) { return t.dtype(); })
       .def_property_readonly("_device", [](const Tensor& t) { return t.device().str(); })
@@ -98,24 +119,6 @@ void bind_tensor(py::module_& m) {
       .def("__truediv__", [](const Tensor& a, const Tensor& b) { return a / b; }, py::call_guard<RequireRun>())
       .def("__truediv__", [](const Tensor& a, double b) { return a / b; }, py::call_guard<RequireRun>())
       .def("__neg__", [](const Tensor& a) { return a.neg(); }, py::call_guard<RequireRun>())
-      // In place, as PyTorch's: x += y updates x (a view writes through to what it views), one
-      // kernel, no new tensor.
-      .def("add_", [](Tensor& a, const Tensor& b) -> Tensor& { return a.add_(b); }, py::return_value_policy::reference_internal, py::call_guard<RequireRun>())
-      .def("add_", [](Tensor& a, double b) -> Tensor& { return a.add_(b); }, py::return_value_policy::reference_internal, py::call_guard<RequireRun>())
-      .def("sub_", [](Tensor& a, const Tensor& b) -> Tensor& { return a.sub_(b); }, py::return_value_policy::reference_internal, py::call_guard<RequireRun>())
-      .def("sub_", [](Tensor& a, double b) -> Tensor& { return a.sub_(b); }, py::return_value_policy::reference_internal, py::call_guard<RequireRun>())
-      .def("mul_", [](Tensor& a, const Tensor& b) -> Tensor& { return a.mul_(b); }, py::return_value_policy::reference_internal, py::call_guard<RequireRun>())
-      .def("mul_", [](Tensor& a, double b) -> Tensor& { return a.mul_(b); }, py::return_value_policy::reference_internal, py::call_guard<RequireRun>())
-      .def("div_", [](Tensor& a, const Tensor& b) -> Tensor& { return a.div_(b); }, py::return_value_policy::reference_internal, py::call_guard<RequireRun>())
-      .def("div_", [](Tensor& a, double b) -> Tensor& { return a.div_(b); }, py::return_value_policy::reference_internal, py::call_guard<RequireRun>())
-      .def("__iadd__", [](Tensor& a, const Tensor& b) -> Tensor& { return a.add_(b); }, py::return_value_policy::reference_internal, py::call_guard<RequireRun>())
-      .def("__iadd__", [](Tensor& a, double b) -> Tensor& { return a.add_(b); }, py::return_value_policy::reference_internal, py::call_guard<RequireRun>())
-      .def("__isub__", [](Tensor& a, const Tensor& b) -> Tensor& { return a.sub_(b); }, py::return_value_policy::reference_internal, py::call_guard<RequireRun>())
-      .def("__isub__", [](Tensor& a, double b) -> Tensor& { return a.sub_(b); }, py::return_value_policy::reference_internal, py::call_guard<RequireRun>())
-      .def("__imul__", [](Tensor& a, const Tensor& b) -> Tensor& { return a.mul_(b); }, py::return_value_policy::reference_internal, py::call_guard<RequireRun>())
-      .def("__imul__", [](Tensor& a, double b) -> Tensor& { return a.mul_(b); }, py::return_value_policy::reference_internal, py::call_guard<RequireRun>())
-      .def("__itruediv__", [](Tensor& a, const Tensor& b) -> Tensor& { return a.div_(b); }, py::return_value_policy::reference_internal, py::call_guard<RequireRun>())
-      .def("__itruediv__", [](Tensor& a, double b) -> Tensor& { return a.div_(b); }, py::return_value_policy::reference_internal, py::call_guard<RequireRun>())
       .def("__rsub__", [](const Tensor& a, double b) { return b - a; }, py::call_guard<RequireRun>())
       .def("__rtruediv__", [](const Tensor& a, double b) { return b / a; }, py::call_guard<RequireRun>())
       .def("__matmul__", [](const Tensor& a, const Tensor& b) { return torch::matmul(a, b); }, py::call_guard<RequireRun>())
