@@ -30,7 +30,7 @@ py::dict stats_dict(const session::RunStats& s) {
   out["hbm_bytes"] = s.hbm_bytes;
   out["peak_memory_bytes"] = py::cast(s.peak_memory_bytes);
   out["events"] = s.events;
-  out["out_of_memory"] = s.out_of_memory;
+  out["out_of_memory"] = s.oom.has_value();
   out["device"] = s.device;
   out["machine"] = s.machine;
   py::list steps;

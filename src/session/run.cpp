@@ -72,7 +72,6 @@ RunStats Run::stats(const runtime::EngineResult& r) const {
     s.peak_reserved_bytes.push_back(rank.memory.peak_reserved_bytes);
   }
   s.events = r.events;
-  s.out_of_memory = r.oom.has_value();
   s.oom = r.oom;
   s.device = machine_->devices().empty() ? "" : machine_->devices()[0].name;
   s.machine = machine_->name();

@@ -44,8 +44,8 @@ struct RunStats {
   std::vector<std::uint64_t> peak_memory_bytes;  // per rank: peak allocated
   std::vector<std::uint64_t> peak_reserved_bytes;  // per rank: peak reserved by the caching allocator
   std::uint64_t events = 0;
-  bool out_of_memory = false;
-  std::optional<runtime::OomReport> oom;  // what the failed request was and what held the memory
+  // A simulated out-of-memory: what the failed request was and what held the memory.
+  std::optional<runtime::OomReport> oom;
   std::string device;   // the first device's name
   std::string machine;
   struct Step {
