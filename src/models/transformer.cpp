@@ -200,28 +200,42 @@ TransformerBlockImpl::TransformerBlockImpl(const TransformerConfig& c, int tp, i
   down_ = register_module("down_proj", parallel::RowParallelLinear(c.ffn, c.hidden, tp, rank, true, c.mlp_bias, sp));
 }
 
-torch::Tensor TransformerBlockImpl::attention(const torch::Tensor& x, KVCache* cache, std::int64_t past) {
-  return out_->forward(attention_partial(x, cache, past));
+torch::Tensor TransformerBlockImpl::attention(const torch::Tensor& x, const AttentionKV& kv) {
+  return out_->forward(attention_partial(x, kv));
 }
 
-torch::Tensor TransformerBlockImpl::attention_partial(const torch::Tensor& x, KVCache* cache, std::int64_t past) {
+torch::Tensor TransformerBlockImpl::attention_partial(const torch::Tensor& x, const AttentionKV& kv) {
   torch::Tensor qkv = qkv_->forward(x);  // the whole sequence (gathered under sequence parallelism)
   const std::int64_t b = qkv.size(0), s = qkv.size(1), d = config_.head_dim;
-  torch::Tensor heads = qkv.view({b, s, local_heads_ + 2 * local_kv_heads_, d});
+  // A packed batch: the tokens of all its sequences in one row, heads per token.
+  torch::Tensor heads = kv.pages ? qkv.view({b * s, local_heads_ + 2 * local_kv_heads_, d})
+                                 : qkv.view({b, s, local_heads_ + 2 * local_kv_heads_, d});
   // One split (its backward one concatenation), as Megatron splits the fused QKV.
-  std::vector<torch::Tensor> qkv_heads = heads.split_with_sizes({local_heads_, local_kv_heads_, local_kv_heads_}, 2);
+  const std::int64_t head_dim_index = kv.pages ? 1 : 2;
+  std::vector<torch::Tensor> qkv_heads =
+      heads.split_with_sizes({local_heads_, local_kv_heads_, local_kv_heads_}, head_dim_index);
   torch::Tensor& q = qkv_heads[0];
   torch::Tensor& k = qkv_heads[1];
   torch::Tensor& v = qkv_heads[2];
   if (config_.positions == TransformerConfig::Positions::rotary) {
     torch::fused::rotary_embedding_(q, k, config_.rotary_dim);
   }
+  if (kv.pages) {
+    // The new keys and values into their slots of the pool (vLLM's reshape_and_cache: a copy of
+    // the batch's tokens), then attention over each sequence's pages.
+    const std::int64_t tokens = b * s;
+    kv.pages->keys.view({-1, local_kv_heads_, d}).narrow(0, 0, tokens).copy_(k);
+    kv.pages->values.view({-1, local_kv_heads_, d}).narrow(0, 0, tokens).copy_(v);
+    torch::Tensor a = torch::fused::paged_attention(q, kv.pages->keys, kv.pages->values, kv.batch->query_lens,
+                                                    kv.batch->context_lens);
+    return a.reshape({b, s, local_heads_ * d});
+  }
   torch::Tensor keys, values;
-  if (cache) {
-    cache->keys.narrow(2, past, s).copy_(k.transpose(1, 2));
-    cache->values.narrow(2, past, s).copy_(v.transpose(1, 2));
-    keys = cache->keys.narrow(2, 0, past + s);
-    values = cache->values.narrow(2, 0, past + s);
+  if (kv.cache) {
+    kv.cache->keys.narrow(2, kv.past, s).copy_(k.transpose(1, 2));
+    kv.cache->values.narrow(2, kv.past, s).copy_(v.transpose(1, 2));
+    keys = kv.cache->keys.narrow(2, 0, kv.past + s);
+    values = kv.cache->values.narrow(2, 0, kv.past + s);
   } else {
     keys = k.transpose(1, 2);
     values = v.transpose(1, 2);
@@ -232,7 +246,8 @@ torch::Tensor TransformerBlockImpl::attention_partial(const torch::Tensor& x, KV
     return torch::scaled_dot_product_attention(t[0], t[1], t[2], {}, dropout, causal, std::nullopt, /*enable_gqa=*/true);
   };
   const std::vector<torch::Tensor> qkv_in{q.transpose(1, 2), keys, values};
-  torch::Tensor a = checkpoint_core_attention_ && !cache && is_training() ? parallel::checkpoint(core, qkv_in) : core(qkv_in);
+  torch::Tensor a =
+      checkpoint_core_attention_ && !kv.cache && is_training() ? parallel::checkpoint(core, qkv_in) : core(qkv_in);
   return a.transpose(1, 2).reshape({b, s, local_heads_ * d});
 }
 
@@ -251,8 +266,7 @@ torch::Tensor TransformerBlockImpl::mlp(const torch::Tensor& x) {
 // to a multiple of tp, as the collective needs), so each TP rank holds its share of them; the
 // residual, the norm and the MoE run on the share's real tokens (padding is not routed); an
 // all-gather gives every rank all the tokens again for the next block's attention.
-torch::Tensor TransformerBlockImpl::forward_expert_parallel(const torch::Tensor& x, KVCache& cache,
-                                                            std::int64_t past) {
+torch::Tensor TransformerBlockImpl::forward_expert_parallel(const torch::Tensor& x, const AttentionKV& kv) {
   const parallel::ParallelState& st = parallel::state();
   const std::int64_t tokens = x.size(0) * x.size(1), hidden = config_.hidden;
   const std::int64_t share = (tokens + st.tp_size - 1) / st.tp_size;
@@ -260,7 +274,7 @@ torch::Tensor TransformerBlockImpl::forward_expert_parallel(const torch::Tensor&
   for (int r = 0; r < st.tp_size; ++r) tokens_per_rank.push_back(std::clamp<std::int64_t>(tokens - r * share, 0, share));
   const std::int64_t mine = tokens_per_rank[static_cast<std::size_t>(st.tp_rank)];
   namespace F = torch::nn::functional;
-  torch::Tensor partial = out_->forward_unreduced(attention_partial(norm_1_(x), &cache, past)).reshape({tokens, hidden});
+  torch::Tensor partial = out_->forward_unreduced(attention_partial(norm_1_(x), kv)).reshape({tokens, hidden});
   if (tokens < share * st.tp_size) partial = F::pad(partial, {0, 0, 0, share * st.tp_size - tokens});
   torch::Tensor attended = parallel::reduce_scatter(partial, st.tp_group, 0);
   torch::Tensor h = x.reshape({tokens, hidden}).narrow(0, std::min(tokens, st.tp_rank * share), mine) +
@@ -274,26 +288,33 @@ torch::Tensor TransformerBlockImpl::forward_expert_parallel(const torch::Tensor&
 }
 
 torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x, KVCache& cache, std::int64_t past) {
-  if (moe_ && parallel::state().ep_size > 1) return forward_expert_parallel(x, cache, past);
-  return block(x, &cache, past);
+  const AttentionKV kv{&cache, past};
+  if (moe_ && parallel::state().ep_size > 1) return forward_expert_parallel(x, kv);
+  return block(x, kv);
+}
+
+torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x, PagedKVCache& pages, const PackedBatch& batch) {
+  const AttentionKV kv{nullptr, 0, &pages, &batch};
+  if (moe_ && parallel::state().ep_size > 1) return forward_expert_parallel(x, kv);
+  return block(x, kv);
 }
 
 torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x) {
   if (moe_ && parallel::state().ep_size > 1) {
     throw std::invalid_argument(fmt::format("{}: training with expert parallelism is not modelled yet", config_.name));
   }
-  return block(x, nullptr, 0);
+  return block(x, AttentionKV{});
 }
 
-torch::Tensor TransformerBlockImpl::block(const torch::Tensor& x, KVCache* cache, std::int64_t past) {
+torch::Tensor TransformerBlockImpl::block(const torch::Tensor& x, const AttentionKV& kv) {
   // Hidden dropout on each branch before its residual add, in training only (Megatron's
   // bias-dropout-add): a kernel and a one-byte mask per element, a multiply in backward.
   const auto drop = [&](const torch::Tensor& t) { return torch::dropout(t, hidden_dropout_, is_training()); };
   if (config_.parallel_block) {
     torch::Tensor n = norm_1_(x);
-    return x + drop(attention(n, cache, past)) + drop(mlp(n));
+    return x + drop(attention(n, kv)) + drop(mlp(n));
   }
-  torch::Tensor h = x + drop(attention(norm_1_(x), cache, past));
+  torch::Tensor h = x + drop(attention(norm_1_(x), kv));
   return h + drop(mlp(norm_2_(h)));
 }
 
@@ -377,6 +398,39 @@ torch::Tensor TransformerImpl::next_token(const torch::Tensor& x) {
                                    return parallel::all_gather(local, parallel::state().tp_group, -1);
                                  }();
   return logits.argmax(-1);  // [b, 1]
+}
+
+std::vector<PagedKVCache> TransformerImpl::make_paged_kv_cache(std::int64_t pages, std::int64_t page_tokens) const {
+  torch::MemoryUseGuard guard(torch::MemoryUse::kv_cache);
+  std::vector<PagedKVCache> caches;
+  const std::int64_t kv_heads = config_.local_kv_heads(parallel::state().tp_size);
+  for (std::size_t i = 0; i < blocks_.size(); ++i) {
+    PagedKVCache c;
+    c.keys = torch::empty({pages, page_tokens, kv_heads, config_.head_dim}, torch::get_default_dtype());
+    c.values = torch::empty({pages, page_tokens, kv_heads, config_.head_dim}, torch::get_default_dtype());
+    caches.push_back(std::move(c));
+  }
+  return caches;
+}
+
+double TransformerImpl::kv_bytes_per_token(double element_bytes) const {
+  const std::int64_t kv_heads = config_.local_kv_heads(parallel::state().tp_size);
+  return 2.0 * static_cast<double>(blocks_.size() * kv_heads * config_.head_dim) * element_bytes;
+}
+
+torch::Tensor TransformerImpl::blocks_packed(torch::Tensor x, std::vector<PagedKVCache>& caches,
+                                             const PackedBatch& batch) {
+  for (std::size_t i = 0; i < blocks_.size(); ++i) {
+    torch::RecordScope layer(fmt::format("layer {}", first_layer_ + static_cast<std::int64_t>(i)));
+    x = blocks_[i]->forward(x, caches[i], batch);
+  }
+  return x;
+}
+
+torch::Tensor TransformerImpl::sample_packed(const torch::Tensor& x, std::int64_t rows) {
+  // The rows of the sampling sequences' last tokens (their indices come from the host).
+  const torch::Tensor indices = torch::empty({rows}, torch::kInt64);
+  return next_token(torch::index_select(x, 1, indices).view({rows, 1, config_.hidden}));
 }
 
 torch::Tensor TransformerImpl::forward_train(const torch::Tensor& input) {

@@ -2,6 +2,7 @@
 
 #include "syntorch/torch/cuda.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "syntorch/base/diagnostics.hpp"
@@ -29,6 +30,10 @@ std::uint64_t memory_allocated() { return stats().allocated_bytes; }
 std::uint64_t max_memory_allocated() { return stats().peak_allocated_bytes; }
 std::uint64_t memory_reserved() { return stats().reserved_bytes; }
 std::uint64_t max_memory_reserved() { return stats().peak_reserved_bytes; }
+std::pair<std::uint64_t, std::uint64_t> mem_get_info() {
+  const os::AllocatorStats s = stats();
+  return {s.capacity_bytes - std::min(s.capacity_bytes, s.reserved_bytes), s.capacity_bytes};
+}
 void empty_cache() {
   if (runtime::RankContext* ctx = runtime::current_rank()) ctx->empty_cache();
 }

@@ -95,6 +95,77 @@ void rotary_embedding_(Tensor& query, Tensor& key, std::int64_t rotary_dim) {
   }
 }
 
+Tensor paged_attention(const Tensor& query, const Tensor& key_cache, const Tensor& value_cache,
+                       const std::vector<std::int64_t>& query_lens, const std::vector<std::int64_t>& context_lens) {
+  const char* op = "paged_attention";
+  detail::check_defined(query, op, "query");
+  detail::check_defined(key_cache, op, "key_cache");
+  detail::check_defined(value_cache, op, "value_cache");
+  detail::no_backward({&query, &key_cache, &value_cache}, op);
+  detail::check_same_device(query, key_cache, op);
+  detail::check_same_device(query, value_cache, op);
+  const auto& q = impl_of(query);
+  const auto& k = impl_of(key_cache);
+  const auto& v = impl_of(value_cache);
+  if (q.sizes.size() != 3) fail("{}: expected query [tokens, heads, head_dim], got {}", op, format_sizes(q.sizes));
+  if (k.sizes.size() != 4 || k.sizes != v.sizes) {
+    fail("{}: expected key_cache and value_cache of one size [pages, page_tokens, kv_heads, head_dim], got {} and {}",
+         op, format_sizes(k.sizes), format_sizes(v.sizes));
+  }
+  if (k.dtype != v.dtype || (k.dtype != q.dtype && k.dtype != ScalarType::Float8_e4m3fn)) {
+    fail("{}: expected a KV pool in the query's dtype or fp8 (float8_e4m3fn), got key_cache {} and value_cache {} for "
+         "a {} query",
+         op, scalar_type_name(k.dtype), scalar_type_name(v.dtype), scalar_type_name(q.dtype));
+  }
+  const std::int64_t tokens = q.sizes[0], heads = q.sizes[1], head_dim = q.sizes[2];
+  const std::int64_t pages = k.sizes[0], page_tokens = k.sizes[1], kv_heads = k.sizes[2];
+  if (k.sizes[3] != head_dim) {
+    fail("{}: query and the KV pool must have the same head dim, got query {} and key_cache {}", op,
+         format_sizes(q.sizes), format_sizes(k.sizes));
+  }
+  if (kv_heads == 0 || heads % kv_heads != 0) {
+    fail("{}: query heads ({}) must be a multiple of the KV pool's heads ({})", op, heads, kv_heads);
+  }
+  if (query_lens.size() != context_lens.size() || query_lens.empty()) {
+    fail("{}: expected one query length and one context length per sequence, got {} and {}", op, query_lens.size(),
+         context_lens.size());
+  }
+  std::int64_t q_sum = 0, kv_sum = 0, pages_needed = 0;
+  for (std::size_t i = 0; i < query_lens.size(); ++i) {
+    if (query_lens[i] < 1 || query_lens[i] > context_lens[i]) {
+      fail("{}: sequence {} has {} new tokens and a context of {}: expected at least one new token, and no more than "
+           "its context",
+           op, i, query_lens[i], context_lens[i]);
+    }
+    q_sum += query_lens[i];
+    kv_sum += context_lens[i];
+    pages_needed += (context_lens[i] + page_tokens - 1) / std::max<std::int64_t>(page_tokens, 1);
+  }
+  if (q_sum != tokens) fail("{}: the query lengths sum to {}, but query holds {} tokens", op, q_sum, tokens);
+  if (pages_needed > pages) {
+    fail("{}: the sequences' contexts need {} pages of {} tokens; the KV pool has {}", op, pages_needed, page_tokens,
+         pages);
+  }
+  runtime::RankContext* ctx = runtime::current_rank();
+  Tensor out = detail::make_tensor(ctx, q.sizes, q.dtype, q.device, "syntorch::paged_attention");
+  OpDesc o;
+  o.kind = OpKind::paged_attention;
+  o.dtype = to_runtime_dtype(q.dtype);
+  o.batch = query_lens.size();
+  o.heads = static_cast<std::uint64_t>(heads);
+  o.kv_heads = static_cast<std::uint64_t>(kv_heads);
+  o.head_dim = static_cast<std::uint64_t>(head_dim);
+  o.seq_q = static_cast<std::uint64_t>(q_sum);
+  o.seq_kv = static_cast<std::uint64_t>(kv_sum);
+  o.page_tokens = static_cast<std::uint64_t>(page_tokens);
+  if (k.dtype != q.dtype) o.kv_dtype = to_runtime_dtype(k.dtype);
+  o.splits.reserve(2 * query_lens.size());
+  for (std::int64_t l : query_lens) o.splits.push_back(static_cast<std::uint64_t>(l));
+  for (std::int64_t l : context_lens) o.splits.push_back(static_cast<std::uint64_t>(l));
+  detail::dispatch(ctx, o, "syntorch::paged_attention", q.device, tokens == 0 || heads == 0 || head_dim == 0);
+  return out;
+}
+
 namespace {
 // A 2-D tensor's rows and columns; throws naming the op and argument otherwise.
 std::pair<std::int64_t, std::int64_t> matrix_of(const Tensor& t, const char* op, const char* arg, const char* layout) {

@@ -57,6 +57,7 @@ void build_app(CLI::App& app, Context& ctx) {
   add_validate_command(app, ctx);
   add_calibrate_command(app, ctx);
   add_simulate_command(app, ctx);
+  add_serve_command(app, ctx);
   add_train_command(app, ctx);
   add_sweep_command(app, ctx);
   add_trace_command(app, ctx);

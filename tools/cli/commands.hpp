@@ -18,6 +18,7 @@ void add_kernel_command(CLI::App& app, Context& ctx);
 void add_validate_command(CLI::App& app, Context& ctx);
 void add_calibrate_command(CLI::App& app, Context& ctx);
 void add_simulate_command(CLI::App& app, Context& ctx);
+void add_serve_command(CLI::App& app, Context& ctx);
 void add_train_command(CLI::App& app, Context& ctx);
 void add_sweep_command(CLI::App& app, Context& ctx);
 void add_trace_command(CLI::App& app, Context& ctx);

@@ -20,6 +20,22 @@ struct KVCache {
   torch::Tensor values;
 };
 
+// A KV pool for one block as a serving engine pages it (vLLM's layout): keys and values for
+// `pages` pages of `page_tokens` positions each, on this rank's key/value heads; a sequence's
+// context sits in whichever pages its engine gave it.
+struct PagedKVCache {
+  torch::Tensor keys;    // [pages, page_tokens, kv_heads/tp, head_dim]
+  torch::Tensor values;
+};
+
+// One serving step's sequences, packed one after the other (vLLM's attention metadata): sequence
+// i brings query_lens[i] new tokens (a prefill chunk, or one decode token) and attends to its
+// context_lens[i] positions, those already cached and its new ones.
+struct PackedBatch {
+  std::vector<std::int64_t> query_lens;
+  std::vector<std::int64_t> context_lens;
+};
+
 // A model's share on this rank: what the generation loop and the training iteration call.
 class CausalLM : public torch::nn::Module {
  public:
@@ -36,6 +52,19 @@ class CausalLM : public torch::nn::Module {
   virtual torch::Tensor blocks(torch::Tensor x, std::vector<KVCache>& caches, std::int64_t past) = 0;
   // Last stage: the next token of each sequence from the hidden state of its last position.
   virtual torch::Tensor next_token(const torch::Tensor& x) = 0;
+
+  // ---- serving ----
+
+  // One KV pool per local block: `pages` pages of `page_tokens` positions (in the default dtype).
+  virtual std::vector<PagedKVCache> make_paged_kv_cache(std::int64_t pages, std::int64_t page_tokens) const = 0;
+  // The KV pool's bytes per token position over this rank's blocks, in `element_bytes` a value.
+  virtual double kv_bytes_per_token(double element_bytes) const = 0;
+  // The local blocks over a packed batch: x [1, tokens, hidden] (the first stage embeds the token
+  // ids [1, tokens] with embed(tokens, 0)); the new keys and values are written to the pools.
+  virtual torch::Tensor blocks_packed(torch::Tensor x, std::vector<PagedKVCache>& caches, const PackedBatch& batch) = 0;
+  // Last stage: the next token of the `rows` sequences that sample from x [1, tokens, hidden]
+  // (each from its last new token, as a serving engine's logits_indices pick them) -> [rows, 1].
+  virtual torch::Tensor sample_packed(const torch::Tensor& x, std::int64_t rows) = 0;
 
   // ---- training ----
   // One pipeline stage's forward over a micro-batch: the first stage takes token ids [batch, seq],

@@ -97,6 +97,15 @@ class NormLayer {
   torch::nn::RMSNorm rms_norm_{nullptr};
 };
 
+// Where a block's attention finds its keys and values: a contiguous KV cache from `past` on,
+// pages of a KV pool for a packed batch, or neither (training: the sequence itself).
+struct AttentionKV {
+  KVCache* cache = nullptr;
+  std::int64_t past = 0;
+  PagedKVCache* pages = nullptr;
+  const PackedBatch* batch = nullptr;
+};
+
 class TransformerBlockImpl : public torch::nn::Module {
  public:
   // expert_skew: the routing's imbalance (expert_loads) for a mixture-of-experts MLP;
@@ -105,6 +114,8 @@ class TransformerBlockImpl : public torch::nn::Module {
                        bool sequence_parallel = false);
   // x: [batch, seq, hidden] for the positions past .. past+seq; cache rows are this batch's.
   torch::Tensor forward(const torch::Tensor& x, KVCache& cache, std::int64_t past);
+  // Serving: x [1, tokens, hidden], the tokens of a packed batch, their keys and values paged.
+  torch::Tensor forward(const torch::Tensor& x, PagedKVCache& pages, const PackedBatch& batch);
   // Training: the whole sequence attends causally to itself, no cache (x: [batch, seq, hidden],
   // seq / tp of it under sequence parallelism).
   torch::Tensor forward(const torch::Tensor& x);
@@ -122,12 +133,12 @@ class TransformerBlockImpl : public torch::nn::Module {
   double attention_dropout_ = 0;
   bool checkpoint_core_attention_ = false;
   // The attention's output before the TP reduction (each rank's partial sum); no cache: training.
-  torch::Tensor attention_partial(const torch::Tensor& x, KVCache* cache, std::int64_t past);
-  torch::Tensor attention(const torch::Tensor& x, KVCache* cache, std::int64_t past);
-  torch::Tensor block(const torch::Tensor& x, KVCache* cache, std::int64_t past);
+  torch::Tensor attention_partial(const torch::Tensor& x, const AttentionKV& kv);
+  torch::Tensor attention(const torch::Tensor& x, const AttentionKV& kv);
+  torch::Tensor block(const torch::Tensor& x, const AttentionKV& kv);
   torch::Tensor mlp(const torch::Tensor& x);
   // Expert parallel: the second half of the block on this rank's share of the tokens.
-  torch::Tensor forward_expert_parallel(const torch::Tensor& x, KVCache& cache, std::int64_t past);
+  torch::Tensor forward_expert_parallel(const torch::Tensor& x, const AttentionKV& kv);
 
   TransformerConfig config_;
   std::int64_t local_heads_, local_kv_heads_;
@@ -151,6 +162,10 @@ class TransformerImpl : public CausalLM {
   torch::Tensor embed(const torch::Tensor& tokens, std::int64_t past) override;
   torch::Tensor blocks(torch::Tensor x, std::vector<KVCache>& caches, std::int64_t past) override;
   torch::Tensor next_token(const torch::Tensor& x) override;
+  std::vector<PagedKVCache> make_paged_kv_cache(std::int64_t pages, std::int64_t page_tokens) const override;
+  double kv_bytes_per_token(double element_bytes) const override;
+  torch::Tensor blocks_packed(torch::Tensor x, std::vector<PagedKVCache>& caches, const PackedBatch& batch) override;
+  torch::Tensor sample_packed(const torch::Tensor& x, std::int64_t rows) override;
 
   // Training, one pipeline stage's forward over a micro-batch: the first stage takes token ids
   // [batch, seq], the others the previous stage's activations; the last returns this rank's

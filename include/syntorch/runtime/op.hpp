@@ -20,7 +20,7 @@ namespace syntorch::runtime {
 // The op table, in OpKind order. Adding an op is its file src/runtime/ops/<name>.cpp (which
 // defines `const OpType <name>_op`) and one line here, plus its torch-layer function.
 #define SYNTORCH_OP_TABLE(X)                                                                         \
-  X(gemm) X(bmm) X(attention)                                      /* matrix products */           \
+  X(gemm) X(bmm) X(attention) X(paged_attention)                   /* matrix products */           \
   X(layernorm) X(rmsnorm) X(softmax)                               /* row-wise */                  \
   X(rope) X(swiglu)                                                /* fused transformer pieces */  \
   X(gelu) X(silu) X(relu) X(tanh) X(sigmoid) X(neg) X(dropout)     /* elementwise, one input */    \
@@ -73,6 +73,8 @@ struct OpDesc {
   // attention: the K/V dtype when it differs from the query's (an fp8 KV cache read by 16-bit
   // attention, dequantised in the kernel).
   std::optional<DType> kv_dtype;
+  // paged_attention: tokens per page of the KV pool (0: contiguous keys and values).
+  std::uint64_t page_tokens = 0;
   // layernorm, rmsnorm, softmax: [rows, cols], normalised along cols. embedding: rows tokens of
   // width cols looked up in a table of `vocab` rows.
   std::uint64_t rows = 0, cols = 0, vocab = 0;
@@ -81,7 +83,8 @@ struct OpDesc {
   // collectives: `bytes` per rank over `ranks` devices.
   std::uint64_t ranks = 0;
   std::uint64_t bytes = 0;
-  // Uneven splits (empty: even, remainders to the first). grouped_gemm: the rows of each of its
+  // Uneven splits (empty: even, remainders to the first). paged_attention: the query lengths of
+  // its `batch` sequences, then their context lengths. grouped_gemm: the rows of each of its
   // `batch` groups, summing to m. alltoall as a collective to plan: the ranks x ranks traffic
   // matrix in bytes (row: sender), `bytes` its largest row; as one rank's call
   // (RankContext::collective): that rank's row, the bytes it sends each member, summing to bytes.
@@ -101,7 +104,7 @@ struct OpDescHash {
                                                static_cast<std::uint64_t>(op.dtype) * 7u + (op.causal ? 1u : 0u) + (op.dropout ? 2u : 0u) + 4u * op.sdp_backends +
                                                (op.kv_dtype ? 1009u * (1u + static_cast<std::uint64_t>(*op.kv_dtype)) : 0u));
     for (std::uint64_t x : {op.batch, op.m, op.n, op.k, op.heads, op.kv_heads, op.seq_q, op.seq_kv, op.head_dim,
-                            op.rows, op.cols, op.vocab, op.elements, op.ranks, op.bytes}) {
+                            op.rows, op.cols, op.vocab, op.elements, op.ranks, op.bytes, op.page_tokens}) {
       hash_combine(h, x);
     }
     for (std::uint64_t x : op.splits) hash_combine(h, x);

@@ -3,6 +3,7 @@
 // rank's device.
 
 #include <cstdint>
+#include <utility>
 #include <string_view>
 
 #include "syntorch/runtime/policy.hpp"
@@ -102,6 +103,9 @@ std::uint64_t max_memory_allocated();
 std::uint64_t memory_reserved();
 std::uint64_t max_memory_reserved();
 void empty_cache();
+// (free, total) bytes of this rank's device, as torch.cuda.mem_get_info: total its capacity, free
+// what the caching allocator has not reserved ((0, 0) outside a simulation).
+std::pair<std::uint64_t, std::uint64_t> mem_get_info();
 
 // at::cuda::CUDAGraph: the ops launched between capture_begin and capture_end are recorded, not
 // run (their memory is allocated then, and stays the graph's as long as the program holds the

@@ -22,6 +22,17 @@ Tensor silu_and_mul(const Tensor& x);
 // handles take on the rotation's history; its backward rotates the gradients back (one rope op).
 void rotary_embedding_(Tensor& query, Tensor& key, std::int64_t rotary_dim);
 
+// --- Serving (vLLM's attention backends, FlashAttention's varlen kernels) ---
+// Attention over a packed batch: query [tokens, heads, head_dim] holds the new tokens of several
+// sequences one after the other, query_lens[i] of sequence i, whose keys and values are already
+// in the KV pool key_cache, value_cache [pages, page_tokens, kv_heads, head_dim] (vLLM's layout);
+// each new token attends causally to its sequence's context_lens[i] tokens (cached and new).
+// -> [tokens, heads, head_dim]: one paged_attention op. The lengths are what a real kernel reads
+// from device tensors (cu_seqlens, seq_lens, the block table); with meta tensors the caller says
+// them. No backward (inference only).
+Tensor paged_attention(const Tensor& query, const Tensor& key_cache, const Tensor& value_cache,
+                       const std::vector<std::int64_t>& query_lens, const std::vector<std::int64_t>& context_lens);
+
 // --- Mixture of experts (vLLM's fused_moe pieces, TensorRT-LLM's MoE plugin) ---
 // Routing: gating_output [tokens, experts] -> (weights [tokens, k] float32, expert ids
 // [tokens, k] int32), the softmax and the top k in one kernel (vLLM's topk_softmax): one topk op.

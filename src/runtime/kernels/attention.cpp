@@ -361,6 +361,105 @@ std::vector<Kernel> lower_attention_backward(const OpDesc& op, const LowerContex
   return choose_implementation(std::move(options), cx);
 }
 
+// A packed batch of sequences over paged KV, one kernel as FlashAttention's varlen forward with a
+// block table runs it (vLLM's FLASH_ATTN backend): each sequence of few queries (a decode token)
+// gets one CTA per KV head serving its query heads, split along its context when the batch's
+// CTAs alone do not cover the device; each longer one (a prefill chunk) one CTA per head and
+// 128-query block visiting the key blocks at or below its diagonal, the chunk's queries sitting
+// after its cached context. CTAs differ in work: the kernel's time is its total work over the
+// units it fills, its traffic the packed Q and O and each sequence's pages of K and V.
+namespace {
+Kernel paged(const OpDesc& op, const LowerContext& cx, bool v3) {
+  const hw::Device& d = cx.device;
+  const double e = element_bytes(cx.dtype);
+  const ProductRate rate = product_rate(cx, false);
+  const std::uint64_t group = op.heads / op.kv_heads;
+  // First pass: CTAs without splitting, and the longest decode context.
+  std::uint64_t base_tiles = 0, decode_seqs = 0, longest_decode = 0, prefill_seqs = 0;
+  double kv_tokens = 0;
+  for_each_sequence(op, [&](std::uint64_t q, std::uint64_t kv) {
+    kv_tokens += static_cast<double>(op.page_tokens ? ceil_div(kv, op.page_tokens) * op.page_tokens : kv);
+    if (q <= kDecodeQueries) {
+      base_tiles += op.kv_heads;
+      ++decode_seqs;
+      longest_decode = std::max(longest_decode, kv);
+    } else {
+      base_tiles += op.heads * ceil_div(q, kBlockQ);
+      ++prefill_seqs;
+    }
+  });
+  // Split-KV for the decode sequences when the grid leaves units idle, each split at least one
+  // KV block.
+  const std::uint64_t splits =
+      decode_seqs == 0 ? 1
+                       : std::clamp<std::uint64_t>(ceil_div(d.compute.units, base_tiles), 1,
+                                                   ceil_div(longest_decode, kBlockKv));
+  std::uint64_t tiles = 0;
+  double scores = 0;  // score elements all CTAs compute, padded to what their blocks hold
+  for_each_sequence(op, [&](std::uint64_t q, std::uint64_t kv) {
+    if (q <= kDecodeQueries) {
+      const std::uint64_t rows = std::max<std::uint64_t>(16, group * q);
+      const std::uint64_t padded = rows <= kBlockQ ? rows : ceil_div(rows, kBlockQ) * kBlockQ;
+      const std::uint64_t seq_splits = std::min(splits, ceil_div(kv, kBlockKv));
+      tiles += op.kv_heads * seq_splits;
+      scores += static_cast<double>(op.kv_heads * seq_splits * padded) * static_cast<double>(ceil_div(kv, seq_splits));
+    } else {
+      OpDesc one = op;
+      one.seq_q = q;
+      one.seq_kv = kv;
+      one.causal = true;
+      tiles += op.heads * ceil_div(q, kBlockQ);
+      scores += static_cast<double>(op.heads) * block_pairs(one) * static_cast<double>(kBlockQ * kBlockKv);
+    }
+  });
+  Kernel k;
+  k.device = cx.device_index;
+  k.impl = v3 ? "flash_v3" : "flash_v2";
+  k.tiles = tiles;
+  // Decode CTAs are small: several share a unit, as in the decode path of `fused`.
+  k.tiles_per_unit = prefill_seqs == 0 ? d.compute.resident_tiles_per_unit : 1;
+  const double qo_bytes = 2.0 * static_cast<double>(op.seq_q * op.heads * op.head_dim) * e;
+  k.hbm_bytes = qo_bytes + 2.0 * kv_tokens * static_cast<double>(op.kv_heads * op.head_dim) *
+                               element_bytes(op.kv_dtype.value_or(op.dtype));
+  k.hbm_write_bytes = qo_bytes / 2;
+  k.tile_hbm_bytes = k.hbm_bytes / static_cast<double>(tiles);
+  k.flops = op_flops(op);
+  const BlockCost c = block_cost(d, rate.ops_per_s, rate.vector_ops_per_s, scores / static_cast<double>(tiles),
+                                 4.0 * static_cast<double>(op.head_dim), kSoftmaxVectorOpsPerScore, v3, rate.on_vector);
+  k.tile_compute_s = c.tile_s(v3);
+  k.name = fmt::format("{} varlen paged {} decode + {} prefill{}", k.impl, decode_seqs, prefill_seqs,
+                       splits > 1 ? fmt::format(" split-kv {}", splits) : std::string());
+  k.why.push_back(fmt::format("{} sequences: {} decode ({} query heads per KV head{}), {} prefill chunks in {}-query "
+                              "blocks; {} CTAs of {:.0f} scores on average",
+                              op.batch, decode_seqs, group,
+                              splits > 1 ? fmt::format(", contexts split {} ways to cover {} units", splits,
+                                                       d.compute.units)
+                                         : std::string(),
+                              prefill_seqs, kBlockQ, tiles, scores / static_cast<double>(tiles)));
+  if (op.page_tokens) {
+    k.why.push_back(fmt::format("KV read in whole pages of {} tokens: {:.0f} tokens for {} in context", op.page_tokens,
+                                kv_tokens, op.seq_kv));
+  }
+  return k;
+}
+}  // namespace
+
+std::vector<Kernel> lower_paged_attention(const OpDesc& op, const LowerContext& cx) {
+  const std::string& impl = checked_impl(cx);
+  if (unit_matrix_ops_per_s(cx.device, cx.dtype) <= 0) {
+    unsupported(cx, fmt::format("paged attention (FlashAttention varlen) needs {} matrix units", dtype_name(cx.dtype)));
+  }
+  // auto: FlashAttention-3 where the device has asynchronous matrix units (vLLM's choice on
+  // Hopper), else FlashAttention-2.
+  const bool v3 = impl == "flash_v3" || (impl == "auto" && cx.device.compute.async_matrix);
+  Kernel k = paged(op, cx, v3);
+  k.why.insert(k.why.begin(), fmt::format("policy paged_attention={}: {}", impl,
+                                          impl == "auto" ? (v3 ? "flash_v3 (asynchronous matrix units)"
+                                                               : "flash_v2")
+                                                         : "as requested"));
+  return {std::move(k)};
+}
+
 std::vector<Kernel> lower_attention(const OpDesc& op, const LowerContext& cx) {
   const hw::Device& d = cx.device;
   const std::string& impl = checked_impl(cx);

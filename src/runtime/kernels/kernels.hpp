@@ -37,6 +37,17 @@ double estimate_s(const Kernel& k, const hw::Device& d);
 std::vector<Kernel> lower_gemm(const OpDesc& op, const LowerContext& cx);       // gemm, bmm
 std::vector<Kernel> lower_grouped_gemm(const OpDesc& op, const LowerContext& cx);
 std::vector<Kernel> lower_attention(const OpDesc& op, const LowerContext& cx);
+// Attention over a packed batch of sequences with paged KV (FlashAttention varlen, vLLM).
+std::vector<Kernel> lower_paged_attention(const OpDesc& op, const LowerContext& cx);
+// paged_attention's sequences: f(query tokens, context tokens) for each, from OpDesc::splits or,
+// without them, seq_q and seq_kv split evenly over the batch.
+template <class F>
+void for_each_sequence(const OpDesc& op, F&& f) {
+  const bool given = op.splits.size() == 2 * op.batch;
+  for (std::uint64_t i = 0; i < op.batch; ++i) {
+    f(given ? op.splits[i] : op.seq_q / op.batch, given ? op.splits[op.batch + i] : op.seq_kv / op.batch);
+  }
+}
 
 // A row-wise op's algorithm: fp32 arithmetic per element, and how many times a row too long for
 // one warp's registers is read from global memory.

@@ -1,0 +1,166 @@
+#include "syntorch/session/serving/requests.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+namespace syntorch::session::serving {
+
+std::uint64_t Random::next() {
+  std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+double Random::uniform() { return static_cast<double>(next() >> 11) * 0x1p-53; }
+
+double Random::exponential() { return -std::log1p(-uniform()); }
+
+double Random::normal() {
+  if (has_spare_) {
+    has_spare_ = false;
+    return spare_;
+  }
+  const double u1 = 1.0 - uniform();  // (0, 1]
+  const double u2 = uniform();
+  const double r = std::sqrt(-2.0 * std::log(u1));
+  spare_ = r * std::sin(2.0 * std::numbers::pi * u2);
+  has_spare_ = true;
+  return r * std::cos(2.0 * std::numbers::pi * u2);
+}
+
+double Random::gamma(double shape) {
+  if (shape < 1) {
+    // Boosted: Gamma(a) = Gamma(a + 1) U^(1/a).
+    const double g = gamma(shape + 1);
+    return g * std::pow(1.0 - uniform(), 1.0 / shape);
+  }
+  const double d = shape - 1.0 / 3.0;
+  const double c = 1.0 / std::sqrt(9.0 * d);
+  for (;;) {
+    double x, v;
+    do {
+      x = normal();
+      v = 1.0 + c * x;
+    } while (v <= 0);
+    v = v * v * v;
+    const double u = 1.0 - uniform();
+    if (std::log(u) < 0.5 * x * x + d - d * v + d * std::log(v)) return d * v;
+  }
+}
+
+namespace {
+
+void check_lengths(const LengthDistribution& l, Diagnostics& d, const std::string& where, const std::string& key) {
+  using Kind = LengthDistribution::Kind;
+  if (l.min < 1) d.error(where, key + "_min", fmt::format("expected at least 1 token, got {}", l.min));
+  if (l.max != 0 && l.max < l.min) {
+    d.error(where, key + "_max", fmt::format("expected at least the minimum ({}), got {}", l.min, l.max));
+  }
+  constexpr double kMostTokens = 1 << 24;
+  switch (l.kind) {
+    case Kind::fixed:
+    case Kind::normal:
+    case Kind::lognormal:
+      if (!(l.mean >= 1) || l.mean > kMostTokens) {
+        d.error(where, key, fmt::format("expected a length of 1 to {} tokens, got {}", kMostTokens, l.mean));
+      }
+      if (l.kind != Kind::fixed && (!(l.stddev >= 0) || !std::isfinite(l.stddev))) {
+        d.error(where, key + "_stddev", fmt::format("expected a non-negative spread, got {}", l.stddev));
+      }
+      break;
+    case Kind::uniform:
+      if (l.max == 0) d.error(where, key + "_max", "a uniform length needs its maximum");
+      break;
+    case Kind::empirical:
+      if (l.values.empty()) d.error(where, key, "an empirical length needs values to draw from");
+      for (std::int64_t v : l.values) {
+        if (v < 1) {
+          d.error(where, key, fmt::format("expected lengths of at least 1 token, found {}", v));
+          break;
+        }
+      }
+      break;
+  }
+}
+
+std::int64_t draw(const LengthDistribution& l, Random& r) {
+  using Kind = LengthDistribution::Kind;
+  double x = l.mean;
+  switch (l.kind) {
+    case Kind::fixed: break;
+    case Kind::uniform:
+      x = static_cast<double>(l.min) + std::floor(r.uniform() * static_cast<double>(l.max - l.min + 1));
+      break;
+    case Kind::normal: x = l.mean + l.stddev * r.normal(); break;
+    case Kind::lognormal: x = l.mean * std::exp(l.stddev * r.normal()); break;
+    case Kind::empirical:
+      x = static_cast<double>(l.values[static_cast<std::size_t>(r.uniform() * static_cast<double>(l.values.size()))]);
+      break;
+  }
+  std::int64_t n = static_cast<std::int64_t>(std::llround(x));
+  n = std::max(n, l.min);
+  if (l.max > 0) n = std::min(n, l.max);
+  return n;
+}
+
+}  // namespace
+
+void check_traffic(const TrafficSpec& s, Diagnostics& d, const std::string& where) {
+  if (s.requests < 1 || s.requests > (1 << 24)) {
+    d.error(where, "requests", fmt::format("expected 1 to {} requests, got {}", 1 << 24, s.requests));
+  }
+  if (s.arrival != Arrival::offline && (!(s.rate_per_s > 0) || !std::isfinite(s.rate_per_s))) {
+    d.error(where, "rate", fmt::format("expected a positive number of requests a second, got {}", s.rate_per_s));
+  }
+  if (s.arrival == Arrival::gamma && (!(s.cv > 0) || s.cv > 100)) {
+    d.error(where, "cv", fmt::format("expected a coefficient of variation in (0, 100], got {}", s.cv));
+  }
+  check_lengths(s.input, d, where, "input_len");
+  check_lengths(s.output, d, where, "output_len");
+  if (s.shared_prefix_tokens < 0) {
+    d.error(where, "shared_prefix", fmt::format("expected a non-negative number of tokens, got {}", s.shared_prefix_tokens));
+  }
+  if (s.prefix_groups < 1 || s.prefix_groups > (1 << 24)) {
+    d.error(where, "prefix_groups", fmt::format("expected 1 to {} groups, got {}", 1 << 24, s.prefix_groups));
+  }
+}
+
+std::vector<Request> make_requests(const TrafficSpec& s) {
+  // Separate streams for gaps, lengths and groups: changing one distribution leaves the others'
+  // draws as they were.
+  Random gaps(s.seed * 4 + 1), inputs(s.seed * 4 + 2), outputs(s.seed * 4 + 3), groups(s.seed * 4 + 4);
+  std::vector<Request> requests;
+  requests.reserve(static_cast<std::size_t>(s.requests));
+  double t = 0;
+  for (std::int64_t i = 0; i < s.requests; ++i) {
+    Request r;
+    r.id = i;
+    if (i > 0) {
+      switch (s.arrival) {
+        case Arrival::poisson: t += gaps.exponential() / s.rate_per_s; break;
+        case Arrival::gamma: {
+          const double shape = 1.0 / (s.cv * s.cv);
+          t += gaps.gamma(shape) / (shape * s.rate_per_s);
+          break;
+        }
+        case Arrival::fixed: t = static_cast<double>(i) / s.rate_per_s; break;
+        case Arrival::offline: break;
+      }
+    }
+    r.arrival_s = t;
+    r.input_tokens = draw(s.input, inputs);
+    r.output_tokens = draw(s.output, outputs);
+    if (s.shared_prefix_tokens > 0) {
+      r.prefix_group = static_cast<std::int64_t>(groups.uniform() * static_cast<double>(s.prefix_groups));
+      r.shared_prefix_tokens = std::min(s.shared_prefix_tokens, r.input_tokens - 1);
+    }
+    requests.push_back(r);
+  }
+  return requests;
+}
+
+}  // namespace syntorch::session::serving

@@ -1,0 +1,174 @@
+#include "syntorch/session/serving/scheduler.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+
+namespace syntorch::session::serving {
+
+Scheduler::Scheduler(const EngineProfile& profile, std::int64_t kv_blocks, std::vector<Request> requests)
+    : profile_(profile), pool_(kv_blocks, profile.prefix_caching) {
+  sequences_.reserve(requests.size());
+  for (Request& r : requests) {
+    Sequence s;
+    s.request = r;
+    sequences_.push_back(std::move(s));
+  }
+}
+
+void Scheduler::arrive_until(double time_s) {
+  while (arrived_ < sequences_.size() && sequences_[arrived_].request.arrival_s <= time_s) {
+    waiting_.push_back(static_cast<std::int32_t>(arrived_++));
+  }
+}
+
+double Scheduler::next_arrival_s() const {
+  return arrived_ < sequences_.size() ? sequences_[arrived_].request.arrival_s : std::numeric_limits<double>::infinity();
+}
+
+std::uint64_t Scheduler::block_key(const Sequence& s, std::int64_t block) const {
+  // A distinct 64-bit value per (shared prefix or request, page), then a bijective mix (SplitMix64's
+  // finaliser): distinct pages never share a key. Requests and groups stay below 2^24, pages
+  // below 2^32 (check_traffic bounds them).
+  const Request& r = s.request;
+  const bool shared = r.prefix_group >= 0 && (block + 1) * profile_.block_size <= r.shared_prefix_tokens;
+  std::uint64_t z = (shared ? 1ULL << 62 : 0) | (static_cast<std::uint64_t>(shared ? r.prefix_group : r.id) << 32) |
+                    static_cast<std::uint64_t>(block);
+  z += 1;  // never 0, which means "no key"
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+void Scheduler::add(std::int32_t seq, std::int64_t new_tokens) {
+  const Sequence& s = sequences_[static_cast<std::size_t>(seq)];
+  ScheduledSequence x;
+  x.sequence = seq;
+  x.new_tokens = new_tokens;
+  x.context = s.computed + new_tokens;
+  x.samples = x.context == s.tokens();
+  plan_.sequences.push_back(x);
+  plan_.tokens += new_tokens;
+  // A sequence's tokens past its first output are decode tokens; before, prompt (or recomputed).
+  const bool decode = new_tokens == 1 && s.computed >= s.request.input_tokens;
+  if (!decode) plan_.prefill_tokens += new_tokens;
+  plan_.sampling += x.samples ? 1 : 0;
+}
+
+void Scheduler::schedule_running(std::int64_t& budget, Phase phase) {
+  std::vector<std::uint64_t> none;
+  for (std::size_t i = 0; i < running_.size() && budget > 0;) {
+    const std::int32_t id = running_[i];
+    Sequence& s = sequences_[static_cast<std::size_t>(id)];
+    const std::int64_t want = s.tokens() - s.computed;
+    const bool decoding = want == 1 && s.computed >= s.request.input_tokens;
+    if ((phase == Phase::prefill && decoding) || (phase == Phase::decode && !decoding) ||
+        (!profile_.chunked_prefill && want > budget)) {
+      ++i;
+      continue;
+    }
+    const std::int64_t n = std::min(want, budget);
+    bool scheduled = true;
+    while (!pool_.allocate(s.blocks, blocks_for(s.computed + n), none)) {
+      // The last admitted sequence gives its pages back, to be recomputed later.
+      const std::int32_t victim = running_.back();
+      running_.pop_back();
+      Sequence& v = sequences_[static_cast<std::size_t>(victim)];
+      pool_.release(v.blocks);
+      v.computed = 0;
+      v.cached_blocks = 0;
+      ++v.preemptions;
+      ++preemptions_;
+      ++plan_.preempted;
+      waiting_.push_front(victim);
+      if (victim == id) {
+        scheduled = false;
+        break;
+      }
+    }
+    if (!scheduled) break;
+    add(id, n);
+    budget -= n;
+    ++i;
+  }
+}
+
+void Scheduler::admit_waiting(std::int64_t& budget) {
+  while (!waiting_.empty() && budget > 0 && static_cast<std::int64_t>(running_.size()) < profile_.max_num_seqs) {
+    const std::int32_t id = waiting_.front();
+    Sequence& s = sequences_[static_cast<std::size_t>(id)];
+    // The cached pages at the front of its tokens, leaving at least one token to compute (it
+    // yields the next token's logits).
+    keys_.clear();
+    const std::int64_t full = (s.tokens() - 1) / profile_.block_size;
+    if (profile_.prefix_caching) {
+      for (std::int64_t b = 0; b < full; ++b) keys_.push_back(block_key(s, b));
+    }
+    const std::int64_t hits = pool_.cached_prefix(keys_);
+    const std::int64_t hit_tokens = hits * profile_.block_size;
+    const std::int64_t want = s.tokens() - hit_tokens;
+    if (!profile_.chunked_prefill && want > budget) break;
+    const std::int64_t n = std::min(want, budget);
+    const std::int64_t blocks = profile_.reserve_full_kv
+                                    ? blocks_for(s.request.input_tokens + s.request.output_tokens)
+                                    : blocks_for(hit_tokens + n);
+    if (!pool_.allocate(s.blocks, blocks, std::span<const std::uint64_t>(keys_.data(), static_cast<std::size_t>(hits)))) {
+      break;
+    }
+    s.computed = hit_tokens;
+    s.cached_blocks = hits;
+    s.prefix_hit_tokens += hit_tokens;
+    waiting_.pop_front();
+    running_.push_back(id);
+    add(id, n);
+    budget -= n;
+  }
+}
+
+const StepPlan& Scheduler::schedule() {
+  plan_.sequences.clear();
+  plan_.tokens = plan_.prefill_tokens = plan_.sampling = plan_.preempted = 0;
+  std::int64_t budget = profile_.max_num_batched_tokens;
+  if (profile_.mixed_batches) {
+    schedule_running(budget, Phase::any);
+    if (plan_.preempted == 0) admit_waiting(budget);
+  } else {
+    // Prompts first, in steps of their own; the running sequences decode when none is left.
+    schedule_running(budget, Phase::prefill);
+    if (plan_.preempted == 0) admit_waiting(budget);
+    if (plan_.sequences.empty()) schedule_running(budget, Phase::decode);
+  }
+  return plan_;
+}
+
+void Scheduler::complete(double time_s) {
+  bool any_finished = false;
+  for (const ScheduledSequence& x : plan_.sequences) {
+    Sequence& s = sequences_[static_cast<std::size_t>(x.sequence)];
+    s.computed += x.new_tokens;
+    const std::int64_t full = std::min<std::int64_t>(s.computed / profile_.block_size,
+                                                     static_cast<std::int64_t>(s.blocks.size()));
+    for (std::int64_t b = s.cached_blocks; b < full; ++b) pool_.cache(s.blocks[static_cast<std::size_t>(b)], block_key(s, b));
+    s.cached_blocks = std::max(s.cached_blocks, full);
+    if (!x.samples) continue;
+    ++s.generated;
+    if (s.generated == 1) {
+      s.first_token_s = time_s;
+    } else {
+      s.token_gaps_s.push_back(static_cast<float>(time_s - s.last_token_s));
+    }
+    s.last_token_s = time_s;
+    if (s.generated >= s.request.output_tokens) {
+      s.finished = true;
+      s.finish_s = time_s;
+      pool_.release(s.blocks);
+      ++finished_;
+      any_finished = true;
+    }
+  }
+  if (any_finished) {
+    std::erase_if(running_, [&](std::int32_t id) { return sequences_[static_cast<std::size_t>(id)].finished; });
+  }
+}
+
+}  // namespace syntorch::session::serving

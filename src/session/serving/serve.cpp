@@ -1,0 +1,279 @@
+#include "syntorch/session/serving/serve.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "syntorch/models/causal_lm.hpp"
+#include "syntorch/parallel/distributed.hpp"
+#include "syntorch/session/serving/scheduler.hpp"
+#include "syntorch/session/simulate.hpp"
+#include "syntorch/torch/clock.hpp"
+#include "syntorch/torch/cuda.hpp"
+#include "syntorch/torch/float8.hpp"
+#include "syntorch/torch/ops.hpp"
+#include "syntorch/torch/utils.hpp"
+
+namespace syntorch::session::serving {
+
+std::optional<EngineProfile> resolved_engine(const ServeSpec& s, Diagnostics& d, const std::string& where) {
+  std::optional<EngineProfile> p = engine_profile(s.engine, d, where);
+  if (!p) return p;
+  if (s.max_num_batched_tokens) p->max_num_batched_tokens = *s.max_num_batched_tokens;
+  if (s.max_num_seqs) p->max_num_seqs = *s.max_num_seqs;
+  if (s.block_size) p->block_size = *s.block_size;
+  if (s.cuda_graph_max_batch) p->cuda_graph_max_batch = *s.cuda_graph_max_batch;
+  if (s.memory_fraction) p->memory_fraction = *s.memory_fraction;
+  if (s.prefix_caching) p->prefix_caching = *s.prefix_caching;
+  if (s.chunked_prefill) p->chunked_prefill = *s.chunked_prefill;
+  check_engine_profile(*p, d, where);
+  return p;
+}
+
+namespace {
+
+// The RunSpec a serving spec's model checks are made on: its layout, the longest request.
+RunSpec layout_of(const ServeSpec& s, std::int64_t longest) {
+  RunSpec r;
+  r.model = s.model;
+  r.tp = s.tp;
+  r.dtype = s.dtype;
+  r.kv_dtype = s.kv_dtype;
+  r.input_tokens = std::max<std::int64_t>(1, longest - 1);
+  r.output_tokens = 1;
+  r.mirror_ranks = true;
+  return r;
+}
+
+std::int64_t longest_request(const std::vector<Request>& requests) {
+  std::int64_t most = 1;
+  for (const Request& r : requests) most = std::max(most, r.input_tokens + r.output_tokens);
+  return most;
+}
+
+std::optional<torch::ScalarType> scalar_type(DType t) {
+  switch (t) {
+    case DType::fp32: return torch::kFloat32;
+    case DType::fp16: return torch::kFloat16;
+    case DType::bf16: return torch::kBFloat16;
+    case DType::fp8: return torch::ScalarType::Float8_e4m3fn;
+    default: return std::nullopt;
+  }
+}
+
+// The engine's start-up refused: no KV pool that holds the longest request.
+struct NoKvRoom {
+  std::string why;
+};
+
+// What the serving program leaves for the report.
+struct Outcome {
+  std::optional<NoKvRoom> refused;
+  std::int64_t kv_blocks = 0;
+  double kv_pool_bytes = 0, weights_bytes = 0, activation_peak_bytes = 0;
+  double start_s = 0;
+  std::vector<Sequence> sequences;
+  std::vector<StepSample> steps;
+};
+
+// The engine's loop on rank 0 (the other tensor-parallel ranks mirror it).
+void serving_program(const ServeSpec& spec, const EngineProfile& engine, const std::vector<Request>& requests,
+                     Outcome& out) {
+  torch::DefaultDtypeGuard dtype_guard(*scalar_type(activation_dtype(spec.dtype)));
+  std::optional<torch::fp8::ModelInitGuard> fp8_weights;
+  std::optional<torch::fp8::AutocastGuard> fp8_gemms;
+  if (spec.dtype == DType::fp8) {
+    fp8_weights.emplace();
+    fp8_gemms.emplace();
+  }
+  parallel::initialize_model_parallel(spec.tp, 1, 1);
+  const std::shared_ptr<models::CausalLM> share = spec.model->build(models::BuildOptions{});
+  models::CausalLM& model = *share;
+  torch::NoGradGuard no_grad;
+  out.weights_bytes = static_cast<double>(torch::cuda::memory_allocated());
+  RunSpec kv_spec;
+  kv_spec.dtype = spec.dtype;
+  kv_spec.kv_dtype = spec.kv_dtype;
+  const DType kv_dtype = kv_cache_dtype(kv_spec);
+  const torch::ScalarType kv_type = torch::from_runtime_dtype(kv_dtype);
+  const double per_token = model.kv_bytes_per_token(runtime::element_bytes(kv_dtype));
+  const std::int64_t bs = engine.block_size;
+
+  // A forward over a packed batch on `caches`; the sampled tokens come to the host.
+  auto step = [&](std::vector<models::PagedKVCache>& caches, const models::PackedBatch& batch, std::int64_t tokens,
+                  std::int64_t sampling, bool graph) {
+    torch::Tensor ids = torch::empty({1, tokens}, torch::TensorOptions(torch::kInt64).device(torch::kCPU)).to(torch::kCUDA);
+    torch::cuda::CUDAGraph g;
+    if (graph) g.capture_begin();
+    torch::Tensor x = model.embed(ids, 0);
+    x = model.blocks_packed(x, caches, batch);
+    torch::Tensor next = model.sample_packed(x, sampling);
+    if (graph) {
+      g.capture_end();
+      g.replay();
+    }
+    torch::Tensor host = next.to(torch::kCPU);
+    torch::cuda::synchronize();
+  };
+
+  // Start-up, as vLLM's profile_run: a forward over a full step's tokens (one dummy sequence per
+  // max_num_seqs, as many as the budget holds) measures the activations' peak.
+  {
+    torch::RecordScope scope("profile run");
+    const std::int64_t tokens = engine.max_num_batched_tokens;
+    const std::int64_t seqs = std::min(engine.max_num_seqs, tokens);
+    models::PackedBatch batch;
+    for (std::int64_t i = 0; i < seqs; ++i) {
+      const std::int64_t n = tokens / seqs + (i < tokens % seqs ? 1 : 0);
+      batch.query_lens.push_back(n);
+      batch.context_lens.push_back(n);
+    }
+    std::int64_t pages = 0;
+    for (std::int64_t n : batch.context_lens) pages += (n + bs - 1) / bs;
+    std::vector<models::PagedKVCache> caches;
+    {
+      torch::DefaultDtypeGuard g(kv_type);
+      caches = model.make_paged_kv_cache(pages, bs);
+    }
+    const double profile_pool = static_cast<double>(pages * bs) * per_token;
+    step(caches, batch, tokens, seqs, false);
+    out.activation_peak_bytes = static_cast<double>(torch::cuda::max_memory_allocated()) - out.weights_bytes - profile_pool;
+  }
+  torch::cuda::empty_cache();
+  const double total = static_cast<double>(torch::cuda::mem_get_info().second);
+  const double used = out.weights_bytes + out.activation_peak_bytes;
+  double budget = 0;
+  switch (engine.kv_sizing) {
+    case KvSizing::utilization_of_total: budget = engine.memory_fraction * total - used; break;
+    case KvSizing::fraction_of_free: budget = engine.memory_fraction * (total - used); break;
+    case KvSizing::static_fraction: budget = engine.memory_fraction * total - out.weights_bytes; break;
+  }
+  const std::int64_t pages = budget > 0 ? static_cast<std::int64_t>(budget / (static_cast<double>(bs) * per_token)) : 0;
+  const std::int64_t longest = longest_request(requests);
+  if (pages * bs < longest) {
+    out.refused = NoKvRoom{fmt::format(
+        "the KV pool left after {:.2f} GB of weights and {:.2f} GB of activations ({} of {:.1f} GB under {} {}) holds {} "
+        "tokens, fewer than the longest request's {}",
+        out.weights_bytes / 1e9, out.activation_peak_bytes / 1e9, engine.memory_fraction, total / 1e9, engine.name,
+        engine.kv_sizing == KvSizing::utilization_of_total ? "gpu_memory_utilization"
+        : engine.kv_sizing == KvSizing::fraction_of_free   ? "free_gpu_memory_fraction"
+                                                           : "mem_fraction_static",
+        pages * bs, longest)};
+    return;
+  }
+  out.kv_blocks = pages;
+  out.kv_pool_bytes = static_cast<double>(pages * bs) * per_token;
+  std::vector<models::PagedKVCache> caches;
+  {
+    torch::DefaultDtypeGuard g(kv_type);
+    caches = model.make_paged_kv_cache(pages, bs);
+  }
+  const double layers = static_cast<double>(caches.size());
+
+  Scheduler scheduler(engine, pages, requests);
+  const double start = torch::clock::now_s();
+  out.start_s = start;
+  models::PackedBatch batch;
+  std::int64_t steps = 0;
+  while (!scheduler.done()) {
+    const double now = torch::clock::now_s() - start;
+    scheduler.arrive_until(now);
+    if (!scheduler.has_work()) {
+      torch::clock::sleep_until_s(start + scheduler.next_arrival_s());
+      continue;
+    }
+    const StepPlan& plan = scheduler.schedule();
+    if (plan.sequences.empty()) {
+      throw std::logic_error(fmt::format("serve: the scheduler found nothing to run with {} requests waiting",
+                                         scheduler.waiting()));
+    }
+    const std::int64_t seqs = static_cast<std::int64_t>(plan.sequences.size());
+    // Decode-only steps replay a graph of the next capture size, the batch padded to it.
+    const std::int64_t graph_size = plan.decode_only() ? cuda_graph_size(engine, seqs) : 0;
+    double cpu_s = engine.step_overhead_s + engine.sequence_overhead_s * static_cast<double>(seqs);
+    if (graph_size == 0) cpu_s += engine.piecewise_layer_overhead_s * layers;
+    torch::RecordScope scope(fmt::format("step {}", steps++));
+    torch::clock::sleep_s(cpu_s);
+    batch.query_lens.clear();
+    batch.context_lens.clear();
+    for (const ScheduledSequence& x : plan.sequences) {
+      batch.query_lens.push_back(x.new_tokens);
+      batch.context_lens.push_back(x.context);
+    }
+    std::int64_t tokens = plan.tokens, sampling = plan.sampling;
+    for (std::int64_t pad = seqs; pad < graph_size; ++pad) {
+      batch.query_lens.push_back(1);
+      batch.context_lens.push_back(1);
+      ++tokens;
+      ++sampling;
+    }
+    // Every step takes a graph: a full one replayed for decode, else captured pieces launched one
+    // by one (their host time counted above), so kernels cost no dispatch of their own.
+    step(caches, batch, tokens, std::max<std::int64_t>(sampling, 1), true);
+    const double done = torch::clock::now_s() - start;
+    scheduler.complete(done);
+    StepSample sample;
+    sample.time_s = done;
+    sample.sequences = static_cast<std::int32_t>(seqs);
+    sample.tokens = static_cast<std::int32_t>(plan.tokens);
+    sample.prefill_tokens = static_cast<std::int32_t>(plan.prefill_tokens);
+    sample.waiting = static_cast<std::int32_t>(scheduler.waiting());
+    sample.preempted = static_cast<std::int32_t>(plan.preempted);
+    sample.kv_used = static_cast<float>(static_cast<double>(scheduler.pool().used_blocks()) / static_cast<double>(pages));
+    sample.graph = graph_size > 0;
+    out.steps.push_back(sample);
+  }
+  out.sequences = scheduler.sequences();
+}
+
+}  // namespace
+
+bool validate_serve(const ServeSpec& s, const hw::Machine& machine, Diagnostics& d, const std::string& where) {
+  const std::size_t before = d.size();
+  check_traffic(s.traffic, d, where);
+  resolved_engine(s, d, where);
+  if (d.size() != before) return false;
+  // The model, its layout and dtypes as a generation run of the longest request checks them.
+  if (!validate_run(layout_of(s, longest_request(make_requests(s.traffic))), machine, d, where)) return false;
+  return d.size() == before;
+}
+
+ServeReport serve(const hw::Machine& machine, const runtime::KernelPolicy& policy, const ServeSpec& spec,
+                  trace::Recorder* recorder, runtime::TraceLevel trace_level) {
+  Diagnostics d;
+  if (!validate_serve(spec, machine, d, "serve")) throw InputError(std::move(d));
+  const EngineProfile engine = *resolved_engine(spec, d, "serve");
+  const std::vector<Request> requests = make_requests(spec.traffic);
+  runtime::EngineOptions options;
+  options.recorder = recorder;
+  options.trace_level = trace_level;
+  options.framework = runtime::Framework::eager;
+  options.mirror_of.assign(static_cast<std::size_t>(spec.tp), 0);
+  runtime::Engine sim(machine, policy, spec.tp, options);
+  Outcome out;
+  ServeReport report;
+  report.engine = sim.run([&](runtime::RankContext&) { serving_program(spec, engine, requests, out); });
+  report.weights_bytes = out.weights_bytes;
+  report.activation_peak_bytes = out.activation_peak_bytes;
+  if (report.engine.oom) {
+    report.oom = true;
+    report.oom_reason = "a device ran out of memory";
+    return report;
+  }
+  if (out.refused) {
+    report.oom = true;
+    report.oom_reason = out.refused->why;
+    return report;
+  }
+  report.kv_blocks = out.kv_blocks;
+  report.kv_tokens = out.kv_blocks * engine.block_size;
+  report.kv_pool_bytes = out.kv_pool_bytes;
+  report.serving_start_s = out.start_s;
+  report.metrics = compute_metrics(out.sequences, spec.slo);
+  report.steps = std::move(out.steps);
+  return report;
+}
+
+}  // namespace syntorch::session::serving
