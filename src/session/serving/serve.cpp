@@ -150,7 +150,8 @@ void serving_program(const ServeSpec& spec, const EngineProfile& engine, const s
     case KvSizing::fraction_of_free: budget = engine.memory_fraction * (total - used); break;
     case KvSizing::static_fraction: budget = engine.memory_fraction * total - out.weights_bytes; break;
   }
-  const std::int64_t pages = budget > 0 ? static_cast<std::int64_t>(budget / (static_cast<double>(bs) * per_token)) : 0;
+  const std::int64_t pages =
+      budget > 0 ? static_cast<std::int64_t>(budget / (static_cast<double>(bs) * per_token)) - 1 : 0;
   const std::int64_t longest = longest_request(requests);
   if (pages * bs < longest) {
     out.refused = NoKvRoom{fmt::format(
@@ -167,8 +168,9 @@ void serving_program(const ServeSpec& spec, const EngineProfile& engine, const s
   out.kv_pool_bytes = static_cast<double>(pages * bs) * per_token;
   std::vector<models::PagedKVCache> caches;
   {
+    // One more page than the scheduler hands out: the null page padding slots point to (vLLM's).
     torch::DefaultDtypeGuard g(kv_type);
-    caches = model.make_paged_kv_cache(pages, bs);
+    caches = model.make_paged_kv_cache(pages + 1, bs);
   }
   const double layers = static_cast<double>(caches.size());
 
@@ -203,11 +205,13 @@ void serving_program(const ServeSpec& spec, const EngineProfile& engine, const s
       batch.context_lens.push_back(x.context);
     }
     std::int64_t tokens = plan.tokens, sampling = plan.sampling;
-    for (std::int64_t pad = seqs; pad < graph_size; ++pad) {
-      batch.query_lens.push_back(1);
-      batch.context_lens.push_back(1);
-      ++tokens;
-      ++sampling;
+    if (graph_size > seqs) {
+      // The padding slots of the captured size: tokens that attend only to the pool's null page.
+      const std::int64_t pad = graph_size - seqs;
+      batch.query_lens.push_back(pad);
+      batch.context_lens.push_back(pad);
+      tokens += pad;
+      sampling += pad;
     }
     // Every step takes a graph: a full one replayed for decode, else captured pieces launched one
     // by one (their host time counted above), so kernels cost no dispatch of their own.

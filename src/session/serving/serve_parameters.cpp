@@ -121,17 +121,17 @@ const std::vector<P>& table() {
        if (auto c = choice_of(text, {"vllm", "sglang", "trtllm"}, d, where, key)) s.engine = engine_profile_names()[*c];
      },
      [](const ServeSpec& s) { return Json(s.engine); }},
-    {"max_num_batched_tokens", "max_num_tokens", "", ParameterKind::integer, "tokens",
+    {"max_num_batched_tokens", "max_num_tokens", "--max-num-tokens", ParameterKind::integer, "tokens",
      "The most tokens one step runs, prefill chunks and decode tokens together (the engine's default unless given)",
      engine_count<&ServeSpec::max_num_batched_tokens>,
      engine_value<&ServeSpec::max_num_batched_tokens, &EngineProfile::max_num_batched_tokens>, false, "the engine's"},
-    {"max_num_seqs", "max_batch_size", "", ParameterKind::integer, "sequences",
+    {"max_num_seqs", "max_batch_size", "--max-batch-size", ParameterKind::integer, "sequences",
      "The most sequences running at once (the engine's default unless given)", engine_count<&ServeSpec::max_num_seqs>,
      engine_value<&ServeSpec::max_num_seqs, &EngineProfile::max_num_seqs>, false, "the engine's"},
     {"block_size", "", "", ParameterKind::integer, "tokens", "Tokens per KV page (the engine's default unless given)",
      engine_count<&ServeSpec::block_size>, engine_value<&ServeSpec::block_size, &EngineProfile::block_size>, false,
      "the engine's"},
-    {"memory_fraction", "gpu_memory_utilization", "", ParameterKind::number, "",
+    {"memory_fraction", "gpu_memory_utilization", "--gpu-memory-utilization", ParameterKind::number, "",
      "The engine's memory fraction: vLLM's gpu_memory_utilization, TensorRT-LLM's free_gpu_memory_fraction, SGLang's "
      "mem_fraction_static (the engine's default unless given)",
      [](ServeSpec& s, const std::string& text, Diagnostics& d, const std::string& where, std::string_view key) {

@@ -1,0 +1,110 @@
+// Paged attention over a packed batch: the same mechanism as contiguous FlashAttention where the
+// batch is uniform, each sequence's own causal pairs, whole pages read, and a mixed batch costing
+// what its parts need of the device.
+
+#include <gtest/gtest.h>
+
+#include "predict_helpers.hpp"
+#include "syntorch/hw/machine.hpp"
+#include "syntorch/runtime/predictor.hpp"
+
+namespace {
+
+using namespace syntorch;
+using runtime::OpDesc;
+using runtime::OpKind;
+using runtime_testing::config;
+using runtime_testing::policy;
+
+// Sequences given as (query tokens, context tokens) pairs, Llama-3-8B's heads.
+OpDesc paged(const std::vector<std::pair<std::uint64_t, std::uint64_t>>& seqs, std::uint64_t page = 16) {
+  OpDesc op;
+  op.kind = OpKind::paged_attention;
+  op.heads = 32;
+  op.kv_heads = 8;
+  op.head_dim = 128;
+  op.page_tokens = page;
+  op.batch = seqs.size();
+  for (const auto& [q, kv] : seqs) {
+    op.seq_q += q;
+    op.seq_kv += kv;
+    op.splits.push_back(q);
+  }
+  for (const auto& s : seqs) op.splits.push_back(s.second);
+  return op;
+}
+
+double time_s(const hw::Machine& m, const OpDesc& op, const std::string& impl = "flash_v3") {
+  runtime::Predictor p(m, policy("attention=" + impl + ",paged_attention=" + impl));
+  return p.predict(op).time_s;
+}
+
+TEST(PagedAttention, AUniformDecodeBatchCostsWhatContiguousDecodeCosts) {
+  const hw::Machine h100 = hw::Machine::load(config("h100_sxm5_80gb.json"));
+  OpDesc contiguous;
+  contiguous.kind = OpKind::attention;
+  contiguous.batch = 64;
+  contiguous.heads = 32;
+  contiguous.kv_heads = 8;
+  contiguous.head_dim = 128;
+  contiguous.seq_q = 1;
+  contiguous.seq_kv = 2048;
+  const OpDesc batch = paged(std::vector<std::pair<std::uint64_t, std::uint64_t>>(64, {1, 2048}));
+  EXPECT_NEAR(time_s(h100, batch) / time_s(h100, contiguous), 1.0, 0.05);
+  // The same batch without per-sequence lengths: split evenly, the same op.
+  OpDesc even = batch;
+  even.splits.clear();
+  EXPECT_DOUBLE_EQ(time_s(h100, even), time_s(h100, batch));
+}
+
+TEST(PagedAttention, FlopsAreEachSequencesCausalPairs) {
+  const OpDesc batch = paged({{1, 3000}, {512, 512}, {256, 1280}});
+  double expected = 0;
+  for (const auto& [q, kv] : std::vector<std::pair<std::uint64_t, std::uint64_t>>{{1, 3000}, {512, 512}, {256, 1280}}) {
+    OpDesc one;
+    one.kind = OpKind::attention;
+    one.batch = 1;
+    one.heads = 32;
+    one.kv_heads = 8;
+    one.head_dim = 128;
+    one.seq_q = q;
+    one.seq_kv = kv;
+    one.causal = true;
+    expected += runtime::op_flops(one);
+  }
+  EXPECT_DOUBLE_EQ(runtime::op_flops(batch), expected);
+}
+
+TEST(PagedAttention, APartlyFilledPageIsReadWhole) {
+  // 17 tokens of context take two pages of 16: 32 tokens of keys and values read.
+  const double one_page = runtime::op_min_bytes(paged({{1, 16}}));
+  const double two_pages = runtime::op_min_bytes(paged({{1, 17}}));
+  const double per_token = 2.0 * 8 * 128 * 2;  // keys and values, 8 KV heads of 128, fp16
+  EXPECT_DOUBLE_EQ(two_pages - one_page, 16 * per_token);
+  EXPECT_DOUBLE_EQ(runtime::op_min_bytes(paged({{1, 17}}, 0)) - one_page, per_token);
+}
+
+TEST(PagedAttention, AMixedBatchTakesAtLeastEachPartAndAtMostBoth) {
+  const hw::Machine h100 = hw::Machine::load(config("h100_sxm5_80gb.json"));
+  const std::vector<std::pair<std::uint64_t, std::uint64_t>> decode(128, {1, 4096});
+  const std::vector<std::pair<std::uint64_t, std::uint64_t>> prefill = {{2048, 2048}, {1024, 3072}};
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> mixed = decode;
+  mixed.insert(mixed.end(), prefill.begin(), prefill.end());
+  const double d = time_s(h100, paged(decode)), p = time_s(h100, paged(prefill)), m = time_s(h100, paged(mixed));
+  EXPECT_GE(m, 0.95 * std::max(d, p));
+  EXPECT_LE(m, 1.05 * (d + p));
+}
+
+TEST(PagedAttention, BadLengthsAreRefusedByName) {
+  OpDesc op = paged({{4, 2}});  // more new tokens than context
+  Diagnostics d;
+  EXPECT_FALSE(runtime::validate_op(op, d, "row 3"));
+  EXPECT_NE(d.to_string().find("sequence 0 has 4 query tokens and a context of 2"), std::string::npos) << d.to_string();
+  op = paged({{1, 8}, {1, 8}});
+  op.splits.pop_back();
+  Diagnostics d2;
+  EXPECT_FALSE(runtime::validate_op(op, d2, "row 4"));
+  EXPECT_NE(d2.to_string().find("3 sequence lengths, expected 4"), std::string::npos) << d2.to_string();
+}
+
+}  // namespace

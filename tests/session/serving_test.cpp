@@ -1,0 +1,261 @@
+// Serving: the rules the serving issue names, each on a small run, and the pieces (traffic,
+// KV pool, scheduler, metrics) on their own.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+
+#include "run_helpers.hpp"
+#include "syntorch/hw/machine.hpp"
+#include "syntorch/session/serving/serve.hpp"
+#include "syntorch/session/simulate.hpp"
+
+namespace {
+
+using namespace syntorch;
+namespace sv = session::serving;
+using session_testing::config;
+using session_testing::model;
+
+sv::ServeSpec spec_of(const std::vector<std::pair<std::string, std::string>>& params) {
+  sv::ServeSpec s;
+  s.model = model("llama3-8b");
+  Diagnostics d;
+  for (const auto& [k, v] : params) {
+    EXPECT_TRUE(session::set_parameter(sv::serving_parameters(), s, k, v, d, "test")) << k;
+  }
+  EXPECT_TRUE(d.empty()) << d.to_string();
+  return s;
+}
+
+sv::ServeReport run(const sv::ServeSpec& s, const std::string& hw = "h100_sxm5_80gb.json") {
+  const hw::Machine m = hw::Machine::load(config(hw));
+  return sv::serve(m, runtime::KernelPolicy{}, s);
+}
+
+// ---- the pieces ----
+
+TEST(ServingTraffic, PoissonAndGammaGapsHaveTheRatesMeanAndTheirSpread) {
+  sv::TrafficSpec t;
+  t.requests = 20000;
+  t.rate_per_s = 5;
+  for (auto [arrival, cv] : {std::pair{sv::Arrival::poisson, 1.0}, std::pair{sv::Arrival::gamma, 3.0},
+                             std::pair{sv::Arrival::gamma, 0.5}}) {
+    t.arrival = arrival;
+    t.cv = cv;
+    const std::vector<sv::Request> r = sv::make_requests(t);
+    std::vector<double> gaps;
+    for (std::size_t i = 1; i < r.size(); ++i) gaps.push_back(r[i].arrival_s - r[i - 1].arrival_s);
+    const double mean = std::accumulate(gaps.begin(), gaps.end(), 0.0) / static_cast<double>(gaps.size());
+    double var = 0;
+    for (double g : gaps) var += (g - mean) * (g - mean);
+    const double measured_cv = std::sqrt(var / static_cast<double>(gaps.size())) / mean;
+    EXPECT_NEAR(mean, 0.2, 0.2 * 0.05) << "cv " << cv;
+    EXPECT_NEAR(measured_cv, cv, cv * 0.08);
+  }
+}
+
+TEST(ServingTraffic, TheSameSeedGivesTheSameRequestsAndLengthsStayInTheirBounds) {
+  sv::TrafficSpec t;
+  t.requests = 500;
+  t.input.kind = sv::LengthDistribution::Kind::lognormal;
+  t.input.mean = 1000;
+  t.input.stddev = 0.8;
+  t.input.min = 10;
+  t.input.max = 4000;
+  const std::vector<sv::Request> a = sv::make_requests(t), b = sv::make_requests(t);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].arrival_s, b[i].arrival_s);
+    EXPECT_EQ(a[i].input_tokens, b[i].input_tokens);
+    EXPECT_GE(a[i].input_tokens, 10);
+    EXPECT_LE(a[i].input_tokens, 4000);
+  }
+  t.seed = 1;
+  EXPECT_NE(sv::make_requests(t)[5].input_tokens, a[5].input_tokens);
+}
+
+TEST(KvBlockPool, AFreedCachedPageIsTakenAgainUntilANewPageEvictsTheLeastRecentlyFreed) {
+  sv::KvBlockPool pool(4, true);
+  std::vector<std::int32_t> a, b;
+  ASSERT_TRUE(pool.allocate(a, 2, {}));
+  pool.cache(a[0], 11);
+  pool.cache(a[1], 12);
+  pool.release(a);  // both free, still cached
+  EXPECT_EQ(pool.free_blocks(), 4);
+  const std::uint64_t keys[] = {11, 12, 13};
+  EXPECT_EQ(pool.cached_prefix(keys), 2);
+  ASSERT_TRUE(pool.allocate(b, 3, std::span<const std::uint64_t>(keys, 2)));  // two hits, one new page
+  EXPECT_EQ(pool.free_blocks(), 1);
+  EXPECT_EQ(pool.evictions(), 0u);
+  pool.release(b);
+  std::vector<std::int32_t> c;
+  ASSERT_TRUE(pool.allocate(c, 4, {}));  // every page new: the cached ones are evicted
+  EXPECT_EQ(pool.evictions(), 2u);
+  EXPECT_EQ(pool.cached_prefix(keys), 0);
+  std::vector<std::int32_t> d;
+  EXPECT_FALSE(pool.allocate(d, 1, {}));
+  EXPECT_TRUE(d.empty());
+}
+
+TEST(ServingScheduler, ChunkedPrefillSplitsAPromptOverTheTokenBudgetAndDecodeRidesAlong) {
+  sv::EngineProfile p;
+  p.max_num_batched_tokens = 1000;
+  p.max_num_seqs = 8;
+  p.block_size = 16;
+  std::vector<sv::Request> rs(2);
+  rs[0] = {0, 0.0, 100, 3};
+  rs[1] = {1, 0.0, 2500, 2};
+  sv::Scheduler s(p, 1000, rs);
+  s.arrive_until(0);
+  const sv::StepPlan& first = s.schedule();
+  ASSERT_EQ(first.sequences.size(), 2u);
+  EXPECT_EQ(first.sequences[0].new_tokens, 100);
+  EXPECT_EQ(first.sequences[1].new_tokens, 900);  // the rest of the budget
+  EXPECT_FALSE(first.sequences[1].samples);
+  s.complete(1.0);
+  const sv::StepPlan& second = s.schedule();
+  ASSERT_EQ(second.sequences.size(), 2u);
+  EXPECT_EQ(second.sequences[0].new_tokens, 1);  // decode
+  EXPECT_EQ(second.sequences[1].new_tokens, 999);
+  EXPECT_EQ(second.sequences[1].context, 1899);
+  EXPECT_EQ(s.sequences()[0].first_token_s, 1.0);
+}
+
+TEST(ServingMetrics, PercentilesInterpolateBetweenRanksAsNumpyDoes) {
+  std::vector<double> v = {4, 1, 3, 2};
+  const sv::Distribution d = sv::distribution_of(v);
+  EXPECT_DOUBLE_EQ(d.mean, 2.5);
+  EXPECT_DOUBLE_EQ(d.median, 2.5);
+  EXPECT_DOUBLE_EQ(d.p90, 3.7);
+  EXPECT_DOUBLE_EQ(d.p99, 3.97);
+}
+
+// ---- whole runs ----
+
+TEST(Serving, OneRequestAtATimeGivesTheSingleRequestSimulateTtftAndTpot) {
+  const sv::ServeSpec s = spec_of({{"arrival", "fixed"}, {"rate", "0.2"}, {"requests", "3"}, {"input_len", "2048"},
+                                   {"output_len", "32"}});
+  const sv::ServeReport r = run(s);
+  ASSERT_FALSE(r.oom) << r.oom_reason;
+  session::RunSpec g;
+  g.model = s.model;
+  g.input_tokens = 2048;
+  g.output_tokens = 32;
+  g.graph = true;
+  const hw::Machine m = hw::Machine::load(config("h100_sxm5_80gb.json"));
+  const session::RunReport single = session::simulate_generation(m, runtime::KernelPolicy{}, g);
+  Diagnostics d;
+  const sv::EngineProfile vllm = *sv::engine_profile("vllm", d, "");
+  const double step_cpu = vllm.step_overhead_s + vllm.sequence_overhead_s;
+  // The engine's own CPU time aside, the same kernels: a decode step replays a graph in both.
+  EXPECT_NEAR((r.metrics.tpot_s.mean - step_cpu) / single.tpot_s, 1.0, 0.03);
+  EXPECT_NEAR((r.metrics.ttft_s.mean - step_cpu - 32 * vllm.piecewise_layer_overhead_s) / single.ttft_s, 1.0, 0.03);
+  EXPECT_EQ(r.metrics.completed, 3);
+  EXPECT_EQ(r.metrics.preemptions, 0);
+}
+
+TEST(Serving, LittlesLawHoldsInTheQueue) {
+  const sv::ServeReport r = run(spec_of({{"rate", "8"}, {"requests", "150"}, {"input_len", "512"}, {"output_len", "64"},
+                                         {"output_dist", "uniform"}, {"output_min", "16"}, {"output_max", "128"}}));
+  ASSERT_FALSE(r.oom);
+  // L, the mean number of requests in the system, from the engine's own counts over time,
+  // against lambda x W from the requests' latencies.
+  double area = 0, last = 0;
+  for (const sv::StepSample& s : r.steps) {
+    area += (s.time_s - last) * (s.sequences + s.waiting);
+    last = s.time_s;
+  }
+  const double l = area / r.metrics.duration_s;
+  const double lambda_w = r.metrics.request_throughput * r.metrics.e2e_s.mean;
+  EXPECT_NEAR(l / lambda_w, 1.0, 0.1) << "L " << l << " lambda W " << lambda_w;
+}
+
+TEST(Serving, AKvPoolTooSmallForTheBatchPreemptsAndEveryRequestStillCompletes) {
+  // 0.235 of 80 GB leaves about 1.8 GB of pool after 16 GB of weights: fewer tokens than the
+  // batch's growing contexts need.
+  const sv::ServeReport r = run(spec_of({{"arrival", "offline"}, {"requests", "64"}, {"input_len", "1024"},
+                                         {"output_len", "512"}, {"memory_fraction", "0.235"}}));
+  ASSERT_FALSE(r.oom) << r.oom_reason;
+  EXPECT_LT(r.kv_tokens, 64 * 1536);
+  EXPECT_GT(r.metrics.preemptions, 0);
+  EXPECT_EQ(r.metrics.completed, 64);
+  std::int64_t in_steps = 0;
+  for (const sv::StepSample& s : r.steps) in_steps += s.preempted;
+  EXPECT_EQ(in_steps, r.metrics.preemptions);
+}
+
+TEST(Serving, AnEngineWhosePoolCannotHoldTheLongestRequestDoesNotStart) {
+  const sv::ServeReport r = run(spec_of({{"requests", "2"}, {"input_len", "8192"}, {"memory_fraction", "0.21"}}));
+  EXPECT_TRUE(r.oom);
+  EXPECT_NE(r.oom_reason.find("fewer than the longest request"), std::string::npos) << r.oom_reason;
+}
+
+TEST(Serving, ThroughputSaturatesAsTheRateRisesAndLatencyGrows) {
+  std::vector<double> throughput, ttft;
+  for (const char* rate : {"1", "4", "64", "256"}) {
+    const sv::ServeReport r =
+        run(spec_of({{"rate", rate}, {"requests", "160"}, {"input_len", "1024"}, {"output_len", "64"},
+                     {"max_num_seqs", "64"}}));
+    throughput.push_back(r.metrics.output_throughput);
+    ttft.push_back(r.metrics.ttft_s.p99);
+  }
+  EXPECT_GT(throughput[1], 3 * throughput[0]);       // below saturation: throughput follows the rate
+  EXPECT_LT(throughput[3], 1.15 * throughput[2]);    // past it: flat
+  EXPECT_GT(ttft[3], 1.5 * ttft[1]);                 // and the queue shows in the tail
+}
+
+TEST(Serving, PrefixCachingSkipsTheCachedBlocksPrefill) {
+  const std::vector<std::pair<std::string, std::string>> base = {
+      {"arrival", "fixed"}, {"rate", "4"}, {"requests", "40"}, {"input_len", "2048"}, {"output_len", "16"},
+      {"shared_prefix", "1536"}};
+  auto with = base;
+  with.push_back({"prefix_caching", "true"});
+  auto without = base;
+  without.push_back({"prefix_caching", "false"});
+  const sv::ServeReport a = run(spec_of(with)), b = run(spec_of(without));
+  // Every request after the first finds the prefix's 96 full pages of 16.
+  EXPECT_EQ(a.metrics.prefix_hit_tokens, 39 * 1536);
+  EXPECT_EQ(b.metrics.prefix_hit_tokens, 0);
+  std::int64_t prefill_a = 0, prefill_b = 0;
+  for (const auto& s : a.steps) prefill_a += s.prefill_tokens;
+  for (const auto& s : b.steps) prefill_b += s.prefill_tokens;
+  EXPECT_EQ(prefill_b - prefill_a, 39 * 1536);
+  EXPECT_LT(a.metrics.ttft_s.mean, 0.6 * b.metrics.ttft_s.mean);
+}
+
+TEST(Serving, TheSameInputsGiveTheSameReport) {
+  const sv::ServeSpec s = spec_of({{"rate", "20"}, {"requests", "100"}, {"input_dist", "lognormal"},
+                                   {"input_stddev", "0.5"}, {"seed", "7"}});
+  const std::string a = sv::serve_report_json(run(s), s, "h100").dump();
+  const std::string b = sv::serve_report_json(run(s), s, "h100").dump();
+  EXPECT_EQ(a, b);
+}
+
+TEST(Serving, EachEngineProfileServesTheSameTraffic) {
+  for (const std::string engine : {"vllm", "sglang", "trtllm"}) {
+    const sv::ServeReport r = run(spec_of({{"engine", engine}, {"rate", "16"}, {"requests", "100"}}));
+    ASSERT_FALSE(r.oom) << engine << ": " << r.oom_reason;
+    EXPECT_EQ(r.metrics.completed, 100) << engine;
+    if (engine == "trtllm") {
+      EXPECT_EQ(r.metrics.preemptions, 0);  // its whole KV reserved at admission
+    }
+  }
+}
+
+TEST(Serving, BadParametersAreReportedByName) {
+  sv::ServeSpec s;
+  Diagnostics d;
+  session::set_parameter(sv::serving_parameters(), s, "engine", "vllm2", d, "flags");
+  session::set_parameter(sv::serving_parameters(), s, "slo", "ttft=fast", d, "flags");
+  session::set_parameter(sv::serving_parameters(), s, "memory_fraction", "1.5", d, "flags");
+  session::set_parameter(sv::serving_parameters(), s, "input_dist", "zipf", d, "flags");
+  const std::string text = d.to_string();
+  EXPECT_NE(text.find("expected one of vllm, sglang, trtllm, got \"vllm2\""), std::string::npos) << text;
+  EXPECT_NE(text.find("ttft"), std::string::npos) << text;
+  EXPECT_NE(text.find("expected a fraction in (0, 1], got \"1.5\""), std::string::npos) << text;
+  EXPECT_NE(text.find("zipf"), std::string::npos) << text;
+  EXPECT_EQ(d.size(), 4u);
+}
+
+}  // namespace
