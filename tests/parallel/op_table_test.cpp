@@ -65,7 +65,7 @@ runtime::OpDesc small_op(OpKind k) {
       {"dropout", "true"},
       {"rows", "64"},    {"cols", "1024"}, {"elements", "4096"}, {"tokens", "64"}, {"hidden", "1024"},
       {"vocab", "5000"}, {"ranks", "8"},   {"bytes", "1 MiB"}, {"rotary_dim", "32"}, {"top_k", "2"},
-      {"groups", "8"},   {"tensors", "4"}, {"momentum", "1"}, {"inputs", "2"}};
+      {"groups", "8"},   {"tensors", "4"}, {"momentum", "1"}, {"inputs", "2"}, {"page_tokens", "16"}};
   std::map<std::string, std::string> params;
   for (const std::string& key : runtime::op_param_keys(k)) {
     EXPECT_TRUE(kValues.count(key)) << runtime::op_name(k) << " has a parameter this test does not know: " << key;
@@ -167,6 +167,8 @@ TEST(OpTable, EveryKindHasAFunctionInTheTorchOrParallelApi) {
   (void)torch::embedding(torch::empty({100, 64}), torch::empty({4}, torch::kInt64));
   (void)x.clone();
   (void)torch::fused::silu_and_mul(x);
+  (void)torch::fused::paged_attention(torch::empty({6, 8, 64}), torch::empty({4, 16, 2, 64}), torch::empty({4, 16, 2, 64}),
+                                      {1, 5}, {20, 5});
   auto rq = torch::empty({4, 8, 64});
   auto rk = torch::empty({4, 2, 64});
   torch::fused::rotary_embedding_(rq, rk, 32);

@@ -4,12 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <numeric>
 
 #include "run_helpers.hpp"
 #include "syntorch/hw/machine.hpp"
 #include "syntorch/session/serving/serve.hpp"
 #include "syntorch/session/simulate.hpp"
+#include "syntorch/trace/recorder.hpp"
+#include "syntorch/trace/sink.hpp"
 
 namespace {
 
@@ -29,10 +32,31 @@ sv::ServeSpec spec_of(const std::vector<std::pair<std::string, std::string>>& pa
   return s;
 }
 
-sv::ServeReport run(const sv::ServeSpec& s, const std::string& hw = "h100_sxm5_80gb.json") {
+sv::ServeReport run(const sv::ServeSpec& s, const std::string& hw = "h100_sxm5_80gb.json",
+                    trace::Recorder* recorder = nullptr) {
   const hw::Machine m = hw::Machine::load(config(hw));
-  return sv::serve(m, runtime::KernelPolicy{}, s);
+  return sv::serve(m, runtime::KernelPolicy{}, s, recorder);
 }
+
+// Counts the request spans of each name on the requests' lanes.
+class RequestSpans : public trace::Sink {
+ public:
+  void on_process(const trace::ProcessInfo& p) override {
+    if (p.name == "requests") pid_ = p.pid;
+  }
+  void on_track(const trace::TrackInfo& t) override { pids_[t.id.index] = t.pid; }
+  void on_span(const trace::SpanEvent& s) override {
+    if (pids_[s.track.index] == pid_ && s.category == "request") ++count[std::string(s.name.substr(0, 7))];
+  }
+  void on_instant(const trace::InstantEvent&) override {}
+  void on_counter(const trace::CounterEvent&) override {}
+  void on_flow(const trace::FlowEvent&) override {}
+  std::map<std::string, int> count;
+
+ private:
+  std::int32_t pid_ = -1;
+  std::map<std::uint32_t, std::int32_t> pids_;
+};
 
 // ---- the pieces ----
 
@@ -108,13 +132,13 @@ TEST(ServingScheduler, ChunkedPrefillSplitsAPromptOverTheTokenBudgetAndDecodeRid
   rs[1] = {1, 0.0, 2500, 2};
   sv::Scheduler s(p, 1000, rs);
   s.arrive_until(0);
-  const sv::StepPlan& first = s.schedule();
+  const sv::StepPlan& first = s.schedule(0);
   ASSERT_EQ(first.sequences.size(), 2u);
   EXPECT_EQ(first.sequences[0].new_tokens, 100);
   EXPECT_EQ(first.sequences[1].new_tokens, 900);  // the rest of the budget
   EXPECT_FALSE(first.sequences[1].samples);
   s.complete(1.0);
-  const sv::StepPlan& second = s.schedule();
+  const sv::StepPlan& second = s.schedule(1);
   ASSERT_EQ(second.sequences.size(), 2u);
   EXPECT_EQ(second.sequences[0].new_tokens, 1);  // decode
   EXPECT_EQ(second.sequences[1].new_tokens, 999);
@@ -174,8 +198,13 @@ TEST(Serving, LittlesLawHoldsInTheQueue) {
 TEST(Serving, AKvPoolTooSmallForTheBatchPreemptsAndEveryRequestStillCompletes) {
   // 0.235 of 80 GB leaves about 1.8 GB of pool after 16 GB of weights: fewer tokens than the
   // batch's growing contexts need.
+  trace::Recorder recorder;
+  RequestSpans spans;
+  recorder.attach(spans);
   const sv::ServeReport r = run(spec_of({{"arrival", "offline"}, {"requests", "64"}, {"input_len", "1024"},
-                                         {"output_len", "512"}, {"memory_fraction", "0.235"}}));
+                                         {"output_len", "512"}, {"memory_fraction", "0.235"}}),
+                                "h100_sxm5_80gb.json", &recorder);
+  recorder.finish();
   ASSERT_FALSE(r.oom) << r.oom_reason;
   EXPECT_LT(r.kv_tokens, 64 * 1536);
   EXPECT_GT(r.metrics.preemptions, 0);
@@ -183,6 +212,10 @@ TEST(Serving, AKvPoolTooSmallForTheBatchPreemptsAndEveryRequestStillCompletes) {
   std::int64_t in_steps = 0;
   for (const sv::StepSample& s : r.steps) in_steps += s.preempted;
   EXPECT_EQ(in_steps, r.metrics.preemptions);
+  // The trace shows each preemption on its request's lane, and every request's phases.
+  EXPECT_EQ(spans.count["preempt"], r.metrics.preemptions);
+  EXPECT_EQ(spans.count["request"], 64);
+  EXPECT_EQ(spans.count["queued"], 64);
 }
 
 TEST(Serving, AnEngineWhosePoolCannotHoldTheLongestRequestDoesNotStart) {

@@ -78,6 +78,7 @@ void Scheduler::schedule_running(std::int64_t& budget, Phase phase) {
       v.computed = 0;
       v.cached_blocks = 0;
       ++v.preemptions;
+      v.preempted_s.push_back(now_s_);
       ++preemptions_;
       ++plan_.preempted;
       waiting_.push_front(victim);
@@ -118,6 +119,7 @@ void Scheduler::admit_waiting(std::int64_t& budget) {
     s.computed = hit_tokens;
     s.cached_blocks = hits;
     s.prefix_hit_tokens += hit_tokens;
+    s.admitted_s.push_back(now_s_);
     waiting_.pop_front();
     running_.push_back(id);
     add(id, n);
@@ -125,7 +127,8 @@ void Scheduler::admit_waiting(std::int64_t& budget) {
   }
 }
 
-const StepPlan& Scheduler::schedule() {
+const StepPlan& Scheduler::schedule(double now_s) {
+  now_s_ = now_s;
   plan_.sequences.clear();
   plan_.tokens = plan_.prefill_tokens = plan_.sampling = plan_.preempted = 0;
   std::int64_t budget = profile_.max_num_batched_tokens;

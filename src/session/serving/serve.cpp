@@ -6,6 +6,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "request_tracks.hpp"
 #include "syntorch/models/causal_lm.hpp"
 #include "syntorch/parallel/distributed.hpp"
 #include "syntorch/session/serving/scheduler.hpp"
@@ -186,7 +187,7 @@ void serving_program(const ServeSpec& spec, const EngineProfile& engine, const s
       torch::clock::sleep_until_s(start + scheduler.next_arrival_s());
       continue;
     }
-    const StepPlan& plan = scheduler.schedule();
+    const StepPlan& plan = scheduler.schedule(now);
     if (plan.sequences.empty()) {
       throw std::logic_error(fmt::format("serve: the scheduler found nothing to run with {} requests waiting",
                                          scheduler.waiting()));
@@ -276,6 +277,7 @@ ServeReport serve(const hw::Machine& machine, const runtime::KernelPolicy& polic
   report.kv_pool_bytes = out.kv_pool_bytes;
   report.serving_start_s = out.start_s;
   report.metrics = compute_metrics(out.sequences, spec.slo);
+  if (recorder != nullptr) record_request_tracks(*recorder, out.sequences, out.steps, out.start_s);
   report.steps = std::move(out.steps);
   return report;
 }

@@ -33,6 +33,10 @@ struct Sequence {
   double last_token_s = std::numeric_limits<double>::quiet_NaN();
   double finish_s = std::numeric_limits<double>::quiet_NaN();
   std::vector<float> token_gaps_s;  // between consecutive output tokens (inter-token latency)
+  // When it was admitted (again after each preemption) and preempted: preempted_s[i] ends the
+  // stay that began at admitted_s[i].
+  std::vector<double> admitted_s;
+  std::vector<double> preempted_s;
   bool finished = false;
 
   std::int64_t tokens() const { return request.input_tokens + generated; }
@@ -67,8 +71,9 @@ class Scheduler {
   bool has_work() const { return !running_.empty() || !waiting_.empty(); }
   bool done() const { return finished_ == static_cast<std::int64_t>(sequences_.size()); }
 
-  // The next step; empty when nothing can run (no work, or a request the pool can never hold).
-  const StepPlan& schedule();
+  // The next step at `now_s`; empty when nothing can run (no work, or a request the pool can
+  // never hold).
+  const StepPlan& schedule(double now_s);
   // The step's forward ended at `time_s` (its sampled tokens on the host): the sequences advance,
   // sample, finish.
   void complete(double time_s);
@@ -98,6 +103,7 @@ class Scheduler {
   std::vector<std::int32_t> running_;  // admission order: the last is preempted first
   std::deque<std::int32_t> waiting_;   // first come first served; the preempted go back in front
   StepPlan plan_;
+  double now_s_ = 0;  // the step being scheduled
   std::vector<std::uint64_t> keys_;  // scratch
   std::int64_t finished_ = 0;
   std::uint64_t preemptions_ = 0;
