@@ -1,13 +1,15 @@
 // Runs from Python, through session::Run: a Session is a run whose program is the Python thread
 // that made it; run_ranks runs one Python program per rank, each on a thread of its own. Also the
 // current rank's index and world size, and the kernel policy for the ops launched from now on;
-// and a zoo model's generation or training run from its parameters (syntorch.simulate, train).
+// and a zoo model's generation, training or serving run from its parameters (syntorch.simulate,
+// train, serve).
 
 #include "bindings.hpp"
 
 #include "syntorch/parallel/distributed.hpp"
 #include "syntorch/session/parameters.hpp"
 #include "syntorch/session/run.hpp"
+#include "syntorch/session/serving/serve.hpp"
 #include "syntorch/session/simulate.hpp"
 #include "syntorch/session/train.hpp"
 #include "syntorch/session/workload.hpp"
@@ -131,13 +133,15 @@ py::list parameter_list(const std::vector<session::Parameter<Spec>>& table) {
 std::string run_workload(const std::string& kind, const std::string& hw, const std::vector<std::string>& sets,
                          const std::string& policy, const std::string& trace,
                          const std::vector<std::pair<std::string, std::string>>& params) {
-  if (kind != "generate" && kind != "train") {
-    throw std::invalid_argument("run_workload: kind must be \"generate\" or \"train\", got \"" + kind + "\"");
+  if (kind != "generate" && kind != "train" && kind != "serve") {
+    throw std::invalid_argument("run_workload: kind must be \"generate\", \"train\" or \"serve\", got \"" + kind + "\"");
   }
   session::WorkloadRequest request{hw, sets, policy, trace, params};
   py::gil_scoped_release release;  // the simulation touches no Python object
-  return (kind == "train" ? session::run_training(request) : session::run_generation(request))
-      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  const nlohmann::ordered_json report = kind == "train"   ? session::run_training(request)
+                                        : kind == "serve" ? session::run_serving(request)
+                                                          : session::run_generation(request);
+  return report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace
@@ -146,6 +150,7 @@ void bind_session(py::module_& m) {
   m.def("run_workload", &run_workload, py::arg("kind"), py::arg("hw"), py::arg("set"), py::arg("policy"),
         py::arg("trace"), py::arg("params"));
   m.def("workload_parameters", [](const std::string& kind) {
+    if (kind == "serve") return parameter_list(session::serving::serving_parameters());
     return kind == "train" ? parameter_list(session::training_parameters())
                            : parameter_list(session::generation_parameters());
   });

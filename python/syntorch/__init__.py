@@ -19,7 +19,7 @@ import threading
 import _syntorch
 
 __all__ = ["init", "launch", "trace_manager", "current_session", "profile", "KernelPolicy", "set_kernel_policy",
-           "get_kernel_policy", "clear_kernel_policy", "simulate", "train"]
+           "get_kernel_policy", "clear_kernel_policy", "simulate", "train", "serve"]
 
 _here = os.path.dirname(os.path.abspath(__file__))
 _session = None
@@ -221,7 +221,22 @@ def train(model, hw=None, set=(), policy=None, trace=None, **params):
     return _workload("train", model, hw, set, policy, trace, params)
 
 
+def serve(model, hw=None, set=(), policy=None, trace=None, **params):
+    """A serving engine under a stream of requests, as `syntorch serve` runs it; returns its
+    report as a dict (the fields of `syntorch serve --json`: every parameter it ran with,
+    request_throughput, output_throughput, ttft_s, tpot_s, itl_s and e2el_s (mean, median, p90,
+    p99), goodput, preemptions, the KV pool, the batch sizes and the steps' series; status "oom"
+    when the engine cannot start). `hw`, `set`, `policy` and `trace` as for simulate(); the trace
+    shows every request on a lane above the ranks' steps and kernels.
+
+    Parameters (keywords):
+{params}
+    """
+    return _workload("serve", model, hw, set, policy, trace, params)
+
+
 simulate.__doc__ = simulate.__doc__.replace("{params}", _parameter_doc("generate"))
+serve.__doc__ = serve.__doc__.replace("{params}", _parameter_doc("serve"))
 train.__doc__ = train.__doc__.replace("{params}", _parameter_doc("train"))
 
 

@@ -418,6 +418,11 @@ double TransformerImpl::kv_bytes_per_token(double element_bytes) const {
   return 2.0 * static_cast<double>(blocks_.size() * kv_heads * config_.head_dim) * element_bytes;
 }
 
+AttentionShape TransformerImpl::attention_shape() const {
+  const int tp = parallel::state().tp_size;
+  return {config_.heads / tp, config_.local_kv_heads(tp), config_.head_dim, static_cast<std::int64_t>(blocks_.size())};
+}
+
 torch::Tensor TransformerImpl::blocks_packed(torch::Tensor x, std::vector<PagedKVCache>& caches,
                                              const PackedBatch& batch) {
   for (std::size_t i = 0; i < blocks_.size(); ++i) {

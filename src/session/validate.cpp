@@ -13,6 +13,7 @@
 #include "syntorch/hw/machine.hpp"
 #include "syntorch/runtime/op_params.hpp"
 #include "syntorch/runtime/predictor.hpp"
+#include "syntorch/session/serving/serve.hpp"
 #include "syntorch/session/simulate.hpp"
 #include "syntorch/session/train.hpp"
 
@@ -96,6 +97,34 @@ constexpr GenerateMetric kGenerateMetrics[] = {
      [](const RunReport& r, const RunSpec& s) { return r.tokens_per_s / static_cast<double>(s.tp * s.pp); }},
 };
 
+// What a serve row can measure, from its run (serving/metrics.hpp's definitions).
+struct ServeMetric {
+  const char* name;
+  const char* unit_kind;  // "tokens/s", "req/s", or "" for a time
+  double (*value)(const serving::ServeMetrics& m);
+};
+
+constexpr ServeMetric kServeMetrics[] = {
+    {"output_tokens_per_s", "tokens/s", [](const serving::ServeMetrics& m) { return m.output_throughput; }},
+    // MLPerf's Server "completed tokens per second": output tokens of completed requests over the run.
+    {"completed_tokens_per_s", "tokens/s", [](const serving::ServeMetrics& m) { return m.output_throughput; }},
+    {"total_tokens_per_s", "tokens/s", [](const serving::ServeMetrics& m) { return m.total_token_throughput; }},
+    {"requests_per_s", "req/s", [](const serving::ServeMetrics& m) { return m.request_throughput; }},
+    {"ttft_mean", "", [](const serving::ServeMetrics& m) { return m.ttft_s.mean; }},
+    {"ttft_median", "", [](const serving::ServeMetrics& m) { return m.ttft_s.median; }},
+    {"ttft_p99", "", [](const serving::ServeMetrics& m) { return m.ttft_s.p99; }},
+    {"tpot_mean", "", [](const serving::ServeMetrics& m) { return m.tpot_s.mean; }},
+    {"tpot_p99", "", [](const serving::ServeMetrics& m) { return m.tpot_s.p99; }},
+    {"itl_mean", "", [](const serving::ServeMetrics& m) { return m.itl_s.mean; }},
+    {"e2e_mean", "", [](const serving::ServeMetrics& m) { return m.e2e_s.mean; }},
+};
+
+std::string serve_metrics_text() {
+  std::vector<std::string> names;
+  for (const ServeMetric& g : kServeMetrics) names.push_back(fmt::format("{} in {}", g.name, *g.unit_kind ? g.unit_kind : "ns/us/ms/s"));
+  return join(names);
+}
+
 std::string generate_metrics_text() {
   std::vector<std::string> names;
   for (const GenerateMetric& g : kGenerateMetrics) {
@@ -116,6 +145,8 @@ class Validator {
       predict_generate(row, where);
     } else if (row.op == "train") {
       predict_train(row, where);
+    } else if (row.op == "serve") {
+      predict_serve(row, where);
     } else {
       predict_op(row, where);
     }
@@ -280,6 +311,70 @@ class Validator {
     });
   }
 
+  // A `serve` row: one simulated serving run (serving::serve) and one of its metrics
+  // (kServeMetrics). Params: those of the serving table (syntorch serve's flags without the
+  // dashes), and replicas=N for a deployment of N identical replicas each serving 1/N of the
+  // traffic (the row's rate and requests are per replica then; rates scale by N).
+  void predict_serve(ValidationRow& row, const std::string& where) {
+    const ServeMetric* metric = nullptr;
+    for (const ServeMetric& g : kServeMetrics) {
+      if (row.metric == g.name) metric = &g;
+    }
+    const double scale = !metric ? 0 : *metric->unit_kind ? (row.unit == metric->unit_kind ? 1 : 0) : unit_to_seconds(row.unit);
+    if (scale == 0) {
+      mark(row, "unsupported", fmt::format("metric {} in {} is not predicted for serve ({} are)", row.metric, row.unit,
+                                           serve_metrics_text()));
+      return;
+    }
+    // replicas= is the row's, not the run's: taken out before the run's own parameters.
+    std::string run_params;
+    double replicas = 1;
+    {
+      Diagnostics d;
+      for (const KeyValue& kv : params(row, where, d)) {
+        if (kv.key == "replicas") {
+          const std::optional<std::int64_t> n = parse_integer(kv.value);
+          if (!n || *n < 1 || *n > 4096) {
+            d.error(where, "replicas", fmt::format("expected 1 to 4096 replicas, got \"{}\"", kv.value));
+          } else {
+            replicas = static_cast<double>(*n);
+          }
+        } else {
+          run_params += (run_params.empty() ? "" : " ") + kv.key + "=" + kv.value;
+        }
+      }
+      if (!d.empty()) {
+        fail(row, d);
+        return;
+      }
+    }
+    ValidationRow run_row = row;
+    run_row.params = run_params;
+    serving::ServeSpec spec;
+    runtime::KernelPolicy policy;
+    const std::vector<std::string> keys = parameter_keys(serving::serving_parameters());
+    const hw::Machine* m = read_run(
+        run_row, where, "serve", spec, policy, keys,
+        [](serving::ServeSpec& s, const std::string& k, const std::string& v, Diagnostics& d, const std::string& w) {
+          return set_parameter(serving::serving_parameters(), s, k, v, d, w);
+        },
+        serving::validate_serve);
+    if (!m) {
+      row.status = run_row.status;
+      row.reason = run_row.reason;
+      return;
+    }
+    const serving::ServeReport* report =
+        run_once(serve_runs_, run_row, [&] { return serving::serve(*m, policy, spec); });
+    if (!report) {
+      row.status = run_row.status;
+      row.reason = run_row.reason;
+      return;
+    }
+    const bool rate = *metric->unit_kind != '\0';
+    record(row, scale, [&] { return metric->value(report->metrics) * (rate ? replicas : 1.0); });
+  }
+
   // A simulated run rows share: its report, or why there is none.
   template <class Report>
   struct Run {
@@ -295,7 +390,9 @@ class Validator {
     if (!run.report && run.error.empty()) {
       try {
         run.report = std::make_shared<const Report>(simulate());
-        if (run.report->oom) {
+        if constexpr (requires { run.report->oom_reason; }) {
+          if (run.report->oom) run.error = "out of memory: " + run.report->oom_reason;
+        } else if (run.report->oom) {
           run.error = fmt::format("simulated out of memory on rank {}", run.report->engine.oom->rank);
         }
       } catch (const InputError& e) {
@@ -316,6 +413,7 @@ class Validator {
   std::map<std::string, std::unique_ptr<runtime::Predictor>> predictors_;
   std::map<std::string, Run<RunReport>> runs_;          // by hw and params
   std::map<std::string, Run<TrainReport>> train_runs_;  // by hw and params
+  std::map<std::string, Run<serving::ServeReport>> serve_runs_;  // by hw and params
   std::map<std::string, double> op_times_;   // by hw, op and params: seconds
 };
 
@@ -355,6 +453,7 @@ std::string validation_family(const std::string& op) {
   if (op == "attention") return "attention";
   if (op == "generate") return "generate";
   if (op == "train") return "train";
+  if (op == "serve") return "serve";
   return "layernorm/softmax/gelu";
 }
 

@@ -7,6 +7,7 @@
 #include "syntorch/session/hardware.hpp"
 #include "syntorch/session/parameters.hpp"
 #include "syntorch/session/report_json.hpp"
+#include "syntorch/session/serving/serve.hpp"
 #include "syntorch/session/simulate.hpp"
 #include "syntorch/session/train.hpp"
 #include "syntorch/trace/open_trace_writer.hpp"
@@ -74,6 +75,17 @@ nlohmann::ordered_json run_training(const WorkloadRequest& r) {
         return simulate_training(m, p, s, rec);
       },
       training_report_json);
+}
+
+nlohmann::ordered_json run_serving(const WorkloadRequest& r) {
+  return run_workload(
+      r, serving::serving_parameters(), serving::validate_serve,
+      [](const hw::Machine& m, const runtime::KernelPolicy& p, const serving::ServeSpec& s, trace::Recorder* rec) {
+        return serving::serve(m, p, s, rec);
+      },
+      [](const serving::ServeReport& report, const serving::ServeSpec& spec, const std::string& hw) {
+        return serving::serve_report_json(report, spec, hw);
+      });
 }
 
 }  // namespace syntorch::session

@@ -66,8 +66,14 @@ void print_report(std::ostream& out, const sv::ServeReport& r, const sv::ServeSp
   out << fmt::format("  preemptions             {}\n", x.preemptions);
   if (x.prefix_hit_tokens > 0) out << fmt::format("  prefix cache hits       {} tokens\n", x.prefix_hit_tokens);
   float kv_peak = 0;
-  for (const sv::StepSample& s : r.steps) kv_peak = std::max(kv_peak, s.kv_used);
-  out << fmt::format("  steps                   {} (KV pool at most {:.0f}% used)\n", r.steps.size(), kv_peak * 100);
+  std::size_t reused = 0;
+  for (const sv::StepSample& s : r.steps) {
+    kv_peak = std::max(kv_peak, s.kv_used);
+    reused += s.reused ? 1 : 0;
+  }
+  out << fmt::format("  steps                   {} ({} of them reused from a step of their shape; KV pool at most "
+                     "{:.0f}% used)\n",
+                     r.steps.size(), reused, kv_peak * 100);
   out << "  sequences per step     ";
   for (const auto& [low, n] : sv::batch_size_histogram(r.steps)) out << fmt::format(" {}+: {}", low, n);
   out << "\n";

@@ -36,6 +36,15 @@ struct PackedBatch {
   std::vector<std::int64_t> context_lens;
 };
 
+// The attention a rank's share runs in each of its blocks: its query and key/value heads, their
+// size, and how many blocks it holds (what a serving engine's cost estimates need).
+struct AttentionShape {
+  std::int64_t heads = 0;
+  std::int64_t kv_heads = 0;
+  std::int64_t head_dim = 0;
+  std::int64_t layers = 0;
+};
+
 // A model's share on this rank: what the generation loop and the training iteration call.
 class CausalLM : public torch::nn::Module {
  public:
@@ -57,6 +66,7 @@ class CausalLM : public torch::nn::Module {
 
   // One KV pool per local block: `pages` pages of `page_tokens` positions (in the default dtype).
   virtual std::vector<PagedKVCache> make_paged_kv_cache(std::int64_t pages, std::int64_t page_tokens) const = 0;
+  virtual AttentionShape attention_shape() const = 0;
   // The KV pool's bytes per token position over this rank's blocks, in `element_bytes` a value.
   virtual double kv_bytes_per_token(double element_bytes) const = 0;
   // The local blocks over a packed batch: x [1, tokens, hidden] (the first stage embeds the token

@@ -164,6 +164,7 @@ class TransformerImpl : public CausalLM {
   torch::Tensor next_token(const torch::Tensor& x) override;
   std::vector<PagedKVCache> make_paged_kv_cache(std::int64_t pages, std::int64_t page_tokens) const override;
   double kv_bytes_per_token(double element_bytes) const override;
+  AttentionShape attention_shape() const override;
   torch::Tensor blocks_packed(torch::Tensor x, std::vector<PagedKVCache>& caches, const PackedBatch& batch) override;
   torch::Tensor sample_packed(const torch::Tensor& x, std::int64_t rows) override;
 

@@ -1,6 +1,6 @@
 #pragma once
 // A workload run from its parameters given as text, as a program asks for one (the Python
-// package's syntorch.simulate and syntorch.train): the machine and its overrides, the kernel
+// package's syntorch.simulate, syntorch.train and syntorch.serve): the machine and its overrides, the kernel
 // policy, an optional trace file, and the parameters by key (parameters.hpp), all checked before
 // anything runs (InputError naming each problem), then the run, its report as JSON
 // (report_json.hpp). A simulated out-of-memory is a report with status "oom", not an error.
@@ -28,6 +28,7 @@ struct WorkloadRequest {
 
 nlohmann::ordered_json run_generation(const WorkloadRequest& request);
 nlohmann::ordered_json run_training(const WorkloadRequest& request);
+nlohmann::ordered_json run_serving(const WorkloadRequest& request);  // session/serving/serve.hpp
 
 // The machine (with its overrides) and the kernel policy a run names, each checked: problems go
 // to `diagnostics`, the policy's under `policy_where`; no machine when it could not be loaded.

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "request_tracks.hpp"
+#include "step_reuse.hpp"
 #include "syntorch/models/causal_lm.hpp"
 #include "syntorch/parallel/distributed.hpp"
 #include "syntorch/session/serving/scheduler.hpp"
@@ -80,8 +81,8 @@ struct Outcome {
 };
 
 // The engine's loop on rank 0 (the other tensor-parallel ranks mirror it).
-void serving_program(const ServeSpec& spec, const EngineProfile& engine, const std::vector<Request>& requests,
-                     Outcome& out) {
+void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& policy, const ServeSpec& spec,
+                     const EngineProfile& engine, const std::vector<Request>& requests, Outcome& out) {
   torch::DefaultDtypeGuard dtype_guard(*scalar_type(activation_dtype(spec.dtype)));
   std::optional<torch::fp8::ModelInitGuard> fp8_weights;
   std::optional<torch::fp8::AutocastGuard> fp8_gemms;
@@ -175,6 +176,10 @@ void serving_program(const ServeSpec& spec, const EngineProfile& engine, const s
   }
   const double layers = static_cast<double>(caches.size());
 
+  std::optional<StepReuse> reuse;
+  if (spec.reuse_steps) {
+    reuse.emplace(machine, policy, model.attention_shape(), activation_dtype(spec.dtype), kv_dtype, bs);
+  }
   Scheduler scheduler(engine, pages, requests);
   const double start = torch::clock::now_s();
   out.start_s = start;
@@ -215,8 +220,23 @@ void serving_program(const ServeSpec& spec, const EngineProfile& engine, const s
       sampling += pad;
     }
     // Every step takes a graph: a full one replayed for decode, else captured pieces launched one
-    // by one (their host time counted above), so kernels cost no dispatch of their own.
-    step(caches, batch, tokens, std::max<std::int64_t>(sampling, 1), true);
+    // by one (their host time counted above), so kernels cost no dispatch of their own. A step
+    // whose shape was simulated before takes that step's rest and its own attention (StepReuse).
+    const double forward_begin = torch::clock::now_s();
+    bool reused = false;
+    if (reuse) {
+      const StepKey key{tokens, std::max<std::int64_t>(sampling, 1), graph_size > 0};
+      const double attention = reuse->attention_s(batch);
+      if (const std::optional<double> rest = reuse->rest_s(key)) {
+        torch::clock::sleep_s(std::max(0.0, *rest + attention));
+        reused = true;
+      } else {
+        step(caches, batch, tokens, key.sampling, true);
+        reuse->learn(key, torch::clock::now_s() - forward_begin, attention);
+      }
+    } else {
+      step(caches, batch, tokens, std::max<std::int64_t>(sampling, 1), true);
+    }
     const double done = torch::clock::now_s() - start;
     scheduler.complete(done);
     StepSample sample;
@@ -228,6 +248,7 @@ void serving_program(const ServeSpec& spec, const EngineProfile& engine, const s
     sample.preempted = static_cast<std::int32_t>(plan.preempted);
     sample.kv_used = static_cast<float>(static_cast<double>(scheduler.pool().used_blocks()) / static_cast<double>(pages));
     sample.graph = graph_size > 0;
+    sample.reused = reused;
     out.steps.push_back(sample);
   }
   out.sequences = scheduler.sequences();
@@ -259,7 +280,7 @@ ServeReport serve(const hw::Machine& machine, const runtime::KernelPolicy& polic
   runtime::Engine sim(machine, policy, spec.tp, options);
   Outcome out;
   ServeReport report;
-  report.engine = sim.run([&](runtime::RankContext&) { serving_program(spec, engine, requests, out); });
+  report.engine = sim.run([&](runtime::RankContext&) { serving_program(machine, policy, spec, engine, requests, out); });
   report.weights_bytes = out.weights_bytes;
   report.activation_peak_bytes = out.activation_peak_bytes;
   if (report.engine.oom) {

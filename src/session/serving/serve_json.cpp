@@ -58,6 +58,7 @@ Json serve_report_json(const ServeReport& r, const ServeSpec& spec, const std::s
                        {"weights_bytes_per_device", r.weights_bytes},
                        {"activation_peak_bytes_per_device", r.activation_peak_bytes}};
   j["steps"] = r.steps.size();
+  j["steps_reused"] = std::count_if(r.steps.begin(), r.steps.end(), [](const StepSample& s) { return s.reused; });
   Json histogram = Json::array();
   for (const auto& [low, n] : batch_size_histogram(r.steps)) histogram.push_back(Json{{"sequences_from", low}, {"steps", n}});
   j["batch_sizes"] = histogram;

@@ -153,6 +153,14 @@ const std::vector<P>& table() {
      "Decode steps of up to this many sequences replay a CUDA graph (0: none; the engine's default unless given)",
      engine_count<&ServeSpec::cuda_graph_max_batch>,
      engine_value<&ServeSpec::cuda_graph_max_batch, &EngineProfile::cuda_graph_max_batch>, false, "the engine's"},
+    {"reuse_steps", "", "", ParameterKind::choice, "",
+     "true: a step whose token count, sampled rows and graph repeat an earlier step's takes that step's time less "
+     "its attention plus its own attention (no kernels of its own in the trace); false: every step simulated kernel "
+     "by kernel",
+     [](ServeSpec& s, const std::string& text, Diagnostics& d, const std::string& where, std::string_view key) {
+       if (auto b = boolean_of(text, d, where, key)) s.reuse_steps = *b;
+     },
+     [](const ServeSpec& s) { return Json(s.reuse_steps); }},
     {"requests", "num_prompts", "--num-prompts", ParameterKind::integer, "requests", "Requests to serve",
      [](ServeSpec& s, const std::string& text, Diagnostics& d, const std::string& where, std::string_view key) {
        if (auto v = integer_of(text, 1, d, where, key)) s.traffic.requests = *v;

@@ -44,6 +44,10 @@ struct ServeSpec {
   std::optional<bool> prefix_caching, chunked_prefill;
   TrafficSpec traffic;
   Slo slo;
+  // A step whose token count, sampled rows and graph repeat an earlier step's takes that step's
+  // time less its attention, plus its own attention as the kernel model predicts it (no kernels
+  // of its own in the trace); off: every step simulated kernel by kernel (docs/serving.md).
+  bool reuse_steps = true;
 };
 
 // The parameters of a serving run, declared once for every front end (session/parameters.hpp).
@@ -66,6 +70,7 @@ struct StepSample {
   std::int32_t preempted = 0;
   float kv_used = 0;  // of the pool's pages, after the step
   bool graph = false;  // a full CUDA graph replayed
+  bool reused = false;  // its time from an earlier step of its shape (ServeSpec::reuse_steps)
 };
 
 struct ServeReport {

@@ -1,0 +1,56 @@
+"""Serving from Python: syntorch.serve runs what `syntorch serve` runs and returns its report."""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+import _syntorch
+import syntorch
+
+SOURCE = os.environ.get("SYNTORCH_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+H100 = os.path.join(SOURCE, "hw_configs", "h100_sxm5_80gb.json")
+
+
+def test_serve_reports_the_benchmark_metrics_with_the_parameters_as_run():
+    r = syntorch.serve("llama3-8b", hw=H100, rate=8, requests=40, input_len=512, output_len=32, seed=3,
+                       slo="ttft=1s,tpot=50ms", prefix_caching=False)
+    assert r["status"] == "ok"
+    assert r["completed"] == 40
+    assert r["parameters"]["engine"] == "vllm"
+    assert r["parameters"]["prefix_caching"] is False
+    assert r["parameters"]["block_size"] == 16
+    for key in ("ttft_s", "tpot_s", "itl_s", "e2el_s"):
+        assert 0 < r[key]["median"] <= r[key]["p99"]
+    assert r["good_requests"] <= r["completed"]
+    assert r["kv_cache"]["blocks"] > 0
+    # Every parameter of the table is a keyword, in the docstring, and shown back as run.
+    for key, alias, typ, unit, help_text, default in _syntorch.workload_parameters("serve"):
+        assert f"    {key}" in syntorch.serve.__doc__, key
+        assert key in r["parameters"], key
+
+
+def test_serve_matches_the_command_line():
+    args = dict(rate=4, requests=20, input_len=256, output_len=16)
+    r = syntorch.serve("llama3-8b", hw=H100, **args)
+    binary = os.path.join(os.path.dirname(os.path.realpath(_syntorch.__file__)), "..", "syntorch")
+    if not os.path.exists(binary):
+        pytest.skip("the command-line binary is not built")
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in args.items()]
+    out = subprocess.run([binary, "serve", "--model", "llama3-8b", "--hw", H100, "--json", *flags],
+                         capture_output=True, text=True, check=True).stdout
+    assert json.loads(out)["output_throughput"] == r["output_throughput"]
+
+
+def test_a_bad_serving_parameter_is_a_value_error_naming_it():
+    with pytest.raises(ValueError, match="arrival"):
+        syntorch.serve("llama3-8b", hw=H100, arrival="bursty")
+    with pytest.raises(ValueError, match="not a parameter of this run"):
+        syntorch.serve("llama3-8b", hw=H100, batch=4)
+
+
+def test_an_engine_without_room_for_its_kv_cache_is_an_oom_result():
+    r = syntorch.serve("llama3-8b", hw=H100, requests=2, input_len=8192, memory_fraction=0.21)
+    assert r["status"] == "oom"
+    assert "longest request" in r["oom_reason"]
