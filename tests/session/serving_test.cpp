@@ -265,6 +265,26 @@ TEST(Serving, TheSameInputsGiveTheSameReport) {
   EXPECT_EQ(a, b);
 }
 
+TEST(Serving, StepsReusedFromTheirShapeAgreeWithEveryStepSimulated) {
+  const std::vector<std::pair<std::string, std::string>> base = {
+      {"rate", "30"}, {"requests", "150"}, {"input_len", "512"}, {"input_dist", "lognormal"}, {"input_stddev", "0.5"},
+      {"output_len", "64"}, {"output_dist", "lognormal"}, {"output_stddev", "0.5"}};
+  auto on = base, off = base;
+  on.push_back({"reuse_steps", "true"});
+  off.push_back({"reuse_steps", "false"});
+  const sv::ServeReport a = run(spec_of(on)), b = run(spec_of(off));
+  std::size_t reused = 0;
+  for (const auto& s : a.steps) reused += s.reused ? 1 : 0;
+  EXPECT_GT(reused, a.steps.size() / 2);
+  ASSERT_EQ(a.steps.size(), b.steps.size());
+  for (auto [x, y] : {std::pair{a.metrics.ttft_s.mean, b.metrics.ttft_s.mean},
+                      std::pair{a.metrics.tpot_s.mean, b.metrics.tpot_s.mean},
+                      std::pair{a.metrics.e2e_s.p99, b.metrics.e2e_s.p99},
+                      std::pair{a.metrics.output_throughput, b.metrics.output_throughput}}) {
+    EXPECT_NEAR(x / y, 1.0, 0.01);
+  }
+}
+
 TEST(Serving, EachEngineProfileServesTheSameTraffic) {
   for (const std::string engine : {"vllm", "sglang", "trtllm"}) {
     const sv::ServeReport r = run(spec_of({{"engine", engine}, {"rate", "16"}, {"requests", "100"}}));
