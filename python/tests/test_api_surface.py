@@ -456,6 +456,6 @@ def test_simulate_and_train_take_every_parameter_the_cli_does():
         syntorch.train("gpt3-125m", global_batch=0)
     assert syntorch.simulate("gpt3-125m", output_tokens=2, kv_dtype=None)["kv_dtype"] == "fp16"  # None: the default
     with pytest.raises(ValueError, match="kind"):
-        _syntorch.run_workload("serve", "", [], "", "", [])
+        _syntorch.run_workload("deploy", "", [], "", "", [])
     oom = syntorch.simulate("gpt3-175b", hw=_hw("a100_sxm4_80gb.json"))
     assert oom["status"] == "oom" and oom["oom"]["requested_bytes"] > 0
