@@ -8,6 +8,7 @@
 #include <memory>
 #include <sstream>
 
+#include "syntorch/base/csv.hpp"
 #include "syntorch/base/input_file.hpp"
 #include "syntorch/base/key_value.hpp"
 #include "syntorch/hw/machine.hpp"
@@ -20,34 +21,6 @@
 namespace syntorch::session {
 
 namespace {
-
-// Splits one CSV line (RFC 4180 quoting); `unterminated` is set when a quote is left open (a
-// field with a line break, or a file cut off mid-row).
-std::vector<std::string> split_csv(const std::string& line, bool* unterminated = nullptr) {
-  std::vector<std::string> out(1);
-  bool quoted = false;
-  for (std::size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-        out.back() += '"';
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        out.back() += c;
-      }
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      out.emplace_back();
-    } else if (c != '\r') {
-      out.back() += c;
-    }
-  }
-  if (unterminated != nullptr) *unterminated = quoted;
-  return out;
-}
 
 double unit_to_seconds(const std::string& unit) {
   if (unit == "us") return 1e-6;
@@ -464,7 +437,7 @@ ValidationReport validate_measurements(const ValidateOptions& o) {
   std::istringstream in(*text);
   std::string line;
   std::getline(in, line);
-  const auto header = split_csv(line);
+  const auto header = split_csv_line(line);
   const std::vector<std::string> expected{"id", "op", "hw", "params", "metric", "value", "unit", "source"};
   if (header != expected) {
     bad.error(o.file + ":1", "", fmt::format("expected the header {}, got \"{}\"", join(expected, ","), line));
@@ -474,7 +447,7 @@ ValidationReport validate_measurements(const ValidateOptions& o) {
   for (int number = 2; std::getline(in, line); ++number) {
     if (line.empty() || line == "\r") continue;
     bool unterminated = false;
-    const auto f = split_csv(line, &unterminated);
+    const auto f = split_csv_line(line, &unterminated);
     if (unterminated) {
       bad.error(fmt::format("{}:{}", o.file, number), "", "a quoted field is not closed on its line");
       continue;

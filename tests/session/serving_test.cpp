@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <numeric>
 
@@ -97,6 +99,72 @@ TEST(ServingTraffic, TheSameSeedGivesTheSameRequestsAndLengthsStayInTheirBounds)
   }
   t.seed = 1;
   EXPECT_NE(sv::make_requests(t)[5].input_tokens, a[5].input_tokens);
+}
+
+std::string requests_file(const std::string& name) {
+  return std::string(SYNTORCH_SOURCE_DIR) + "/tests/data/requests/" + name;
+}
+
+TEST(ServingTraffic, RequestFilesInTheCommonFormatsGiveTheirArrivalsAndLengths) {
+  Diagnostics d;
+  bool timed = false;
+  // The Azure LLM inference traces: a date and time, ContextTokens, GeneratedTokens.
+  std::vector<sv::Request> r = sv::load_requests_file(requests_file("azure_code.csv"), timed, d);
+  ASSERT_TRUE(d.empty()) << d.to_string();
+  ASSERT_EQ(r.size(), 5u);
+  EXPECT_TRUE(timed);
+  EXPECT_NEAR(r[1].arrival_s, 50.9951690 - 46.6805900, 1e-6);
+  EXPECT_EQ(r[2].input_tokens, 879);
+  EXPECT_EQ(r[2].output_tokens, 2);
+  // APEX+'s JSON lines: StartTimeOffset in nanoseconds.
+  r = sv::load_requests_file(requests_file("apex_lmsys.jsonl"), timed, d);
+  ASSERT_TRUE(d.empty()) << d.to_string();
+  EXPECT_NEAR(r[1].arrival_s, 2.0, 1e-9);
+  EXPECT_EQ(r[1].input_tokens, 589);
+  // Mooncake's: a bare timestamp in milliseconds.
+  r = sv::load_requests_file(requests_file("mooncake.jsonl"), timed, d);
+  ASSERT_TRUE(d.empty()) << d.to_string();
+  EXPECT_NEAR(r[2].arrival_s, 3.5, 1e-9);
+  EXPECT_EQ(r[0].input_tokens, 6955);
+  // ShareGPT: text, about 4 characters a token; a conversation without a reply is skipped; no times.
+  r = sv::load_requests_file(requests_file("sharegpt.json"), timed, d);
+  ASSERT_TRUE(d.empty()) << d.to_string();
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_FALSE(timed);
+  EXPECT_EQ(r[0].input_tokens, 13);  // 50 characters
+  EXPECT_EQ(r[0].output_tokens, 2);  // "Paris."
+  // In a run: the file's times stretched by time_scale, its first `requests` rows.
+  sv::TrafficSpec t;
+  t.requests_file = requests_file("apex_lmsys.jsonl");
+  t.time_scale = 0.5;
+  t.requests = 2;
+  t.requests_given = true;
+  r = sv::make_requests(t);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_NEAR(r[1].arrival_s, 1.0, 1e-9);
+  // Without times, the arrival process's.
+  t.requests_file = requests_file("sharegpt.json");
+  t.requests_given = false;
+  t.arrival = sv::Arrival::fixed;
+  t.rate_per_s = 4;
+  r = sv::make_requests(t);
+  EXPECT_NEAR(r[1].arrival_s, 0.25, 1e-12);
+}
+
+TEST(ServingTraffic, ABadRequestFileIsReportedWithItsLine) {
+  const std::string path = (std::filesystem::temp_directory_path() / "syntorch_bad_requests.csv").string();
+  std::ofstream(path) << "timestamp_s,input_tokens,output_tokens\n0,10,5\nsoon,10,5\n1,0,5\n";
+  Diagnostics d;
+  bool timed = false;
+  sv::load_requests_file(path, timed, d);
+  const std::string text = d.to_string();
+  EXPECT_NE(text.find(path + ":3"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"soon\""), std::string::npos) << text;
+  EXPECT_NE(text.find(path + ":4"), std::string::npos) << text;
+  EXPECT_NE(text.find("input tokens: expected 1 to"), std::string::npos) << text;
+  Diagnostics e;
+  sv::load_requests_file(path + ".txt", timed, e);
+  EXPECT_FALSE(e.empty());
 }
 
 TEST(KvBlockPool, AFreedCachedPageIsTakenAgainUntilANewPageEvictsTheLeastRecentlyFreed) {

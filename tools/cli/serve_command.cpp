@@ -91,7 +91,7 @@ int run_serve(const ServeOptions& o, Context& ctx) {
   if (d.empty()) {
     Diagnostics flags;
     if (!sv::validate_serve(spec, *setup.machine, flags, "flags")) {
-      for (const auto& x : flags.items()) d.error(x.path.empty() ? "flags" : "--" + x.path, "", x.message);
+      for (const auto& x : flags.items()) d.error(x.path.empty() ? "flags" : session::parameter_flag(x.path), "", x.message);
       d.add_dropped(flags.dropped());
     }
   }

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <numbers>
 
+#include "syntorch/base/diagnostics.hpp"
+
 namespace syntorch::session::serving {
 
 std::uint64_t Random::next() {
@@ -54,11 +56,13 @@ double Random::gamma(double shape) {
 
 namespace {
 
-void check_lengths(const LengthDistribution& l, Diagnostics& d, const std::string& where, const std::string& key) {
+// `side`: "input" or "output", as the parameters name the distribution's fields.
+void check_lengths(const LengthDistribution& l, Diagnostics& d, const std::string& where, const std::string& side) {
+  const std::string key = side + "_len";
   using Kind = LengthDistribution::Kind;
-  if (l.min < 1) d.error(where, key + "_min", fmt::format("expected at least 1 token, got {}", l.min));
+  if (l.min < 1) d.error(where, side + "_min", fmt::format("expected at least 1 token, got {}", l.min));
   if (l.max != 0 && l.max < l.min) {
-    d.error(where, key + "_max", fmt::format("expected at least the minimum ({}), got {}", l.min, l.max));
+    d.error(where, side + "_max", fmt::format("expected at least the minimum ({}), got {}", l.min, l.max));
   }
   constexpr double kMostTokens = 1 << 24;
   switch (l.kind) {
@@ -69,11 +73,11 @@ void check_lengths(const LengthDistribution& l, Diagnostics& d, const std::strin
         d.error(where, key, fmt::format("expected a length of 1 to {} tokens, got {}", kMostTokens, l.mean));
       }
       if (l.kind != Kind::fixed && (!(l.stddev >= 0) || !std::isfinite(l.stddev))) {
-        d.error(where, key + "_stddev", fmt::format("expected a non-negative spread, got {}", l.stddev));
+        d.error(where, side + "_stddev", fmt::format("expected a non-negative spread, got {}", l.stddev));
       }
       break;
     case Kind::uniform:
-      if (l.max == 0) d.error(where, key + "_max", "a uniform length needs its maximum");
+      if (l.max == 0) d.error(where, side + "_max", "a uniform length needs its maximum");
       break;
     case Kind::empirical:
       if (l.values.empty()) d.error(where, key, "an empirical length needs values to draw from");
@@ -110,6 +114,22 @@ std::int64_t draw(const LengthDistribution& l, Random& r) {
 }  // namespace
 
 void check_traffic(const TrafficSpec& s, Diagnostics& d, const std::string& where) {
+  if (!(s.time_scale > 0) || !std::isfinite(s.time_scale)) {
+    d.error(where, "time_scale", fmt::format("expected a positive factor, got {}", s.time_scale));
+  }
+  if (!s.requests_file.empty()) {
+    Diagnostics file;
+    bool timed = false;
+    load_requests_file(s.requests_file, timed, file);
+    for (const auto& item : file.items()) d.error(where, "requests_file", item.to_string());
+    if (s.requests_given && (s.requests < 1 || s.requests > (1 << 24))) {
+      d.error(where, "requests", fmt::format("expected 1 to {} requests, got {}", 1 << 24, s.requests));
+    }
+    if (!timed && s.arrival != Arrival::offline && (!(s.rate_per_s > 0) || !std::isfinite(s.rate_per_s))) {
+      d.error(where, "rate", fmt::format("expected a positive number of requests a second, got {}", s.rate_per_s));
+    }
+    return;
+  }
   if (s.requests < 1 || s.requests > (1 << 24)) {
     d.error(where, "requests", fmt::format("expected 1 to {} requests, got {}", 1 << 24, s.requests));
   }
@@ -119,8 +139,8 @@ void check_traffic(const TrafficSpec& s, Diagnostics& d, const std::string& wher
   if (s.arrival == Arrival::gamma && (!(s.cv > 0) || s.cv > 100)) {
     d.error(where, "cv", fmt::format("expected a coefficient of variation in (0, 100], got {}", s.cv));
   }
-  check_lengths(s.input, d, where, "input_len");
-  check_lengths(s.output, d, where, "output_len");
+  check_lengths(s.input, d, where, "input");
+  check_lengths(s.output, d, where, "output");
   if (s.shared_prefix_tokens < 0) {
     d.error(where, "shared_prefix", fmt::format("expected a non-negative number of tokens, got {}", s.shared_prefix_tokens));
   }
@@ -129,16 +149,12 @@ void check_traffic(const TrafficSpec& s, Diagnostics& d, const std::string& wher
   }
 }
 
-std::vector<Request> make_requests(const TrafficSpec& s) {
-  // Separate streams for gaps, lengths and groups: changing one distribution leaves the others'
-  // draws as they were.
-  Random gaps(s.seed * 4 + 1), inputs(s.seed * 4 + 2), outputs(s.seed * 4 + 3), groups(s.seed * 4 + 4);
-  std::vector<Request> requests;
-  requests.reserve(static_cast<std::size_t>(s.requests));
+namespace {
+// Arrival gaps from the spec's process (the first request at 0).
+void draw_arrivals(const TrafficSpec& s, std::vector<Request>& requests) {
+  Random gaps(s.seed * 4 + 1);
   double t = 0;
-  for (std::int64_t i = 0; i < s.requests; ++i) {
-    Request r;
-    r.id = i;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
     if (i > 0) {
       switch (s.arrival) {
         case Arrival::poisson: t += gaps.exponential() / s.rate_per_s; break;
@@ -151,15 +167,42 @@ std::vector<Request> make_requests(const TrafficSpec& s) {
         case Arrival::offline: break;
       }
     }
-    r.arrival_s = t;
+    requests[i].arrival_s = t;
+  }
+}
+}  // namespace
+
+std::vector<Request> make_requests(const TrafficSpec& s) {
+  if (!s.requests_file.empty()) {
+    Diagnostics d;
+    bool timed = false;
+    std::vector<Request> requests = load_requests_file(s.requests_file, timed, d);
+    if (!d.empty()) throw InputError(std::move(d));
+    if (s.requests_given && static_cast<std::size_t>(s.requests) < requests.size()) {
+      requests.resize(static_cast<std::size_t>(s.requests));
+    }
+    if (timed) {
+      for (Request& r : requests) r.arrival_s *= s.time_scale;
+    } else {
+      draw_arrivals(s, requests);
+    }
+    return requests;
+  }
+  // Separate streams for gaps, lengths and groups: changing one distribution leaves the others'
+  // draws as they were.
+  Random inputs(s.seed * 4 + 2), outputs(s.seed * 4 + 3), groups(s.seed * 4 + 4);
+  std::vector<Request> requests(static_cast<std::size_t>(s.requests));
+  for (std::int64_t i = 0; i < s.requests; ++i) {
+    Request& r = requests[static_cast<std::size_t>(i)];
+    r.id = i;
     r.input_tokens = draw(s.input, inputs);
     r.output_tokens = draw(s.output, outputs);
     if (s.shared_prefix_tokens > 0) {
       r.prefix_group = static_cast<std::int64_t>(groups.uniform() * static_cast<double>(s.prefix_groups));
       r.shared_prefix_tokens = std::min(s.shared_prefix_tokens, r.input_tokens - 1);
     }
-    requests.push_back(r);
   }
+  draw_arrivals(s, requests);
   return requests;
 }
 

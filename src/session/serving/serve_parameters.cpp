@@ -163,9 +163,26 @@ const std::vector<P>& table() {
      [](const ServeSpec& s) { return Json(s.reuse_steps); }},
     {"requests", "num_prompts", "--num-prompts", ParameterKind::integer, "requests", "Requests to serve",
      [](ServeSpec& s, const std::string& text, Diagnostics& d, const std::string& where, std::string_view key) {
-       if (auto v = integer_of(text, 1, d, where, key)) s.traffic.requests = *v;
+       if (auto v = integer_of(text, 1, d, where, key)) {
+         s.traffic.requests = *v;
+         s.traffic.requests_given = true;
+       }
      },
-     [](const ServeSpec& s) { return Json(s.traffic.requests); }},
+     [](const ServeSpec& s) { return Json(s.traffic.requests); }, false, "100, or all of a requests file"},
+    {"requests_file", "dataset_path", "--dataset-path", ParameterKind::text, "",
+     "A request trace instead of drawn lengths: CSV, JSON lines or JSON (ShareGPT, the Azure LLM inference traces, "
+     "APEX+'s and Mooncake's JSON lines: docs/serving.md); its arrival times when it has them",
+     [](ServeSpec& s, const std::string& text, Diagnostics&, const std::string&, std::string_view) {
+       s.traffic.requests_file = text;
+     },
+     [](const ServeSpec& s) { return s.traffic.requests_file.empty() ? Json(nullptr) : Json(s.traffic.requests_file); },
+     false, "none"},
+    {"time_scale", "", "", ParameterKind::number, "",
+     "A requests file's arrival times multiplied by this (0.5: replayed twice as fast)",
+     [](ServeSpec& s, const std::string& text, Diagnostics& d, const std::string& where, std::string_view key) {
+       if (auto v = positive_number(text, d, where, key, "a positive factor")) s.traffic.time_scale = *v;
+     },
+     [](const ServeSpec& s) { return Json(s.traffic.time_scale); }},
     {"arrival", "", "", ParameterKind::choice, "",
      "Arrivals: poisson, gamma (bursty: --cv), fixed (even gaps) or offline (all at 0)",
      [](ServeSpec& s, const std::string& text, Diagnostics& d, const std::string& where, std::string_view key) {

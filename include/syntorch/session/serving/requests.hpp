@@ -61,12 +61,30 @@ struct TrafficSpec {
   std::int64_t shared_prefix_tokens = 0;
   std::int64_t prefix_groups = 1;
   std::uint64_t seed = 0;
+  // A request trace instead of drawn lengths (load_requests_file): its arrival times when it has
+  // them (stretched by time_scale: 0.5 replays it twice as fast), else the arrival process; its
+  // first `requests` rows when requests_given, else all of them.
+  std::string requests_file;
+  double time_scale = 1;
+  bool requests_given = false;
 };
 
-// Checks a spec: problems under `where` and the field's key.
+// Checks a spec (and reads its requests file): problems under `where` and the field's key.
 void check_traffic(const TrafficSpec& spec, Diagnostics& diagnostics, const std::string& where);
-// The requests, in arrival order (ids 0..n-1). Deterministic in the spec.
+// The requests, in arrival order (ids 0..n-1). Deterministic in the spec. Throws InputError for
+// a requests file check_traffic would refuse.
 std::vector<Request> make_requests(const TrafficSpec& spec);
+
+// A request trace: CSV with a header, JSON lines, or JSON (an array of request objects, or
+// ShareGPT conversations). Columns or keys, by name in any case: the arrival (arrival_s,
+// arrival_time or time in seconds; timestamp_ms, or a bare timestamp, in milliseconds as the
+// Mooncake traces write it; StartTimeOffset in nanoseconds as APEX+'s; or a date and time such as
+// the Azure LLM inference traces' TIMESTAMP), the input tokens (input_tokens, input_length,
+// prompt_len, ContextTokens, ...) and the output tokens (output_tokens, output_length,
+// GeneratedTokens, ...). ShareGPT's first two turns are a prompt and its reply, their lengths
+// about 4 characters a token (no tokenizer). Arrivals count from the first; `timed` says whether
+// the file had them. Problems (at most 20) are added to `diagnostics` with the file and line.
+std::vector<Request> load_requests_file(const std::string& path, bool& timed, Diagnostics& diagnostics);
 
 // The project's random numbers: SplitMix64 (Steele et al., "Fast splittable pseudorandom number
 // generators", OOPSLA 2014), and the transforms draws need, written out so that a seed means the
