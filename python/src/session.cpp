@@ -133,13 +133,15 @@ py::list parameter_list(const std::vector<session::Parameter<Spec>>& table) {
 std::string run_workload(const std::string& kind, const std::string& hw, const std::vector<std::string>& sets,
                          const std::string& policy, const std::string& trace,
                          const std::vector<std::pair<std::string, std::string>>& params) {
-  if (kind != "generate" && kind != "train" && kind != "serve") {
-    throw std::invalid_argument("run_workload: kind must be \"generate\", \"train\" or \"serve\", got \"" + kind + "\"");
+  if (kind != "generate" && kind != "train" && kind != "serve" && kind != "capacity") {
+    throw std::invalid_argument("run_workload: kind must be \"generate\", \"train\", \"serve\" or \"capacity\", got \"" +
+                                kind + "\"");
   }
   session::WorkloadRequest request{hw, sets, policy, trace, params};
   py::gil_scoped_release release;  // the simulation touches no Python object
   const nlohmann::ordered_json report = kind == "train"   ? session::run_training(request)
                                         : kind == "serve" ? session::run_serving(request)
+                                        : kind == "capacity" ? session::run_serving_capacity(request)
                                                           : session::run_generation(request);
   return report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

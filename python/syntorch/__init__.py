@@ -221,7 +221,7 @@ def train(model, hw=None, set=(), policy=None, trace=None, **params):
     return _workload("train", model, hw, set, policy, trace, params)
 
 
-def serve(model, hw=None, set=(), policy=None, trace=None, **params):
+def serve(model, hw=None, set=(), policy=None, trace=None, capacity=False, probes=8, **params):
     """A serving engine under a stream of requests, as `syntorch serve` runs it; returns its
     report as a dict (the fields of `syntorch serve --json`: every parameter it ran with,
     request_throughput, output_throughput, ttft_s, tpot_s, itl_s and e2el_s (mean, median, p90,
@@ -229,9 +229,16 @@ def serve(model, hw=None, set=(), policy=None, trace=None, **params):
     when the engine cannot start). `hw`, `set`, `policy` and `trace` as for simulate(); the trace
     shows every request on a lane above the ranks' steps and kernels.
 
+    capacity=True searches the highest request rate that meets the `slo` objectives at p99, as
+    `syntorch serve --capacity` does, in `probes` runs: the report then holds saturation_rate,
+    capacity_rate and the probes (rate, throughput, p99 TTFT, TPOT and E2E, whether they met the
+    objectives): the latency-throughput curve.
+
     Parameters (keywords):
 {params}
     """
+    if capacity:
+        return _workload("capacity", model, hw, set, policy, trace, dict(params, probes=probes))
     return _workload("serve", model, hw, set, policy, trace, params)
 
 

@@ -54,3 +54,16 @@ def test_an_engine_without_room_for_its_kv_cache_is_an_oom_result():
     r = syntorch.serve("llama3-8b", hw=H100, requests=2, input_len=8192, memory_fraction=0.21)
     assert r["status"] == "oom"
     assert "longest request" in r["oom_reason"]
+
+
+def test_a_capacity_search_finds_the_highest_rate_that_meets_the_slos():
+    r = syntorch.serve("llama3-8b", hw=H100, requests=120, input_len=1024, output_len=64, slo="ttft=300ms,tpot=25ms",
+                       capacity=True, probes=5)
+    assert r["status"] == "ok"
+    assert 0 < r["capacity_rate"] <= r["saturation_rate"]
+    rates = [p["rate"] for p in r["points"]]
+    assert rates == sorted(rates) and len(rates) == 5
+    for p in r["points"]:
+        assert p["meets_slo"] == (p["rate"] <= r["capacity_rate"])
+    with pytest.raises(ValueError, match="slo"):
+        syntorch.serve("llama3-8b", hw=H100, capacity=True)

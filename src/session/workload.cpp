@@ -4,9 +4,12 @@
 
 #include <type_traits>
 
+#include "syntorch/base/key_value.hpp"
+
 #include "syntorch/session/hardware.hpp"
 #include "syntorch/session/parameters.hpp"
 #include "syntorch/session/report_json.hpp"
+#include "syntorch/session/serving/capacity.hpp"
 #include "syntorch/session/serving/serve.hpp"
 #include "syntorch/session/simulate.hpp"
 #include "syntorch/session/train.hpp"
@@ -85,6 +88,35 @@ nlohmann::ordered_json run_serving(const WorkloadRequest& r) {
       },
       [](const serving::ServeReport& report, const serving::ServeSpec& spec, const std::string& hw) {
         return serving::serve_report_json(report, spec, hw);
+      });
+}
+
+nlohmann::ordered_json run_serving_capacity(const WorkloadRequest& r) {
+  WorkloadRequest rest = r;
+  int probes = 8;
+  Diagnostics d;
+  std::erase_if(rest.params, [&](const std::pair<std::string, std::string>& kv) {
+    if (kv.first != "probes") return false;
+    const std::optional<std::int64_t> n = parse_integer(kv.second);
+    if (!n || *n < 1 || *n > 30) {
+      d.error("parameters", "probes", fmt::format("expected 1 to 30 probes, got \"{}\"", kv.second));
+    } else {
+      probes = static_cast<int>(*n);
+    }
+    return true;
+  });
+  if (!d.empty()) throw InputError(std::move(d));
+  if (!rest.trace.empty()) {
+    d.error("parameters", "trace", "a capacity search makes many runs: trace one run");
+    throw InputError(std::move(d));
+  }
+  return run_workload(
+      rest, serving::serving_parameters(), serving::validate_capacity,
+      [probes](const hw::Machine& m, const runtime::KernelPolicy& p, const serving::ServeSpec& s, trace::Recorder*) {
+        return serving::capacity_search(m, p, s, probes);
+      },
+      [](const serving::CapacityReport& report, const serving::ServeSpec& spec, const std::string& hw) {
+        return serving::capacity_report_json(report, spec, hw);
       });
 }
 

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "run_cli.hpp"
@@ -36,6 +38,24 @@ TEST(ServeCli, JsonCarriesTheParametersAsRunAndTheMetricsByName) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   EXPECT_GT(j["ttft_s"]["p99"].get<double>(), 0);
+}
+
+TEST(ServeCli, ACapacitySearchPrintsItsProbesAndDrawsThem) {
+  const std::string chart = (std::filesystem::temp_directory_path() / "syntorch_capacity.svg").string();
+  const Result r = run_cli({"serve", "--model", "llama3-8b", "--requests", "60", "--input-len", "512", "--output-len",
+                            "32", "--slo", "ttft=200ms", "--capacity", "--probes", "4", "--chart", chart});
+  ASSERT_EQ(r.code, kExitOk) << r.err << r.out;
+  EXPECT_NE(r.out.find("saturated (all requests at once)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("capacity:"), std::string::npos) << r.out;
+  std::ifstream in(chart);
+  std::string svg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(svg.find("TTFT p99"), std::string::npos);
+  const Result bad = run_cli({"serve", "--model", "llama3-8b", "--capacity", "--chart", chart});
+  EXPECT_EQ(bad.code, kExitBadInput);
+  EXPECT_NE(bad.err.find("--slo"), std::string::npos) << bad.err;
+  const Result chart_alone = run_cli({"serve", "--model", "llama3-8b", "--chart", chart});
+  EXPECT_EQ(chart_alone.code, kExitBadInput);
+  EXPECT_NE(chart_alone.err.find("give --capacity too"), std::string::npos) << chart_alone.err;
 }
 
 TEST(ServeCli, BadFlagsAreNamedAndExitTwo) {

@@ -11,6 +11,7 @@
 
 #include "run_helpers.hpp"
 #include "syntorch/hw/machine.hpp"
+#include "syntorch/session/serving/capacity.hpp"
 #include "syntorch/session/serving/serve.hpp"
 #include "syntorch/session/simulate.hpp"
 #include "syntorch/trace/recorder.hpp"
@@ -362,6 +363,31 @@ TEST(Serving, EachEngineProfileServesTheSameTraffic) {
       EXPECT_EQ(r.metrics.preemptions, 0);  // its whole KV reserved at admission
     }
   }
+}
+
+TEST(ServingCapacity, TheCapacityIsTheHighestProbedRateThatMeetsTheObjectivesAtP99) {
+  const sv::ServeSpec s = spec_of({{"requests", "120"}, {"input_len", "1024"}, {"output_len", "64"},
+                                   {"slo", "ttft=300ms,tpot=25ms"}});
+  const hw::Machine m = hw::Machine::load(config("h100_sxm5_80gb.json"));
+  const sv::CapacityReport r = sv::capacity_search(m, runtime::KernelPolicy{}, s, 6);
+  ASSERT_FALSE(r.oom);
+  ASSERT_EQ(r.points.size(), 6u);
+  EXPECT_GT(r.capacity_rate_per_s, 0);
+  EXPECT_LT(r.capacity_rate_per_s, r.saturation_rate_per_s);
+  for (const sv::CapacityPoint& p : r.points) {
+    EXPECT_EQ(p.meets, sv::meets_slo(p.metrics, s.slo));
+    EXPECT_EQ(p.meets, p.rate_per_s <= r.capacity_rate_per_s) << p.rate_per_s;
+  }
+  // Latency grows with the rate along the curve.
+  EXPECT_GT(r.points.back().metrics.ttft_s.p99, r.points.front().metrics.ttft_s.p99);
+  // Nothing to meet, or no rate to vary: refused.
+  Diagnostics d;
+  sv::ServeSpec none = s;
+  none.slo = {};
+  none.traffic.arrival = sv::Arrival::offline;
+  EXPECT_FALSE(sv::validate_capacity(none, m, d, "flags"));
+  EXPECT_NE(d.to_string().find("needs an objective"), std::string::npos) << d.to_string();
+  EXPECT_NE(d.to_string().find("offline arrivals have none"), std::string::npos) << d.to_string();
 }
 
 TEST(Serving, BadParametersAreReportedByName) {

@@ -15,7 +15,10 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "parameter_flags.hpp"
+#include "svg_chart.hpp"
+#include "syntorch/session/serving/capacity.hpp"
 #include "syntorch/session/serving/serve.hpp"
+#include "syntorch/trace/output_file.hpp"
 #include "syntorch/session/workload.hpp"
 #include "syntorch/trace/recorder.hpp"
 
@@ -32,6 +35,9 @@ struct ServeOptions {
   std::vector<std::string> sets;
   TraceFlags trace;
   bool json = false;
+  bool capacity = false;  // search the highest rate that meets the SLOs
+  int probes = 8;
+  std::string chart;      // an SVG of p99 TTFT and TPOT against the rate
 };
 
 void print_distribution(std::ostream& out, const char* name, const sv::Distribution& d) {
@@ -82,15 +88,81 @@ void print_report(std::ostream& out, const sv::ServeReport& r, const sv::ServeSp
   out << fmt::format("  simulated {} kernels ({} events) in {:.2f} s\n", kernels, r.engine.events, wall_s);
 }
 
+// The capacity search's probes as a table, and the search's answer.
+void print_capacity(std::ostream& out, const sv::CapacityReport& r, const sv::ServeSpec& spec, const hw::Machine& m) {
+  out << fmt::format("{} on {}: tp {}, {}, engine {}; capacity at p99 TTFT <= {}, TPOT <= {}, E2E <= {}\n",
+                     spec.model->name(), m.name(), spec.tp, dtype_name(spec.dtype), spec.engine,
+                     spec.slo.ttft_s > 0 ? fmt::format("{:g} s", spec.slo.ttft_s) : "-",
+                     spec.slo.tpot_s > 0 ? fmt::format("{:g} ms", spec.slo.tpot_s * 1e3) : "-",
+                     spec.slo.e2e_s > 0 ? fmt::format("{:g} s", spec.slo.e2e_s) : "-");
+  out << fmt::format("  saturated (all requests at once): {:.2f} req/s\n", r.saturation_rate_per_s);
+  out << fmt::format("  {:>10} {:>10} {:>12} {:>12} {:>12} {:>6}\n", "rate", "req/s", "output tok/s", "TTFT p99",
+                     "TPOT p99", "meets");
+  for (const sv::CapacityPoint& p : r.points) {
+    out << fmt::format("  {:>10.3f} {:>10.3f} {:>12.1f} {:>10.1f}ms {:>10.2f}ms {:>6}\n", p.rate_per_s,
+                       p.metrics.request_throughput, p.metrics.output_throughput, p.metrics.ttft_s.p99 * 1e3,
+                       p.metrics.tpot_s.p99 * 1e3, p.meets ? "yes" : "no");
+  }
+  if (r.capacity_rate_per_s > 0) {
+    out << fmt::format("  capacity: {:.3f} requests/s\n", r.capacity_rate_per_s);
+  } else {
+    out << "  capacity: no probed rate meets the objectives\n";
+  }
+}
+
+void write_chart(const std::string& path, const sv::CapacityReport& r, const sv::ServeSpec& spec) {
+  report::Chart c;
+  c.title = fmt::format("{}: p99 latency against the request rate ({})", spec.model->name(), spec.engine);
+  c.x_label = "request rate";
+  c.x_unit = "req/s";
+  c.y_label = "p99 latency";
+  c.y_unit = "s";
+  c.log_y = true;
+  report::Series ttft{"TTFT p99", {}, {}}, tpot{"TPOT p99", {}, {}};
+  for (const sv::CapacityPoint& p : r.points) {
+    ttft.x.push_back(p.rate_per_s);
+    ttft.y.push_back(p.metrics.ttft_s.p99);
+    tpot.x.push_back(p.rate_per_s);
+    tpot.y.push_back(p.metrics.tpot_s.p99);
+  }
+  c.series = {ttft, tpot};
+  trace::OutputFile file(path);
+  file.write(report::render_chart_svg(c));
+  file.commit();
+}
+
+int run_capacity(const ServeOptions& o, const sv::ServeSpec& spec, const session::RunSetup& setup, Context& ctx) {
+  const sv::CapacityReport r = sv::capacity_search(*setup.machine, setup.policy, spec, o.probes);
+  if (!o.chart.empty() && !r.oom) write_chart(o.chart, r, spec);
+  if (o.json) {
+    ctx.out << sv::capacity_report_json(r, spec, setup.machine->config().file)
+                   .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+            << "\n";
+  } else if (r.oom) {
+    ctx.out << fmt::format("OUT OF MEMORY: {}\n", r.oom_reason);
+  } else {
+    print_capacity(ctx.out, r, spec, *setup.machine);
+  }
+  return r.oom ? kExitOom : kExitOk;
+}
+
 int run_serve(const ServeOptions& o, Context& ctx) {
   Diagnostics d;
   sv::ServeSpec spec;
   apply_parameter_flags(sv::serving_parameters(), o.params, spec, d);
   const std::string hw_file = o.hw.empty() ? default_hw_config("dgx_h100.json") : o.hw;
   session::RunSetup setup = session::load_run_setup(hw_file, o.sets, o.policy, d, "--policy");
+  if (o.capacity && (o.probes < 1 || o.probes > 30)) {
+    d.error("--probes", "", fmt::format("expected 1 to 30 probes, got {}", o.probes));
+  }
+  if (!o.capacity && !o.chart.empty()) d.error("--chart", "", "draws a capacity search's probes: give --capacity too");
+  if (!o.capacity && o.probes != 8) d.error("--probes", "", "counts a capacity search's probes: give --capacity too");
+  if (o.capacity && !o.trace.file.empty()) d.error("--trace", "", "a capacity search makes many runs: trace one run");
   if (d.empty()) {
     Diagnostics flags;
-    if (!sv::validate_serve(spec, *setup.machine, flags, "flags")) {
+    const bool ok = o.capacity ? sv::validate_capacity(spec, *setup.machine, flags, "flags")
+                               : sv::validate_serve(spec, *setup.machine, flags, "flags");
+    if (!ok) {
       for (const auto& x : flags.items()) d.error(x.path.empty() ? "flags" : session::parameter_flag(x.path), "", x.message);
       d.add_dropped(flags.dropped());
     }
@@ -99,6 +171,7 @@ int run_serve(const ServeOptions& o, Context& ctx) {
     ctx.err << d.to_string();
     return kExitBadInput;
   }
+  if (o.capacity) return run_capacity(o, spec, setup, ctx);
   trace::Recorder recorder;
   if (!open_trace(o.trace, recorder, ctx)) return kExitBadInput;
   const auto start = std::chrono::steady_clock::now();
@@ -129,6 +202,11 @@ void add_serve_command(CLI::App& app, Context& ctx) {
   s->add_option("--set", o->sets, "Override a config field: /json/pointer=value (repeatable)");
   add_trace_flags(*s, o->trace);
   s->add_flag("--json", o->json, "Print JSON");
+  s->add_flag("--capacity", o->capacity,
+              "Search the highest request rate that meets the --slo objectives at p99 (bisection below the "
+              "saturated rate, each probe a whole run)");
+  s->add_option("--probes", o->probes, "Capacity search: runs of the bisection (default 8)");
+  s->add_option("--chart", o->chart, "Capacity search: write p99 TTFT and TPOT against the rate as an SVG file");
   s->footer(zoo_models_text());
   s->callback([&ctx, o] { ctx.action = [&ctx, o] { return run_serve(*o, ctx); }; });
 }

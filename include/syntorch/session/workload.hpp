@@ -29,6 +29,9 @@ struct WorkloadRequest {
 nlohmann::ordered_json run_generation(const WorkloadRequest& request);
 nlohmann::ordered_json run_training(const WorkloadRequest& request);
 nlohmann::ordered_json run_serving(const WorkloadRequest& request);  // session/serving/serve.hpp
+// A capacity search (session/serving/capacity.hpp) of the serving parameters; `probes` among the
+// parameters is the search's own (default 8).
+nlohmann::ordered_json run_serving_capacity(const WorkloadRequest& request);
 
 // The machine (with its overrides) and the kernel policy a run names, each checked: problems go
 // to `diagnostics`, the policy's under `policy_where`; no machine when it could not be loaded.
