@@ -130,22 +130,23 @@ Tensor paged_attention(const Tensor& query, const Tensor& key_cache, const Tenso
     fail("{}: expected one query length and one context length per sequence, got {} and {}", op, query_lens.size(),
          context_lens.size());
   }
-  std::int64_t q_sum = 0, kv_sum = 0, pages_needed = 0;
+  // Each sequence's context fits the pool (sequences may share pages: a prefix cache's).
+  std::int64_t q_sum = 0, kv_sum = 0;
   for (std::size_t i = 0; i < query_lens.size(); ++i) {
     if (query_lens[i] < 1 || query_lens[i] > context_lens[i]) {
       fail("{}: sequence {} has {} new tokens and a context of {}: expected at least one new token, and no more than "
            "its context",
            op, i, query_lens[i], context_lens[i]);
     }
+    const std::int64_t pages_needed = (context_lens[i] + page_tokens - 1) / std::max<std::int64_t>(page_tokens, 1);
+    if (pages_needed > pages) {
+      fail("{}: sequence {}'s context of {} tokens needs {} pages of {}; the KV pool has {}", op, i, context_lens[i],
+           pages_needed, page_tokens, pages);
+    }
     q_sum += query_lens[i];
     kv_sum += context_lens[i];
-    pages_needed += (context_lens[i] + page_tokens - 1) / std::max<std::int64_t>(page_tokens, 1);
   }
   if (q_sum != tokens) fail("{}: the query lengths sum to {}, but query holds {} tokens", op, q_sum, tokens);
-  if (pages_needed > pages) {
-    fail("{}: the sequences' contexts need {} pages of {} tokens; the KV pool has {}", op, pages_needed, page_tokens,
-         pages);
-  }
   runtime::RankContext* ctx = runtime::current_rank();
   Tensor out = detail::make_tensor(ctx, q.sizes, q.dtype, q.device, "syntorch::paged_attention");
   OpDesc o;

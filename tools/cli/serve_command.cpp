@@ -48,8 +48,9 @@ void print_distribution(std::ostream& out, const char* name, const sv::Distribut
 void print_report(std::ostream& out, const sv::ServeReport& r, const sv::ServeSpec& spec, const hw::Machine& m,
                   double wall_s) {
   const sv::ServeMetrics& x = r.metrics;
-  out << fmt::format("{} on {}: tp {}, {}, engine {}; {} requests\n", spec.model->name(), m.name(), spec.tp,
-                     dtype_name(spec.dtype), spec.engine, spec.traffic.requests);
+  out << fmt::format("{} on {}: tp {}, {}, engine {}; {} requests{}\n", spec.model->name(), m.name(), spec.tp,
+                     dtype_name(spec.dtype), spec.engine, x.completed,
+                     spec.traffic.requests_file.empty() ? "" : " from " + spec.traffic.requests_file);
   out << fmt::format("  KV pool                 {} blocks, {} tokens ({:.2f} GB a device; weights {:.2f} GB, "
                      "activations {:.2f} GB)\n",
                      r.kv_blocks, r.kv_tokens, r.kv_pool_bytes / 1e9, r.weights_bytes / 1e9,

@@ -26,7 +26,8 @@ void rotary_embedding_(Tensor& query, Tensor& key, std::int64_t rotary_dim);
 // Attention over a packed batch: query [tokens, heads, head_dim] holds the new tokens of several
 // sequences one after the other, query_lens[i] of sequence i, whose keys and values are already
 // in the KV pool key_cache, value_cache [pages, page_tokens, kv_heads, head_dim] (vLLM's layout);
-// each new token attends causally to its sequence's context_lens[i] tokens (cached and new).
+// each new token attends causally to its sequence's context_lens[i] tokens (cached and new), each
+// sequence's context within the pool (sequences may share pages).
 // -> [tokens, heads, head_dim]: one paged_attention op. The lengths are what a real kernel reads
 // from device tensors (cu_seqlens, seq_lens, the block table); with meta tensors the caller says
 // them. No backward (inference only).

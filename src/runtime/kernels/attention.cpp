@@ -369,6 +369,19 @@ std::vector<Kernel> lower_attention_backward(const OpDesc& op, const LowerContex
 // after its cached context. CTAs differ in work: the kernel's time is its total work over the
 // units it fills, its traffic the packed Q and O and each sequence's pages of K and V.
 namespace {
+// The key blocks the 128-query blocks of a prefill chunk visit: q queries after kv - q cached
+// positions, each block up to (causally) the key block of its last query, which need not be
+// aligned with the key blocks.
+double chunk_block_pairs(std::uint64_t q, std::uint64_t kv) {
+  const std::uint64_t start = kv - q;
+  double pairs = 0;
+  for (std::uint64_t first = 0; first < q; first += kBlockQ) {
+    const std::uint64_t last = start + std::min(first + kBlockQ, q) - 1;
+    pairs += static_cast<double>(last / kBlockKv + 1);
+  }
+  return pairs;
+}
+
 Kernel paged(const OpDesc& op, const LowerContext& cx, bool v3) {
   const hw::Device& d = cx.device;
   const double e = element_bytes(cx.dtype);
@@ -404,12 +417,8 @@ Kernel paged(const OpDesc& op, const LowerContext& cx, bool v3) {
       tiles += op.kv_heads * seq_splits;
       scores += static_cast<double>(op.kv_heads * seq_splits * padded) * static_cast<double>(ceil_div(kv, seq_splits));
     } else {
-      OpDesc one = op;
-      one.seq_q = q;
-      one.seq_kv = kv;
-      one.causal = true;
       tiles += op.heads * ceil_div(q, kBlockQ);
-      scores += static_cast<double>(op.heads) * block_pairs(one) * static_cast<double>(kBlockQ * kBlockKv);
+      scores += static_cast<double>(op.heads) * chunk_block_pairs(q, kv) * static_cast<double>(kBlockQ * kBlockKv);
     }
   });
   Kernel k;

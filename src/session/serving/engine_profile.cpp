@@ -68,6 +68,7 @@ EngineProfile trtllm() {
   p.chunked_prefill = false;
   p.reserve_full_kv = true;
   p.cuda_graph_max_batch = 128;
+  p.cuda_graph_sizes = {1, 2, 4, 8, 16, 32, 64, 128};  // its PyTorch backend's capture sizes
   p.step_overhead_s = 0.2e-3;
   p.sequence_overhead_s = 1e-6;
   return p;
@@ -79,15 +80,11 @@ struct Named {
 };
 constexpr Named kProfiles[] = {{"vllm", &vllm}, {"sglang", &sglang}, {"trtllm", &trtllm}};
 
-// vLLM's default capture sizes: 1, 2, 4, then every multiple of 8 (CompilationConfig).
-std::vector<std::int64_t> default_sizes(std::int64_t most) {
-  std::vector<std::int64_t> sizes;
-  for (std::int64_t s : {1, 2, 4}) {
-    if (s <= most) sizes.push_back(s);
-  }
-  for (std::int64_t s = 8; s <= most; s += 8) sizes.push_back(s);
-  if (sizes.empty() || sizes.back() < most) sizes.push_back(most);
-  return sizes;
+// vLLM's default capture sizes: 1, 2, 4, then every multiple of 8 (CompilationConfig), up to
+// `most`: the one a batch of `n` pads to.
+std::int64_t default_size(std::int64_t n, std::int64_t most) {
+  const std::int64_t padded = n <= 4 ? (n <= 1 ? 1 : n <= 2 ? 2 : 4) : (n + 7) / 8 * 8;
+  return std::min(padded, most);
 }
 
 }  // namespace
@@ -116,8 +113,9 @@ void check_engine_profile(const EngineProfile& p, Diagnostics& d, const std::str
   if (!(p.memory_fraction > 0) || p.memory_fraction > 1) {
     d.error(where, "memory_fraction", fmt::format("expected a fraction in (0, 1], got {}", p.memory_fraction));
   }
-  if (p.cuda_graph_max_batch < 0) {
-    d.error(where, "cuda_graph_max_batch", fmt::format("expected 0 (no graphs) or more, got {}", p.cuda_graph_max_batch));
+  if (p.cuda_graph_max_batch < 0 || p.cuda_graph_max_batch > (1 << 16)) {
+    d.error(where, "cuda_graph_max_batch",
+            fmt::format("expected 0 (no graphs) to {} sequences, got {}", 1 << 16, p.cuda_graph_max_batch));
   }
   for (double v : {p.step_overhead_s, p.sequence_overhead_s, p.piecewise_layer_overhead_s}) {
     if (!(v >= 0) || v > 1) {
@@ -135,10 +133,9 @@ void check_engine_profile(const EngineProfile& p, Diagnostics& d, const std::str
 
 std::int64_t cuda_graph_size(const EngineProfile& p, std::int64_t sequences) {
   if (p.cuda_graph_max_batch <= 0 || sequences > p.cuda_graph_max_batch) return 0;
-  const std::vector<std::int64_t> sizes =
-      p.cuda_graph_sizes.empty() ? default_sizes(p.cuda_graph_max_batch) : p.cuda_graph_sizes;
-  const auto it = std::lower_bound(sizes.begin(), sizes.end(), sequences);
-  return it == sizes.end() ? 0 : *it;
+  if (p.cuda_graph_sizes.empty()) return default_size(sequences, p.cuda_graph_max_batch);
+  const auto it = std::lower_bound(p.cuda_graph_sizes.begin(), p.cuda_graph_sizes.end(), sequences);
+  return it == p.cuda_graph_sizes.end() || *it > p.cuda_graph_max_batch ? 0 : *it;
 }
 
 }  // namespace syntorch::session::serving

@@ -1,5 +1,6 @@
 #include "syntorch/session/serving/kv_block_pool.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace syntorch::session::serving {

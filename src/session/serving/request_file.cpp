@@ -18,6 +18,12 @@ namespace syntorch::session::serving {
 
 namespace {
 
+std::string trimmed(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t") - b + 1);
+}
+
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
@@ -88,7 +94,9 @@ class Loader {
   void add(const Record& r, const std::string& where) {
     Request q;
     q.id = static_cast<std::int64_t>(out_.size());
-    const auto count = [&](const std::optional<std::string>& text, const char* what) -> std::int64_t {
+    // Some public traces record requests that generated nothing (an error, a cancellation): they
+    // are served as one token, the least an engine returns.
+    const auto count = [&](const std::optional<std::string>& text, const char* what, std::int64_t least) -> std::int64_t {
       if (!text) {
         d_.error(where, "", fmt::format("no {} (a column or key such as {})", what,
                                           std::string(what) == "input tokens" ? "input_tokens or ContextTokens"
@@ -96,14 +104,14 @@ class Loader {
         return 0;
       }
       const std::optional<std::int64_t> v = parse_integer(*text);
-      if (!v || *v < 1 || *v > (1 << 24)) {
-        d_.error(where, "", fmt::format("{}: expected 1 to {} tokens, got \"{}\"", what, 1 << 24, *text));
+      if (!v || *v < least || *v > (1 << 24)) {
+        d_.error(where, "", fmt::format("{}: expected {} to {} tokens, got \"{}\"", what, least, 1 << 24, *text));
         return 0;
       }
-      return *v;
+      return std::max<std::int64_t>(*v, 1);
     };
-    q.input_tokens = count(r.input, "input tokens");
-    q.output_tokens = count(r.output, "output tokens");
+    q.input_tokens = count(r.input, "input tokens", 1);
+    q.output_tokens = count(r.output, "output tokens", 0);
     if (r.time) {
       std::optional<double> t;
       Field f = r.time_field;
@@ -114,7 +122,9 @@ class Loader {
       } else {
         t = datetime_s(*r.time);
       }
-      if (!t || !std::isfinite(*t)) {
+      if (untimed_ > 0) {
+        d_.error(where, "", fmt::format("an arrival time, where {} earlier requests have none", untimed_));
+      } else if (!t || !std::isfinite(*t)) {
         d_.error(where, "", fmt::format("arrival: expected a time (seconds, or a date and time such as "
                                                "2023-11-16 18:15:46.68), got \"{}\"", *r.time));
       } else {
@@ -123,6 +133,8 @@ class Loader {
       }
     } else if (timed_) {
       d_.error(where, "", "no arrival time, where earlier requests have one");
+    } else {
+      ++untimed_;
     }
     out_.push_back(q);
   }
@@ -146,6 +158,7 @@ class Loader {
   Diagnostics& d_;
   std::vector<Request> out_;
   bool timed_ = false;
+  std::int64_t untimed_ = 0;  // requests before the first with a time
 };
 
 std::optional<std::string> text_of(const Json& v) {
@@ -194,7 +207,7 @@ std::vector<Request> load_requests_file(const std::string& path, bool& timed, Di
     int time_col = -1, input_col = -1, output_col = -1;
     Field time_field = Field::none;
     for (std::size_t i = 0; i < header.size(); ++i) {
-      const Field f = field_of(header[i]);
+      const Field f = field_of(trimmed(header[i]));
       if (f == Field::input) input_col = static_cast<int>(i);
       if (f == Field::output) output_col = static_cast<int>(i);
       if (f == Field::time_s || f == Field::time_ms || f == Field::time_ns || f == Field::time_any) {
@@ -213,7 +226,10 @@ std::vector<Request> load_requests_file(const std::string& path, bool& timed, Di
       ++n;
       if (line.empty() || line == "\r") continue;
       const std::vector<std::string> f = split_csv_line(line);
-      const auto at = [&](int c) { return c >= 0 && c < static_cast<int>(f.size()) ? std::optional<std::string>(f[c]) : std::nullopt; };
+      const auto at = [&](int c) {
+        return c >= 0 && c < static_cast<int>(f.size()) ? std::optional<std::string>(trimmed(f[static_cast<std::size_t>(c)]))
+                                                         : std::nullopt;
+      };
       Record r{at(time_col), at(input_col), at(output_col), time_field};
       loader.add(r, fmt::format("{}:{}", path, n));
     }

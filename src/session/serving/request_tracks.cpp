@@ -22,7 +22,7 @@ void record_request_tracks(trace::Recorder& recorder, const std::vector<Sequence
   const trace::TrackId kv = recorder.add_counter_track(kRequestsPid, "KV cache used", "%");
   const auto ps = [start_s](double t) { return units::seconds_to_ps(start_s + t); };
   for (const StepSample& s : steps) {
-    recorder.counter(running, ps(s.time_s), s.sequences);
+    recorder.counter(running, ps(s.time_s), s.running);
     recorder.counter(waiting, ps(s.time_s), s.waiting);
     recorder.counter(kv, ps(s.time_s), 100.0 * s.kv_used);
   }

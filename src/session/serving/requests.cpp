@@ -56,15 +56,20 @@ double Random::gamma(double shape) {
 
 namespace {
 
+constexpr std::int64_t kMostTokens = 1 << 24;
+
 // `side`: "input" or "output", as the parameters name the distribution's fields.
 void check_lengths(const LengthDistribution& l, Diagnostics& d, const std::string& where, const std::string& side) {
   const std::string key = side + "_len";
   using Kind = LengthDistribution::Kind;
-  if (l.min < 1) d.error(where, side + "_min", fmt::format("expected at least 1 token, got {}", l.min));
-  if (l.max != 0 && l.max < l.min) {
+  if (l.min < 1 || l.min > kMostTokens) {
+    d.error(where, side + "_min", fmt::format("expected 1 to {} tokens, got {}", kMostTokens, l.min));
+  }
+  if (l.max < 0 || l.max > kMostTokens) {
+    d.error(where, side + "_max", fmt::format("expected 0 (no bound) to {} tokens, got {}", kMostTokens, l.max));
+  } else if (l.max != 0 && l.max < l.min) {
     d.error(where, side + "_max", fmt::format("expected at least the minimum ({}), got {}", l.min, l.max));
   }
-  constexpr double kMostTokens = 1 << 24;
   switch (l.kind) {
     case Kind::fixed:
     case Kind::normal:
@@ -82,8 +87,8 @@ void check_lengths(const LengthDistribution& l, Diagnostics& d, const std::strin
     case Kind::empirical:
       if (l.values.empty()) d.error(where, key, "an empirical length needs values to draw from");
       for (std::int64_t v : l.values) {
-        if (v < 1) {
-          d.error(where, key, fmt::format("expected lengths of at least 1 token, found {}", v));
+        if (v < 1 || v > kMostTokens) {
+          d.error(where, key, fmt::format("expected lengths of 1 to {} tokens, found {}", kMostTokens, v));
           break;
         }
       }
@@ -105,10 +110,10 @@ std::int64_t draw(const LengthDistribution& l, Random& r) {
       x = static_cast<double>(l.values[static_cast<std::size_t>(r.uniform() * static_cast<double>(l.values.size()))]);
       break;
   }
-  std::int64_t n = static_cast<std::int64_t>(std::llround(x));
-  n = std::max(n, l.min);
-  if (l.max > 0) n = std::min(n, l.max);
-  return n;
+  // Clamped as a real number first: a wide spread may draw far past any bound, or infinity.
+  const double most = static_cast<double>(l.max > 0 ? l.max : kMostTokens);
+  x = std::clamp(std::isfinite(x) ? x : (x > 0 ? most : 0.0), static_cast<double>(l.min), std::max(most, static_cast<double>(l.min)));
+  return static_cast<std::int64_t>(std::llround(x));
 }
 
 }  // namespace
@@ -117,31 +122,26 @@ void check_traffic(const TrafficSpec& s, Diagnostics& d, const std::string& wher
   if (!(s.time_scale > 0) || !std::isfinite(s.time_scale)) {
     d.error(where, "time_scale", fmt::format("expected a positive factor, got {}", s.time_scale));
   }
+  bool timed = false;
   if (!s.requests_file.empty()) {
     Diagnostics file;
-    bool timed = false;
     load_requests_file(s.requests_file, timed, file);
     for (const auto& item : file.items()) d.error(where, "requests_file", item.to_string());
-    if (s.requests_given && (s.requests < 1 || s.requests > (1 << 24))) {
-      d.error(where, "requests", fmt::format("expected 1 to {} requests, got {}", 1 << 24, s.requests));
-    }
-    if (!timed && s.arrival != Arrival::offline && (!(s.rate_per_s > 0) || !std::isfinite(s.rate_per_s))) {
-      d.error(where, "rate", fmt::format("expected a positive number of requests a second, got {}", s.rate_per_s));
-    }
-    return;
   }
-  if (s.requests < 1 || s.requests > (1 << 24)) {
+  if ((s.requests_file.empty() || s.requests_given) && (s.requests < 1 || s.requests > (1 << 24))) {
     d.error(where, "requests", fmt::format("expected 1 to {} requests, got {}", 1 << 24, s.requests));
   }
-  if (s.arrival != Arrival::offline && (!(s.rate_per_s > 0) || !std::isfinite(s.rate_per_s))) {
+  if (!timed && s.arrival != Arrival::offline && (!(s.rate_per_s > 0) || !std::isfinite(s.rate_per_s))) {
     d.error(where, "rate", fmt::format("expected a positive number of requests a second, got {}", s.rate_per_s));
   }
-  if (s.arrival == Arrival::gamma && (!(s.cv > 0) || s.cv > 100)) {
-    d.error(where, "cv", fmt::format("expected a coefficient of variation in (0, 100], got {}", s.cv));
+  // Below 1e-3 the gaps are as even as fixed arrivals' (and 1/cv^2 would overflow Gamma's shape).
+  if (!timed && s.arrival == Arrival::gamma && !(s.cv >= 1e-3 && s.cv <= 100)) {
+    d.error(where, "cv", fmt::format("expected a coefficient of variation in [0.001, 100], got {}", s.cv));
   }
+  if (!s.requests_file.empty()) return;
   check_lengths(s.input, d, where, "input");
   check_lengths(s.output, d, where, "output");
-  if (s.shared_prefix_tokens < 0) {
+  if (s.shared_prefix_tokens < 0 || s.shared_prefix_tokens > kMostTokens) {
     d.error(where, "shared_prefix", fmt::format("expected a non-negative number of tokens, got {}", s.shared_prefix_tokens));
   }
   if (s.prefix_groups < 1 || s.prefix_groups > (1 << 24)) {

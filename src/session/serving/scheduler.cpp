@@ -1,7 +1,6 @@
 #include "syntorch/session/serving/scheduler.hpp"
 
 #include <algorithm>
-#include <stdexcept>
 
 
 namespace syntorch::session::serving {
@@ -41,7 +40,14 @@ std::uint64_t Scheduler::block_key(const Sequence& s, std::int64_t block) const 
 }
 
 void Scheduler::add(std::int32_t seq, std::int64_t new_tokens) {
-  const Sequence& s = sequences_[static_cast<std::size_t>(seq)];
+  Sequence& s = sequences_[static_cast<std::size_t>(seq)];
+  // The pages this step fills become findable now, as vLLM's allocate_slots caches them: a request
+  // admitted later in the same step takes them (the step writes a layer's keys and values before
+  // its attention reads them).
+  const std::int64_t full =
+      std::min<std::int64_t>((s.computed + new_tokens) / profile_.block_size, static_cast<std::int64_t>(s.blocks.size()));
+  for (std::int64_t b = s.cached_blocks; b < full; ++b) pool_.cache(s.blocks[static_cast<std::size_t>(b)], block_key(s, b));
+  s.cached_blocks = std::max(s.cached_blocks, full);
   ScheduledSequence x;
   x.sequence = seq;
   x.new_tokens = new_tokens;
@@ -149,10 +155,6 @@ void Scheduler::complete(double time_s) {
   for (const ScheduledSequence& x : plan_.sequences) {
     Sequence& s = sequences_[static_cast<std::size_t>(x.sequence)];
     s.computed += x.new_tokens;
-    const std::int64_t full = std::min<std::int64_t>(s.computed / profile_.block_size,
-                                                     static_cast<std::int64_t>(s.blocks.size()));
-    for (std::int64_t b = s.cached_blocks; b < full; ++b) pool_.cache(s.blocks[static_cast<std::size_t>(b)], block_key(s, b));
-    s.cached_blocks = std::max(s.cached_blocks, full);
     if (!x.samples) continue;
     ++s.generated;
     if (s.generated == 1) {

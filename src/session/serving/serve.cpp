@@ -200,8 +200,7 @@ void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& po
     const std::int64_t seqs = static_cast<std::int64_t>(plan.sequences.size());
     // Decode-only steps replay a graph of the next capture size, the batch padded to it.
     const std::int64_t graph_size = plan.decode_only() ? cuda_graph_size(engine, seqs) : 0;
-    double cpu_s = engine.step_overhead_s + engine.sequence_overhead_s * static_cast<double>(seqs);
-    if (graph_size == 0) cpu_s += engine.piecewise_layer_overhead_s * layers;
+    const double cpu_s = engine.step_overhead_s + engine.sequence_overhead_s * static_cast<double>(seqs);
     torch::RecordScope scope(fmt::format("step {}", steps++));
     torch::clock::sleep_s(cpu_s);
     batch.query_lens.clear();
@@ -210,14 +209,16 @@ void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& po
       batch.query_lens.push_back(x.new_tokens);
       batch.context_lens.push_back(x.context);
     }
-    std::int64_t tokens = plan.tokens, sampling = plan.sampling;
+    // Logits for every scheduled sequence's last token, as the engines gather them (a partial
+    // prefill's is dropped); the padding slots of a captured size run its tokens only, attending
+    // to the pool's null page.
+    std::int64_t tokens = plan.tokens;
+    const std::int64_t sampling = seqs;
     if (graph_size > seqs) {
-      // The padding slots of the captured size: tokens that attend only to the pool's null page.
       const std::int64_t pad = graph_size - seqs;
       batch.query_lens.push_back(pad);
       batch.context_lens.push_back(pad);
       tokens += pad;
-      sampling += pad;
     }
     // Every step takes a graph: a full one replayed for decode, else captured pieces launched one
     // by one (their host time counted above), so kernels cost no dispatch of their own. A step
@@ -225,7 +226,7 @@ void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& po
     const double forward_begin = torch::clock::now_s();
     bool reused = false;
     if (reuse) {
-      const StepKey key{tokens, std::max<std::int64_t>(sampling, 1), graph_size > 0};
+      const StepKey key{tokens, sampling, graph_size > 0};
       const double attention = reuse->attention_s(batch);
       if (const std::optional<double> rest = reuse->rest_s(key)) {
         torch::clock::sleep_s(std::max(0.0, *rest + attention));
@@ -235,13 +236,22 @@ void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& po
         reuse->learn(key, torch::clock::now_s() - forward_begin, attention);
       }
     } else {
-      step(caches, batch, tokens, std::max<std::int64_t>(sampling, 1), true);
+      step(caches, batch, tokens, sampling, true);
+    }
+    // A step no full graph serves launches its pieces one by one (vLLM v1: the attention between
+    // graph pieces, from Python): hidden behind the GPU where the forward takes longer than the
+    // launches, the rest adds to the step.
+    if (graph_size == 0) {
+      const double launches_s = engine.piecewise_layer_overhead_s * layers;
+      const double forward_s = torch::clock::now_s() - forward_begin;
+      if (launches_s > forward_s) torch::clock::sleep_s(launches_s - forward_s);
     }
     const double done = torch::clock::now_s() - start;
     scheduler.complete(done);
     StepSample sample;
     sample.time_s = done;
     sample.sequences = static_cast<std::int32_t>(seqs);
+    sample.running = static_cast<std::int32_t>(scheduler.running());
     sample.tokens = static_cast<std::int32_t>(plan.tokens);
     sample.prefill_tokens = static_cast<std::int32_t>(plan.prefill_tokens);
     sample.waiting = static_cast<std::int32_t>(scheduler.waiting());
@@ -259,10 +269,39 @@ void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& po
 bool validate_serve(const ServeSpec& s, const hw::Machine& machine, Diagnostics& d, const std::string& where) {
   const std::size_t before = d.size();
   check_traffic(s.traffic, d, where);
-  resolved_engine(s, d, where);
+  const std::optional<EngineProfile> engine = resolved_engine(s, d, where);
+  if (d.size() != before) return false;
+  if (s.dtype == DType::fp32) {
+    d.error(where, "dtype", "serving engines run fp16, bf16 or fp8 (their attention kernels have no fp32 form)");
+    return false;
+  }
+  const std::vector<Request> requests = make_requests(s.traffic);
+  // Arrivals past about 11 days of simulated time (a rate far too low, or a trace's nanoseconds
+  // read as milliseconds) are refused before the run, not part way through it.
+  constexpr double kLatestArrivalS = 1e6;
+  if (!requests.empty() && requests.back().arrival_s > kLatestArrivalS) {
+    d.error(where, s.traffic.requests_file.empty() ? "rate" : "requests_file",
+            fmt::format("the last request arrives {:.3g} s after the first; at most {:g} s are simulated (a rate or "
+                        "time_scale that stretches the traffic too far, or a trace's times in another unit)",
+                        requests.back().arrival_s, kLatestArrivalS));
+  }
+  // Without chunked prefill a prompt (or, where preemption recomputes them, a prompt and its
+  // outputs) runs in one step: the step's budget must hold the longest.
+  if (!engine->chunked_prefill) {
+    std::int64_t longest = 0;
+    for (const Request& r : requests) {
+      longest = std::max(longest, engine->reserve_full_kv ? r.input_tokens : r.input_tokens + r.output_tokens - 1);
+    }
+    if (longest > engine->max_num_batched_tokens) {
+      d.error(where, "max_num_batched_tokens",
+              fmt::format("{} tokens a step cannot hold a request's {} without chunked prefill (engine {}): give "
+                          "chunked_prefill true, or max_num_batched_tokens {} or more",
+                          engine->max_num_batched_tokens, longest, engine->name, longest));
+    }
+  }
   if (d.size() != before) return false;
   // The model, its layout and dtypes as a generation run of the longest request checks them.
-  if (!validate_run(layout_of(s, longest_request(make_requests(s.traffic))), machine, d, where)) return false;
+  if (!validate_run(layout_of(s, longest_request(requests)), machine, d, where)) return false;
   return d.size() == before;
 }
 

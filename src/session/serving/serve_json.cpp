@@ -69,6 +69,7 @@ Json serve_report_json(const ServeReport& r, const ServeSpec& spec, const std::s
       const StepSample& s = r.steps[i];
       series.push_back(Json{{"time_s", s.time_s},
                             {"sequences", s.sequences},
+                            {"running", s.running},
                             {"tokens", s.tokens},
                             {"prefill_tokens", s.prefill_tokens},
                             {"waiting", s.waiting},

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <iterator>
 
 #include "../parameter_text.hpp"
 #include "syntorch/base/units.hpp"
@@ -55,7 +56,9 @@ std::optional<double> positive_number(const std::string& text, Diagnostics& d, c
 }
 
 // A length distribution's kind, or its numbers.
-constexpr const char* kKinds[] = {"fixed", "uniform", "normal", "lognormal"};
+// In LengthDistribution::Kind order (empirical lengths come from the C++ API, not from text).
+constexpr const char* kKinds[] = {"fixed", "uniform", "normal", "lognormal", "empirical"};
+static_assert(std::size(kKinds) == static_cast<std::size_t>(LengthDistribution::Kind::empirical) + 1);
 template <LengthDistribution TrafficSpec::*Member>
 void length_kind(ServeSpec& s, const std::string& text, Diagnostics& d, const std::string& where, std::string_view key) {
   if (auto c = choice_of(text, {"fixed", "uniform", "normal", "lognormal"}, d, where, key)) {
@@ -118,7 +121,8 @@ const std::vector<P>& table() {
      "Serving engine profile: vllm (v1 scheduler, chunked prefill), sglang (prefill and decode in separate steps), "
      "trtllm (in-flight batching, KV reserved at admission)",
      [](ServeSpec& s, const std::string& text, Diagnostics& d, const std::string& where, std::string_view key) {
-       if (auto c = choice_of(text, {"vllm", "sglang", "trtllm"}, d, where, key)) s.engine = engine_profile_names()[*c];
+       // The profiles' own names (engine_profile_names), in their order.
+       if (auto c = choice_of(text, {"vllm", "sglang", "trtllm"}, d, where, key)) s.engine = engine_profile_names().at(*c);
      },
      [](const ServeSpec& s) { return Json(s.engine); }},
     {"max_num_batched_tokens", "max_num_tokens", "--max-num-tokens", ParameterKind::integer, "tokens",

@@ -63,7 +63,8 @@ bool validate_serve(const ServeSpec& spec, const hw::Machine& machine, Diagnosti
 // One step as the run went, for the report's series.
 struct StepSample {
   double time_s = 0;  // the step's end
-  std::int32_t sequences = 0;
+  std::int32_t sequences = 0;  // scheduled in the step
+  std::int32_t running = 0;    // running after it
   std::int32_t tokens = 0;
   std::int32_t prefill_tokens = 0;
   std::int32_t waiting = 0;
