@@ -76,16 +76,8 @@ CapacityReport capacity_search(const hw::Machine& machine, const runtime::Kernel
 
 nlohmann::ordered_json capacity_report_json(const CapacityReport& r, const ServeSpec& spec, const std::string& hw_file) {
   using Json = nlohmann::ordered_json;
-  Json j;
-  j["status"] = r.oom ? "oom" : "ok";
-  j["hw"] = hw_file;
-  Json params = Json::object();
-  for (const Parameter<ServeSpec>& p : serving_parameters()) params[std::string(p.key)] = p.value(spec);
-  j["parameters"] = params;
-  if (r.oom) {
-    j["oom_reason"] = r.oom_reason;
-    return j;
-  }
+  Json j = serve_header_json(r.oom, r.oom_reason, spec, hw_file);
+  if (r.oom) return j;
   j["saturation_rate"] = r.saturation_rate_per_s;
   j["capacity_rate"] = r.capacity_rate_per_s;
   Json points = Json::array();

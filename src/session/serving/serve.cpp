@@ -55,15 +55,6 @@ std::int64_t longest_request(const std::vector<Request>& requests) {
   return most;
 }
 
-std::optional<torch::ScalarType> scalar_type(DType t) {
-  switch (t) {
-    case DType::fp32: return torch::kFloat32;
-    case DType::fp16: return torch::kFloat16;
-    case DType::bf16: return torch::kBFloat16;
-    case DType::fp8: return torch::ScalarType::Float8_e4m3fn;
-    default: return std::nullopt;
-  }
-}
 
 // The engine's start-up refused: no KV pool that holds the longest request.
 struct NoKvRoom {
@@ -83,7 +74,7 @@ struct Outcome {
 // The engine's loop on rank 0 (the other tensor-parallel ranks mirror it).
 void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& policy, const ServeSpec& spec,
                      const EngineProfile& engine, const std::vector<Request>& requests, Outcome& out) {
-  torch::DefaultDtypeGuard dtype_guard(*scalar_type(activation_dtype(spec.dtype)));
+  torch::DefaultDtypeGuard dtype_guard(torch::from_runtime_dtype(activation_dtype(spec.dtype)));
   std::optional<torch::fp8::ModelInitGuard> fp8_weights;
   std::optional<torch::fp8::AutocastGuard> fp8_gemms;
   if (spec.dtype == DType::fp8) {

@@ -24,18 +24,21 @@ std::vector<std::pair<std::int64_t, std::int64_t>> batch_size_histogram(const st
   return buckets;
 }
 
-Json serve_report_json(const ServeReport& r, const ServeSpec& spec, const std::string& hw_file,
-                       std::size_t series_points) {
+Json serve_header_json(bool oom, const std::string& oom_reason, const ServeSpec& spec, const std::string& hw_file) {
   Json j;
-  j["status"] = r.oom ? "oom" : "ok";
+  j["status"] = oom ? "oom" : "ok";
   j["hw"] = hw_file;
   Json params = Json::object();
   for (const Parameter<ServeSpec>& p : serving_parameters()) params[std::string(p.key)] = p.value(spec);
   j["parameters"] = params;
-  if (r.oom) {
-    j["oom_reason"] = r.oom_reason;
-    return j;
-  }
+  if (oom) j["oom_reason"] = oom_reason;
+  return j;
+}
+
+Json serve_report_json(const ServeReport& r, const ServeSpec& spec, const std::string& hw_file,
+                       std::size_t series_points) {
+  Json j = serve_header_json(r.oom, r.oom_reason, spec, hw_file);
+  if (r.oom) return j;
   const ServeMetrics& m = r.metrics;
   j["completed"] = m.completed;
   j["duration_s"] = m.duration_s;

@@ -99,6 +99,10 @@ ServeReport serve(const hw::Machine& machine, const runtime::KernelPolicy& polic
 // spaced; 0 for none). Status "oom" with the reason when the engine could not start.
 nlohmann::ordered_json serve_report_json(const ServeReport& report, const ServeSpec& spec, const std::string& hw_file,
                                          std::size_t series_points = 200);
+// The run's status ("ok" or "oom", with the reason), its hardware config and every parameter as it
+// ran: what the serving reports open with.
+nlohmann::ordered_json serve_header_json(bool oom, const std::string& oom_reason, const ServeSpec& spec,
+                                         const std::string& hw_file);
 // How many steps ran with 1, 2-3, 4-7, ... sequences: (lowest count of the bucket, steps).
 std::vector<std::pair<std::int64_t, std::int64_t>> batch_size_histogram(const std::vector<StepSample>& steps);
 
