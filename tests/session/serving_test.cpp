@@ -352,6 +352,27 @@ TEST(Serving, WithoutChunkedPrefillAPromptLongerThanAStepIsRefusedBeforeTheRun) 
   EXPECT_NE(late.to_string().find("at most 1e+06 s are simulated"), std::string::npos) << late.to_string();
 }
 
+TEST(Serving, SpeculativeDecodingYieldsTheAcceptedProposalsAndOneMoreEachStep) {
+  const std::vector<std::pair<std::string, std::string>> base = {
+      {"arrival", "fixed"}, {"rate", "1"}, {"requests", "40"}, {"input_len", "512"}, {"output_len", "200"}};
+  auto on = base;
+  on.push_back({"speculative_tokens", "3"});
+  on.push_back({"acceptance_rate", "0.7"});
+  const sv::ServeReport plain = run(spec_of(base)), fast = run(spec_of(on));
+  EXPECT_EQ(plain.metrics.proposed_tokens, 0);
+  ASSERT_GT(fast.metrics.proposed_tokens, 0);
+  // Each proposal accepted with probability 0.7 until the first rejection: of 3, on average
+  // (0.7 + 0.49 + 0.343) / 3 = 51.1% (fewer proposed near a request's end).
+  const double acceptance =
+      static_cast<double>(fast.metrics.accepted_tokens) / static_cast<double>(fast.metrics.proposed_tokens);
+  EXPECT_NEAR(acceptance, 0.511, 0.02);
+  // A verifying step streams the same weights as a decode step: the tokens between them come
+  // about 2.5 at a time, so TPOT falls by about that and the gap between steps stays.
+  EXPECT_NEAR(plain.metrics.tpot_s.mean / fast.metrics.tpot_s.mean, 2.53, 0.25);
+  EXPECT_NEAR(fast.metrics.itl_s.mean / plain.metrics.itl_s.mean, 1.0, 0.05);
+  EXPECT_EQ(fast.metrics.output_tokens, 40 * 200);  // never past a request's end
+}
+
 TEST(Serving, TheSameInputsGiveTheSameReport) {
   const sv::ServeSpec s = spec_of({{"rate", "20"}, {"requests", "100"}, {"input_dist", "lognormal"},
                                    {"input_stddev", "0.5"}, {"seed", "7"}});

@@ -72,6 +72,10 @@ void print_report(std::ostream& out, const sv::ServeReport& r, const sv::ServeSp
   print_distribution(out, "E2EL", x.e2e_s);
   out << fmt::format("  preemptions             {}\n", x.preemptions);
   if (x.prefix_hit_tokens > 0) out << fmt::format("  prefix cache hits       {} tokens\n", x.prefix_hit_tokens);
+  if (x.proposed_tokens > 0) {
+    out << fmt::format("  speculative tokens      {} proposed, {} accepted ({:.1f}%)\n", x.proposed_tokens, x.accepted_tokens,
+                       100.0 * static_cast<double>(x.accepted_tokens) / static_cast<double>(x.proposed_tokens));
+  }
   float kv_peak = 0;
   std::size_t reused = 0;
   for (const sv::StepSample& s : r.steps) {

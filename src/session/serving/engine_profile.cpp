@@ -117,7 +117,13 @@ void check_engine_profile(const EngineProfile& p, Diagnostics& d, const std::str
     d.error(where, "cuda_graph_max_batch",
             fmt::format("expected 0 (no graphs) to {} sequences, got {}", 1 << 16, p.cuda_graph_max_batch));
   }
-  for (double v : {p.step_overhead_s, p.sequence_overhead_s, p.piecewise_layer_overhead_s}) {
+  if (p.speculative_tokens < 0 || p.speculative_tokens > 15) {
+    d.error(where, "speculative_tokens", fmt::format("expected 0 (off) to 15 proposed tokens, got {}", p.speculative_tokens));
+  }
+  if (!(p.acceptance_rate >= 0) || p.acceptance_rate > 1) {
+    d.error(where, "acceptance_rate", fmt::format("expected a probability in [0, 1], got {}", p.acceptance_rate));
+  }
+  for (double v : {p.step_overhead_s, p.sequence_overhead_s, p.piecewise_layer_overhead_s, p.ngram_overhead_s}) {
     if (!(v >= 0) || v > 1) {
       d.error(where, "step_overhead", fmt::format("expected a CPU time per step of 0 to 1 s, got {}", v));
       break;

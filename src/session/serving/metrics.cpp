@@ -35,6 +35,8 @@ ServeMetrics compute_metrics(const std::vector<Sequence>& sequences, const Slo& 
   for (const Sequence& s : sequences) {
     m.preemptions += s.preemptions;
     m.prefix_hit_tokens += s.prefix_hit_tokens;
+    m.proposed_tokens += s.proposed_tokens;
+    m.accepted_tokens += s.accepted_tokens;
     first_arrival = std::min(first_arrival, s.request.arrival_s);
     if (!s.finished) continue;
     ++m.completed;

@@ -5,8 +5,9 @@
 
 namespace syntorch::session::serving {
 
-Scheduler::Scheduler(const EngineProfile& profile, std::int64_t kv_blocks, std::vector<Request> requests)
-    : profile_(profile), pool_(kv_blocks, profile.prefix_caching) {
+Scheduler::Scheduler(const EngineProfile& profile, std::int64_t kv_blocks, std::vector<Request> requests,
+                     std::uint64_t seed)
+    : profile_(profile), seed_(seed), pool_(kv_blocks, profile.prefix_caching) {
   sequences_.reserve(requests.size());
   for (Request& r : requests) {
     Sequence s;
@@ -39,7 +40,7 @@ std::uint64_t Scheduler::block_key(const Sequence& s, std::int64_t block) const 
   return z ^ (z >> 31);
 }
 
-void Scheduler::add(std::int32_t seq, std::int64_t new_tokens) {
+void Scheduler::add(std::int32_t seq, std::int64_t new_tokens, std::int64_t proposed) {
   Sequence& s = sequences_[static_cast<std::size_t>(seq)];
   // The pages this step fills become findable now, as vLLM's allocate_slots caches them: a request
   // admitted later in the same step takes them (the step writes a layer's keys and values before
@@ -52,11 +53,13 @@ void Scheduler::add(std::int32_t seq, std::int64_t new_tokens) {
   x.sequence = seq;
   x.new_tokens = new_tokens;
   x.context = s.computed + new_tokens;
-  x.samples = x.context == s.tokens();
+  x.proposed = proposed;
+  x.samples = x.context == s.tokens() + proposed;
   plan_.sequences.push_back(x);
+  plan_.logit_rows += 1 + proposed;
   plan_.tokens += new_tokens;
   // A sequence's tokens past its first output are decode tokens; before, prompt (or recomputed).
-  const bool decode = new_tokens == 1 && s.computed >= s.request.input_tokens;
+  const bool decode = new_tokens == 1 + proposed && s.computed >= s.request.input_tokens;
   if (!decode) plan_.prefill_tokens += new_tokens;
   plan_.sampling += x.samples ? 1 : 0;
 }
@@ -73,7 +76,13 @@ void Scheduler::schedule_running(std::int64_t& budget, Phase phase) {
       ++i;
       continue;
     }
-    const std::int64_t n = std::min(want, budget);
+    // A decoding sequence verifies its own token and what it proposes, short of its output's end.
+    const std::int64_t proposed =
+        decoding ? std::clamp<std::int64_t>(std::min(profile_.speculative_tokens,
+                                                     s.request.output_tokens - s.generated - 1),
+                                            0, std::max<std::int64_t>(budget - 1, 0))
+                 : 0;
+    const std::int64_t n = decoding ? 1 + proposed : std::min(want, budget);
     bool scheduled = true;
     while (!pool_.allocate(s.blocks, blocks_for(s.computed + n), none)) {
       // The last admitted sequence gives its pages back, to be recomputed later.
@@ -94,7 +103,7 @@ void Scheduler::schedule_running(std::int64_t& budget, Phase phase) {
       }
     }
     if (!scheduled) break;
-    add(id, n);
+    add(id, n, proposed);
     budget -= n;
     ++i;
   }
@@ -128,15 +137,24 @@ void Scheduler::admit_waiting(std::int64_t& budget) {
     s.admitted_s.push_back(now_s_);
     waiting_.pop_front();
     running_.push_back(id);
-    add(id, n);
+    add(id, n, 0);
     budget -= n;
   }
+}
+
+std::int64_t Scheduler::accepted(const Sequence& s, std::int64_t proposed) const {
+  if (proposed == 0) return 0;
+  // A draw per sequence and decode step: the same run accepts the same tokens.
+  Random r(seed_ ^ (static_cast<std::uint64_t>(s.request.id) << 24) ^ static_cast<std::uint64_t>(s.decode_steps));
+  std::int64_t a = 0;
+  while (a < proposed && r.uniform() < profile_.acceptance_rate) ++a;
+  return a;
 }
 
 const StepPlan& Scheduler::schedule(double now_s) {
   now_s_ = now_s;
   plan_.sequences.clear();
-  plan_.tokens = plan_.prefill_tokens = plan_.sampling = plan_.preempted = 0;
+  plan_.tokens = plan_.prefill_tokens = plan_.sampling = plan_.preempted = plan_.logit_rows = 0;
   std::int64_t budget = profile_.max_num_batched_tokens;
   if (profile_.mixed_batches) {
     schedule_running(budget, Phase::any);
@@ -154,10 +172,22 @@ void Scheduler::complete(double time_s) {
   bool any_finished = false;
   for (const ScheduledSequence& x : plan_.sequences) {
     Sequence& s = sequences_[static_cast<std::size_t>(x.sequence)];
-    s.computed += x.new_tokens;
-    if (!x.samples) continue;
-    ++s.generated;
-    if (s.generated == 1) {
+    if (!x.samples) {
+      s.computed += x.new_tokens;
+      continue;
+    }
+    // The step yields its accepted proposals and one more token; the rejected positions' keys and
+    // values are dropped (their pages stay the sequence's).
+    const std::int64_t yield = 1 + accepted(s, x.proposed);
+    s.computed += x.new_tokens - x.proposed + (yield - 1);
+    s.generated += yield;
+    if (x.proposed > 0) {
+      s.proposed_tokens += x.proposed;
+      s.accepted_tokens += yield - 1;
+    }
+    if (s.computed >= s.request.input_tokens) ++s.decode_steps;
+    // Tokens that arrive together are one gap (vllm bench serve times each streamed chunk).
+    if (s.generated == yield) {
       s.first_token_s = time_s;
     } else {
       s.token_gaps_s.push_back(static_cast<float>(time_s - s.last_token_s));

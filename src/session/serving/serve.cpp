@@ -30,6 +30,8 @@ std::optional<EngineProfile> resolved_engine(const ServeSpec& s, Diagnostics& d,
   if (s.memory_fraction) p->memory_fraction = *s.memory_fraction;
   if (s.prefix_caching) p->prefix_caching = *s.prefix_caching;
   if (s.chunked_prefill) p->chunked_prefill = *s.chunked_prefill;
+  if (s.speculative_tokens) p->speculative_tokens = *s.speculative_tokens;
+  if (s.acceptance_rate) p->acceptance_rate = *s.acceptance_rate;
   check_engine_profile(*p, d, where);
   return p;
 }
@@ -171,7 +173,7 @@ void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& po
   if (spec.reuse_steps) {
     reuse.emplace(machine, policy, model.attention_shape(), activation_dtype(spec.dtype), kv_dtype, bs);
   }
-  Scheduler scheduler(engine, pages, requests);
+  Scheduler scheduler(engine, pages, requests, spec.traffic.seed);
   const double start = torch::clock::now_s();
   out.start_s = start;
   models::PackedBatch batch;
@@ -190,8 +192,12 @@ void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& po
     }
     const std::int64_t seqs = static_cast<std::int64_t>(plan.sequences.size());
     // Decode-only steps replay a graph of the next capture size, the batch padded to it.
-    const std::int64_t graph_size = plan.decode_only() ? cuda_graph_size(engine, seqs) : 0;
-    const double cpu_s = engine.step_overhead_s + engine.sequence_overhead_s * static_cast<double>(seqs);
+    // (Graphs are captured by token count: a speculating batch's verified positions included.)
+    const std::int64_t graph_size = plan.decode_only() ? cuda_graph_size(engine, plan.tokens) : 0;
+    std::int64_t proposing = 0;
+    for (const ScheduledSequence& x : plan.sequences) proposing += x.proposed > 0 ? 1 : 0;
+    const double cpu_s = engine.step_overhead_s + engine.sequence_overhead_s * static_cast<double>(seqs) +
+                         engine.ngram_overhead_s * static_cast<double>(proposing);
     torch::RecordScope scope(fmt::format("step {}", steps++));
     torch::clock::sleep_s(cpu_s);
     batch.query_lens.clear();
@@ -204,9 +210,9 @@ void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& po
     // prefill's is dropped); the padding slots of a captured size run its tokens only, attending
     // to the pool's null page.
     std::int64_t tokens = plan.tokens;
-    const std::int64_t sampling = seqs;
-    if (graph_size > seqs) {
-      const std::int64_t pad = graph_size - seqs;
+    const std::int64_t sampling = plan.logit_rows;
+    if (graph_size > plan.tokens) {
+      const std::int64_t pad = graph_size - plan.tokens;
       batch.query_lens.push_back(pad);
       batch.context_lens.push_back(pad);
       tokens += pad;

@@ -55,6 +55,11 @@ Json serve_report_json(const ServeReport& r, const ServeSpec& spec, const std::s
   j["good_requests"] = m.good;
   j["preemptions"] = m.preemptions;
   j["prefix_cache_hit_tokens"] = m.prefix_hit_tokens;
+  if (m.proposed_tokens > 0) {
+    j["speculative"] = Json{{"proposed_tokens", m.proposed_tokens},
+                            {"accepted_tokens", m.accepted_tokens},
+                            {"acceptance", static_cast<double>(m.accepted_tokens) / static_cast<double>(m.proposed_tokens)}};
+  }
   j["kv_cache"] = Json{{"blocks", r.kv_blocks},
                        {"tokens", r.kv_tokens},
                        {"pool_bytes_per_device", r.kv_pool_bytes},

@@ -39,7 +39,8 @@ Json engine_value(const ServeSpec& s) {
 }
 template <auto Member>
 void engine_count(ServeSpec& s, const std::string& text, Diagnostics& d, const std::string& where, std::string_view key) {
-  if (auto v = integer_of(text, Member == &ServeSpec::cuda_graph_max_batch ? 0 : 1, d, where, key)) s.*Member = *v;
+  const bool zero_allowed = Member == &ServeSpec::cuda_graph_max_batch || Member == &ServeSpec::speculative_tokens;
+  if (auto v = integer_of(text, zero_allowed ? 0 : 1, d, where, key)) s.*Member = *v;
 }
 template <auto Member>
 void engine_switch(ServeSpec& s, const std::string& text, Diagnostics& d, const std::string& where, std::string_view key) {
@@ -157,6 +158,21 @@ const std::vector<P>& table() {
      "Decode steps of up to this many sequences replay a CUDA graph (0: none; the engine's default unless given)",
      engine_count<&ServeSpec::cuda_graph_max_batch>,
      engine_value<&ServeSpec::cuda_graph_max_batch, &EngineProfile::cuda_graph_max_batch>, false, "the engine's"},
+    {"speculative_tokens", "num_speculative_tokens", "--num-speculative-tokens", ParameterKind::integer, "tokens",
+     "Speculative decoding by n-gram lookup: tokens each decoding sequence proposes a step (0: off)",
+     engine_count<&ServeSpec::speculative_tokens>,
+     engine_value<&ServeSpec::speculative_tokens, &EngineProfile::speculative_tokens>, false, "0"},
+    {"acceptance_rate", "", "", ParameterKind::number, "",
+     "Speculative decoding: the probability each proposed token is accepted (until the first rejection)",
+     [](ServeSpec& s, const std::string& text, Diagnostics& d, const std::string& where, std::string_view key) {
+       const std::optional<double> v = parse_number(text);
+       if (!v || !(*v >= 0) || *v > 1) {
+         d.error(where, std::string(key), fmt::format("expected a probability in [0, 1], got \"{}\"", text));
+       } else {
+         s.acceptance_rate = *v;
+       }
+     },
+     engine_value<&ServeSpec::acceptance_rate, &EngineProfile::acceptance_rate>, false, "0.7"},
     {"reuse_steps", "", "", ParameterKind::choice, "",
      "true: a step whose token count, sampled rows and graph repeat an earlier step's takes that step's time less "
      "its attention plus its own attention (no kernels of its own in the trace); false: every step simulated kernel "

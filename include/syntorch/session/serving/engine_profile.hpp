@@ -48,6 +48,14 @@ struct EngineProfile {
   // The host time a layer adds to a step no full graph serves (vLLM v1's piecewise graphs launch
   // the attention between two graph pieces from Python), seconds.
   double piecewise_layer_overhead_s = 0;
+  // Speculative decoding by n-gram lookup (vLLM's ngram proposer, TensorRT-LLM's prompt lookup):
+  // each decoding sequence proposes up to `speculative_tokens` tokens from its own context on the
+  // CPU (ngram_overhead_s a sequence), the step verifies them with its own token (1 + k query
+  // tokens), and each is accepted with probability `acceptance_rate` until the first rejection;
+  // the step then yields the accepted ones and one more. 0: off.
+  std::int64_t speculative_tokens = 0;
+  double acceptance_rate = 0.7;
+  double ngram_overhead_s = 10e-6;
   // The engine's CPU time per step: a fixed part and a part per scheduled sequence, seconds.
   double step_overhead_s = 0;
   double sequence_overhead_s = 0;

@@ -41,6 +41,9 @@ struct ServeMetrics {
   double goodput = 0;           // of them, per second
   std::int64_t preemptions = 0;
   std::int64_t prefix_hit_tokens = 0;  // prompt tokens served from the prefix cache
+  // Speculative decoding: tokens proposed and accepted (their ratio the acceptance measured).
+  std::int64_t proposed_tokens = 0;
+  std::int64_t accepted_tokens = 0;
 };
 
 // From the sequences after a run; times count from the run's serving start (arrival 0).

@@ -29,6 +29,9 @@ struct Sequence {
   std::int64_t cached_blocks = 0;  // of its full pages, those given their content key
   std::int64_t prefix_hit_tokens = 0;  // prompt tokens found in the prefix cache (all admissions)
   std::int32_t preemptions = 0;
+  std::int64_t decode_steps = 0;     // steps it decoded in (what its speculation draws are keyed by)
+  std::int64_t proposed_tokens = 0;  // speculative tokens proposed for it, and accepted
+  std::int64_t accepted_tokens = 0;
   double first_token_s = std::numeric_limits<double>::quiet_NaN();
   double last_token_s = std::numeric_limits<double>::quiet_NaN();
   double finish_s = std::numeric_limits<double>::quiet_NaN();
@@ -48,6 +51,7 @@ struct ScheduledSequence {
   std::int64_t new_tokens = 0;  // this step's tokens of it
   std::int64_t context = 0;     // positions it attends to (cached and new)
   bool samples = false;         // the step reaches the end of its tokens
+  std::int64_t proposed = 0;    // of its new tokens, speculative ones to verify
 };
 
 struct StepPlan {
@@ -55,14 +59,18 @@ struct StepPlan {
   std::int64_t tokens = 0;          // new tokens of all sequences
   std::int64_t prefill_tokens = 0;  // of which prompt (or recomputed) tokens
   std::int64_t sampling = 0;        // sequences that sample
+  std::int64_t logit_rows = 0;      // rows the LM head computes: each sequence's last token, and
+                                    // every verified position of a speculating one
   std::int64_t preempted = 0;       // sequences preempted to make room
   bool decode_only() const { return prefill_tokens == 0; }
 };
 
 class Scheduler {
  public:
-  // `requests` in arrival order; `kv_blocks` pages of profile.block_size tokens.
-  Scheduler(const EngineProfile& profile, std::int64_t kv_blocks, std::vector<Request> requests);
+  // `requests` in arrival order; `kv_blocks` pages of profile.block_size tokens; `seed` fixes which
+  // speculative tokens are accepted.
+  Scheduler(const EngineProfile& profile, std::int64_t kv_blocks, std::vector<Request> requests,
+            std::uint64_t seed = 0);
 
   // Requests that have arrived by `time_s` join the waiting queue.
   void arrive_until(double time_s);
@@ -89,14 +97,18 @@ class Scheduler {
   // The content key of a sequence's full page `block` (its prompt's shared prefix keyed by its
   // group, the rest by the request).
   std::uint64_t block_key(const Sequence& s, std::int64_t block) const;
-  void add(std::int32_t seq, std::int64_t new_tokens);
+  void add(std::int32_t seq, std::int64_t new_tokens, std::int64_t proposed);
   // Which running sequences a step takes: all, or (steps that do not mix) only those with prompt
   // tokens left, or only those decoding.
   enum class Phase : std::uint8_t { any, prefill, decode };
   void schedule_running(std::int64_t& budget, Phase phase);
   void admit_waiting(std::int64_t& budget);
 
+  // Of `proposed` speculative tokens of sequence `s`, how many the target model accepts.
+  std::int64_t accepted(const Sequence& s, std::int64_t proposed) const;
+
   EngineProfile profile_;
+  std::uint64_t seed_;
   KvBlockPool pool_;
   std::vector<Sequence> sequences_;
   std::size_t arrived_ = 0;

@@ -39,8 +39,9 @@ struct ServeSpec {
   DType dtype = DType::fp16;
   std::optional<DType> kv_dtype;  // the activations' unless given (fp8 runs: fp8)
   std::string engine = "vllm";     // a profile (engine_profile), its fields overridden as given:
-  std::optional<std::int64_t> max_num_batched_tokens, max_num_seqs, block_size, cuda_graph_max_batch;
-  std::optional<double> memory_fraction;
+  std::optional<std::int64_t> max_num_batched_tokens, max_num_seqs, block_size, cuda_graph_max_batch,
+      speculative_tokens;
+  std::optional<double> memory_fraction, acceptance_rate;
   std::optional<bool> prefix_caching, chunked_prefill;
   TrafficSpec traffic;
   Slo slo;
