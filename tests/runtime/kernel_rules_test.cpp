@@ -181,10 +181,15 @@ TEST(Attention, DecodeSplitsTheKvCacheAndIsMemoryBound) {
   const Prediction d = p.predict(op);
   EXPECT_EQ(d.bound, "memory");
   EXPECT_NE(d.kernels[0].name.find("split-kv"), std::string::npos);
-  EXPECT_GE(d.kernels[0].tiles, 132u);  // enough CTAs to cover the device
-  EXPECT_EQ(d.runs[0].units, 132u);      // and they are spread over every SM
-  // Reading the KV cache once: 2 * 8 heads * 32768 * 128 * 2 bytes.
-  EXPECT_NEAR(d.hbm_bytes, 2.0 * 8 * 32768 * 128 * 2, 64.0 * 128 * 4);
+  // Enough CTAs to fill most of the device: FlashAttention's heuristic takes the fewest splits
+  // within 85% of the best wave efficiency (14 here: 112 CTAs on 132 SMs, one wave).
+  EXPECT_GE(d.kernels[0].tiles, 106u);
+  EXPECT_EQ(d.runs[0].units, d.kernels[0].tiles);
+  // Reading the KV cache once: 2 * 8 heads * 32768 * 128 * 2 bytes; then the splits' fp32
+  // partial outputs combined by a kernel of their own.
+  EXPECT_NEAR(d.kernels[0].hbm_bytes, 2.0 * 8 * 32768 * 128 * 2, 64.0 * 128 * 4);
+  ASSERT_EQ(d.kernels.size(), 2u);
+  EXPECT_NE(d.kernels[1].name.find("combine"), std::string::npos);
 }
 
 TEST(Attention, UnfusedRunsThreeKernelsAndFlashV3NeedsAsyncMatrixUnits) {

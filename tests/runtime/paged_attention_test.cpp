@@ -95,6 +95,22 @@ TEST(PagedAttention, AMixedBatchTakesAtLeastEachPartAndAtMostBoth) {
   EXPECT_LE(m, 1.05 * (d + p));
 }
 
+TEST(PagedAttention, FewLongDecodesSplitTheirKeysAndCombineTheSplitsWhileAFullGridDoesNot) {
+  const hw::Machine h100 = hw::Machine::load(config("h100_sxm5_80gb.json"));
+  runtime::Predictor p(h100, policy("paged_attention=flash_v3"));
+  // 2 sequences x 8 KV heads = 16 CTAs on 132 SMs: split, then a combine kernel.
+  const runtime::Prediction few = p.predict(paged({{1, 32768}, {1, 32768}}));
+  ASSERT_EQ(few.kernels.size(), 2u);
+  EXPECT_NE(few.kernels[0].name.find("split-kv"), std::string::npos) << few.kernels[0].name;
+  EXPECT_NE(few.kernels[1].name.find("combine"), std::string::npos) << few.kernels[1].name;
+  // 64 sequences fill the device (512 CTAs): one kernel, no split.
+  const runtime::Prediction many = p.predict(paged(std::vector<std::pair<std::uint64_t, std::uint64_t>>(64, {1, 32768})));
+  ASSERT_EQ(many.kernels.size(), 1u);
+  EXPECT_EQ(many.kernels[0].name.find("split-kv"), std::string::npos) << many.kernels[0].name;
+  // Splitting pays: the two long decodes take far less than 1/32 of the 64.
+  EXPECT_LT(few.time_s, many.time_s / 8);
+}
+
 TEST(PagedAttention, BadLengthsAreRefusedByName) {
   OpDesc op = paged({{4, 2}});  // more new tokens than context
   Diagnostics d;

@@ -93,7 +93,31 @@ ProductRate product_rate(const LowerContext& cx, bool memory_efficient) {
   return {vec, true, vec};
 }
 
-Kernel fused(const OpDesc& op, const LowerContext& cx, bool v3, bool memory_efficient = false) {
+// How many ways FlashAttention splits each sequence's keys (its num_splits heuristic, from the
+// kernel's description in flash_api.cpp): none when the CTAs already fill most of the units
+// (80%); else, of the split counts that change the key blocks per split, the smallest whose wave
+// efficiency (CTAs over whole waves) is within 85% of the best, at most 128.
+std::uint64_t split_kv_count(std::uint64_t ctas, std::uint64_t units, std::uint64_t key_blocks) {
+  if (ctas == 0 || units == 0 || static_cast<double>(ctas) >= 0.8 * static_cast<double>(units)) return 1;
+  const std::uint64_t most = std::min<std::uint64_t>({128, units, key_blocks});
+  const auto efficiency = [&](std::uint64_t s) {
+    const double waves = static_cast<double>(ctas * s) / static_cast<double>(units);
+    return waves / std::ceil(waves);
+  };
+  // A split count whose blocks per split equal the next lower count's adds nothing.
+  const auto eligible = [&](std::uint64_t s) { return s == 1 || ceil_div(key_blocks, s) != ceil_div(key_blocks, s - 1); };
+  double best = 0;
+  for (std::uint64_t s = 1; s <= most; ++s) {
+    if (eligible(s)) best = std::max(best, efficiency(s));
+  }
+  for (std::uint64_t s = 1; s <= most; ++s) {
+    if (eligible(s) && efficiency(s) >= 0.85 * best) return s;
+  }
+  return 1;
+}
+
+Kernel fused(const OpDesc& op, const LowerContext& cx, bool v3, bool memory_efficient = false,
+             std::uint64_t* decode_splits = nullptr) {
   const hw::Device& d = cx.device;
   const double e = element_bytes(cx.dtype);
   const ProductRate rate = product_rate(cx, memory_efficient);
@@ -117,10 +141,10 @@ Kernel fused(const OpDesc& op, const LowerContext& cx, bool v3, bool memory_effi
   k.flops = ops::attention_flops(op);  // QK^T and AV over the (causal: lower-triangle) pairs
   double scores_per_tile;  // score elements one tile computes (padded to blocks)
   if (decode) {
-    // Split-KV: enough splits that the grid covers the device, each at least one KV block.
+    // Split-KV when the grid alone leaves units idle (FlashAttention's heuristic).
     const std::uint64_t base = op.batch * op.kv_heads;
-    const std::uint64_t splits =
-        std::clamp<std::uint64_t>(ceil_div(d.compute.units, base), 1, ceil_div(op.seq_kv, kBlockKv));
+    const std::uint64_t splits = split_kv_count(base, d.compute.units, ceil_div(op.seq_kv, kBlockKv));
+    if (decode_splits != nullptr) *decode_splits = splits;
     k.tiles = base * splits;
     // Matrix instructions work on at least 16 rows; more rows go in 128-row blocks.
     const std::uint64_t rows = std::max<std::uint64_t>(16, group * op.seq_q);
@@ -166,6 +190,29 @@ Kernel fused(const OpDesc& op, const LowerContext& cx, bool v3, bool memory_effi
   }
   return k;
 }
+// The split partial outputs (fp32, with their log-sum-exp) merged into the output of `rows` query
+// rows x heads: each split's read, rescaled and added, the output written once (FlashAttention's
+// combine kernel after a split-KV pass).
+Kernel split_combine(const LowerContext& cx, const std::string& impl, double rows, std::uint64_t head_dim,
+                     std::uint64_t splits) {
+  const double elements = rows * static_cast<double>(head_dim);
+  Kernel combine = stream_kernel(cx, {"", elements, 4.0 * static_cast<double>(splits), element_bytes(cx.dtype),
+                                      3.0 * static_cast<double>(splits)});
+  combine.name = fmt::format("{} split-kv combine {}", impl, splits);
+  combine.impl = impl;
+  return combine;
+}
+
+// A fused forward, with its combine kernel when its decode path split the keys.
+std::vector<Kernel> fused_kernels(const OpDesc& op, const LowerContext& cx, bool v3, bool memory_efficient = false) {
+  std::uint64_t splits = 1;
+  std::vector<Kernel> ks{fused(op, cx, v3, memory_efficient, &splits)};
+  if (splits > 1) {
+    ks.push_back(split_combine(cx, ks[0].impl, static_cast<double>(op.batch * op.heads * op.seq_q), op.head_dim, splits));
+  }
+  return ks;
+}
+
 // FlashAttention's backward, one CTA per (batch, head, block of 128 keys) visiting every query
 // block that attends to it (those at or below the diagonal when causal): Q, dO and the saved
 // log-sum-exp and D = rowsum(dO * O) of each query block stream through, the scores and P are
@@ -382,7 +429,13 @@ double chunk_block_pairs(std::uint64_t q, std::uint64_t kv) {
   return pairs;
 }
 
-Kernel paged(const OpDesc& op, const LowerContext& cx, bool v3) {
+// What `paged` leaves for the combine kernel: the split count and the decode rows it split.
+struct SplitRows {
+  std::uint64_t splits = 1;
+  double rows = 0;  // query rows x heads of the split sequences
+};
+
+Kernel paged(const OpDesc& op, const LowerContext& cx, bool v3, SplitRows& split_rows) {
   const hw::Device& d = cx.device;
   const double e = element_bytes(cx.dtype);
   const ProductRate rate = product_rate(cx, false);
@@ -401,12 +454,9 @@ Kernel paged(const OpDesc& op, const LowerContext& cx, bool v3) {
       ++prefill_seqs;
     }
   });
-  // Split-KV for the decode sequences when the grid leaves units idle, each split at least one
-  // KV block.
+  // Split-KV for the decode sequences when the grid leaves units idle (FlashAttention's heuristic).
   const std::uint64_t splits =
-      decode_seqs == 0 ? 1
-                       : std::clamp<std::uint64_t>(ceil_div(d.compute.units, base_tiles), 1,
-                                                   ceil_div(longest_decode, kBlockKv));
+      decode_seqs == 0 ? 1 : split_kv_count(base_tiles, d.compute.units, ceil_div(longest_decode, kBlockKv));
   std::uint64_t tiles = 0;
   double scores = 0;  // score elements all CTAs compute, padded to what their blocks hold
   for_each_sequence(op, [&](std::uint64_t q, std::uint64_t kv) {
@@ -416,11 +466,13 @@ Kernel paged(const OpDesc& op, const LowerContext& cx, bool v3) {
       const std::uint64_t seq_splits = std::min(splits, ceil_div(kv, kBlockKv));
       tiles += op.kv_heads * seq_splits;
       scores += static_cast<double>(op.kv_heads * seq_splits * padded) * static_cast<double>(ceil_div(kv, seq_splits));
+      if (seq_splits > 1) split_rows.rows += static_cast<double>(q * op.heads);
     } else {
       tiles += op.heads * ceil_div(q, kBlockQ);
       scores += static_cast<double>(op.heads) * chunk_block_pairs(q, kv) * static_cast<double>(kBlockQ * kBlockKv);
     }
   });
+  split_rows.splits = splits;
   Kernel k;
   k.device = cx.device_index;
   k.impl = v3 ? "flash_v3" : "flash_v2";
@@ -461,12 +513,15 @@ std::vector<Kernel> lower_paged_attention(const OpDesc& op, const LowerContext& 
   // auto: FlashAttention-3 where the device has asynchronous matrix units (vLLM's choice on
   // Hopper), else FlashAttention-2.
   const bool v3 = impl == "flash_v3" || (impl == "auto" && cx.device.compute.async_matrix);
-  Kernel k = paged(op, cx, v3);
+  SplitRows split;
+  Kernel k = paged(op, cx, v3, split);
   k.why.insert(k.why.begin(), fmt::format("policy paged_attention={}: {}", impl,
                                           impl == "auto" ? (v3 ? "flash_v3 (asynchronous matrix units)"
                                                                : "flash_v2")
                                                          : "as requested"));
-  return {std::move(k)};
+  std::vector<Kernel> ks{std::move(k)};
+  if (split.splits > 1 && split.rows > 0) ks.push_back(split_combine(cx, ks[0].impl, split.rows, op.head_dim, split.splits));
+  return ks;
 }
 
 std::vector<Kernel> lower_attention(const OpDesc& op, const LowerContext& cx) {
@@ -477,9 +532,9 @@ std::vector<Kernel> lower_attention(const OpDesc& op, const LowerContext& cx) {
   // memory-efficient kernel, as PyTorch's scaled_dot_product_attention dispatches (its math path,
   // unfused, only when asked for or left alone by the backend switches: auto_choices).
   const AutoChoices c = impl == "auto" ? auto_choices(op, cx) : AutoChoices{};
-  if (impl == "flash_v2" || c.v2) options.push_back({fused(op, cx, false)});
-  if (impl == "flash_v3" || c.v3) options.push_back({fused(op, cx, true)});
-  if (impl == "mem_efficient" || c.mem_efficient) options.push_back({fused(op, cx, false, true)});
+  if (impl == "flash_v2" || c.v2) options.push_back(fused_kernels(op, cx, false));
+  if (impl == "flash_v3" || c.v3) options.push_back(fused_kernels(op, cx, true));
+  if (impl == "mem_efficient" || c.mem_efficient) options.push_back(fused_kernels(op, cx, false, true));
   if (impl == "unfused" || c.unfused) {
     // QK^T per head (K/V heads repeated for GQA), softmax over the scores in HBM, then AV.
     // Memory at its peak, as autograd through the unfused ops holds it: the softmax's output (and
