@@ -69,8 +69,37 @@ const std::array<KernelMetric, 6> kKernel{{
      [](const runtime::Prediction& p) { return per_byte(p.flops, p.hbm_bytes); }},
 }};
 
+// As vllm bench serve defines them (serving/metrics.hpp).
+const std::array<ServingMetric, 10> kServing{{
+    {{"output_tokens_per_s", "tokens/s", "output token throughput", "output tokens over the run (first arrival to last token)",
+      "tokens/s", 1, "tokens/s", 1},
+     [](const serving::ServeMetrics& m) { return m.output_throughput; }},
+    {{"requests_per_s", "req/s", "request throughput", "completed requests per second of the run", "req/s", 1, "req/s", 1},
+     [](const serving::ServeMetrics& m) { return m.request_throughput; }},
+    {{"goodput", "req/s", "goodput", "requests a second that met every SLO given", "req/s", 1, "req/s", 1},
+     [](const serving::ServeMetrics& m) { return m.goodput; }},
+    {{"ttft_mean_ms", "ms", "mean time to first token", "arrival to the first token on the host, mean over requests", "ms",
+      1, "s", 1e-3},
+     [](const serving::ServeMetrics& m) { return m.ttft_s.mean * 1e3; }},
+    {{"ttft_p99_ms", "ms", "p99 time to first token", "arrival to the first token, 99th percentile", "ms", 1, "s", 1e-3},
+     [](const serving::ServeMetrics& m) { return m.ttft_s.p99 * 1e3; }},
+    {{"tpot_mean_ms", "ms", "mean time per output token", "(latency - TTFT) / (output tokens - 1), mean over requests",
+      "ms", 1, "s", 1e-3},
+     [](const serving::ServeMetrics& m) { return m.tpot_s.mean * 1e3; }},
+    {{"tpot_p99_ms", "ms", "p99 time per output token", "TPOT's 99th percentile over requests", "ms", 1, "s", 1e-3},
+     [](const serving::ServeMetrics& m) { return m.tpot_s.p99 * 1e3; }},
+    {{"itl_mean_ms", "ms", "mean inter-token latency", "every gap between a request's consecutive tokens, pooled", "ms", 1,
+      "s", 1e-3},
+     [](const serving::ServeMetrics& m) { return m.itl_s.mean * 1e3; }},
+    {{"e2e_p99_s", "s", "p99 end-to-end latency", "arrival to the last token, 99th percentile", "s", 1, "s", 1},
+     [](const serving::ServeMetrics& m) { return m.e2e_s.p99; }},
+    {{"preemptions", "1", "preemptions", "sequences preempted to make room in the KV pool", "", 1, "", 1},
+     [](const serving::ServeMetrics& m) { return static_cast<double>(m.preemptions); }},
+}};
+
 }  // namespace
 
+std::span<const ServingMetric> serving_metric_table() { return kServing; }
 std::span<const GenerationMetric> generation_metrics() { return kGeneration; }
 std::span<const KernelMetric> kernel_metric_table() { return kKernel; }
 
@@ -79,6 +108,9 @@ const Metric* find_metric(std::string_view name) {
     if (m.info.name == name) return &m.info;
   }
   for (const KernelMetric& m : kKernel) {
+    if (m.info.name == name) return &m.info;
+  }
+  for (const ServingMetric& m : kServing) {
     if (m.info.name == name) return &m.info;
   }
   return nullptr;

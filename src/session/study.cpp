@@ -16,6 +16,7 @@
 #include "syntorch/hw/machine.hpp"
 #include "syntorch/runtime/predictor.hpp"
 #include "syntorch/session/metrics.hpp"
+#include "syntorch/session/serving/serve.hpp"
 #include "syntorch/session/simulate.hpp"
 #include "syntorch/runtime/op_params.hpp"
 #include "syntorch/runtime/policy.hpp"
@@ -49,6 +50,37 @@ const std::vector<std::string>& kernel_parameters() {
     return out;
   }();
   return p;
+}
+
+const std::vector<std::string>& serve_parameters() {
+  static const std::vector<std::string> p = [] {
+    std::vector<std::string> out{"hw", "policy"};
+    for (const std::string& k : parameter_keys(serving::serving_parameters())) out.push_back(k);
+    return out;
+  }();
+  return p;
+}
+
+const std::vector<std::string>& study_parameters(StudyKind kind) {
+  return kind == StudyKind::simulate ? simulate_parameters() : kind == StudyKind::kernel ? kernel_parameters()
+                                                                                         : serve_parameters();
+}
+
+const std::vector<std::string>& serve_metrics() {
+  static const std::vector<std::string> m = [] {
+    std::vector<std::string> out;
+    for (const ServingMetric& k : serving_metric_table()) out.emplace_back(k.info.name);
+    return out;
+  }();
+  return m;
+}
+
+const std::vector<std::string>& study_metrics(StudyKind kind) {
+  return kind == StudyKind::simulate ? simulate_metrics() : kind == StudyKind::kernel ? kernel_metrics() : serve_metrics();
+}
+
+const char* study_kind_name(StudyKind kind) {
+  return kind == StudyKind::simulate ? "simulate" : kind == StudyKind::kernel ? "kernel" : "serve";
 }
 
 const std::vector<std::string>& simulate_metrics() {
@@ -140,6 +172,12 @@ std::string check_parameter(StudyKind kind, const std::string& key, const std::s
     session::set_run_parameter(scratch, key, value, d, "study");
     return d.empty() ? "" : d.items()[0].message;
   }
+  if (kind == StudyKind::serve) {
+    Diagnostics d;
+    serving::ServeSpec scratch;
+    set_parameter(serving::serving_parameters(), scratch, key, value, d, "study");
+    return d.empty() ? "" : d.items()[0].message;
+  }
   if (key == "op") {
     return runtime::parse_op(value) ? ""
                                     : fmt::format("unknown op \"{}\"{} (valid: {})", value,
@@ -206,11 +244,12 @@ Study load_study(const std::string& path) {
     std::string kind;
     if (scalar(r, k, "/kind", kind)) {
       if (kind == "kernel") s.kind = StudyKind::kernel;
-      else if (kind != "simulate") r.error(k, "/kind", fmt::format("expected simulate or kernel, got \"{}\"", kind));
+      else if (kind == "serve") s.kind = StudyKind::serve;
+      else if (kind != "simulate") r.error(k, "/kind", fmt::format("expected simulate, kernel or serve, got \"{}\"", kind));
     }
   }
-  const std::vector<std::string>& params = s.kind == StudyKind::simulate ? simulate_parameters() : kernel_parameters();
-  const std::vector<std::string>& metrics = s.kind == StudyKind::simulate ? simulate_metrics() : kernel_metrics();
+  const std::vector<std::string>& params = study_parameters(s.kind);
+  const std::vector<std::string>& metrics = study_metrics(s.kind);
 
   // base
   const YAML::Node base = root["base"];
@@ -345,14 +384,15 @@ Study load_study(const std::string& path) {
     }
   } else {
     s.metrics = s.kind == StudyKind::simulate ? std::vector<std::string>{"tpot_ms", "tokens_per_s", "ttft_ms"}
-                                              : std::vector<std::string>{"time_us", "tflops"};
+                : s.kind == StudyKind::kernel ? std::vector<std::string>{"time_us", "tflops"}
+                                              : std::vector<std::string>{"ttft_p99_ms", "tpot_p99_ms", "output_tokens_per_s"};
   }
   // Required parameters: in the base or varied by an axis.
   auto given = [&](const std::string& key) {
     return s.base.count(key) || std::any_of(s.axes.begin(), s.axes.end(), [&](const Axis& a) { return !a.hw_field && a.key == key; });
   };
-  for (const char* key : s.kind == StudyKind::simulate ? std::vector<const char*>{"hw", "model"}
-                                                      : std::vector<const char*>{"hw", "op"}) {
+  for (const char* key : s.kind == StudyKind::kernel ? std::vector<const char*>{"hw", "op"}
+                                                    : std::vector<const char*>{"hw", "model"}) {
     if (base && base.IsMap() && !given(key)) r.error(base, fmt::format("/base/{}", key), "missing (in base or as an axis)");
   }
   // Kernel studies: the op's shape from the base with each axis value in turn (the others at their

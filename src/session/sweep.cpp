@@ -1,5 +1,7 @@
 #include "syntorch/session/sweep.hpp"
 
+#include "syntorch/session/serving/serve.hpp"
+
 #include <fmt/format.h>
 
 #include <chrono>
@@ -118,6 +120,30 @@ void kernel(const Study& study, const Point& point, MachineCache& machines, Swee
   for (const KernelMetric& m : kernel_metric_table()) row.metrics.push_back(m.value(r));
 }
 
+// A serving run at the point: its parameters through the serving table, its metrics.
+void serve_point(const Study& study, const Point& point, MachineCache& machines, SweepRow& row) {
+  const auto& p = point.params;
+  const fs::path dir = fs::path(study.file).parent_path();
+  const auto machine = machines.get((dir / p.at("hw")).string(), point.sets);
+  serving::ServeSpec spec;
+  Diagnostics d;
+  for (const auto& [key, value] : p) {
+    if (key != "hw" && key != "policy") set_parameter(serving::serving_parameters(), spec, key, value, d, "point");
+  }
+  if (d.empty()) serving::validate_serve(spec, *machine, d, "point");
+  if (!d.empty()) throw InputError(std::move(d));
+  const serving::ServeReport r = serving::serve(*machine, policy_of(p, dir), spec);
+  row.metrics.clear();
+  if (r.oom) {
+    row.status = "oom";
+    row.reason = r.oom_reason;
+    row.metrics.assign(serve_metrics().size(), kNaN);
+    return;
+  }
+  row.status = "ok";
+  for (const ServingMetric& m : serving_metric_table()) row.metrics.push_back(m.value(r.metrics));
+}
+
 std::string format_duration(double s) {
   if (!std::isfinite(s) || s < 0) return "--";
   const auto total = static_cast<long>(s + 0.5);
@@ -131,6 +157,7 @@ SweepRow run_point(const Study& study, const Point& point, std::size_t index, Ma
   row.axis_values = point.axis_values;
   try {
     if (study.kind == StudyKind::simulate) simulate(study, point, machines, row);
+    else if (study.kind == StudyKind::serve) serve_point(study, point, machines, row);
     else kernel(study, point, machines, row);
   } catch (const InputError& e) {
     row.status = "error";
@@ -140,7 +167,7 @@ SweepRow run_point(const Study& study, const Point& point, std::size_t index, Ma
     row.reason = e.what();
   }
   if (row.metrics.empty()) {
-    row.metrics.assign((study.kind == StudyKind::simulate ? simulate_metrics() : kernel_metrics()).size(), kNaN);
+    row.metrics.assign(study_metrics(study.kind).size(), kNaN);
   }
   return row;
 }
@@ -210,7 +237,7 @@ std::vector<SweepRow> run_points(const Study& study, const std::vector<Point>& p
       rows[k].axis_values = points[which[k]].axis_values;
       rows[k].status = "not run";
       rows[k].reason = "interrupted before this point started";
-      rows[k].metrics.assign((study.kind == StudyKind::simulate ? simulate_metrics() : kernel_metrics()).size(), kNaN);
+      rows[k].metrics.assign(study_metrics(study.kind).size(), kNaN);
     }
   }
   return rows;

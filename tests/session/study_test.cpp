@@ -5,12 +5,14 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <algorithm>
 #include <fstream>
 
 #include <fmt/format.h>
 
 #include "syntorch/base/diagnostics.hpp"
 #include "syntorch/session/study.hpp"
+#include "syntorch/session/sweep.hpp"
 
 namespace {
 
@@ -119,6 +121,39 @@ TEST(Study, AKernelShapeNoPointCanRunIsRefusedWhereItIsGiven) {
   EXPECT_EQ(problems(study("mixed.yaml", "kind: kernel\nbase: {hw: h100.json, m: 64, n: 64, k: 64, elements: 1024}\n"
                                          "axes:\n  - {param: op, values: [gemm, gelu]}\n")),
             "");
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Study, AServeStudyVariesTheRateAndReportsTheServingMetrics) {
+  const std::string path = study("serve.yaml", R"(kind: serve
+base: {hw: h100.json, model: llama3-8b, requests: 40, input_len: 256, output_len: 16, slo: ttft=1s}
+axes:
+  - {param: rate, values: [2, 50]}
+metrics: [ttft_p99_ms, goodput]
+)");
+  const session::Study s = session::load_study(path);
+  EXPECT_EQ(s.kind, session::StudyKind::serve);
+  EXPECT_STREQ(session::study_kind_name(s.kind), "serve");
+  const std::vector<session::Point> points = session::expand(s);
+  const std::vector<session::SweepRow> rows = session::run_points(s, points, {}, session::SweepOptions{});
+  ASSERT_EQ(rows.size(), 2u);
+  const auto& names = session::study_metrics(s.kind);
+  const auto ttft = static_cast<std::size_t>(std::find(names.begin(), names.end(), "ttft_p99_ms") - names.begin());
+  ASSERT_LT(ttft, names.size());
+  for (const auto& r : rows) ASSERT_EQ(r.status, "ok") << r.reason;
+  EXPECT_GT(rows[1].metrics[ttft], rows[0].metrics[ttft]);  // the queue at 50 a second
+  // A serving parameter's bad value is refused at its line, naming it.
+  const std::string bad = study("serve_bad.yaml", R"(kind: serve
+base: {hw: h100.json, model: llama3-8b, engine: tgi}
+axes:
+  - {param: arrival, values: [poisson, bursty]}
+)");
+  const std::string text = problems(bad);
+  EXPECT_NE(text.find("tgi"), std::string::npos) << text;
+  EXPECT_NE(text.find("bursty"), std::string::npos) << text;
 }
 
 }  // namespace

@@ -53,7 +53,7 @@ void write_file(const fs::path& path, const std::string& text) {
 }
 
 const std::vector<std::string>& metric_names(const session::Study& s) {
-  return s.kind == session::StudyKind::simulate ? session::simulate_metrics() : session::kernel_metrics();
+  return session::study_metrics(s.kind);
 }
 
 const session::Metric& metric(const std::string& name) {
@@ -167,7 +167,7 @@ OutputFiles write_outputs(const session::Study& s, const std::vector<session::Sw
   nlohmann::ordered_json j;
   j["study"] = s.name;
   j["description"] = s.description;
-  j["kind"] = s.kind == session::StudyKind::simulate ? "simulate" : "kernel";
+  j["kind"] = session::study_kind_name(s.kind);
   auto& axes = j["axes"] = nlohmann::ordered_json::array();
   for (const session::Axis& a : s.axes) axes.push_back({{"name", a.name}, {a.hw_field ? "hw" : "param", a.key}, {"values", a.values}});
   auto& jrows = j["rows"] = nlohmann::ordered_json::array();

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "syntorch/runtime/predictor.hpp"
+#include "syntorch/session/serving/metrics.hpp"
 #include "syntorch/session/simulate.hpp"
 
 namespace syntorch::session {
@@ -35,8 +36,15 @@ struct KernelMetric {
   double (*value)(const runtime::Prediction& prediction);
 };
 
+// A serving run's metric: its value from the run's metrics (serving/metrics.hpp).
+struct ServingMetric {
+  Metric info;
+  double (*value)(const serving::ServeMetrics& metrics);
+};
+
 std::span<const GenerationMetric> generation_metrics();
 std::span<const KernelMetric> kernel_metric_table();
+std::span<const ServingMetric> serving_metric_table();
 
 // The metric of either table by name; nullptr when there is none.
 const Metric* find_metric(std::string_view name);

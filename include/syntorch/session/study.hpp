@@ -4,7 +4,7 @@
 // points (a cartesian product of the axes, or the axes zipped).
 //
 //   name: hbm-bandwidth-decode
-//   kind: simulate                  # or kernel
+//   kind: simulate                  # or kernel, or serve
 //   base: {hw: ../hw_configs/dgx_h100.json, model: gpt3-175b, tp: 8, batch: 8, ...}
 //   set: {/components/nvlink/latency: 1 us}            # fixed config overrides (optional)
 //   axes:
@@ -24,7 +24,7 @@
 
 namespace syntorch::session {
 
-enum class StudyKind { simulate, kernel };
+enum class StudyKind { simulate, kernel, serve };
 
 // One varied quantity: a hardware config field by JSON pointer, or a run parameter.
 struct Axis {
@@ -57,9 +57,15 @@ struct Point {
 // Parameters a study may set, by kind.
 const std::vector<std::string>& simulate_parameters();
 const std::vector<std::string>& kernel_parameters();
+const std::vector<std::string>& serve_parameters();
+const std::vector<std::string>& study_parameters(StudyKind kind);
 // The metrics the rows carry, by kind.
 const std::vector<std::string>& simulate_metrics();
 const std::vector<std::string>& kernel_metrics();
+const std::vector<std::string>& serve_metrics();
+const std::vector<std::string>& study_metrics(StudyKind kind);
+// The kind's name in study files and results ("simulate", "kernel", "serve").
+const char* study_kind_name(StudyKind kind);
 
 // Reads and validates a study; throws InputError listing every problem ("file:line: /key: ...").
 Study load_study(const std::string& path);
