@@ -149,20 +149,14 @@ Tensor paged_attention(const Tensor& query, const Tensor& key_cache, const Tenso
   if (q_sum != tokens) fail("{}: the query lengths sum to {}, but query holds {} tokens", op, q_sum, tokens);
   runtime::RankContext* ctx = runtime::current_rank();
   Tensor out = detail::make_tensor(ctx, q.sizes, q.dtype, q.device, "syntorch::paged_attention");
-  OpDesc o;
-  o.kind = OpKind::paged_attention;
-  o.dtype = to_runtime_dtype(q.dtype);
-  o.batch = query_lens.size();
-  o.heads = static_cast<std::uint64_t>(heads);
-  o.kv_heads = static_cast<std::uint64_t>(kv_heads);
-  o.head_dim = static_cast<std::uint64_t>(head_dim);
-  o.seq_q = static_cast<std::uint64_t>(q_sum);
-  o.seq_kv = static_cast<std::uint64_t>(kv_sum);
-  o.page_tokens = static_cast<std::uint64_t>(page_tokens);
-  if (k.dtype != q.dtype) o.kv_dtype = to_runtime_dtype(k.dtype);
-  o.splits.reserve(2 * query_lens.size());
-  for (std::int64_t l : query_lens) o.splits.push_back(static_cast<std::uint64_t>(l));
-  for (std::int64_t l : context_lens) o.splits.push_back(static_cast<std::uint64_t>(l));
+  runtime::PagedAttentionShape shape;
+  shape.heads = static_cast<std::uint64_t>(heads);
+  shape.kv_heads = static_cast<std::uint64_t>(kv_heads);
+  shape.head_dim = static_cast<std::uint64_t>(head_dim);
+  shape.page_tokens = static_cast<std::uint64_t>(page_tokens);
+  shape.dtype = to_runtime_dtype(q.dtype);
+  if (k.dtype != q.dtype) shape.kv_dtype = to_runtime_dtype(k.dtype);
+  const OpDesc o = runtime::paged_attention_desc(shape, query_lens, context_lens);
   detail::dispatch(ctx, o, "syntorch::paged_attention", q.device, tokens == 0 || heads == 0 || head_dim == 0);
   return out;
 }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -111,6 +112,18 @@ struct OpDescHash {
     return static_cast<std::size_t>(h);
   }
 };
+
+// The attention heads a paged_attention op runs over, as its description needs them.
+struct PagedAttentionShape {
+  std::uint64_t heads = 0, kv_heads = 0, head_dim = 0, page_tokens = 0;
+  DType dtype = DType::fp16;
+  std::optional<DType> kv_dtype;  // the pool's, when it differs from the queries'
+};
+// The paged_attention op of a packed batch: sequence i's query_lens[i] new tokens against its
+// context_lens[i] (the torch layer's launch and a serving engine's cost estimate describe it so,
+// as one: a step's reuse depends on their being the same op).
+OpDesc paged_attention_desc(const PagedAttentionShape& shape, std::span<const std::int64_t> query_lens,
+                            std::span<const std::int64_t> context_lens);
 
 // Checks the shape fields `kind` uses: present and positive, products that fit in 64 bits,
 // heads divisible by kv_heads. Problems are added under `where` (a file row, or "flags").

@@ -25,10 +25,6 @@ constexpr OpParam kParams[] = {
     {"page_tokens", "tokens per KV page (vLLM's block_size; 0: unpaged)", &OpDesc::page_tokens, nullptr, 1 << 20}};
 constexpr std::string_view kImpls[] = {"auto", "flash_v2", "flash_v3"};
 
-void paged_defaults(OpDesc& op) {
-  if (op.kv_heads == 0) op.kv_heads = op.heads;
-}
-
 void check_paged(const OpDesc& op, OpCheck& c) {
   c.need(op.batch, "batch");
   c.need(op.heads, "heads");
@@ -114,7 +110,7 @@ extern constinit const OpType paged_attention_op{
     .name = "paged_attention",
     .params = kParams,
     .implementations = kImpls,
-    .defaults = &paged_defaults,
+    .defaults = &attention_defaults,  // without kv_heads, one K/V head per query head
     .check = &check_paged,
     .describe = &describe_paged,
     .flops = &paged_flops,
@@ -123,3 +119,30 @@ extern constinit const OpType paged_attention_op{
 };
 
 }  // namespace syntorch::runtime::ops
+
+namespace syntorch::runtime {
+
+OpDesc paged_attention_desc(const PagedAttentionShape& shape, std::span<const std::int64_t> query_lens,
+                            std::span<const std::int64_t> context_lens) {
+  OpDesc o;
+  o.kind = OpKind::paged_attention;
+  o.dtype = shape.dtype;
+  o.kv_dtype = shape.kv_dtype;
+  o.heads = shape.heads;
+  o.kv_heads = shape.kv_heads;
+  o.head_dim = shape.head_dim;
+  o.page_tokens = shape.page_tokens;
+  o.batch = query_lens.size();
+  o.splits.reserve(query_lens.size() + context_lens.size());
+  for (std::int64_t q : query_lens) {
+    o.seq_q += static_cast<std::uint64_t>(q);
+    o.splits.push_back(static_cast<std::uint64_t>(q));
+  }
+  for (std::int64_t kv : context_lens) {
+    o.seq_kv += static_cast<std::uint64_t>(kv);
+    o.splits.push_back(static_cast<std::uint64_t>(kv));
+  }
+  return o;
+}
+
+}  // namespace syntorch::runtime

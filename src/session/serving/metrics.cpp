@@ -19,7 +19,6 @@ Distribution distribution_of(std::vector<double>& values) {
   Distribution d;
   if (values.empty()) return d;
   std::sort(values.begin(), values.end());
-  d.count = static_cast<std::int64_t>(values.size());
   d.mean = std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
   d.median = percentile(values, 50);
   d.p90 = percentile(values, 90);

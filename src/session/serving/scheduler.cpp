@@ -61,11 +61,9 @@ void Scheduler::add(std::int32_t seq, std::int64_t new_tokens, std::int64_t prop
   // A sequence's tokens past its first output are decode tokens; before, prompt (or recomputed).
   const bool decode = new_tokens == 1 + proposed && s.computed >= s.request.input_tokens;
   if (!decode) plan_.prefill_tokens += new_tokens;
-  plan_.sampling += x.samples ? 1 : 0;
 }
 
 void Scheduler::schedule_running(std::int64_t& budget, Phase phase) {
-  std::vector<std::uint64_t> none;
   for (std::size_t i = 0; i < running_.size() && budget > 0;) {
     const std::int32_t id = running_[i];
     Sequence& s = sequences_[static_cast<std::size_t>(id)];
@@ -84,7 +82,7 @@ void Scheduler::schedule_running(std::int64_t& budget, Phase phase) {
                  : 0;
     const std::int64_t n = decoding ? 1 + proposed : std::min(want, budget);
     bool scheduled = true;
-    while (!pool_.allocate(s.blocks, blocks_for(s.computed + n), none)) {
+    while (!pool_.allocate(s.blocks, blocks_for(s.computed + n), {})) {
       // The last admitted sequence gives its pages back, to be recomputed later.
       const std::int32_t victim = running_.back();
       running_.pop_back();
@@ -154,7 +152,7 @@ std::int64_t Scheduler::accepted(const Sequence& s, std::int64_t proposed) const
 const StepPlan& Scheduler::schedule(double now_s) {
   now_s_ = now_s;
   plan_.sequences.clear();
-  plan_.tokens = plan_.prefill_tokens = plan_.sampling = plan_.preempted = plan_.logit_rows = 0;
+  plan_.tokens = plan_.prefill_tokens = plan_.preempted = plan_.logit_rows = 0;
   std::int64_t budget = profile_.max_num_batched_tokens;
   if (profile_.mixed_batches) {
     schedule_running(budget, Phase::any);

@@ -254,7 +254,6 @@ void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& po
     sample.waiting = static_cast<std::int32_t>(scheduler.waiting());
     sample.preempted = static_cast<std::int32_t>(plan.preempted);
     sample.kv_used = static_cast<float>(static_cast<double>(scheduler.pool().used_blocks()) / static_cast<double>(pages));
-    sample.graph = graph_size > 0;
     sample.reused = reused;
     out.steps.push_back(sample);
   }
@@ -332,7 +331,6 @@ ServeReport serve(const hw::Machine& machine, const runtime::KernelPolicy& polic
   report.kv_blocks = out.kv_blocks;
   report.kv_tokens = out.kv_blocks * engine.block_size;
   report.kv_pool_bytes = out.kv_pool_bytes;
-  report.serving_start_s = out.start_s;
   report.metrics = compute_metrics(out.sequences, spec.slo);
   if (recorder != nullptr) record_request_tracks(*recorder, out.sequences, out.steps, out.start_s);
   report.steps = std::move(out.steps);

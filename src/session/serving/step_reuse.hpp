@@ -43,7 +43,7 @@ class StepReuse {
 
  private:
   runtime::Predictor predictor_;
-  runtime::OpDesc op_;
+  runtime::PagedAttentionShape shape_;
   double layers_;
   std::map<StepKey, double> rest_s_;
 };

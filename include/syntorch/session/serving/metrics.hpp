@@ -23,7 +23,6 @@ struct Slo {
 
 struct Distribution {
   double mean = 0, median = 0, p90 = 0, p99 = 0, max = 0;
-  std::int64_t count = 0;
 };
 // The distribution of `values` (sorted in place); zeros for none.
 Distribution distribution_of(std::vector<double>& values);

@@ -58,7 +58,6 @@ struct StepPlan {
   std::vector<ScheduledSequence> sequences;
   std::int64_t tokens = 0;          // new tokens of all sequences
   std::int64_t prefill_tokens = 0;  // of which prompt (or recomputed) tokens
-  std::int64_t sampling = 0;        // sequences that sample
   std::int64_t logit_rows = 0;      // rows the LM head computes: each sequence's last token, and
                                     // every verified position of a speculating one
   std::int64_t preempted = 0;       // sequences preempted to make room

@@ -71,7 +71,6 @@ struct StepSample {
   std::int32_t waiting = 0;
   std::int32_t preempted = 0;
   float kv_used = 0;  // of the pool's pages, after the step
-  bool graph = false;  // a full CUDA graph replayed
   bool reused = false;  // its time from an earlier step of its shape (ServeSpec::reuse_steps)
 };
 
@@ -86,7 +85,6 @@ struct ServeReport {
   double kv_pool_bytes = 0;          // per device
   double weights_bytes = 0;          // per device
   double activation_peak_bytes = 0;  // per device, from the profiling forward
-  double serving_start_s = 0;        // the simulated time serving started (after start-up)
   std::vector<StepSample> steps;
   runtime::EngineResult engine;
 };
