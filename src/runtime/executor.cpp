@@ -67,17 +67,18 @@ KernelPhases plan_phases(const Kernel& kernel, const hw::Device& dev) {
   const double write_cost = mem.write_efficiency > 0 ? mem.efficiency / mem.write_efficiency : 1.0;
   const double bytes_scale =
       kernel.hbm_bytes > 0 ? 1.0 + kernel.hbm_write_bytes / kernel.hbm_bytes * (write_cost - 1.0) : 1.0;
+  const double imbalance = std::max(1.0, kernel.imbalance);
   auto cap = [&](std::uint64_t u) { return unit_bw > 0 ? unit_bw * static_cast<double>(u) : sim::kUnlimitedRate; };
   plan.units = static_cast<std::uint32_t>(units);
   plan.waves = static_cast<double>(tiles) / static_cast<double>(slots);
   if (full > 0) {
-    const std::uint64_t stacked = slots / units;  // CTAs sharing one unit in a full wave
-    plan.phases[plan.count++] = {static_cast<double>(full * stacked) * kernel.tile_compute_s,
+    const std::uint64_t stacked = (slots + units - 1) / units;  // CTAs on the busiest unit in a full wave
+    plan.phases[plan.count++] = {static_cast<double>(full * stacked) * kernel.tile_compute_s * imbalance,
                                  static_cast<double>(full * slots) * kernel.tile_hbm_bytes * bytes_scale, cap(units)};
   }
   if (rem > 0) {
     const std::uint64_t busiest = (rem + units - 1) / units;  // tiles on the busiest unit
-    plan.phases[plan.count++] = {static_cast<double>(busiest) * kernel.tile_compute_s,
+    plan.phases[plan.count++] = {static_cast<double>(busiest) * kernel.tile_compute_s * imbalance,
                                  static_cast<double>(rem) * kernel.tile_hbm_bytes * bytes_scale, cap(std::min(rem, units))};
   }
   return plan;

@@ -25,6 +25,13 @@ std::vector<std::pair<std::string, std::string>> params_help(bool flags) {
       if (!seen) all.emplace_back(std::string(p.key), std::string(p.help));
     }
   }
+  if (!flags) {
+    std::string help = "uneven sizes, colon-separated (1:1:512)";
+    for (const OpType* t : op_types()) {
+      if (!t->splits_help.empty()) help += fmt::format("; {}: {}", t->name, t->splits_help);
+    }
+    all.emplace_back("splits", help);
+  }
   return all;
 }
 }  // namespace
@@ -50,6 +57,7 @@ bool op_from_params(const std::map<std::string, std::string>& params, const std:
   const std::vector<std::string> keys = op_param_keys(op.kind);
   std::vector<std::string> valid = keys;
   valid.push_back("dtype");
+  if (!type.splits_help.empty()) valid.push_back("splits");
   for (const auto& [raw_key, value] : params) {
     std::string key = raw_key;
     std::replace(key.begin(), key.end(), '-', '_');
@@ -60,6 +68,23 @@ bool op_from_params(const std::map<std::string, std::string>& params, const std:
       } else {
         d.error(where, "dtype", fmt::format("unknown dtype \"{}\"{} (valid: {})", value, did_you_mean(value, dtype_names()),
                                             join(dtype_names())));
+      }
+      continue;
+    }
+    if (key == "splits" && !type.splits_help.empty()) {
+      // Colon-separated counts: 1:1:512 (as many as the op's shape implies; its check says so).
+      op.splits.clear();
+      std::size_t start = 0;
+      while (start <= value.size()) {
+        const std::size_t end = std::min(value.find(':', start), value.size());
+        const auto n = parse_count(value.substr(start, end - start));
+        if (!n) {
+          d.error(where, key, fmt::format("expected colon-separated non-negative integers ({}), got \"{}\"",
+                                          type.splits_help, value));
+          break;
+        }
+        op.splits.push_back(*n);
+        start = end + 1;
       }
       continue;
     }

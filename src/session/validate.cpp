@@ -423,7 +423,7 @@ std::size_t ValidationReport::unsupported() const {
 std::string validation_family(const std::string& op) {
   if (op == "gemm" || op == "bmm") return "gemm";
   if (op == "allreduce" || op == "allgather" || op == "reducescatter" || op == "sendrecv") return "collectives";
-  if (op == "attention") return "attention";
+  if (op == "attention" || op == "paged_attention") return "attention";
   if (op == "generate") return "generate";
   if (op == "train") return "train";
   if (op == "serve") return "serve";

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "syntorch/runtime/executor.hpp"
 #include "syntorch/runtime/predictor.hpp"
 
 namespace syntorch::runtime {
@@ -38,6 +39,27 @@ double predict_s(const hw::Machine& m, const OpDesc& op, const std::string& poli
   Predictor p(m, KernelPolicy::parse(policy, d));
   EXPECT_TRUE(d.empty()) << d.to_string();
   return p.predict(op).time_s;
+}
+
+// A wave of CTAs stacked on units lasts as long as its busiest unit: 256 CTAs on 132 units, two
+// to a unit, leave 124 units holding two, so the wave costs two CTAs' arithmetic, not one; an
+// imbalance from uneven CTAs scales that arithmetic.
+TEST(KernelPhases, AStackedWaveLastsAsLongAsItsBusiestUnit) {
+  const hw::Machine m = hw::Machine::load(config_path("h100_sxm5_80gb"));
+  const hw::Device& d = m.devices()[0];
+  Kernel k;
+  k.tiles = 256;
+  k.tiles_per_unit = 2;
+  k.tile_compute_s = 1e-6;
+  const KernelPhases even = plan_phases(k, d);
+  double compute_s = 0;
+  for (int i = 0; i < even.count; ++i) compute_s += even.phases[i].compute_s;
+  EXPECT_DOUBLE_EQ(compute_s, 2e-6);
+  k.imbalance = 1.5;
+  const KernelPhases uneven = plan_phases(k, d);
+  double uneven_s = 0;
+  for (int i = 0; i < uneven.count; ++i) uneven_s += uneven.phases[i].compute_s;
+  EXPECT_DOUBLE_EQ(uneven_s, 3e-6);
 }
 
 TEST(GemmTiler, WaveQuantisationAddsAPartialWave) {

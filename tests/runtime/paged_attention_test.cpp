@@ -111,6 +111,54 @@ TEST(PagedAttention, FewLongDecodesSplitTheirKeysAndCombineTheSplitsWhileAFullGr
   EXPECT_LT(few.time_s, many.time_s / 8);
 }
 
+// FlashAttention-2 computes whole query tiles: in a batch with a prefill chunk (no head swap, 128
+// rows a tile) each decode token pays for 128 rows per query head, so the mixed batch costs far
+// more than its parts, as measured (calibration/measured_h100.csv H172, H173: 340 us for 64
+// decodes, 998 us with a 512-token chunk in their place of one); FlashAttention-3's packed heads
+// do not.
+TEST(PagedAttention, FlashAttention2PadsDecodeTokensOfAMixedBatchToWholeQueryTiles) {
+  const hw::Machine h100 = hw::Machine::load(config("h100_sxm5_80gb.json"));
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> decode(63, {1, 2048});
+  const std::vector<std::pair<std::uint64_t, std::uint64_t>> chunk = {{512, 2048}};
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> mixed = chunk;
+  mixed.insert(mixed.end(), decode.begin(), decode.end());
+  const double d2 = time_s(h100, paged(decode), "flash_v2"), c2 = time_s(h100, paged(chunk), "flash_v2");
+  const double m2 = time_s(h100, paged(mixed), "flash_v2");
+  EXPECT_GT(m2, 1.5 * (d2 + c2));
+  const double m3 = time_s(h100, paged(mixed), "flash_v3");
+  EXPECT_LT(m3, 1.05 * (time_s(h100, paged(decode), "flash_v3") + time_s(h100, paged(chunk), "flash_v3")));
+}
+
+// One query a sequence under GQA: FlashAttention-2 swaps the query heads of a KV head into the
+// rows, with the queries copied into that layout and the output and log-sum-exp copied back
+// (four kernels, as the profiler shows PyTorch's varlen call); under MQA the layout is a view
+// and one kernel runs (256 sequences fill the device: no split either).
+TEST(PagedAttention, FlashAttention2SwapsGqaHeadsIntoRowsWithCopiesAround) {
+  const hw::Machine h100 = hw::Machine::load(config("h100_sxm5_80gb.json"));
+  runtime::Predictor p(h100, policy("paged_attention=flash_v2"));
+  const runtime::Prediction gqa = p.predict(paged(std::vector<std::pair<std::uint64_t, std::uint64_t>>(64, {1, 1024}), 0));
+  ASSERT_EQ(gqa.kernels.size(), 4u);
+  EXPECT_NE(gqa.kernels[0].name.find("swapped layout"), std::string::npos) << gqa.kernels[0].name;
+  EXPECT_NE(gqa.kernels[1].name.find("GQA heads as rows"), std::string::npos) << gqa.kernels[1].name;
+  OpDesc mqa = paged(std::vector<std::pair<std::uint64_t, std::uint64_t>>(256, {1, 1024}), 0);
+  mqa.heads = 8;
+  mqa.kv_heads = 1;
+  EXPECT_EQ(p.predict(mqa).kernels.size(), 1u);
+}
+
+// CTAs of uneven work finish at different times: a lone causal prefill's last query blocks (the
+// longest CTAs) start late and end after the even share, where a batch of 16 such sequences
+// evens out (measured on an H100: 180 us for one 2,048-token sequence, 1,772 for 16).
+TEST(PagedAttention, UnevenCtasEndAfterTheirEvenShareUnlessManyEvenThemOut) {
+  const hw::Machine h100 = hw::Machine::load(config("h100_sxm5_80gb.json"));
+  runtime::Predictor p(h100, policy("paged_attention=flash_v2"));
+  const runtime::Prediction one = p.predict(paged({{2048, 2048}}, 0));
+  const runtime::Prediction sixteen = p.predict(paged(std::vector<std::pair<std::uint64_t, std::uint64_t>>(16, {2048, 2048}), 0));
+  EXPECT_GT(one.kernels[0].imbalance, 1.3);
+  EXPECT_LT(sixteen.kernels[0].imbalance, 1.1);
+  EXPECT_GT(one.time_s * 16, 1.2 * sixteen.time_s);
+}
+
 TEST(PagedAttention, BadLengthsAreRefusedByName) {
   OpDesc op = paged({{4, 2}});  // more new tokens than context
   Diagnostics d;

@@ -20,6 +20,10 @@ struct Kernel {
   std::uint64_t tiles = 0;             // CTAs in the grid
   std::uint32_t tiles_per_unit = 1;    // CTAs resident on one unit at once
   double tile_compute_s = 0;           // arithmetic time of one tile alone on one unit
+  // The busiest unit's arithmetic over what identical tiles of tile_compute_s would give it
+  // (>= 1): CTAs of uneven work (causal attention, a batch of different lengths) finish at
+  // different times, and a CTA that cannot use a whole unit leaves it part idle in the tail.
+  double imbalance = 1;
   double tile_hbm_bytes = 0;           // HBM bytes one tile moves, on average, after cache reuse
   double flops = 0;                    // useful work (for achieved FLOP/s)
   double hbm_bytes = 0;                // total HBM traffic

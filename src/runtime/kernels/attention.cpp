@@ -116,10 +116,150 @@ std::uint64_t split_kv_count(std::uint64_t ctas, std::uint64_t units, std::uint6
   return 1;
 }
 
-Kernel fused(const OpDesc& op, const LowerContext& cx, bool v3, bool memory_efficient = false,
-             std::uint64_t* decode_splits = nullptr) {
+// FlashAttention-2's forward as PyTorch and vLLM ship it (flash_api.cpp), its grid as the
+// profiler shows it on an H100 for head_dim 128. The standard kernel tiles 128 queries x 64 keys;
+// the split-KV kernel 64 x 128, used when the keys are split or (vLLM) read through a block
+// table. Every CTA computes its whole query tile, so a decode token alone in a tile pays for 128
+// (64) rows. With a single query per sequence and GQA, the query heads of a KV head are swapped
+// into the query rows (seqlenq_ngroups_swapped), so one CTA serves them all. The split count is
+// its num_splits heuristic (split_kv_count) over the CTAs of 64-query blocks; the varlen entry
+// splits only swapped batches. A CTA whose query tile lies past its sequence's end returns at
+// once; causal tiles visit the key blocks up to their last query, aligned bottom-right. Each
+// CTA holds a fixed share of its unit (4 warps at up to 255 registers: two fit a 64K-register
+// file), so the order CTAs come in and their uneven sizes set the tail (list_schedule_imbalance).
+constexpr std::uint64_t kFa2BlockM = 128, kFa2BlockN = 64;
+constexpr std::uint64_t kFa2SplitBlockM = 64, kFa2SplitBlockN = 128;
+constexpr std::uint32_t kFa2CtasPerUnit = 2;
+
+struct Fa2Sequence {
+  std::uint64_t q, kv;
+};
+enum class Fa2Entry : std::uint8_t { dense, varlen };
+
+// What a forward leaves for the kernels around it: the split count and the query rows x heads
+// for the combine kernel; for FlashAttention-2's swapped layout, the query elements copied into
+// it and the output copied back (the reshapes of a transposed view, when KV heads > 1).
+struct SplitRows {
+  std::uint64_t splits = 1;
+  double rows = 0;
+  double swap_copy_elements = 0;
+};
+
+// The copies around a swapped FlashAttention-2 call: the queries into the swapped layout, then
+// the output and its log-sum-exp back.
+void add_swap_copies(std::vector<Kernel>& ks, const LowerContext& cx, double elements, double lse_rows) {
+  if (elements <= 0) return;
+  const double e = element_bytes(cx.dtype);
+  Kernel in = stream_kernel(cx, {"", elements, e, e, 0});
+  in.name = "flash_v2 queries into the swapped layout (copy)";
+  ks.insert(ks.begin(), std::move(in));
+  Kernel out = stream_kernel(cx, {"", elements, e, e, 0});
+  out.name = "flash_v2 output back from the swapped layout (copy)";
+  ks.push_back(std::move(out));
+  Kernel lse = stream_kernel(cx, {"", lse_rows, 4, 4, 0});
+  lse.name = "flash_v2 log-sum-exp back from the swapped layout (copy)";
+  ks.push_back(std::move(lse));
+}
+
+Kernel flash_v2_forward(const OpDesc& op, const LowerContext& cx, std::span<const Fa2Sequence> seqs, Fa2Entry entry,
+                        bool causal, double extra_vector_ops, SplitRows& split_rows) {
+  const hw::Device& d = cx.device;
+  const ProductRate rate = product_rate(cx, false);
+  const std::uint64_t group = op.heads / op.kv_heads;
+  std::uint64_t max_q = 0, max_kv = 0, queries = 0;
+  for (const Fa2Sequence& s : seqs) {
+    max_q = std::max(max_q, s.q);
+    max_kv = std::max(max_kv, s.kv);
+    queries += s.q;
+  }
+  const bool swapped = max_q == 1 && group > 1 && !op.dropout;
+  const std::uint64_t heads = swapped ? op.kv_heads : op.heads;
+  const std::uint64_t max_rows = swapped ? group : max_q;
+  std::uint64_t splits = 1;
+  if (!op.dropout && (entry == Fa2Entry::dense || swapped)) {
+    splits = split_kv_count(seqs.size() * heads * ceil_div(max_rows, kFa2SplitBlockM), d.compute.units,
+                            ceil_div(max_kv, kFa2SplitBlockN));
+  }
+  const bool split_kernel = splits > 1 || op.page_tokens > 0;
+  const std::uint64_t block_m = split_kernel ? kFa2SplitBlockM : kFa2BlockM;
+  const std::uint64_t block_n = split_kernel ? kFa2SplitBlockN : kFa2BlockN;
+  const std::uint64_t per_split = ceil_div(ceil_div(max_kv, block_n), splits);
+  // Score elements each CTA computes, in dispatch order: query blocks fastest, then splits, then
+  // heads and sequences (split grid: sequence outermost; else head outermost).
+  std::vector<double> work;
+  const auto cta = [&](const Fa2Sequence& s, std::uint64_t split) {
+    const std::uint64_t rows = swapped ? group : s.q;
+    const std::uint64_t first_block = split * per_split;
+    for (std::uint64_t m = 0; m * block_m < rows; ++m) {
+      const std::uint64_t last_query = std::min((m + 1) * block_m, rows);
+      const std::uint64_t keys = causal && !swapped ? std::min(s.kv, s.kv - s.q + last_query) : s.kv;
+      const std::uint64_t end_block = std::min(ceil_div(keys, block_n), first_block + per_split);
+      if (end_block > first_block) work.push_back(static_cast<double>(block_m * (end_block - first_block) * block_n));
+    }
+  };
+  if (splits > 1) {
+    for (const Fa2Sequence& s : seqs) {
+      for (std::uint64_t h = 0; h < heads; ++h) {
+        for (std::uint64_t j = 0; j < splits; ++j) cta(s, j);
+      }
+    }
+  } else {
+    for (std::uint64_t h = 0; h < heads; ++h) {
+      for (const Fa2Sequence& s : seqs) cta(s, 0);
+    }
+  }
+  double scores = 0;
+  for (double w : work) scores += w;
+  if (splits > 1) {
+    split_rows.splits = splits;
+    split_rows.rows = static_cast<double>(queries * op.heads);
+  }
+  if (swapped && op.kv_heads > 1) split_rows.swap_copy_elements = static_cast<double>(queries * op.heads * op.head_dim);
+  Kernel k;
+  k.device = cx.device_index;
+  k.impl = "flash_v2";
+  k.tiles = std::max<std::uint64_t>(work.size(), 1);
+  k.tiles_per_unit = std::min(kFa2CtasPerUnit, std::max<std::uint32_t>(d.compute.resident_tiles_per_unit, 1));
+  const BlockCost c = block_cost(d, rate.ops_per_s, rate.vector_ops_per_s, scores / static_cast<double>(k.tiles),
+                                 4.0 * static_cast<double>(op.head_dim), kSoftmaxVectorOpsPerScore + extra_vector_ops,
+                                 false, rate.on_vector);
+  k.tile_compute_s = c.tile_s(false);
+  k.imbalance = list_schedule_imbalance(work, k, d);
+  k.flops = op_flops(op);
+  k.name = fmt::format("flash_v2 {}{}{} {}x{}", split_kernel ? "split-kv kernel" : "forward",
+                       splits > 1 ? fmt::format(" {} splits", splits) : std::string(),
+                       swapped ? ", GQA heads as rows" : "", block_m, block_n);
+  k.why.push_back(fmt::format(
+      "{} sequences, {} CTAs of {}x{} tiles ({:.0f} scores each on average, padded to whole tiles){}{}; {} per unit, "
+      "the slowest unit {:.0f}% over an even share",
+      seqs.size(), work.size(), block_m, block_n, scores / static_cast<double>(k.tiles),
+      swapped ? fmt::format("; one query a sequence: its {} query heads per KV head as rows", group) : std::string(),
+      splits > 1 ? fmt::format("; keys split {} ways so {} units fill", splits, d.compute.units) : std::string(),
+      k.tiles_per_unit, (k.imbalance - 1) * 100));
+  k.why.push_back(fmt::format("per CTA: matrix {:.2f} us (synchronous mma at {:.0f}% of the matrix rate), "
+                              "exponentials {:.2f} us, other softmax{} {:.2f} us, in turn",
+                              c.mm_s * 1e6, c.sync * 100, c.exp_s * 1e6,
+                              op.dropout ? " and dropout's random mask" : "", c.vector_s * 1e6));
+  return k;
+}
+
+Kernel fused(const OpDesc& op, const LowerContext& cx, bool v3, bool memory_efficient, SplitRows& around) {
   const hw::Device& d = cx.device;
   const double e = element_bytes(cx.dtype);
+  const double qo_bytes = 2.0 * static_cast<double>(op.batch * op.heads * op.seq_q * op.head_dim) * e;
+  const double kv_bytes = 2.0 * static_cast<double>(op.batch * op.kv_heads * op.seq_kv * op.head_dim) *
+                          element_bytes(op.kv_dtype.value_or(op.dtype));
+  if (!v3 && !memory_efficient) {
+    const std::vector<Fa2Sequence> seqs(op.batch, Fa2Sequence{op.seq_q, op.seq_kv});
+    Kernel k = flash_v2_forward(op, cx, seqs, Fa2Entry::dense, op.causal,
+                                op.dropout ? kDropoutVectorOpsPerScore : 0, around);
+    k.hbm_bytes = qo_bytes + kv_bytes;
+    k.hbm_write_bytes = qo_bytes / 2;
+    k.tile_hbm_bytes = k.hbm_bytes / static_cast<double>(k.tiles);
+    k.saved_bytes = static_cast<double>(op.batch * op.heads * op.seq_q) * 4.0;
+    k.flops = ops::attention_flops(op);
+    return k;
+  }
   const ProductRate rate = product_rate(cx, memory_efficient);
   const double mm = rate.ops_per_s;
   const double vec = rate.vector_ops_per_s;
@@ -131,9 +271,6 @@ Kernel fused(const OpDesc& op, const LowerContext& cx, bool v3, bool memory_effi
   k.device = cx.device_index;
   k.impl = memory_efficient ? "mem_efficient" : v3 ? "flash_v3" : "flash_v2";
   k.tiles_per_unit = 1;
-  const double qo_bytes = 2.0 * static_cast<double>(op.batch * op.heads * op.seq_q * op.head_dim) * e;
-  const double kv_bytes = 2.0 * static_cast<double>(op.batch * op.kv_heads * op.seq_kv * op.head_dim) *
-                          element_bytes(op.kv_dtype.value_or(op.dtype));
   k.hbm_bytes = qo_bytes + kv_bytes;
   k.hbm_write_bytes = qo_bytes / 2;  // the output
   // Each query row's log-sum-exp (fp32), which the backward recomputes the scores with.
@@ -144,7 +281,8 @@ Kernel fused(const OpDesc& op, const LowerContext& cx, bool v3, bool memory_effi
     // Split-KV when the grid alone leaves units idle (FlashAttention's heuristic).
     const std::uint64_t base = op.batch * op.kv_heads;
     const std::uint64_t splits = split_kv_count(base, d.compute.units, ceil_div(op.seq_kv, kBlockKv));
-    if (decode_splits != nullptr) *decode_splits = splits;
+    around.splits = splits;
+    around.rows = static_cast<double>(op.batch * op.heads * op.seq_q);
     k.tiles = base * splits;
     // Matrix instructions work on at least 16 rows; more rows go in 128-row blocks.
     const std::uint64_t rows = std::max<std::uint64_t>(16, group * op.seq_q);
@@ -203,13 +341,13 @@ Kernel split_combine(const LowerContext& cx, const std::string& impl, double row
   return combine;
 }
 
-// A fused forward, with its combine kernel when its decode path split the keys.
+// A fused forward, with its combine kernel when its decode path split the keys (and the layout
+// copies around a swapped FlashAttention-2 call).
 std::vector<Kernel> fused_kernels(const OpDesc& op, const LowerContext& cx, bool v3, bool memory_efficient = false) {
-  std::uint64_t splits = 1;
-  std::vector<Kernel> ks{fused(op, cx, v3, memory_efficient, &splits)};
-  if (splits > 1) {
-    ks.push_back(split_combine(cx, ks[0].impl, static_cast<double>(op.batch * op.heads * op.seq_q), op.head_dim, splits));
-  }
+  SplitRows around;
+  std::vector<Kernel> ks{fused(op, cx, v3, memory_efficient, around)};
+  if (around.splits > 1) ks.push_back(split_combine(cx, ks[0].impl, around.rows, op.head_dim, around.splits));
+  add_swap_copies(ks, cx, around.swap_copy_elements, static_cast<double>(op.batch * op.heads * op.seq_q));
   return ks;
 }
 
@@ -429,15 +567,31 @@ double chunk_block_pairs(std::uint64_t q, std::uint64_t kv) {
   return pairs;
 }
 
-// What `paged` leaves for the combine kernel: the split count and the decode rows it split.
-struct SplitRows {
-  std::uint64_t splits = 1;
-  double rows = 0;  // query rows x heads of the split sequences
-};
 
 Kernel paged(const OpDesc& op, const LowerContext& cx, bool v3, SplitRows& split_rows) {
   const hw::Device& d = cx.device;
   const double e = element_bytes(cx.dtype);
+  if (!v3) {
+    std::vector<Fa2Sequence> seqs;
+    seqs.reserve(op.batch);
+    double kv_tokens = 0;
+    for_each_sequence(op, [&](std::uint64_t q, std::uint64_t kv) {
+      seqs.push_back({q, kv});
+      kv_tokens += static_cast<double>(op.page_tokens ? ceil_div(kv, op.page_tokens) * op.page_tokens : kv);
+    });
+    Kernel k = flash_v2_forward(op, cx, seqs, Fa2Entry::varlen, true, 0, split_rows);
+    const double qo_bytes = 2.0 * static_cast<double>(op.seq_q * op.heads * op.head_dim) * e;
+    k.hbm_bytes = qo_bytes + 2.0 * kv_tokens * static_cast<double>(op.kv_heads * op.head_dim) *
+                                 element_bytes(op.kv_dtype.value_or(op.dtype));
+    k.hbm_write_bytes = qo_bytes / 2;
+    k.tile_hbm_bytes = k.hbm_bytes / static_cast<double>(k.tiles);
+    k.name = "varlen " + k.name;
+    if (op.page_tokens) {
+      k.why.push_back(fmt::format("KV read through a block table in whole pages of {} tokens: {:.0f} tokens for {} in "
+                                  "context", op.page_tokens, kv_tokens, op.seq_kv));
+    }
+    return k;
+  }
   const ProductRate rate = product_rate(cx, false);
   const std::uint64_t group = op.heads / op.kv_heads;
   // First pass: CTAs without splitting, and the longest decode context.
@@ -521,6 +675,7 @@ std::vector<Kernel> lower_paged_attention(const OpDesc& op, const LowerContext& 
                                                          : "as requested"));
   std::vector<Kernel> ks{std::move(k)};
   if (split.splits > 1 && split.rows > 0) ks.push_back(split_combine(cx, ks[0].impl, split.rows, op.head_dim, split.splits));
+  add_swap_copies(ks, cx, split.swap_copy_elements, static_cast<double>(op.seq_q * op.heads));
   return ks;
 }
 

@@ -1,5 +1,8 @@
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <utility>
+#include <vector>
 #include <fmt/format.h>
 
 #include "kernels.hpp"
@@ -29,6 +32,76 @@ double estimate_s(const Kernel& k, const hw::Device& d) {
     t += std::max(p.compute_s, p.bytes / std::min(hbm_bytes_per_s(d), p.cap_bytes_per_s));
   }
   return t;
+}
+
+double list_schedule_imbalance(std::span<const double> work, const Kernel& k, const hw::Device& d) {
+  const std::uint64_t n = work.size();
+  if (n == 0 || d.compute.units == 0) return 1;
+  double total = 0, most = 0, least = work[0];
+  for (double w : work) {
+    total += w;
+    most = std::max(most, w);
+    least = std::min(least, w);
+  }
+  if (!(total > 0) || most == least) return 1;  // identical tiles: plan_phases' waves are exact
+  const std::uint64_t per_unit = std::max<std::uint32_t>(k.tiles_per_unit, 1);
+  const std::uint64_t units = std::min<std::uint64_t>(d.compute.units, n);
+  // Each unit shares its rate evenly among the CTAs it holds (up to per_unit); a CTA that ends
+  // frees its slot for the next one in dispatch order. Units advance lazily: `last` is the time
+  // their CTAs' remaining work was last brought up to date.
+  struct Unit {
+    double last = 0;
+    std::uint32_t held = 0;
+    double left[8] = {};  // remaining work of the CTAs it holds
+  };
+  const std::uint64_t slots = std::min<std::uint64_t>(per_unit, 8);
+  std::vector<Unit> unit(units);
+  std::size_t next = 0;
+  for (std::uint64_t r = 0; r < slots; ++r) {  // the first CTAs spread over the units first
+    for (Unit& u : unit) {
+      if (next < n) u.left[u.held++] = work[next++];
+    }
+  }
+  const auto next_end = [](const Unit& u) {
+    double least_left = u.left[0];
+    for (std::uint32_t i = 1; i < u.held; ++i) least_left = std::min(least_left, u.left[i]);
+    return u.last + least_left * static_cast<double>(u.held);
+  };
+  using Event = std::pair<double, std::uint64_t>;  // (time, unit)
+  std::vector<Event> events;
+  events.reserve(units);
+  for (std::uint64_t i = 0; i < units; ++i) {
+    if (unit[i].held) events.emplace_back(next_end(unit[i]), i);
+  }
+  const auto later = std::greater<Event>();
+  std::make_heap(events.begin(), events.end(), later);
+  double makespan = 0;
+  while (!events.empty()) {
+    std::pop_heap(events.begin(), events.end(), later);
+    const auto [now, i] = events.back();
+    events.pop_back();
+    Unit& u = unit[i];
+    const double done = (now - u.last) / static_cast<double>(u.held);
+    u.last = now;
+    std::uint32_t kept = 0;
+    for (std::uint32_t j = 0; j < u.held; ++j) {
+      const double left = u.left[j] - done;
+      if (left > 1e-12 * most) u.left[kept++] = left;
+    }
+    u.held = kept;
+    while (u.held < slots && next < n) u.left[u.held++] = work[next++];
+    makespan = std::max(makespan, now);
+    if (u.held) {
+      events.emplace_back(next_end(u), i);
+      std::push_heap(events.begin(), events.end(), later);
+    }
+  }
+  // plan_phases with identical tiles of the average work: full waves of `slots` a unit, then the
+  // busiest unit of the partial one.
+  const double mean = total / static_cast<double>(n);
+  const std::uint64_t wave = std::min<std::uint64_t>(n, units * slots), full = n / wave, rem = n % wave;
+  const double planned = static_cast<double>(full * ((wave + units - 1) / units) + (rem + units - 1) / units) * mean;
+  return std::max(1.0, makespan / planned);
 }
 
 void unsupported(const LowerContext& cx, const std::string& what) {

@@ -3,6 +3,7 @@
 // candidate kernels (tile shapes, split factors, implementations), estimates them with the same
 // phase model the Executor runs, keeps the fastest the policy allows, and says why.
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,12 @@ inline std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b 
 
 // The time `k` takes alone on its device, by the phases the Executor runs (no contention).
 double estimate_s(const Kernel& k, const hw::Device& d);
+
+// Kernel::imbalance for CTAs of uneven work (`work`, in any unit, in the order the hardware
+// dispatches them): each unit holds up to tiles_per_unit CTAs (at most 8 here) and shares its rate
+// evenly among them, and a CTA that ends makes room for the next; the last unit's finish over
+// what plan_phases gives identical tiles of the average work.
+double list_schedule_imbalance(std::span<const double> work, const Kernel& k, const hw::Device& d);
 
 // Throws InputError naming the device when it cannot run `dtype` at all.
 [[noreturn]] void unsupported(const LowerContext& cx, const std::string& what);

@@ -26,6 +26,7 @@ extern constinit const OpType grouped_gemm_op{
     .name = "grouped_gemm",
     .params = kParams,
     .implementations = kImpls,
+    .splits_help = "the rows of each group, summing to m",
     .check =
         [](const OpDesc& op, OpCheck& c) {
           c.need(op.batch, "groups");

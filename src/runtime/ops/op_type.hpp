@@ -49,6 +49,9 @@ struct OpType {
   OpClass op_class = OpClass::compute;
   std::span<const OpParam> params;
   std::span<const std::string_view> implementations;  // "auto" first
+  // What OpDesc::splits means for this op, as splits= (colon-separated counts) documents it; empty:
+  // the op takes no splits.
+  std::string_view splits_help = {};
   void (*defaults)(OpDesc&) = nullptr;                 // fills what a missing parameter means
   void (*check)(const OpDesc&, OpCheck&) = nullptr;
   std::string (*describe)(const OpDesc&) = nullptr;

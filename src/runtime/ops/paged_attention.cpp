@@ -110,6 +110,7 @@ extern constinit const OpType paged_attention_op{
     .name = "paged_attention",
     .params = kParams,
     .implementations = kImpls,
+    .splits_help = "the query lengths of the sequences, then their context lengths",
     .defaults = &attention_defaults,  // without kv_heads, one K/V head per query head
     .check = &check_paged,
     .describe = &describe_paged,

@@ -1,19 +1,21 @@
 #!/usr/bin/env python3
-"""Measure single-GPU kernels on an NVIDIA H100 with PyTorch, in the format `syntorch validate` reads.
+"""Measure single-GPU kernels on an NVIDIA H100 or H200 with PyTorch, in the format `syntorch validate` reads.
 
-Usage (on a machine with one H100 and PyTorch with CUDA; no network needed):
+Usage (on a machine with one H100 or H200 and PyTorch with CUDA; no network needed):
 
-    python3 calibration/device/measure_h100.py --out DIR [--budget SECONDS]
+    python3 calibration/device/measure_kernels.py --out DIR [--budget SECONDS] [--gpu h100|h200]
 
-writes, under DIR:
-  measured_h100.csv        rows id,op,hw,params,metric,value,unit,source (timing=device latency in us)
-  measured_h100_detail.csv per row: repetitions, median/min/p10/p90 with a cold L2, the median with a
+writes, under DIR (GPU: h100 or h200, from the device's name unless --gpu names it):
+  measured_GPU.csv         rows id,op,hw,params,metric,value,unit,source (timing=device latency in us)
+  measured_GPU_detail.csv  per row: repetitions, median/min/p10/p90 with a cold L2, the median with a
                            warm L2 (no flush), and the CUDA kernels one call launched (torch.profiler)
-  h100_environment.json    GPU, driver, clocks, torch and CUDA versions, as reported before and after
-  h100_environment.txt     the same, readable, and the plain nvidia-smi table
+  GPU_environment.json     GPU, driver, clocks, torch and CUDA versions, as reported before and after
+  GPU_environment.txt      the same, readable, and the plain nvidia-smi table
 
-`python3 calibration/device/measure_h100.py --list-rows FILE` writes the rows it would measure, with
-a placeholder value, without importing torch (to check them with `build/syntorch validate FILE`).
+Rows name the GPU's config under hw_configs/ (GPUS below) and take its id prefix (H001.. on an H100,
+J001.. on an H200). `python3 calibration/device/measure_kernels.py --list-rows FILE --gpu h100`
+writes the rows it would measure, with a placeholder value, without importing torch (to check them
+with `build/syntorch validate FILE`).
 
 Method. Each case is called a few times to warm up (cuBLAS heuristics, allocator), then timed over N
 repetitions (200 below 0.3 ms, 100 below 2 ms, 40 above). Before each repetition a 256 MiB buffer is
@@ -31,6 +33,11 @@ inference engines run the forward) with torch._scaled_mm. Norms, softmax and ele
 PyTorch's own CUDA kernels; a norm row's impl= names what the profiler saw one call launch (one
 kernel: fused, two: torch); the rmsnorm impl=eager rows are Hugging Face's LlamaRMSNorm.forward.
 Attention is F.scaled_dot_product_attention restricted to the flash backend (FlashAttention-2).
+paged_attention rows are FlashAttention-2's varlen forward as PyTorch ships it
+(torch.ops.aten._flash_attention_forward with cumulative sequence offsets, causal, so each
+sequence's new tokens attend to its whole context, aligned bottom-right): a packed batch of
+sequences of different lengths, as a serving engine's iteration runs it, with the keys and values
+contiguous per sequence (page_tokens=0: PyTorch's kernel takes no block table).
 """
 
 import argparse
@@ -44,9 +51,11 @@ import subprocess
 import sys
 import time
 
-DATE = "2026-11-27"
-HW = "h100_sxm5_80gb"
-SCRIPT = "calibration/device/measure_h100.py"
+DATE = "2026-11-28"
+SCRIPT = "calibration/device/measure_kernels.py"
+# --gpu: the device-name substring that detects it, the config the rows name, their id prefix.
+GPUS = {"h100": ("H100", "h100_sxm5_80gb", "H"), "h200": ("H200", "h200_sxm_141gb", "J")}
+HW = None  # set in main()
 FIELDS = ["id", "op", "hw", "params", "metric", "value", "unit", "source"]
 
 torch = None  # imported in main() unless --list-rows
@@ -224,6 +233,23 @@ def make_attention(batch, heads, kv_heads, seq_q, seq_kv, head_dim, causal, dt):
     return make
 
 
+def make_varlen_attention(q_lens, kv_lens, heads, kv_heads, head_dim, dt):
+    def make():
+        q = randn((sum(q_lens), heads, head_dim), tdtype(dt))
+        k = randn((sum(kv_lens), kv_heads, head_dim), tdtype(dt))
+        v = randn((sum(kv_lens), kv_heads, head_dim), tdtype(dt))
+
+        def offsets(lens):
+            out = [0]
+            for n in lens:
+                out.append(out[-1] + n)
+            return torch.tensor(out, device="cuda", dtype=torch.int32)
+        cu_q, cu_k = offsets(q_lens), offsets(kv_lens)
+        max_q, max_k = max(q_lens), max(kv_lens)
+        return lambda: torch.ops.aten._flash_attention_forward(q, k, v, cu_q, cu_k, max_q, max_k, 0.0, True, False)
+    return make
+
+
 def make_embedding(tokens, hidden, vocab, dt):
     def make():
         table = randn((vocab, hidden), tdtype(dt))
@@ -241,7 +267,7 @@ def make_topk(rows, cols, k, dt):
 
 # ---------------------------------------------------------------- the cases, in id order
 
-def cases():
+def cases(prefix):
     out = []
 
     def add(c):
@@ -311,8 +337,28 @@ def cases():
                  make_embedding(tokens, 4096, 128256, "bf16")))
     for rows, cols, k, dt in [(8192, 64, 8, "bf16"), (16384, 128, 8, "fp32")]:
         add(Case("topk", f"rows={rows} cols={cols} top_k={k} dtype={dt} {dev}", make_topk(rows, cols, k, dt)))
+    # Varlen attention over packed batches, as serving iterations run it (Llama-3 8B's heads on one
+    # GPU: 32 query, 8 key/value; Llama-3 70B's per GPU at TP8: 8 and 1). splits= lists the query
+    # lengths, then the context lengths, colon-separated.
+    spread = [128 + (4096 - 128) * i // 63 for i in range(64)]  # 64 contexts from 128 to 4096
+    for q_lens, kv_lens, h, kvh in [([1] * 64, [1024] * 64, 32, 8),
+                                    ([1] * 32, [4096] * 32, 32, 8),
+                                    ([1] * 8, [16384] * 8, 32, 8),
+                                    ([1] * 256, [2048] * 256, 8, 1),
+                                    ([1] * 64, spread, 32, 8),
+                                    ([512] + [1] * 63, [2048] + spread[:63], 32, 8),
+                                    ([2048], [2048], 32, 8),
+                                    ([2048], [8192], 32, 8),
+                                    ([512, 1024, 2048, 4096], [512, 1024, 2048, 4096], 32, 8),
+                                    ([8192] * 2, [8192] * 2, 8, 1)]:
+        b = len(q_lens)
+        even = len(set(q_lens)) == 1 and len(set(kv_lens)) == 1
+        splits = "" if even else " splits=" + ":".join(str(n) for n in q_lens + kv_lens)
+        add(Case("paged_attention", f"batch={b} heads={h} kv_heads={kvh} seq_q={sum(q_lens)} seq_kv={sum(kv_lens)} "
+                                    f"head_dim=128 page_tokens=0{splits} dtype=bf16 impl=flash_v2 {dev}",
+                 make_varlen_attention(q_lens, kv_lens, h, kvh, 128, "bf16"), need_kernel="flash"))
     for i, c in enumerate(out):
-        c.id = f"H{i + 1:03d}"
+        c.id = f"{prefix}{i + 1:03d}"
     return out
 
 
@@ -405,14 +451,35 @@ def environment():
 
 
 def main():
-    global torch, F
+    global torch, F, HW
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.environ.get("OUT", "."), help="output folder (default $OUT or .)")
     ap.add_argument("--budget", type=float, default=240.0, help="seconds after which remaining cases are skipped")
     ap.add_argument("--list-rows", metavar="FILE", help="write the rows with a placeholder value, without torch")
     ap.add_argument("--only", default="", help="comma-separated ops to run (default: all)")
+    ap.add_argument("--gpu", choices=sorted(GPUS), help="the GPU the rows name (default: from the device's name)")
     args = ap.parse_args()
-    all_cases = cases()
+    if args.list_rows and not args.gpu:
+        ap.error("--list-rows needs --gpu")
+    gpu = args.gpu
+    if not args.list_rows:
+        import torch as _torch
+        import torch.nn.functional as _F
+        torch, F = _torch, _F
+        if not torch.cuda.is_available():
+            print("no CUDA device", file=sys.stderr)
+            return 2
+        name = torch.cuda.get_device_name(0)
+        detected = [g for g, (tag, _, _) in GPUS.items() if tag in name]
+        if gpu is None:
+            if not detected:
+                print(f"device {name} is none of {sorted(GPUS)}: name one with --gpu", file=sys.stderr)
+                return 2
+            gpu = detected[0]
+        elif gpu not in detected:
+            print(f"warning: device is {name}, not an {GPUS[gpu][0]}; rows still name {GPUS[gpu][1]}", flush=True)
+    HW = GPUS[gpu][1]
+    all_cases = cases(GPUS[gpu][2])
     if args.only:
         keep = set(args.only.split(","))
         all_cases = [c for c in all_cases if c.op in keep]
@@ -430,12 +497,6 @@ def main():
         return 0
 
     t0 = time.time()
-    import torch as _torch
-    import torch.nn.functional as _F
-    torch, F = _torch, _F
-    if not torch.cuda.is_available():
-        print("no CUDA device", file=sys.stderr)
-        return 2
     os.makedirs(args.out, exist_ok=True)
     env = environment()
     env["nvidia_smi_before"] = smi(SMI_FIELDS)
@@ -445,8 +506,6 @@ def main():
         env["nvidia_smi_table"] = f"(nvidia-smi failed: {e})"
     print(json.dumps({k: v for k, v in env.items() if k != "nvidia_smi_table"}, indent=1), flush=True)
     name = env["device_name"]
-    if "H100" not in name:
-        print(f"warning: device is {name}, not an H100; rows still name {HW}", flush=True)
 
     flush_buf = torch.empty(64 * 1024 * 1024, device="cuda", dtype=torch.float32)  # 256 MiB
     flush_buf.normal_()
@@ -456,8 +515,8 @@ def main():
 
     src_base = (f"measured on {name} by {SCRIPT}, torch {torch.__version__}, CUDA {torch.version.cuda}, {DATE}, "
                 f"CUDA-event median of {{n}} reps, L2 flushed before each")
-    csv_path = os.path.join(args.out, "measured_h100.csv")
-    det_path = os.path.join(args.out, "measured_h100_detail.csv")
+    csv_path = os.path.join(args.out, f"measured_{gpu}.csv")
+    det_path = os.path.join(args.out, f"measured_{gpu}_detail.csv")
     fcsv = open(csv_path, "w", newline="")
     wcsv = csv.writer(fcsv)
     wcsv.writerow(FIELDS)
@@ -520,9 +579,9 @@ def main():
     env["rows_written"] = written
     env["skipped"] = [{"id": i, "op": o, "params": p, "why": w} for i, o, p, w in skipped]
     env["seconds"] = round(time.time() - t0, 1)
-    with open(os.path.join(args.out, "h100_environment.json"), "w") as f:
+    with open(os.path.join(args.out, f"{gpu}_environment.json"), "w") as f:
         json.dump(env, f, indent=1)
-    with open(os.path.join(args.out, "h100_environment.txt"), "w") as f:
+    with open(os.path.join(args.out, f"{gpu}_environment.txt"), "w") as f:
         for k, v in env.items():
             if k in ("nvidia_smi_table", "skipped") or isinstance(v, dict):
                 continue
