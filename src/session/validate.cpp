@@ -286,8 +286,7 @@ class Validator {
 
   // A `serve` row: one simulated serving run (serving::serve) and one of its metrics
   // (kServeMetrics). Params: those of the serving table (syntorch serve's flags without the
-  // dashes), and replicas=N for a deployment of N identical replicas each serving 1/N of the
-  // traffic (the row's rate and requests are per replica then; rates scale by N).
+  // dashes; replicas= and router= for a deployment of several behind a router).
   void predict_serve(ValidationRow& row, const std::string& where) {
     const ServeMetric* metric = nullptr;
     for (const ServeMetric& g : kServeMetrics) {
@@ -299,53 +298,19 @@ class Validator {
                                            serve_metrics_text()));
       return;
     }
-    // replicas= is the row's, not the run's: taken out before the run's own parameters.
-    std::string run_params;
-    double replicas = 1;
-    {
-      Diagnostics d;
-      for (const KeyValue& kv : params(row, where, d)) {
-        if (kv.key == "replicas") {
-          const std::optional<std::int64_t> n = parse_integer(kv.value);
-          if (!n || *n < 1 || *n > 4096) {
-            d.error(where, "replicas", fmt::format("expected 1 to 4096 replicas, got \"{}\"", kv.value));
-          } else {
-            replicas = static_cast<double>(*n);
-          }
-        } else {
-          run_params += (run_params.empty() ? "" : " ") + kv.key + "=" + kv.value;
-        }
-      }
-      if (!d.empty()) {
-        fail(row, d);
-        return;
-      }
-    }
-    ValidationRow run_row = row;
-    run_row.params = run_params;
     serving::ServeSpec spec;
     runtime::KernelPolicy policy;
     const std::vector<std::string> keys = parameter_keys(serving::serving_parameters());
     const hw::Machine* m = read_run(
-        run_row, where, "serve", spec, policy, keys,
+        row, where, "serve", spec, policy, keys,
         [](serving::ServeSpec& s, const std::string& k, const std::string& v, Diagnostics& d, const std::string& w) {
           return set_parameter(serving::serving_parameters(), s, k, v, d, w);
         },
         serving::validate_serve);
-    if (!m) {
-      row.status = run_row.status;
-      row.reason = run_row.reason;
-      return;
-    }
-    const serving::ServeReport* report =
-        run_once(serve_runs_, run_row, [&] { return serving::serve(*m, policy, spec); });
-    if (!report) {
-      row.status = run_row.status;
-      row.reason = run_row.reason;
-      return;
-    }
-    const bool rate = *metric->unit_kind != '\0';
-    record(row, scale, [&] { return metric->value(report->metrics) * (rate ? replicas : 1.0); });
+    if (!m) return;
+    const serving::ServeReport* report = run_once(serve_runs_, row, [&] { return serving::serve(*m, policy, spec); });
+    if (!report) return;
+    record(row, scale, [&] { return metric->value(report->metrics); });
   }
 
   // A simulated run rows share: its report, or why there is none.

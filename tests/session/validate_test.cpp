@@ -73,29 +73,35 @@ TEST(Validate, GenerateRowsPredictLatencyFirstTokenAndThroughputPerGpuOfOneRun) 
   EXPECT_NE(r.rows[4].reason.find("ttft in ns/us/ms/s"), std::string::npos) << r.rows[4].reason;
 }
 
-TEST(Validate, ServeRowsReadOneRunAndScaleThroughputByItsReplicas) {
-  const std::string run = "model=llama:layers=2,hidden=512,heads=8,kv_heads=2,ffn=1376,vocab=4096 requests=20 rate=10 "
+TEST(Validate, ServeRowsReadOneRunAndDeploymentsRunEveryReplica) {
+  const std::string run = "model=llama:layers=2,hidden=512,heads=8,kv_heads=2,ffn=1376,vocab=4096 arrival=fixed "
                           "input_len=128 output_len=16";
-  const auto row = [&](const char* id, const std::string& extra, const char* metric, const char* unit) {
-    return std::string(id) + ",serve,h100_sxm5_80gb,\"" + run + extra + "\"," + metric + ",1," + unit + ",x\n";
+  const auto row = [&](const char* id, const char* hw, const std::string& extra, const char* metric, const char* unit) {
+    return std::string(id) + ",serve," + hw + ",\"" + run + extra + "\"," + metric + ",1," + unit + ",x\n";
   };
+  const std::string one = " requests=20 rate=10", four = " requests=80 rate=40 replicas=4";
   const std::string file = write("syntorch_validate_serve.csv",
-                                 std::string(kHeader) + row("S", "", "output_tokens_per_s", "tokens/s") +
-                                     row("R", " replicas=4", "output_tokens_per_s", "tokens/s") +
-                                     row("T", " replicas=4", "ttft_mean", "ms") + row("M", "", "ttft_mean", "tokens/s") +
-                                     row("B", " engine=tgi", "ttft_mean", "ms"));
+                                 std::string(kHeader) + row("S", "h100_sxm5_80gb", one, "output_tokens_per_s", "tokens/s") +
+                                     row("R", "dgx_h100", four, "output_tokens_per_s", "tokens/s") +
+                                     row("T", "dgx_h100", four, "ttft_mean", "ms") +
+                                     row("M", "h100_sxm5_80gb", one, "ttft_mean", "tokens/s") +
+                                     row("B", "h100_sxm5_80gb", one + " engine=tgi", "ttft_mean", "ms") +
+                                     row("D", "h100_sxm5_80gb", four, "ttft_mean", "ms"));
   session::ValidateOptions o;
   o.file = file;
   o.hw_dir = source("hw_configs");
   const session::ValidationReport r = session::validate_measurements(o);
-  ASSERT_EQ(r.rows.size(), 5u);
+  ASSERT_EQ(r.rows.size(), 6u);
   for (int i = 0; i < 3; ++i) ASSERT_EQ(r.rows[i].status, "ok") << r.rows[i].id << ": " << r.rows[i].reason;
-  EXPECT_NEAR(r.rows[1].predicted, 4 * r.rows[0].predicted, 1e-9 * r.rows[1].predicted);  // 4 replicas' tokens
-  EXPECT_GT(r.rows[2].predicted, 0);  // a latency is a replica's own
+  // Four replicas, each taking every fourth of the evenly spaced requests: four times the tokens.
+  EXPECT_NEAR(r.rows[1].predicted / r.rows[0].predicted, 4.0, 0.4);
+  EXPECT_GT(r.rows[2].predicted, 0);
   EXPECT_EQ(r.rows[3].status, "unsupported");
   EXPECT_NE(r.rows[3].reason.find("output_tokens_per_s in tokens/s"), std::string::npos) << r.rows[3].reason;
   EXPECT_EQ(r.rows[4].status, "error");
   EXPECT_NE(r.rows[4].reason.find("tgi"), std::string::npos) << r.rows[4].reason;
+  EXPECT_EQ(r.rows[5].status, "error");  // four replicas on one device
+  EXPECT_NE(r.rows[5].reason.find("need 4 devices"), std::string::npos) << r.rows[5].reason;
   EXPECT_EQ(session::validation_family("serve"), "serve");
 }
 

@@ -14,17 +14,26 @@ constexpr std::int32_t kRequestsPid = (1 << 20) + 1;  // after the ranks and the
 }  // namespace
 
 void record_request_tracks(trace::Recorder& recorder, const std::vector<Sequence>& sequences,
-                           const std::vector<StepSample>& steps, double start_s) {
+                           const std::vector<StepSample>& steps, double start_s, int replicas) {
   if (!recorder.enabled()) return;
   recorder.add_process(kRequestsPid, "requests", -1);  // shown above the ranks
-  const trace::TrackId running = recorder.add_counter_track(kRequestsPid, "running", "sequences");
-  const trace::TrackId waiting = recorder.add_counter_track(kRequestsPid, "waiting", "requests");
-  const trace::TrackId kv = recorder.add_counter_track(kRequestsPid, "KV cache used", "%");
+  // The engine's counters, one set per replica.
+  struct Counters {
+    trace::TrackId running, waiting, kv;
+  };
+  std::vector<Counters> counters;
+  for (int r = 0; r < replicas; ++r) {
+    const std::string of = replicas > 1 ? fmt::format(" (replica {})", r) : std::string();
+    counters.push_back({recorder.add_counter_track(kRequestsPid, "running" + of, "sequences"),
+                        recorder.add_counter_track(kRequestsPid, "waiting" + of, "requests"),
+                        recorder.add_counter_track(kRequestsPid, "KV cache used" + of, "%")});
+  }
   const auto ps = [start_s](double t) { return units::seconds_to_ps(start_s + t); };
   for (const StepSample& s : steps) {
-    recorder.counter(running, ps(s.time_s), s.running);
-    recorder.counter(waiting, ps(s.time_s), s.waiting);
-    recorder.counter(kv, ps(s.time_s), 100.0 * s.kv_used);
+    const Counters& c = counters[static_cast<std::size_t>(s.replica)];
+    recorder.counter(c.running, ps(s.time_s), s.running);
+    recorder.counter(c.waiting, ps(s.time_s), s.waiting);
+    recorder.counter(c.kv, ps(s.time_s), 100.0 * s.kv_used);
   }
   // Lanes: a request takes the free lane that was freed first (or a new one) at its arrival.
   using Free = std::pair<double, std::int32_t>;  // (free from, lane)
@@ -50,7 +59,8 @@ void record_request_tracks(trace::Recorder& recorder, const std::vector<Sequence
                    {"output_tokens", s.request.output_tokens},
                    {"ttft_ms", (s.first_token_s - arrival) * 1e3},
                    {"preemptions", s.preemptions},
-                   {"prefix_cache_hit_tokens", s.prefix_hit_tokens}});
+                   {"prefix_cache_hit_tokens", s.prefix_hit_tokens},
+                   {"replica", s.replica}});
     if (s.admitted_s.empty()) continue;
     recorder.span(track, "queued", "request", ps(arrival), ps(s.admitted_s.front()));
     for (std::size_t i = 0; i < s.admitted_s.size(); ++i) {

@@ -2,7 +2,7 @@
 // Every request of a serving run as a track in the trace, above the ranks' steps and kernels:
 // each request on a lane of its own for its lifetime (lanes reused once free), a span from its
 // arrival to its last token holding its phases (queued, prefill, decode, preempted), and the
-// engine's running and waiting counts and KV-pool use as counters.
+// engine's running and waiting counts and KV-pool use as counters (a set per replica).
 
 #include <vector>
 
@@ -12,8 +12,9 @@
 
 namespace syntorch::session::serving {
 
-// `start_s`: the host time serving started (what the sequences' times count from).
+// `start_s`: the host time serving started (what the sequences' times count from); the engine's
+// counters per replica (of `replicas`).
 void record_request_tracks(trace::Recorder& recorder, const std::vector<Sequence>& sequences,
-                           const std::vector<StepSample>& steps, double start_s);
+                           const std::vector<StepSample>& steps, double start_s, int replicas = 1);
 
 }  // namespace syntorch::session::serving

@@ -16,6 +16,12 @@ Scheduler::Scheduler(const EngineProfile& profile, std::int64_t kv_blocks, std::
   }
 }
 
+void Scheduler::submit(const Request& request) {
+  Sequence s;
+  s.request = request;
+  sequences_.push_back(std::move(s));
+}
+
 void Scheduler::arrive_until(double time_s) {
   while (arrived_ < sequences_.size() && sequences_[arrived_].request.arrival_s <= time_s) {
     waiting_.push_back(static_cast<std::int32_t>(arrived_++));

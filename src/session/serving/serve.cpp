@@ -10,6 +10,7 @@
 #include "step_reuse.hpp"
 #include "syntorch/models/causal_lm.hpp"
 #include "syntorch/parallel/distributed.hpp"
+#include "syntorch/session/serving/router.hpp"
 #include "syntorch/session/serving/scheduler.hpp"
 #include "syntorch/session/simulate.hpp"
 #include "syntorch/torch/clock.hpp"
@@ -73,9 +74,12 @@ struct Outcome {
   std::vector<StepSample> steps;
 };
 
-// The engine's loop on rank 0 (the other tensor-parallel ranks mirror it).
+// One replica's engine loop, on its first rank (the replica's other tensor-parallel ranks mirror
+// it). With a router, the replica takes the requests routed to it as it goes, and reports its
+// state at its step boundaries.
 void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& policy, const ServeSpec& spec,
-                     const EngineProfile& engine, const std::vector<Request>& requests, Outcome& out) {
+                     const EngineProfile& engine, const std::vector<Request>& requests, Router* router, int replica,
+                     Outcome& out) {
   torch::DefaultDtypeGuard dtype_guard(torch::from_runtime_dtype(activation_dtype(spec.dtype)));
   std::optional<torch::fp8::ModelInitGuard> fp8_weights;
   std::optional<torch::fp8::AutocastGuard> fp8_gemms;
@@ -173,19 +177,28 @@ void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& po
   if (spec.reuse_steps) {
     reuse.emplace(machine, policy, model.attention_shape(), activation_dtype(spec.dtype), kv_dtype, bs);
   }
-  Scheduler scheduler(engine, pages, requests, spec.traffic.seed);
+  Scheduler scheduler(engine, pages, router ? std::vector<Request>{} : requests, spec.traffic.seed);
   const double start = torch::clock::now_s();
   out.start_s = start;
   models::PackedBatch batch;
   std::int64_t steps = 0;
-  while (!scheduler.done()) {
+  const auto report = [&](double time_s) {
+    router->publish(replica, time_s, ReplicaState{scheduler.finished(), scheduler.pool().used_blocks()});
+  };
+  while (true) {
     const double now = torch::clock::now_s() - start;
+    if (router) {
+      for (const Request& q : router->take(replica, now)) scheduler.submit(q);
+    }
     scheduler.arrive_until(now);
     if (!scheduler.has_work()) {
-      torch::clock::sleep_until_s(start + scheduler.next_arrival_s());
+      if (router ? router->drained(replica) : scheduler.done()) break;
+      // Idle until the next arrival (with a router, the next anywhere: it may come here).
+      torch::clock::sleep_until_s(start + (router ? router->next_arrival_after(now) : scheduler.next_arrival_s()));
       continue;
     }
     const StepPlan& plan = scheduler.schedule(now);
+    if (router) report(now);
     if (plan.sequences.empty()) {
       throw std::logic_error(fmt::format("serve: the scheduler found nothing to run with {} requests waiting",
                                          scheduler.waiting()));
@@ -245,7 +258,9 @@ void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& po
     }
     const double done = torch::clock::now_s() - start;
     scheduler.complete(done);
+    if (router) report(done);
     StepSample sample;
+    sample.replica = static_cast<std::int16_t>(replica);
     sample.time_s = done;
     sample.sequences = static_cast<std::int32_t>(seqs);
     sample.running = static_cast<std::int32_t>(scheduler.running());
@@ -258,6 +273,7 @@ void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& po
     out.steps.push_back(sample);
   }
   out.sequences = scheduler.sequences();
+  for (Sequence& q : out.sequences) q.replica = replica;
 }
 
 }  // namespace
@@ -296,6 +312,13 @@ bool validate_serve(const ServeSpec& s, const hw::Machine& machine, Diagnostics&
     }
   }
   if (d.size() != before) return false;
+  const std::size_t devices = machine.devices().size();
+  if (static_cast<std::size_t>(s.replicas) * static_cast<std::size_t>(s.tp) > devices) {
+    d.error(where, "replicas",
+            fmt::format("{} replicas of {} devices (tp {}) need {} devices; {} has {}", s.replicas, s.tp, s.tp,
+                        static_cast<std::size_t>(s.replicas) * static_cast<std::size_t>(s.tp), machine.name(), devices));
+    return false;
+  }
   // The model, its layout and dtypes as a generation run of the longest request checks them.
   if (!validate_run(layout_of(s, longest_request(requests)), machine, d, where)) return false;
   return d.size() == before;
@@ -307,33 +330,71 @@ ServeReport serve(const hw::Machine& machine, const runtime::KernelPolicy& polic
   if (!validate_serve(spec, machine, d, "serve")) throw InputError(std::move(d));
   const EngineProfile engine = *resolved_engine(spec, d, "serve");
   const std::vector<Request> requests = make_requests(spec.traffic);
+  // Replica r runs on devices r*tp .. r*tp+tp-1, its first rank the engine's program and the others
+  // mirroring it.
+  const int replicas = spec.replicas;
+  const int world = replicas * spec.tp;
   runtime::EngineOptions options;
   options.recorder = recorder;
   options.trace_level = trace_level;
   options.framework = runtime::Framework::eager;
-  options.mirror_of.assign(static_cast<std::size_t>(spec.tp), 0);
-  runtime::Engine sim(machine, policy, spec.tp, options);
-  Outcome out;
+  options.mirror_of.resize(static_cast<std::size_t>(world));
+  for (int r = 0; r < world; ++r) options.mirror_of[static_cast<std::size_t>(r)] = r - r % spec.tp;
+  runtime::Engine sim(machine, policy, world, options);
+  std::vector<Outcome> outs(static_cast<std::size_t>(replicas));
+  std::optional<Router> router;
+  if (replicas > 1) router.emplace(spec.router, requests, replicas, engine.block_size, spec.router_balance);
   ServeReport report;
-  report.engine = sim.run([&](runtime::RankContext&) { serving_program(machine, policy, spec, engine, requests, out); });
-  report.weights_bytes = out.weights_bytes;
-  report.activation_peak_bytes = out.activation_peak_bytes;
+  report.engine = sim.run([&](runtime::RankContext& ctx) {
+    const int replica = ctx.rank() / spec.tp;
+    Outcome& out = outs[static_cast<std::size_t>(replica)];
+    serving_program(machine, policy, spec, engine, requests, router ? &*router : nullptr, replica, out);
+  });
+  const Outcome& first = outs.front();
+  report.weights_bytes = first.weights_bytes;
+  report.activation_peak_bytes = first.activation_peak_bytes;
   if (report.engine.oom) {
     report.oom = true;
     report.oom_reason = "a device ran out of memory";
     return report;
   }
-  if (out.refused) {
+  if (first.refused) {
     report.oom = true;
-    report.oom_reason = out.refused->why;
+    report.oom_reason = first.refused->why;
     return report;
   }
-  report.kv_blocks = out.kv_blocks;
-  report.kv_tokens = out.kv_blocks * engine.block_size;
-  report.kv_pool_bytes = out.kv_pool_bytes;
-  report.metrics = compute_metrics(out.sequences, spec.slo);
-  if (recorder != nullptr) record_request_tracks(*recorder, out.sequences, out.steps, out.start_s);
-  report.steps = std::move(out.steps);
+  for (const Outcome& o : outs) {
+    if (o.start_s != first.start_s || o.kv_blocks != first.kv_blocks) {
+      throw std::logic_error(fmt::format("serve: replicas started at {} and {} s with {} and {} KV pages; identical "
+                                         "replicas must start together", first.start_s, o.start_s, first.kv_blocks,
+                                         o.kv_blocks));
+    }
+  }
+  report.kv_blocks = first.kv_blocks;
+  report.kv_tokens = first.kv_blocks * engine.block_size;
+  report.kv_pool_bytes = first.kv_pool_bytes;
+  std::vector<Sequence> sequences;
+  std::vector<StepSample> steps;
+  for (const Outcome& o : outs) {
+    ReplicaSummary summary;
+    for (const Sequence& q : o.sequences) {
+      ++summary.requests;
+      summary.output_tokens += q.generated;
+      summary.preemptions += q.preemptions;
+    }
+    summary.steps = static_cast<std::int64_t>(o.steps.size());
+    for (const StepSample& x : o.steps) summary.kv_used_peak = std::max(summary.kv_used_peak, static_cast<double>(x.kv_used));
+    report.replicas.push_back(summary);
+    sequences.insert(sequences.end(), o.sequences.begin(), o.sequences.end());
+    steps.insert(steps.end(), o.steps.begin(), o.steps.end());
+  }
+  // Requests in id order; steps in time order (a replica's own stay in order).
+  std::sort(sequences.begin(), sequences.end(),
+            [](const Sequence& a, const Sequence& b) { return a.request.id < b.request.id; });
+  std::stable_sort(steps.begin(), steps.end(), [](const StepSample& a, const StepSample& b) { return a.time_s < b.time_s; });
+  report.metrics = compute_metrics(sequences, spec.slo);
+  if (recorder != nullptr) record_request_tracks(*recorder, sequences, steps, first.start_s, replicas);
+  report.steps = std::move(steps);
   return report;
 }
 

@@ -70,6 +70,17 @@ Json serve_report_json(const ServeReport& r, const ServeSpec& spec, const std::s
   Json histogram = Json::array();
   for (const auto& [low, n] : batch_size_histogram(r.steps)) histogram.push_back(Json{{"sequences_from", low}, {"steps", n}});
   j["batch_sizes"] = histogram;
+  if (r.replicas.size() > 1) {
+    Json replicas = Json::array();
+    for (const ReplicaSummary& x : r.replicas) {
+      replicas.push_back(Json{{"requests", x.requests},
+                              {"output_tokens", x.output_tokens},
+                              {"preemptions", x.preemptions},
+                              {"steps", x.steps},
+                              {"kv_used_peak", x.kv_used_peak}});
+    }
+    j["replicas"] = replicas;
+  }
   Json series = Json::array();
   if (series_points > 0 && !r.steps.empty()) {
     const std::size_t stride = std::max<std::size_t>(1, (r.steps.size() + series_points - 1) / series_points);
@@ -82,7 +93,8 @@ Json serve_report_json(const ServeReport& r, const ServeSpec& spec, const std::s
                             {"prefill_tokens", s.prefill_tokens},
                             {"waiting", s.waiting},
                             {"preempted", s.preempted},
-                            {"kv_used", s.kv_used}});
+                            {"kv_used", s.kv_used},
+                            {"replica", s.replica}});
     }
   }
   j["series"] = series;

@@ -101,6 +101,30 @@ const std::vector<P>& table() {
        if (auto v = integer_of(text, 1, d, where, key)) s.tp = static_cast<int>(*v);
      },
      [](const ServeSpec& s) { return Json(s.tp); }},
+    {"replicas", "", "", ParameterKind::integer, "replicas",
+     "Replicas of the engine behind the router, each on tp devices of its own",
+     [](ServeSpec& s, const std::string& text, Diagnostics& d, const std::string& where, std::string_view key) {
+       if (auto v = integer_of(text, 1, d, where, key)) s.replicas = static_cast<int>(std::min<std::int64_t>(*v, 1 << 20));
+     },
+     [](const ServeSpec& s) { return Json(s.replicas); }},
+    {"router", "", "", ParameterKind::choice, "",
+     "How the router places requests on replicas: round_robin, least_outstanding (fewest unfinished), least_kv (least "
+     "KV pool in use, prompts routed since counted), prefix_affinity (a shared prefix's replica unless router_balance "
+     "requests busier than the least loaded)",
+     [](ServeSpec& s, const std::string& text, Diagnostics& d, const std::string& where, std::string_view key) {
+       // router_policy_names(), in RouterPolicy order.
+       if (auto c = choice_of(text, {"round_robin", "least_outstanding", "least_kv", "prefix_affinity"}, d, where, key)) {
+         s.router = static_cast<RouterPolicy>(*c);
+       }
+     },
+     [](const ServeSpec& s) { return Json(router_policy_names().at(static_cast<std::size_t>(s.router))); }},
+    {"router_balance", "", "", ParameterKind::integer, "requests",
+     "prefix_affinity: how many more unfinished requests than the least loaded replica a prefix's replica may hold and "
+     "still take it",
+     [](ServeSpec& s, const std::string& text, Diagnostics& d, const std::string& where, std::string_view key) {
+       if (auto v = integer_of(text, 0, d, where, key)) s.router_balance = *v;
+     },
+     [](const ServeSpec& s) { return Json(s.router_balance); }},
     {"dtype", "", "", ParameterKind::choice, "",
      "Data type: fp16, bf16, fp32, or fp8 (fp8 Linear weights and GEMMs, fp16 activations, fp8 KV cache)",
      [](ServeSpec& s, const std::string& text, Diagnostics& d, const std::string& where, std::string_view key) {

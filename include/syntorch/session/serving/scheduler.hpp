@@ -41,6 +41,7 @@ struct Sequence {
   std::vector<double> admitted_s;
   std::vector<double> preempted_s;
   bool finished = false;
+  std::int32_t replica = 0;  // the replica that served it (a deployment of several behind a router)
 
   std::int64_t tokens() const { return request.input_tokens + generated; }
 };
@@ -71,6 +72,8 @@ class Scheduler {
   Scheduler(const EngineProfile& profile, std::int64_t kv_blocks, std::vector<Request> requests,
             std::uint64_t seed = 0);
 
+  // A request for this engine after those it has (a router's, in arrival order).
+  void submit(const Request& request);
   // Requests that have arrived by `time_s` join the waiting queue.
   void arrive_until(double time_s);
   // When the next request arrives (infinity when all have).
@@ -90,6 +93,7 @@ class Scheduler {
   std::int64_t running() const { return static_cast<std::int64_t>(running_.size()); }
   std::int64_t waiting() const { return static_cast<std::int64_t>(waiting_.size()); }
   std::uint64_t preemptions() const { return preemptions_; }
+  std::int64_t finished() const { return finished_; }
 
  private:
   std::int64_t blocks_for(std::int64_t tokens) const { return (tokens + profile_.block_size - 1) / profile_.block_size; }

@@ -24,6 +24,7 @@
 #include "syntorch/session/serving/engine_profile.hpp"
 #include "syntorch/session/serving/metrics.hpp"
 #include "syntorch/session/serving/requests.hpp"
+#include "syntorch/session/serving/router.hpp"
 
 namespace syntorch::trace {
 class Recorder;
@@ -43,6 +44,11 @@ struct ServeSpec {
       speculative_tokens;
   std::optional<double> memory_fraction, acceptance_rate;
   std::optional<bool> prefix_caching, chunked_prefill;
+  // Replicas of the engine, each on tp devices of its own (replica r on devices r*tp onwards),
+  // behind a router that places each arrival (docs/serving.md).
+  int replicas = 1;
+  RouterPolicy router = RouterPolicy::round_robin;
+  std::int64_t router_balance = 4;  // prefix_affinity: outstanding requests over the least loaded
   TrafficSpec traffic;
   Slo slo;
   // A step whose token count, sampled rows and graph repeat an earlier step's takes that step's
@@ -72,6 +78,16 @@ struct StepSample {
   std::int32_t preempted = 0;
   float kv_used = 0;  // of the pool's pages, after the step
   bool reused = false;  // its time from an earlier step of its shape (ServeSpec::reuse_steps)
+  std::int16_t replica = 0;
+};
+
+// What one replica of a deployment did.
+struct ReplicaSummary {
+  std::int64_t requests = 0;  // routed to it
+  std::int64_t output_tokens = 0;
+  std::int64_t preemptions = 0;
+  std::int64_t steps = 0;
+  double kv_used_peak = 0;  // of its pool's pages, after a step
 };
 
 struct ServeReport {
@@ -85,7 +101,8 @@ struct ServeReport {
   double kv_pool_bytes = 0;          // per device
   double weights_bytes = 0;          // per device
   double activation_peak_bytes = 0;  // per device, from the profiling forward
-  std::vector<StepSample> steps;
+  std::vector<StepSample> steps;    // every replica's, in time order
+  std::vector<ReplicaSummary> replicas;
   runtime::EngineResult engine;
 };
 

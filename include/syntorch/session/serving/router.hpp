@@ -1,0 +1,82 @@
+#pragma once
+// A router in front of several replicas of one engine, as a deployment's load balancer (vLLM's
+// production-stack router, Dynamo's, SGLang's) places requests: each arrival goes to one replica,
+// chosen from what the replicas had reported just before it arrived. The replicas' engine loops
+// run as programs of one simulation, on threads of their own; each reports its state at its
+// step boundaries (publish) and takes what was routed to it (take). A request arriving at a is
+// routed from the reports dated before a - kStateLagS, so whichever replica's thread routes it,
+// and whenever, the choice is the same: the run is deterministic. Thread-safe.
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "syntorch/session/serving/requests.hpp"
+
+namespace syntorch::session::serving {
+
+enum class RouterPolicy : std::uint8_t {
+  round_robin,        // in turn
+  least_outstanding,  // fewest requests routed and not finished (ties in turn)
+  least_kv,           // least KV pool in use, counting the prompts routed since the last report
+  prefix_affinity,    // the replica that last served the request's shared prefix, unless it is
+                      // busier than the least loaded by more than the balance slack
+};
+const std::vector<std::string>& router_policy_names();  // in RouterPolicy order
+
+// What a replica reports at a step boundary.
+struct ReplicaState {
+  std::int64_t finished = 0;        // requests finished so far
+  std::int64_t kv_blocks_used = 0;  // pages of its pool in use
+};
+
+class Router {
+ public:
+  // How far before an arrival the reports it is routed on are dated: the replicas' threads have
+  // reported everything up to a simulated time before their simulation passes it by more than a
+  // host clock read (100 ns); this keeps every report the choice reads in place.
+  static constexpr double kStateLagS = 1e-6;
+
+  // `requests` in arrival order; `replicas` engines with KV pages of `block_size` tokens;
+  // `balance_slack` outstanding requests of affinity over the least loaded.
+  Router(RouterPolicy policy, std::vector<Request> requests, int replicas, std::int64_t block_size,
+         std::int64_t balance_slack);
+
+  // Replica `r`'s state from simulated time `time_s` on (reports come in time order per replica).
+  void publish(int r, double time_s, const ReplicaState& state);
+  // The requests routed to replica `r` that arrived by `time_s` and it has not taken yet (every
+  // arrival up to `time_s` is routed first). Call at a time the replica's simulation stands at.
+  std::vector<Request> take(int r, double time_s);
+  // The first arrival after `time_s` (infinity when none): when an idle replica looks again.
+  double next_arrival_after(double time_s) const;
+  // Every request has been routed and replica `r` has taken all of its own.
+  bool drained(int r) const;
+  // Which replica each request went to (by request index), -1 for one not routed yet.
+  std::vector<int> routes() const;
+
+ private:
+  struct Report {
+    double time_s;
+    ReplicaState state;
+  };
+  void route_until_locked(double time_s);
+  int choose_locked(std::size_t i);
+  // Replica r's state as reported at or before `time_s` (nothing before its first report).
+  ReplicaState state_at_locked(int r, double time_s) const;
+
+  mutable std::mutex mutex_;
+  RouterPolicy policy_;
+  std::vector<Request> requests_;
+  std::int64_t block_size_, balance_slack_;
+  std::vector<std::vector<Report>> reports_;    // by replica, in time order
+  std::vector<std::vector<std::size_t>> queued_;  // by replica: routed request indices, not taken
+  std::vector<std::int64_t> routed_;             // by replica
+  std::vector<int> route_;                       // by request
+  std::vector<int> affinity_;                    // by prefix group: the replica that last served it
+  std::size_t next_ = 0;                         // the first request not routed
+  int last_ = -1;                                // the replica chosen last
+};
+
+}  // namespace syntorch::session::serving

@@ -1,0 +1,143 @@
+#include "syntorch/session/serving/router.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace syntorch::session::serving {
+
+const std::vector<std::string>& router_policy_names() {
+  static const std::vector<std::string> names = {"round_robin", "least_outstanding", "least_kv", "prefix_affinity"};
+  return names;
+}
+
+Router::Router(RouterPolicy policy, std::vector<Request> requests, int replicas, std::int64_t block_size,
+               std::int64_t balance_slack)
+    : policy_(policy),
+      requests_(std::move(requests)),
+      block_size_(std::max<std::int64_t>(block_size, 1)),
+      balance_slack_(balance_slack),
+      reports_(static_cast<std::size_t>(replicas)),
+      queued_(static_cast<std::size_t>(replicas)),
+      routed_(static_cast<std::size_t>(replicas), 0),
+      route_(requests_.size(), -1) {
+  std::int64_t groups = 0;
+  for (const Request& q : requests_) groups = std::max(groups, q.prefix_group + 1);
+  affinity_.assign(static_cast<std::size_t>(groups), -1);
+}
+
+void Router::publish(int r, double time_s, const ReplicaState& state) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& reports = reports_[static_cast<std::size_t>(r)];
+  if (!reports.empty() && reports.back().time_s == time_s) {
+    reports.back().state = state;
+  } else {
+    reports.push_back({time_s, state});
+  }
+}
+
+ReplicaState Router::state_at_locked(int r, double time_s) const {
+  const auto& reports = reports_[static_cast<std::size_t>(r)];
+  const auto after = std::upper_bound(reports.begin(), reports.end(), time_s,
+                                      [](double t, const Report& x) { return t < x.time_s; });
+  return after == reports.begin() ? ReplicaState{} : std::prev(after)->state;
+}
+
+int Router::choose_locked(std::size_t i) {
+  const Request& q = requests_[i];
+  const int replicas = static_cast<int>(routed_.size());
+  const double seen_s = q.arrival_s - kStateLagS;
+  // Outstanding: routed, less those its last report before the arrival had finished.
+  std::vector<std::int64_t> outstanding(static_cast<std::size_t>(replicas));
+  for (int r = 0; r < replicas; ++r) {
+    outstanding[static_cast<std::size_t>(r)] = routed_[static_cast<std::size_t>(r)] - state_at_locked(r, seen_s).finished;
+  }
+  // The cheapest replica; of equals, the first after the last one chosen (in turn, as a
+  // round-robin among the tied).
+  const auto cheapest = [&](const auto& cost) {
+    int best = -1;
+    for (int k = 1; k <= replicas; ++k) {
+      const int r = (last_ + k) % replicas;
+      if (best < 0 || cost(r) < cost(best)) best = r;
+    }
+    return best;
+  };
+  const int least = cheapest([&](int r) { return outstanding[static_cast<std::size_t>(r)]; });
+  switch (policy_) {
+    case RouterPolicy::round_robin:
+      return static_cast<int>(i % static_cast<std::size_t>(replicas));
+    case RouterPolicy::least_outstanding:
+      return least;
+    case RouterPolicy::least_kv: {
+      // Pages in use at the last report, and the prompts routed since (not in its pool yet).
+      std::vector<double> load(static_cast<std::size_t>(replicas));
+      for (int r = 0; r < replicas; ++r) {
+        const auto& reports = reports_[static_cast<std::size_t>(r)];
+        const auto after = std::upper_bound(reports.begin(), reports.end(), seen_s,
+                                            [](double t, const Report& x) { return t < x.time_s; });
+        // (The replicas' pools are the same size: pages compare.)
+        const bool reported = after != reports.begin();
+        const double since_s = reported ? std::prev(after)->time_s : -1.0;
+        std::int64_t pages = reported ? std::prev(after)->state.kv_blocks_used : 0;
+        for (std::size_t j = i; j-- > 0;) {
+          if (requests_[j].arrival_s <= since_s) break;
+          if (route_[j] == r) pages += (requests_[j].input_tokens + block_size_ - 1) / block_size_;
+        }
+        load[static_cast<std::size_t>(r)] = static_cast<double>(pages);
+      }
+      return cheapest([&](int r) { return load[static_cast<std::size_t>(r)]; });
+    }
+    case RouterPolicy::prefix_affinity: {
+      if (q.prefix_group < 0) return least;
+      const int held = affinity_[static_cast<std::size_t>(q.prefix_group)];
+      if (held >= 0 && outstanding[static_cast<std::size_t>(held)] <=
+                           outstanding[static_cast<std::size_t>(least)] + balance_slack_) {
+        return held;
+      }
+      return least;
+    }
+  }
+  return least;
+}
+
+void Router::route_until_locked(double time_s) {
+  while (next_ < requests_.size() && requests_[next_].arrival_s <= time_s) {
+    const int r = choose_locked(next_);
+    last_ = r;
+    route_[next_] = r;
+    ++routed_[static_cast<std::size_t>(r)];
+    queued_[static_cast<std::size_t>(r)].push_back(next_);
+    const Request& q = requests_[next_];
+    if (q.prefix_group >= 0) affinity_[static_cast<std::size_t>(q.prefix_group)] = r;
+    ++next_;
+  }
+}
+
+std::vector<Request> Router::take(int r, double time_s) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  route_until_locked(time_s);
+  std::vector<Request> out;
+  auto& queue = queued_[static_cast<std::size_t>(r)];
+  std::size_t k = 0;
+  for (; k < queue.size() && requests_[queue[k]].arrival_s <= time_s; ++k) out.push_back(requests_[queue[k]]);
+  queue.erase(queue.begin(), queue.begin() + static_cast<std::ptrdiff_t>(k));
+  return out;
+}
+
+double Router::next_arrival_after(double time_s) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = std::upper_bound(requests_.begin(), requests_.end(), time_s,
+                                   [](double t, const Request& q) { return t < q.arrival_s; });
+  return it == requests_.end() ? std::numeric_limits<double>::infinity() : it->arrival_s;
+}
+
+bool Router::drained(int r) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return next_ == requests_.size() && queued_[static_cast<std::size_t>(r)].empty();
+}
+
+std::vector<int> Router::routes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return route_;
+}
+
+}  // namespace syntorch::session::serving

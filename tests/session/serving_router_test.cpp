@@ -1,0 +1,140 @@
+// Replicas behind a router: the router's policies on their own (what each reads of the replicas'
+// reports, and when), and deployments of several replicas run whole.
+
+#include <gtest/gtest.h>
+
+#include "run_helpers.hpp"
+#include "syntorch/hw/machine.hpp"
+#include "syntorch/session/serving/router.hpp"
+#include "syntorch/session/serving/serve.hpp"
+
+namespace {
+
+using namespace syntorch;
+namespace sv = session::serving;
+using session_testing::config;
+using session_testing::model;
+
+std::vector<sv::Request> arrivals(const std::vector<double>& times, std::int64_t input_tokens = 16,
+                                  std::int64_t group = -1) {
+  std::vector<sv::Request> out;
+  for (std::size_t i = 0; i < times.size(); ++i) {
+    sv::Request r;
+    r.id = static_cast<std::int64_t>(i);
+    r.arrival_s = times[i];
+    r.input_tokens = input_tokens;
+    r.output_tokens = 4;
+    r.prefix_group = group;
+    r.shared_prefix_tokens = group >= 0 ? input_tokens : 0;
+    out.push_back(r);
+  }
+  return out;
+}
+
+TEST(Router, RoundRobinTakesTurns) {
+  sv::Router router(sv::RouterPolicy::round_robin, arrivals({0.1, 0.2, 0.3, 0.4, 0.5}), 3, 16, 4);
+  EXPECT_EQ(router.take(0, 1.0).size(), 2u);
+  EXPECT_EQ(router.routes(), (std::vector<int>{0, 1, 2, 0, 1}));
+  EXPECT_EQ(router.take(1, 1.0).size(), 2u);
+  EXPECT_FALSE(router.drained(2));
+  EXPECT_EQ(router.take(2, 1.0).size(), 1u);
+  EXPECT_TRUE(router.drained(2));
+}
+
+// A request arriving at a is placed on what the replicas had reported by a - kStateLagS: a
+// report dated at the arrival itself, or later, is not read, whichever replica's thread routes it.
+TEST(Router, LeastOutstandingReadsOnlyReportsDatedBeforeTheArrival) {
+  sv::Router router(sv::RouterPolicy::least_outstanding, arrivals({0.0, 0.0, 1.0, 2.0}), 2, 16, 4);
+  // The two first arrivals: one each (ties go to the lower index, then replica 0 has one).
+  EXPECT_EQ(router.take(0, 0.0).size(), 1u);
+  EXPECT_EQ(router.routes()[1], 1);
+  // Replica 1 finished its request at 0.5: the arrival at 1.0 goes to it.
+  router.publish(1, 0.5, sv::ReplicaState{1, 0});
+  // Replica 1 reports another finish dated at 2.0 exactly, replica 0 none: at 2.0 replica 1 holds
+  // one unfinished (the report at 2.0 is too late to count), replica 0 one: the tie goes to 0.
+  router.publish(0, 2.0 - sv::Router::kStateLagS / 2, sv::ReplicaState{0, 0});
+  router.publish(1, 2.0, sv::ReplicaState{2, 0});
+  router.take(1, 2.0);
+  EXPECT_EQ(router.routes(), (std::vector<int>{0, 1, 1, 0}));
+}
+
+TEST(Router, LeastKvCountsThePromptsRoutedSinceTheLastReport) {
+  // Replica 0 reported 10 pages in use, replica 1 20: the first prompt (16 pages of 16 tokens)
+  // goes to 0, which then counts 26 against 20: the second goes to 1.
+  sv::Router router(sv::RouterPolicy::least_kv, arrivals({1.0, 1.1}, 256), 2, 16, 4);
+  router.publish(0, 0.5, sv::ReplicaState{0, 10});
+  router.publish(1, 0.5, sv::ReplicaState{0, 20});
+  router.take(0, 2.0);
+  EXPECT_EQ(router.routes(), (std::vector<int>{0, 1}));
+}
+
+TEST(Router, PrefixAffinityKeepsAGroupOnItsReplicaUntilItIsBusierThanTheBalance) {
+  // Eight requests of one prefix group, none finishing: with a balance of 2 the group's replica
+  // takes requests while it holds at most 2 more than the least loaded, then another does.
+  sv::Router router(sv::RouterPolicy::prefix_affinity, arrivals({0.1, 0.2, 0.3, 0.4, 0.5}, 64, 0), 2, 16, 2);
+  router.take(0, 1.0);
+  EXPECT_EQ(router.routes(), (std::vector<int>{0, 0, 0, 1, 1}));
+}
+
+// ---- deployments run whole ----
+
+sv::ServeSpec spec_of(const std::vector<std::pair<std::string, std::string>>& params) {
+  sv::ServeSpec s;
+  s.model = model("llama3-8b");
+  Diagnostics d;
+  for (const auto& [k, v] : params) {
+    EXPECT_TRUE(session::set_parameter(sv::serving_parameters(), s, k, v, d, "test")) << k;
+  }
+  EXPECT_TRUE(d.empty()) << d.to_string();
+  return s;
+}
+
+sv::ServeReport run(const sv::ServeSpec& s, const std::string& hw = "dgx_h100.json") {
+  const hw::Machine m = hw::Machine::load(config(hw));
+  return sv::serve(m, runtime::KernelPolicy{}, s);
+}
+
+// Four replicas under round robin at four times the rate serve each a quarter of the traffic
+// (evenly spaced arrivals: each replica sees one replica's stream): four times the throughput at
+// one replica's latency, every request served once.
+TEST(ServeReplicas, FourReplicasCarryFourTimesTheRateAtOneReplicasLatency) {
+  const auto one = run(spec_of({{"tp", "2"}, {"arrival", "fixed"}, {"rate", "4"}, {"requests", "60"},
+                                {"input_len", "256"}, {"output_len", "32"}, {"dtype", "bf16"}}));
+  const auto four = run(spec_of({{"tp", "2"}, {"replicas", "4"}, {"arrival", "fixed"}, {"rate", "16"},
+                                 {"requests", "240"}, {"input_len", "256"}, {"output_len", "32"}, {"dtype", "bf16"}}));
+  ASSERT_EQ(four.replicas.size(), 4u);
+  for (const sv::ReplicaSummary& r : four.replicas) EXPECT_EQ(r.requests, 60);
+  EXPECT_EQ(four.metrics.completed, 240);
+  EXPECT_NEAR(four.metrics.request_throughput / one.metrics.request_throughput, 4.0, 0.15);
+  EXPECT_NEAR(four.metrics.tpot_s.mean / one.metrics.tpot_s.mean, 1.0, 0.02);
+  EXPECT_NEAR(four.metrics.ttft_s.mean / one.metrics.ttft_s.mean, 1.0, 0.02);
+}
+
+TEST(ServeReplicas, ADeploymentRunsTheSameTwice) {
+  const auto spec = spec_of({{"tp", "2"}, {"replicas", "4"}, {"router", "least_kv"}, {"rate", "60"},
+                             {"requests", "300"}, {"input_len", "512"}, {"output_len", "64"},
+                             {"output_dist", "lognormal"}, {"output_stddev", "1"}, {"dtype", "bf16"}});
+  const auto a = run(spec), b = run(spec);
+  EXPECT_EQ(sv::serve_report_json(a, spec, "dgx_h100.json").dump(), sv::serve_report_json(b, spec, "dgx_h100.json").dump());
+}
+
+// Requests sharing a prefix find it cached on the replica that served it before: affinity
+// computes each group's prefix on fewer replicas than round robin does.
+TEST(ServeReplicas, PrefixAffinityFindsMoreOfThePrefixCache) {
+  auto spec = spec_of({{"tp", "2"}, {"replicas", "4"}, {"rate", "20"}, {"requests", "400"}, {"input_len", "2560"},
+                       {"output_len", "16"}, {"shared_prefix", "2048"}, {"prefix_groups", "64"}, {"dtype", "bf16"}});
+  const auto spread = run(spec);
+  spec.router = sv::RouterPolicy::prefix_affinity;
+  const auto kept = run(spec);
+  EXPECT_GT(kept.metrics.prefix_hit_tokens, spread.metrics.prefix_hit_tokens * 5 / 4);
+  EXPECT_LT(kept.metrics.ttft_s.mean, spread.metrics.ttft_s.mean);
+}
+
+TEST(ServeReplicas, MoreReplicasThanTheMachineHoldsAreRefusedByName) {
+  const hw::Machine m = hw::Machine::load(config("dgx_h100.json"));
+  Diagnostics d;
+  EXPECT_FALSE(sv::validate_serve(spec_of({{"tp", "4"}, {"replicas", "3"}}), m, d, "serve"));
+  EXPECT_NE(d.to_string().find("3 replicas of 4 devices (tp 4) need 12 devices"), std::string::npos) << d.to_string();
+}
+
+}  // namespace
