@@ -51,6 +51,40 @@ TEST(Engine, ACollectiveWaitsForTheLastRankToArrive) {
   EXPECT_EQ(r.ranks[0].collectives, 1u);
 }
 
+// A peer copy moves its bytes over the links between the two devices with the peer taking no
+// part; where ranks mirror the caller, each copies its own share with the rank at its offset,
+// so a replica's shards move side by side, each over its own links.
+TEST(Engine, APeerCopyMovesItsBytesOverTheLinksAndMirrorsCopyTheirOwn) {
+  const hw::Machine m = hw::Machine::load(config("dgx_h100.json"));
+  const std::uint64_t bytes = 1ULL << 30;
+  const auto copy_time_s = [&](int world, std::vector<int> mirror, bool pull) {
+    runtime::EngineOptions o;
+    o.mirror_of = std::move(mirror);
+    runtime::Engine engine(m, {}, world, o);
+    double took = 0;
+    engine.run([&](runtime::RankContext& ctx) {
+      if (ctx.rank() != 0) return;
+      const double begin = ctx.host_time_s();
+      if (pull) {
+        ctx.copy_from_peer(world / 2, bytes, "kv pull");
+      } else {
+        ctx.copy_to_peer(world / 2, bytes, "kv push");
+      }
+      ctx.synchronize("copied");
+      took = ctx.host_time_s() - begin;
+    });
+    return took;
+  };
+  const double one = copy_time_s(2, {}, false);
+  // 1 GiB over one H100's NVLink (450 GB/s each way): a few milliseconds.
+  EXPECT_GT(one, static_cast<double>(bytes) / 450e9);
+  EXPECT_LT(one, 2.0 * static_cast<double>(bytes) / 450e9);
+  EXPECT_NEAR(copy_time_s(2, {}, true), one, 0.01 * one);
+  // Rank 1 mirrors rank 0 and copies with rank 3 as rank 0 does with rank 2: its own links, the
+  // same time.
+  EXPECT_NEAR(copy_time_s(4, {0, 0, 2, 2}, false), one, 0.01 * one);
+}
+
 TEST(Engine, StreamsMadeWhileKernelsRunLeaveThoseKernelsIntact) {
   // Each new stream grows the rank's per-stream state while the kernels launched before it are
   // still running and will write their results there.

@@ -7,6 +7,8 @@
 #include "syntorch/hw/machine.hpp"
 #include "syntorch/session/serving/router.hpp"
 #include "syntorch/session/serving/serve.hpp"
+#include "syntorch/trace/recorder.hpp"
+#include "syntorch/trace/sink.hpp"
 
 namespace {
 
@@ -130,11 +132,88 @@ TEST(ServeReplicas, PrefixAffinityFindsMoreOfThePrefixCache) {
   EXPECT_LT(kept.metrics.ttft_s.mean, spread.metrics.ttft_s.mean);
 }
 
+// ---- disaggregated prefill and decode ----
+
+// The peer copies a trace shows (their bytes) and the requests' hand-over spans.
+class Transfers : public trace::Sink {
+ public:
+  void on_process(const trace::ProcessInfo&) override {}
+  void on_track(const trace::TrackInfo&) override {}
+  void on_span(const trace::SpanEvent& s) override {
+    if (s.name == "memcpy PtoP") {
+      ++copies;
+      for (const trace::Arg& a : s.args) {
+        if (a.key == "bytes") bytes += a.value.as_uint64();
+      }
+    }
+    if (s.name == "handed over") ++handovers;
+  }
+  void on_instant(const trace::InstantEvent&) override {}
+  void on_counter(const trace::CounterEvent&) override {}
+  void on_flow(const trace::FlowEvent&) override {}
+  std::uint64_t bytes = 0;
+  int copies = 0, handovers = 0;
+};
+
+// Each request's prompt is served by a prefill engine and its keys and values pulled to a decode
+// engine: the bytes the model implies (its prompt's tokens times the KV bytes a token takes on a
+// device) move once per request and device, the first token comes from the prefill engine and
+// the rest from the decode engine.
+TEST(ServeDisaggregated, EachPromptsKvCacheMovesToTheDecodeEngineOverTheLinks) {
+  trace::Recorder recorder;
+  Transfers transfers;
+  recorder.attach(transfers);
+  const auto spec = spec_of({{"tp", "2"}, {"replicas", "1"}, {"prefill_replicas", "1"}, {"rate", "8"},
+                             {"requests", "24"}, {"input_len", "1000"}, {"output_len", "16"}, {"dtype", "bf16"}});
+  const hw::Machine m = hw::Machine::load(config("dgx_h100.json"));
+  const sv::ServeReport r = sv::serve(m, runtime::KernelPolicy{}, spec, &recorder);
+  recorder.finish();
+  ASSERT_FALSE(r.oom) << r.oom_reason;
+  EXPECT_EQ(r.metrics.completed, 24);
+  ASSERT_EQ(r.replicas.size(), 2u);
+  EXPECT_EQ(r.replicas[0].role, "decode");
+  EXPECT_EQ(r.replicas[1].role, "prefill");
+  EXPECT_EQ(r.replicas[1].output_tokens, 24);       // the first tokens
+  EXPECT_EQ(r.replicas[0].output_tokens, 24 * 15);  // the rest
+  // Llama-3 8B: 32 layers x 8 KV heads x 128 x (K and V) x 2 bytes, 4 KV heads a device at tp 2.
+  const std::uint64_t per_token_per_device = 32ULL * 4 * 128 * 2 * 2;
+  EXPECT_EQ(transfers.copies, 24);  // the decode engine's first rank (its mirror's are not traced)
+  EXPECT_EQ(transfers.bytes, 24ULL * 1000 * per_token_per_device);
+  EXPECT_EQ(transfers.handovers, 24);
+}
+
+// Decode steps with no prompt among them: the decode engine's inter-token gaps stay even where
+// a whole replica's are broken by the prefills it batches in (at equal devices).
+TEST(ServeDisaggregated, DecodeAloneKeepsTheInterTokenGapsEven) {
+  const hw::Machine m = hw::Machine::load(config("dgx_h100.json"));
+  auto spec = spec_of({{"tp", "4"}, {"replicas", "2"}, {"rate", "6"}, {"requests", "60"}, {"input_len", "4096"},
+                       {"output_len", "64"}, {"dtype", "bf16"}});
+  const sv::ServeReport whole = sv::serve(m, runtime::KernelPolicy{}, spec);
+  spec.replicas = 1;
+  spec.prefill_replicas = 1;
+  const sv::ServeReport split = sv::serve(m, runtime::KernelPolicy{}, spec);
+  EXPECT_LT(split.metrics.itl_s.p99, 0.5 * whole.metrics.itl_s.p99);
+  EXPECT_EQ(split.metrics.completed, 60);
+}
+
+TEST(ServeDisaggregated, ADeploymentRunsTheSameTwice) {
+  const auto spec = spec_of({{"tp", "2"}, {"replicas", "2"}, {"prefill_replicas", "2"}, {"router", "least_outstanding"},
+                             {"rate", "30"}, {"requests", "120"}, {"input_len", "1024"}, {"output_len", "32"},
+                             {"output_dist", "lognormal"}, {"output_stddev", "1"}, {"dtype", "bf16"}});
+  const auto a = run(spec), b = run(spec);
+  EXPECT_EQ(sv::serve_report_json(a, spec, "dgx_h100.json").dump(), sv::serve_report_json(b, spec, "dgx_h100.json").dump());
+}
+
 TEST(ServeReplicas, MoreReplicasThanTheMachineHoldsAreRefusedByName) {
   const hw::Machine m = hw::Machine::load(config("dgx_h100.json"));
   Diagnostics d;
   EXPECT_FALSE(sv::validate_serve(spec_of({{"tp", "4"}, {"replicas", "3"}}), m, d, "serve"));
   EXPECT_NE(d.to_string().find("3 replicas of 4 devices (tp 4) need 12 devices"), std::string::npos) << d.to_string();
+  Diagnostics d2;
+  EXPECT_FALSE(sv::validate_serve(spec_of({{"tp", "4"}, {"replicas", "2"}, {"prefill_replicas", "1"}}), m, d2, "serve"));
+  EXPECT_NE(d2.to_string().find("2 replicas and 1 prefill replicas of 4 devices (tp 4) need 12 devices"),
+            std::string::npos)
+      << d2.to_string();
 }
 
 }  // namespace

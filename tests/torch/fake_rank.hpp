@@ -85,6 +85,8 @@ class FakeRank : public runtime::RankContext {
   void copy_device_to_host(std::uint64_t bytes, std::string_view name) override {
     d2h.emplace_back(bytes, std::string(name));
   }
+  void copy_to_peer(int, std::uint64_t, std::string_view) override {}
+  void copy_from_peer(int, std::uint64_t, std::string_view) override {}
   void synchronize(std::string_view reason) override { syncs.emplace_back(reason); }
   void graph_begin() override { events.emplace_back("graph_begin"); }
   std::uint64_t graph_end() override {

@@ -49,9 +49,12 @@ void print_report(std::ostream& out, const sv::ServeReport& r, const sv::ServeSp
                   double wall_s) {
   const sv::ServeMetrics& x = r.metrics;
   out << fmt::format("{} on {}: {}tp {}, {}, engine {}; {} requests{}\n", spec.model->name(), m.name(),
-                     spec.replicas > 1 ? fmt::format("{} replicas ({}), ", spec.replicas,
-                                                     sv::router_policy_names().at(static_cast<std::size_t>(spec.router)))
-                                       : std::string(),
+                     spec.replicas > 1 || spec.prefill_replicas > 0
+                         ? fmt::format("{}{} replicas ({}), ",
+                                       spec.prefill_replicas > 0 ? fmt::format("{} prefill and ", spec.prefill_replicas)
+                                                                 : std::string(),
+                                       spec.replicas, sv::router_policy_names().at(static_cast<std::size_t>(spec.router)))
+                         : std::string(),
                      spec.tp, dtype_name(spec.dtype), spec.engine, x.completed,
                      spec.traffic.requests_file.empty() ? "" : " from " + spec.traffic.requests_file);
   out << fmt::format("  KV pool                 {} blocks, {} tokens ({:.2f} GB a device; weights {:.2f} GB, "
@@ -90,9 +93,9 @@ void print_report(std::ostream& out, const sv::ServeReport& r, const sv::ServeSp
                      r.steps.size(), reused, kv_peak * 100);
   for (std::size_t i = 0; r.replicas.size() > 1 && i < r.replicas.size(); ++i) {
     const sv::ReplicaSummary& y = r.replicas[i];
-    out << fmt::format("  replica {:<3}             {} requests, {} output tokens, {} steps, {} preemptions, KV pool at "
-                       "most {:.0f}% used\n",
-                       i, y.requests, y.output_tokens, y.steps, y.preemptions, y.kv_used_peak * 100);
+    out << fmt::format("  {:<23} {} requests, {} output tokens, {} steps, {} preemptions, KV pool at most {:.0f}% used\n",
+                       fmt::format("{} {}", y.role, i), y.requests, y.output_tokens, y.steps, y.preemptions,
+                       y.kv_used_peak * 100);
   }
   out << "  sequences per step     ";
   for (const auto& [low, n] : sv::batch_size_histogram(r.steps)) out << fmt::format(" {}+: {}", low, n);

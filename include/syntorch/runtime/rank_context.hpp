@@ -114,6 +114,13 @@ class RankContext {
   // A host <-> device copy over the host link (pinned memory, on the current stream).
   virtual void copy_host_to_device(std::uint64_t bytes, std::string_view name) = 0;
   virtual void copy_device_to_host(std::uint64_t bytes, std::string_view name) = 0;
+  // One-sided copies of `bytes` between this rank's device and global rank `peer`'s over the
+  // links between them, on the current stream (cudaMemcpyPeerAsync, or the GPU-direct RDMA write
+  // or read a KV transfer library issues); the peer takes no part. Where ranks mirror this one,
+  // each copies as well, with the rank as far from `peer` as it is from this one (one replica's
+  // tensor-parallel shards with another's).
+  virtual void copy_to_peer(int peer, std::uint64_t bytes, std::string_view name) = 0;
+  virtual void copy_from_peer(int peer, std::uint64_t bytes, std::string_view name) = 0;
 
   // Blocks the host until this rank's device has finished everything launched so far.
   virtual void synchronize(std::string_view reason) = 0;

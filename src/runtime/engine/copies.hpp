@@ -1,7 +1,8 @@
 #pragma once
-// Copies between a device and its host (pinned memory, as cudaMemcpyAsync on a stream): a stream
-// item that moves its bytes over the routed host link, through the device's HBM, sharing both
-// with everything else in flight.
+// Copies between a device and its host (pinned memory, as cudaMemcpyAsync on a stream), or from a
+// device to another's (a peer copy, with those of the ranks mirroring the caller): a stream item
+// that moves its bytes over the routed links, through the devices' HBM, sharing them with
+// everything else in flight; it ends when its last transfer does.
 
 #include <cstdint>
 #include <vector>
@@ -16,8 +17,11 @@ class Copies {
  public:
   explicit Copies(EngineCore& core) : core_(core) {}
 
-  // `rank` starts a copy of `bytes` on `stream` now.
+  // `rank` starts a host copy of `bytes` on `stream` now.
   void start(Rank& rank, bool to_device, std::uint64_t bytes, std::uint32_t stream);
+  // `rank` starts a peer copy of `bytes` to (from) rank `peer`'s device on `stream` now (and each
+  // rank mirroring it one with the rank at its offset from `peer`).
+  void start_peer(Rank& rank, bool to_peer, int peer, std::uint64_t bytes, std::uint32_t stream);
 
  private:
   struct Copy {
@@ -26,8 +30,12 @@ class Copies {
     sim::TimePs start_ps = 0;
     std::uint64_t bytes = 0;
     bool to_device = false;
+    int peer = -1;  // a peer copy's other rank
+    bool to_peer = false;
+    std::uint32_t transfers = 1;  // not finished yet
     std::uint64_t flow_id = 0;
   };
+  std::uint32_t take_slot();
   void on_done(std::uint64_t slot);
 
   EngineCore& core_;

@@ -142,6 +142,10 @@ std::string Rank::describe_call(const CommCall& call) const {
   if (call.kind == CommCall::Kind::recv) return fmt::format("{} bytes from rank {}", call.bytes, call.target);
   if (call.kind == CommCall::Kind::to_device) return fmt::format("{} bytes host to device", call.bytes);
   if (call.kind == CommCall::Kind::to_host) return fmt::format("{} bytes device to host", call.bytes);
+  if (call.kind == CommCall::Kind::to_peer) return fmt::format("{} bytes to rank {}'s device", call.bytes, call.target);
+  if (call.kind == CommCall::Kind::from_peer) {
+    return fmt::format("{} bytes from rank {}'s device", call.bytes, call.target);
+  }
   return fmt::format("{} of {} bytes over ranks {}", op_name(call.op), call.bytes,
                      fmt::join(core_.comm->group(GroupId{call.target}).ranks, ","));
 }
@@ -279,6 +283,25 @@ void Rank::copy(bool to_device, std::uint64_t bytes, std::string_view name) {
   }
   const CommCall* call =
       intern_call({to_device ? CommCall::Kind::to_device : CommCall::Kind::to_host, OpKind::copy, 0, bytes, {}});
+  os::HostAction a = launch_action(os::work_item<&Rank::start_copy>(this, call), current_stream_);
+  if (tracer_) note_launches(a, op_record(name, call, nullptr, [&] { return describe_call(*call); }), 0, 1);
+  push(a);
+}
+
+void Rank::peer_copy(bool to_peer, int peer, std::uint64_t bytes, std::string_view name) {
+  check_bytes(bytes, name);
+  // This rank and those that mirror it, each to the rank at its own offset from `peer`.
+  for (int r = 0; r < core_.world_size; ++r) {
+    if (r != index_ && (!core_.mirrored(r) || core_.options.mirror_of[static_cast<std::size_t>(r)] != index_)) continue;
+    const int to = peer + (r - index_);
+    if (to < 0 || to >= core_.world_size || to == r) {
+      throw std::invalid_argument(fmt::format("{}: rank {} would copy {} rank {}, which is {} of the {} ranks", name, r,
+                                              to_peer ? "to" : "from", to, to == r ? "itself" : "not one",
+                                              core_.world_size));
+    }
+  }
+  const CommCall* call = intern_call({to_peer ? CommCall::Kind::to_peer : CommCall::Kind::from_peer, OpKind::copy,
+                                      static_cast<std::uint32_t>(peer), bytes, {}});
   os::HostAction a = launch_action(os::work_item<&Rank::start_copy>(this, call), current_stream_);
   if (tracer_) note_launches(a, op_record(name, call, nullptr, [&] { return describe_call(*call); }), 0, 1);
   push(a);

@@ -34,10 +34,10 @@ namespace syntorch::runtime::detail {
 // send/recv with a peer, or a copy between the device and its host. Interned per rank (calls
 // repeat every layer), so a work item carries a reference to one that never changes.
 struct CommCall {
-  enum class Kind : std::uint8_t { collective, send, recv, to_device, to_host };
+  enum class Kind : std::uint8_t { collective, send, recv, to_device, to_host, to_peer, from_peer };
   Kind kind = Kind::collective;
   OpKind op = OpKind::allreduce;
-  std::uint32_t target = 0;  // the group (collective) or the peer's global rank (send, recv)
+  std::uint32_t target = 0;  // the group (collective) or the peer's global rank (send, recv, peer copies)
   std::uint64_t bytes = 0;
   std::vector<std::uint64_t> splits;  // uneven shares (OpDesc::splits), empty when even
   bool operator==(const CommCall&) const = default;
@@ -83,6 +83,10 @@ class Rank final : public RankContext {
   void recv(int peer, std::uint64_t bytes, std::string_view name) override;
   void copy_host_to_device(std::uint64_t bytes, std::string_view name) override { copy(true, bytes, name); }
   void copy_device_to_host(std::uint64_t bytes, std::string_view name) override { copy(false, bytes, name); }
+  void copy_to_peer(int peer, std::uint64_t bytes, std::string_view name) override { peer_copy(true, peer, bytes, name); }
+  void copy_from_peer(int peer, std::uint64_t bytes, std::string_view name) override {
+    peer_copy(false, peer, bytes, name);
+  }
   void synchronize(std::string_view reason) override;
   void graph_begin() override;
   std::uint64_t graph_end() override;
@@ -205,6 +209,7 @@ class Rank final : public RankContext {
   void comm(const CommCall* call, std::string_view name);
   void point_to_point(CommCall::Kind what, int peer, std::uint64_t bytes, std::string_view name);
   void copy(bool to_device, std::uint64_t bytes, std::string_view name);
+  void peer_copy(bool to_peer, int peer, std::uint64_t bytes, std::string_view name);
   void check_bytes(std::uint64_t bytes, std::string_view name) const;
   void check_stream(std::uint32_t stream, std::string_view what) const;
   // A CUDA API call on the host (an event record or wait): its host cost, shown as `name`.

@@ -14,7 +14,8 @@ constexpr std::int32_t kRequestsPid = (1 << 20) + 1;  // after the ranks and the
 }  // namespace
 
 void record_request_tracks(trace::Recorder& recorder, const std::vector<Sequence>& sequences,
-                           const std::vector<StepSample>& steps, double start_s, int replicas) {
+                           const std::vector<StepSample>& steps, double start_s,
+                           const std::vector<std::string>& engines) {
   if (!recorder.enabled()) return;
   recorder.add_process(kRequestsPid, "requests", -1);  // shown above the ranks
   // The engine's counters, one set per replica.
@@ -22,8 +23,8 @@ void record_request_tracks(trace::Recorder& recorder, const std::vector<Sequence
     trace::TrackId running, waiting, kv;
   };
   std::vector<Counters> counters;
-  for (int r = 0; r < replicas; ++r) {
-    const std::string of = replicas > 1 ? fmt::format(" (replica {})", r) : std::string();
+  for (std::size_t e = 0; e < std::max<std::size_t>(engines.size(), 1); ++e) {
+    const std::string of = engines.empty() ? std::string() : fmt::format(" ({})", engines[e]);
     counters.push_back({recorder.add_counter_track(kRequestsPid, "running" + of, "sequences"),
                         recorder.add_counter_track(kRequestsPid, "waiting" + of, "requests"),
                         recorder.add_counter_track(kRequestsPid, "KV cache used" + of, "%")});
@@ -72,7 +73,11 @@ void record_request_tracks(trace::Recorder& recorder, const std::vector<Sequence
       if (split > begin) recorder.span(track, "prefill", "request", ps(begin), ps(split));
       if (end > split) recorder.span(track, "decode", "request", ps(split), ps(end));
       if (i < s.preempted_s.size() && i + 1 < s.admitted_s.size()) {
-        recorder.span(track, "preempted", "request", ps(s.preempted_s[i]), ps(s.admitted_s[i + 1]));
+        // Between a prefill engine and a decode engine: the hand-over (the keys and values pulled,
+        // then waiting for admission); else a preemption.
+        const bool handover = s.preempted_s[i] == s.handed_over_s;
+        recorder.span(track, handover ? "handed over" : "preempted", "request", ps(s.preempted_s[i]),
+                      ps(s.admitted_s[i + 1]));
       }
     }
   }

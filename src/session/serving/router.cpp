@@ -13,16 +13,31 @@ const std::vector<std::string>& router_policy_names() {
 Router::Router(RouterPolicy policy, std::vector<Request> requests, int replicas, std::int64_t block_size,
                std::int64_t balance_slack)
     : policy_(policy),
-      requests_(std::move(requests)),
+      expected_(requests.size()),
       block_size_(std::max<std::int64_t>(block_size, 1)),
       balance_slack_(balance_slack),
       reports_(static_cast<std::size_t>(replicas)),
       queued_(static_cast<std::size_t>(replicas)),
       routed_(static_cast<std::size_t>(replicas), 0),
-      route_(requests_.size(), -1) {
-  std::int64_t groups = 0;
-  for (const Request& q : requests_) groups = std::max(groups, q.prefix_group + 1);
-  affinity_.assign(static_cast<std::size_t>(groups), -1);
+      route_(requests.size(), -1) {
+  requests_.reserve(requests.size());
+  for (Request& q : requests) requests_.push_back({q.arrival_s, std::move(q)});
+}
+
+Router::Router(RouterPolicy policy, std::size_t expected, int replicas, std::int64_t block_size,
+               std::int64_t balance_slack)
+    : policy_(policy),
+      dynamic_(true),
+      expected_(expected),
+      block_size_(std::max<std::int64_t>(block_size, 1)),
+      balance_slack_(balance_slack),
+      reports_(static_cast<std::size_t>(replicas)),
+      queued_(static_cast<std::size_t>(replicas)),
+      routed_(static_cast<std::size_t>(replicas), 0) {}
+
+void Router::submit(double time_s, const Request& request) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  submitted_.push_back({time_s, request});
 }
 
 void Router::publish(int r, double time_s, const ReplicaState& state) {
@@ -43,9 +58,9 @@ ReplicaState Router::state_at_locked(int r, double time_s) const {
 }
 
 int Router::choose_locked(std::size_t i) {
-  const Request& q = requests_[i];
+  const Request& q = requests_[i].request;
   const int replicas = static_cast<int>(routed_.size());
-  const double seen_s = q.arrival_s - kStateLagS;
+  const double seen_s = requests_[i].time_s - kStateLagS;
   // Outstanding: routed, less those its last report before the arrival had finished.
   std::vector<std::int64_t> outstanding(static_cast<std::size_t>(replicas));
   for (int r = 0; r < replicas; ++r) {
@@ -79,8 +94,8 @@ int Router::choose_locked(std::size_t i) {
         const double since_s = reported ? std::prev(after)->time_s : -1.0;
         std::int64_t pages = reported ? std::prev(after)->state.kv_blocks_used : 0;
         for (std::size_t j = i; j-- > 0;) {
-          if (requests_[j].arrival_s <= since_s) break;
-          if (route_[j] == r) pages += (requests_[j].input_tokens + block_size_ - 1) / block_size_;
+          if (requests_[j].time_s <= since_s) break;
+          if (route_[j] == r) pages += (requests_[j].request.input_tokens + block_size_ - 1) / block_size_;
         }
         load[static_cast<std::size_t>(r)] = static_cast<double>(pages);
       }
@@ -100,13 +115,27 @@ int Router::choose_locked(std::size_t i) {
 }
 
 void Router::route_until_locked(double time_s) {
-  while (next_ < requests_.size() && requests_[next_].arrival_s <= time_s) {
+  if (dynamic_) {
+    // Every hand-over dated up to the cut-off is in: those, by date then id, join the requests.
+    const double cut_s = time_s - kStateLagS;
+    const auto ready = std::partition(submitted_.begin(), submitted_.end(), [&](const Item& x) { return x.time_s <= cut_s; });
+    std::sort(submitted_.begin(), ready, [](const Item& a, const Item& b) {
+      return a.time_s != b.time_s ? a.time_s < b.time_s : a.request.id < b.request.id;
+    });
+    requests_.insert(requests_.end(), submitted_.begin(), ready);
+    submitted_.erase(submitted_.begin(), ready);
+    route_.resize(requests_.size(), -1);
+  }
+  while (next_ < requests_.size() && requests_[next_].time_s <= time_s) {
+    const Request& q = requests_[next_].request;
+    if (q.prefix_group >= 0 && static_cast<std::size_t>(q.prefix_group) >= affinity_.size()) {
+      affinity_.resize(static_cast<std::size_t>(q.prefix_group) + 1, -1);
+    }
     const int r = choose_locked(next_);
     last_ = r;
     route_[next_] = r;
     ++routed_[static_cast<std::size_t>(r)];
     queued_[static_cast<std::size_t>(r)].push_back(next_);
-    const Request& q = requests_[next_];
     if (q.prefix_group >= 0) affinity_[static_cast<std::size_t>(q.prefix_group)] = r;
     ++next_;
   }
@@ -118,21 +147,22 @@ std::vector<Request> Router::take(int r, double time_s) {
   std::vector<Request> out;
   auto& queue = queued_[static_cast<std::size_t>(r)];
   std::size_t k = 0;
-  for (; k < queue.size() && requests_[queue[k]].arrival_s <= time_s; ++k) out.push_back(requests_[queue[k]]);
+  for (; k < queue.size() && requests_[queue[k]].time_s <= time_s; ++k) out.push_back(requests_[queue[k]].request);
   queue.erase(queue.begin(), queue.begin() + static_cast<std::ptrdiff_t>(k));
   return out;
 }
 
 double Router::next_arrival_after(double time_s) const {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (dynamic_) return std::numeric_limits<double>::infinity();
   const auto it = std::upper_bound(requests_.begin(), requests_.end(), time_s,
-                                   [](double t, const Request& q) { return t < q.arrival_s; });
-  return it == requests_.end() ? std::numeric_limits<double>::infinity() : it->arrival_s;
+                                   [](double t, const Item& q) { return t < q.time_s; });
+  return it == requests_.end() ? std::numeric_limits<double>::infinity() : it->time_s;
 }
 
 bool Router::drained(int r) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return next_ == requests_.size() && queued_[static_cast<std::size_t>(r)].empty();
+  return next_ == expected_ && queued_[static_cast<std::size_t>(r)].empty();
 }
 
 std::vector<int> Router::routes() const {

@@ -19,12 +19,24 @@ Scheduler::Scheduler(const EngineProfile& profile, std::int64_t kv_blocks, std::
 void Scheduler::submit(const Request& request) {
   Sequence s;
   s.request = request;
+  if (request.prefilled_on >= 0) {
+    s.generated = 1;
+    s.first_token_s = s.last_token_s = request.first_token_s;
+    s.kv_given = true;
+    if (s.generated >= request.output_tokens) {
+      s.finished = true;
+      s.finish_s = request.first_token_s;
+      s.kv_given = false;
+      ++finished_;
+    }
+  }
   sequences_.push_back(std::move(s));
 }
 
 void Scheduler::arrive_until(double time_s) {
   while (arrived_ < sequences_.size() && sequences_[arrived_].request.arrival_s <= time_s) {
-    waiting_.push_back(static_cast<std::int32_t>(arrived_++));
+    if (!sequences_[arrived_].finished) waiting_.push_back(static_cast<std::int32_t>(arrived_));
+    ++arrived_;
   }
 }
 
@@ -96,6 +108,7 @@ void Scheduler::schedule_running(std::int64_t& budget, Phase phase) {
       pool_.release(v.blocks);
       v.computed = 0;
       v.cached_blocks = 0;
+      v.kv_given = false;
       ++v.preemptions;
       v.preempted_s.push_back(now_s_);
       ++preemptions_;
@@ -126,16 +139,19 @@ void Scheduler::admit_waiting(std::int64_t& budget) {
     }
     const std::int64_t hits = pool_.cached_prefix(keys_);
     const std::int64_t hit_tokens = hits * profile_.block_size;
-    const std::int64_t want = s.tokens() - hit_tokens;
+    // A handed-over prompt's keys and values take pages of their own, computed already.
+    const std::int64_t have = s.kv_given ? std::max(hit_tokens, s.request.input_tokens) : hit_tokens;
+    const std::int64_t want = s.tokens() - have;
     if (!profile_.chunked_prefill && want > budget) break;
     const std::int64_t n = std::min(want, budget);
     const std::int64_t blocks = profile_.reserve_full_kv
                                     ? blocks_for(s.request.input_tokens + s.request.output_tokens)
-                                    : blocks_for(hit_tokens + n);
+                                    : blocks_for(have + n);
     if (!pool_.allocate(s.blocks, blocks, std::span<const std::uint64_t>(keys_.data(), static_cast<std::size_t>(hits)))) {
       break;
     }
-    s.computed = hit_tokens;
+    s.kv_given = false;
+    s.computed = have;
     s.cached_blocks = hits;
     s.prefix_hit_tokens += hit_tokens;
     s.admitted_s.push_back(now_s_);
@@ -174,6 +190,7 @@ const StepPlan& Scheduler::schedule(double now_s) {
 
 void Scheduler::complete(double time_s) {
   bool any_finished = false;
+  finished_in_step_.clear();
   for (const ScheduledSequence& x : plan_.sequences) {
     Sequence& s = sequences_[static_cast<std::size_t>(x.sequence)];
     if (!x.samples) {
@@ -202,6 +219,7 @@ void Scheduler::complete(double time_s) {
       s.finish_s = time_s;
       pool_.release(s.blocks);
       ++finished_;
+      finished_in_step_.push_back(x.sequence);
       any_finished = true;
     }
   }

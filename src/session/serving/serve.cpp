@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <deque>
 #include <limits>
 #include <stdexcept>
 
@@ -10,6 +11,7 @@
 #include "step_reuse.hpp"
 #include "syntorch/models/causal_lm.hpp"
 #include "syntorch/parallel/distributed.hpp"
+#include "syntorch/runtime/rank_context.hpp"
 #include "syntorch/session/serving/router.hpp"
 #include "syntorch/session/serving/scheduler.hpp"
 #include "syntorch/session/simulate.hpp"
@@ -74,12 +76,29 @@ struct Outcome {
   std::vector<StepSample> steps;
 };
 
-// One replica's engine loop, on its first rank (the replica's other tensor-parallel ranks mirror
-// it). With a router, the replica takes the requests routed to it as it goes, and reports its
-// state at its step boundaries.
+// What one engine of a deployment does: serve whole requests, or (disaggregated) only their
+// prompts, handing each over with its first token, or only their decoding, pulling each handed-
+// over prompt's keys and values from the prefill engine's devices first.
+struct EngineRole {
+  enum class Kind : std::uint8_t { whole, prefill, decode } kind = Kind::whole;
+  int index = 0;               // within its pool (its router's replica index)
+  int engine = 0;              // within the deployment: the whole or decode engines, then prefill
+  Router* router = nullptr;    // what it takes requests from (none: the traffic itself)
+  Router* handoffs = nullptr;  // a prefill engine's: where it hands requests over
+};
+
+// How often an idle decode engine looks for handed-over requests (they come when a prefill ends,
+// which nothing tells it in advance).
+constexpr double kIdlePollS = 100e-6;
+
+// One engine's loop, on its first rank (its other tensor-parallel ranks mirror it). With a
+// router, it takes the requests routed to it as it goes, and reports its state at its step
+// boundaries.
 void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& policy, const ServeSpec& spec,
-                     const EngineProfile& engine, const std::vector<Request>& requests, Router* router, int replica,
+                     const EngineProfile& engine, const std::vector<Request>& requests, const EngineRole& role,
                      Outcome& out) {
+  Router* const router = role.router;
+  const int replica = role.index;
   torch::DefaultDtypeGuard dtype_guard(torch::from_runtime_dtype(activation_dtype(spec.dtype)));
   std::optional<torch::fp8::ModelInitGuard> fp8_weights;
   std::optional<torch::fp8::AutocastGuard> fp8_gemms;
@@ -185,16 +204,58 @@ void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& po
   const auto report = [&](double time_s) {
     router->publish(replica, time_s, ReplicaState{scheduler.finished(), scheduler.pool().used_blocks()});
   };
+  // A prefill engine serves each prompt and its first token; the request as it came is what it
+  // hands over (by its sequence's index).
+  std::vector<Request> taken;
+  // A decode engine's pulls of handed-over prompts' keys and values, on a stream of their own, in
+  // the order issued (so they end in that order).
+  runtime::RankContext* const ctx = runtime::current_rank();
+  std::uint32_t transfer_stream = 0;
+  struct Pull {
+    Request request;
+    std::uint64_t event;
+  };
+  std::deque<Pull> pulls;
+  if (role.kind == EngineRole::Kind::decode) transfer_stream = ctx->new_stream();
+  const auto take = [&](double now) {
+    for (Request q : router->take(replica, now)) {
+      if (role.kind == EngineRole::Kind::prefill) {
+        taken.push_back(q);
+        q.output_tokens = 1;
+        scheduler.submit(q);
+      } else if (role.kind == EngineRole::Kind::decode && q.output_tokens > 1) {
+        const std::uint32_t compute_stream = ctx->current_stream();
+        ctx->set_stream(transfer_stream);
+        ctx->copy_from_peer(q.prefilled_on,
+                            static_cast<std::uint64_t>(std::llround(static_cast<double>(q.input_tokens) * per_token)),
+                            "kv transfer");
+        const std::uint64_t event = ctx->record_event(transfer_stream);
+        ctx->set_stream(compute_stream);
+        pulls.push_back({q, event});
+      } else {
+        scheduler.submit(q);
+      }
+    }
+    // Pulls that have landed: their requests join, prompts computed.
+    while (!pulls.empty() && std::isfinite(ctx->event_time_s(pulls.front().event))) {
+      scheduler.submit(pulls.front().request);
+      pulls.pop_front();
+    }
+  };
   while (true) {
     const double now = torch::clock::now_s() - start;
-    if (router) {
-      for (const Request& q : router->take(replica, now)) scheduler.submit(q);
-    }
+    if (router) take(now);
     scheduler.arrive_until(now);
     if (!scheduler.has_work()) {
-      if (router ? router->drained(replica) : scheduler.done()) break;
-      // Idle until the next arrival (with a router, the next anywhere: it may come here).
-      torch::clock::sleep_until_s(start + (router ? router->next_arrival_after(now) : scheduler.next_arrival_s()));
+      if (router ? router->drained(replica) && pulls.empty() : scheduler.done()) break;
+      if (!pulls.empty()) {
+        ctx->synchronize_event(pulls.front().event);  // idle until the next pull lands
+      } else if (role.kind == EngineRole::Kind::decode) {
+        torch::clock::sleep_s(kIdlePollS);
+      } else {
+        // Idle until the next arrival (with a router, the next anywhere: it may come here).
+        torch::clock::sleep_until_s(start + (router ? router->next_arrival_after(now) : scheduler.next_arrival_s()));
+      }
       continue;
     }
     const StepPlan& plan = scheduler.schedule(now);
@@ -259,8 +320,16 @@ void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& po
     const double done = torch::clock::now_s() - start;
     scheduler.complete(done);
     if (router) report(done);
+    if (role.kind == EngineRole::Kind::prefill) {
+      for (const std::int32_t i : scheduler.finished_in_step()) {
+        Request q = taken[static_cast<std::size_t>(i)];
+        q.first_token_s = done;
+        q.prefilled_on = ctx->rank();
+        role.handoffs->submit(done, q);
+      }
+    }
     StepSample sample;
-    sample.replica = static_cast<std::int16_t>(replica);
+    sample.replica = static_cast<std::int16_t>(role.engine);
     sample.time_s = done;
     sample.sequences = static_cast<std::int32_t>(seqs);
     sample.running = static_cast<std::int32_t>(scheduler.running());
@@ -273,7 +342,24 @@ void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& po
     out.steps.push_back(sample);
   }
   out.sequences = scheduler.sequences();
-  for (Sequence& q : out.sequences) q.replica = replica;
+  for (Sequence& q : out.sequences) q.replica = role.engine;
+  if (role.kind == EngineRole::Kind::prefill) {
+    for (std::size_t i = 0; i < out.sequences.size(); ++i) out.sequences[i].request = taken[i];
+  }
+}
+
+// A decode engine's sequence with its prefill engine's stays in front: admitted and preempted
+// there, then handed over with its first token (handed_over_s) until admitted here.
+void merge_prefill(Sequence& q, const Sequence& prefill) {
+  std::vector<double> admitted = prefill.admitted_s, preempted = prefill.preempted_s;
+  preempted.push_back(q.first_token_s);
+  admitted.insert(admitted.end(), q.admitted_s.begin(), q.admitted_s.end());
+  preempted.insert(preempted.end(), q.preempted_s.begin(), q.preempted_s.end());
+  q.admitted_s = std::move(admitted);
+  q.preempted_s = std::move(preempted);
+  q.handed_over_s = q.first_token_s;
+  q.preemptions += prefill.preemptions;
+  q.prefix_hit_tokens += prefill.prefix_hit_tokens;
 }
 
 }  // namespace
@@ -313,10 +399,12 @@ bool validate_serve(const ServeSpec& s, const hw::Machine& machine, Diagnostics&
   }
   if (d.size() != before) return false;
   const std::size_t devices = machine.devices().size();
-  if (static_cast<std::size_t>(s.replicas) * static_cast<std::size_t>(s.tp) > devices) {
+  const std::size_t engines = static_cast<std::size_t>(s.replicas) + static_cast<std::size_t>(s.prefill_replicas);
+  if (engines * static_cast<std::size_t>(s.tp) > devices) {
     d.error(where, "replicas",
-            fmt::format("{} replicas of {} devices (tp {}) need {} devices; {} has {}", s.replicas, s.tp, s.tp,
-                        static_cast<std::size_t>(s.replicas) * static_cast<std::size_t>(s.tp), machine.name(), devices));
+            fmt::format("{} replicas{} of {} devices (tp {}) need {} devices; {} has {}", s.replicas,
+                        s.prefill_replicas ? fmt::format(" and {} prefill replicas", s.prefill_replicas) : std::string(),
+                        s.tp, s.tp, engines * static_cast<std::size_t>(s.tp), machine.name(), devices));
     return false;
   }
   // The model, its layout and dtypes as a generation run of the longest request checks them.
@@ -330,10 +418,11 @@ ServeReport serve(const hw::Machine& machine, const runtime::KernelPolicy& polic
   if (!validate_serve(spec, machine, d, "serve")) throw InputError(std::move(d));
   const EngineProfile engine = *resolved_engine(spec, d, "serve");
   const std::vector<Request> requests = make_requests(spec.traffic);
-  // Replica r runs on devices r*tp .. r*tp+tp-1, its first rank the engine's program and the others
-  // mirroring it.
-  const int replicas = spec.replicas;
-  const int world = replicas * spec.tp;
+  // Engine e runs on devices e*tp .. e*tp+tp-1, its first rank the engine's program and the others
+  // mirroring it: the replicas (decode engines when disaggregated) first, then the prefill ones.
+  const int replicas = spec.replicas, prefills = spec.prefill_replicas;
+  const int engines = replicas + prefills;
+  const int world = engines * spec.tp;
   runtime::EngineOptions options;
   options.recorder = recorder;
   options.trace_level = trace_level;
@@ -341,14 +430,34 @@ ServeReport serve(const hw::Machine& machine, const runtime::KernelPolicy& polic
   options.mirror_of.resize(static_cast<std::size_t>(world));
   for (int r = 0; r < world; ++r) options.mirror_of[static_cast<std::size_t>(r)] = r - r % spec.tp;
   runtime::Engine sim(machine, policy, world, options);
-  std::vector<Outcome> outs(static_cast<std::size_t>(replicas));
-  std::optional<Router> router;
-  if (replicas > 1) router.emplace(spec.router, requests, replicas, engine.block_size, spec.router_balance);
+  std::vector<Outcome> outs(static_cast<std::size_t>(engines));
+  // Arrivals go to the prefill pool, or to the replicas when there are several; hand-overs to the
+  // decode pool.
+  std::optional<Router> arrivals, handoffs;
+  if (prefills > 0) {
+    arrivals.emplace(spec.router, requests, prefills, engine.block_size, spec.router_balance);
+    handoffs.emplace(spec.router, requests.size(), replicas, engine.block_size, spec.router_balance);
+  } else if (replicas > 1) {
+    arrivals.emplace(spec.router, requests, replicas, engine.block_size, spec.router_balance);
+  }
   ServeReport report;
   report.engine = sim.run([&](runtime::RankContext& ctx) {
-    const int replica = ctx.rank() / spec.tp;
-    Outcome& out = outs[static_cast<std::size_t>(replica)];
-    serving_program(machine, policy, spec, engine, requests, router ? &*router : nullptr, replica, out);
+    EngineRole role;
+    role.engine = ctx.rank() / spec.tp;
+    if (prefills == 0) {
+      role.index = role.engine;
+      role.router = arrivals ? &*arrivals : nullptr;
+    } else if (role.engine < replicas) {
+      role.kind = EngineRole::Kind::decode;
+      role.index = role.engine;
+      role.router = &*handoffs;
+    } else {
+      role.kind = EngineRole::Kind::prefill;
+      role.index = role.engine - replicas;
+      role.router = &*arrivals;
+      role.handoffs = &*handoffs;
+    }
+    serving_program(machine, policy, spec, engine, requests, role, outs[static_cast<std::size_t>(role.engine)]);
   });
   const Outcome& first = outs.front();
   report.weights_bytes = first.weights_bytes;
@@ -358,15 +467,17 @@ ServeReport serve(const hw::Machine& machine, const runtime::KernelPolicy& polic
     report.oom_reason = "a device ran out of memory";
     return report;
   }
-  if (first.refused) {
-    report.oom = true;
-    report.oom_reason = first.refused->why;
-    return report;
+  for (const Outcome& o : outs) {
+    if (o.refused) {
+      report.oom = true;
+      report.oom_reason = o.refused->why;
+      return report;
+    }
   }
   for (const Outcome& o : outs) {
     if (o.start_s != first.start_s || o.kv_blocks != first.kv_blocks) {
-      throw std::logic_error(fmt::format("serve: replicas started at {} and {} s with {} and {} KV pages; identical "
-                                         "replicas must start together", first.start_s, o.start_s, first.kv_blocks,
+      throw std::logic_error(fmt::format("serve: engines started at {} and {} s with {} and {} KV pages; identical "
+                                         "engines must start together", first.start_s, o.start_s, first.kv_blocks,
                                          o.kv_blocks));
     }
   }
@@ -375,25 +486,42 @@ ServeReport serve(const hw::Machine& machine, const runtime::KernelPolicy& polic
   report.kv_pool_bytes = first.kv_pool_bytes;
   std::vector<Sequence> sequences;
   std::vector<StepSample> steps;
-  for (const Outcome& o : outs) {
+  for (int e = 0; e < engines; ++e) {
+    const Outcome& o = outs[static_cast<std::size_t>(e)];
     ReplicaSummary summary;
+    summary.role = prefills == 0 ? "replica" : e < replicas ? "decode" : "prefill";
     for (const Sequence& q : o.sequences) {
       ++summary.requests;
-      summary.output_tokens += q.generated;
+      summary.output_tokens += q.generated - (summary.role == "decode" ? 1 : 0);
       summary.preemptions += q.preemptions;
     }
     summary.steps = static_cast<std::int64_t>(o.steps.size());
     for (const StepSample& x : o.steps) summary.kv_used_peak = std::max(summary.kv_used_peak, static_cast<double>(x.kv_used));
     report.replicas.push_back(summary);
-    sequences.insert(sequences.end(), o.sequences.begin(), o.sequences.end());
+    // The whole requests: the replicas' (decode engines' when disaggregated, with their prefills'
+    // stays in front).
+    if (e < replicas) sequences.insert(sequences.end(), o.sequences.begin(), o.sequences.end());
     steps.insert(steps.end(), o.steps.begin(), o.steps.end());
   }
-  // Requests in id order; steps in time order (a replica's own stay in order).
   std::sort(sequences.begin(), sequences.end(),
             [](const Sequence& a, const Sequence& b) { return a.request.id < b.request.id; });
+  if (prefills > 0) {
+    std::vector<const Sequence*> prefilled(requests.size(), nullptr);
+    for (int e = replicas; e < engines; ++e) {
+      for (const Sequence& q : outs[static_cast<std::size_t>(e)].sequences) {
+        prefilled[static_cast<std::size_t>(q.request.id)] = &q;
+      }
+    }
+    for (Sequence& q : sequences) merge_prefill(q, *prefilled[static_cast<std::size_t>(q.request.id)]);
+  }
+  // Steps in time order (an engine's own stay in order).
   std::stable_sort(steps.begin(), steps.end(), [](const StepSample& a, const StepSample& b) { return a.time_s < b.time_s; });
   report.metrics = compute_metrics(sequences, spec.slo);
-  if (recorder != nullptr) record_request_tracks(*recorder, sequences, steps, first.start_s, replicas);
+  if (recorder != nullptr) {
+    std::vector<std::string> names;
+    for (const ReplicaSummary& x : report.replicas) names.push_back(fmt::format("{} {}", x.role, names.size()));
+    record_request_tracks(*recorder, sequences, steps, first.start_s, engines > 1 ? names : std::vector<std::string>{});
+  }
   report.steps = std::move(steps);
   return report;
 }

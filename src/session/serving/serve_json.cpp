@@ -73,7 +73,8 @@ Json serve_report_json(const ServeReport& r, const ServeSpec& spec, const std::s
   if (r.replicas.size() > 1) {
     Json replicas = Json::array();
     for (const ReplicaSummary& x : r.replicas) {
-      replicas.push_back(Json{{"requests", x.requests},
+      replicas.push_back(Json{{"role", x.role},
+                              {"requests", x.requests},
                               {"output_tokens", x.output_tokens},
                               {"preemptions", x.preemptions},
                               {"steps", x.steps},

@@ -107,6 +107,15 @@ const std::vector<P>& table() {
        if (auto v = integer_of(text, 1, d, where, key)) s.replicas = static_cast<int>(std::min<std::int64_t>(*v, 1 << 20));
      },
      [](const ServeSpec& s) { return Json(s.replicas); }},
+    {"prefill_replicas", "", "", ParameterKind::integer, "replicas",
+     "Disaggregated serving: prefill engines (tp devices each, after the replicas') that serve the prompts and hand "
+     "each request over with its first token to the replicas, which pull its KV cache and decode (0: none)",
+     [](ServeSpec& s, const std::string& text, Diagnostics& d, const std::string& where, std::string_view key) {
+       if (auto v = integer_of(text, 0, d, where, key)) {
+         s.prefill_replicas = static_cast<int>(std::min<std::int64_t>(*v, 1 << 20));
+       }
+     },
+     [](const ServeSpec& s) { return Json(s.prefill_replicas); }},
     {"router", "", "", ParameterKind::choice, "",
      "How the router places requests on replicas: round_robin, least_outstanding (fewest unfinished), least_kv (least "
      "KV pool in use, prompts routed since counted), prefix_affinity (a shared prefix's replica unless router_balance "

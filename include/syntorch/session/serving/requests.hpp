@@ -23,6 +23,10 @@ struct Request {
   std::int64_t output_tokens = 0;
   std::int64_t prefix_group = -1;  // -1: no shared prefix
   std::int64_t shared_prefix_tokens = 0;
+  // Handed over by a prefill engine (disaggregated serving): when its first token came, and the
+  // rank whose device holds its prompt's keys and values (-1: not handed over).
+  double first_token_s = 0;
+  std::int32_t prefilled_on = -1;
 };
 
 // When requests arrive: a Poisson process (exponential gaps), a Gamma process (gaps of the mean

@@ -6,6 +6,11 @@
 // step boundaries (publish) and takes what was routed to it (take). A request arriving at a is
 // routed from the reports dated before a - kStateLagS, so whichever replica's thread routes it,
 // and whenever, the choice is the same: the run is deterministic. Thread-safe.
+//
+// Its requests are the traffic's, known from the start, or (a disaggregated deployment's decode
+// pool) handed over as the run goes (submit, dated when the prefill ended): those are routed
+// once a replica's clock is kStateLagS past them, by date then id, when every hand-over dated
+// up to there is in.
 
 #include <cstdint>
 #include <mutex>
@@ -43,23 +48,37 @@ class Router {
   // `balance_slack` outstanding requests of affinity over the least loaded.
   Router(RouterPolicy policy, std::vector<Request> requests, int replicas, std::int64_t block_size,
          std::int64_t balance_slack);
+  // A router of requests handed over as the run goes, `expected` of them in all.
+  Router(RouterPolicy policy, std::size_t expected, int replicas, std::int64_t block_size, std::int64_t balance_slack);
+
+  // A request handed over at `time_s` (a dynamic router's; its dates of arrival and first token
+  // stay the request's own).
+  void submit(double time_s, const Request& request);
 
   // Replica `r`'s state from simulated time `time_s` on (reports come in time order per replica).
   void publish(int r, double time_s, const ReplicaState& state);
   // The requests routed to replica `r` that arrived by `time_s` and it has not taken yet (every
   // arrival up to `time_s` is routed first). Call at a time the replica's simulation stands at.
   std::vector<Request> take(int r, double time_s);
-  // The first arrival after `time_s` (infinity when none): when an idle replica looks again.
+  // The first arrival after `time_s` (infinity when none, and for a dynamic router): when an idle
+  // replica looks again.
   double next_arrival_after(double time_s) const;
-  // Every request has been routed and replica `r` has taken all of its own.
+  // Every request has been routed (a dynamic router's: all `expected` handed over) and replica
+  // `r` has taken all of its own.
   bool drained(int r) const;
-  // Which replica each request went to (by request index), -1 for one not routed yet.
+  // Which replica each request went to (in the order routed: a static router's, by request
+  // index), -1 for one not routed yet.
   std::vector<int> routes() const;
 
  private:
   struct Report {
     double time_s;
     ReplicaState state;
+  };
+  // When a request came to the router (its arrival, or its hand-over), and the request.
+  struct Item {
+    double time_s;
+    Request request;
   };
   void route_until_locked(double time_s);
   int choose_locked(std::size_t i);
@@ -68,12 +87,15 @@ class Router {
 
   mutable std::mutex mutex_;
   RouterPolicy policy_;
-  std::vector<Request> requests_;
+  bool dynamic_ = false;
+  std::size_t expected_ = 0;
+  std::vector<Item> requests_;    // routed or to route, in the order routed
+  std::vector<Item> submitted_;   // handed over, not routed yet (a dynamic router's)
   std::int64_t block_size_, balance_slack_;
   std::vector<std::vector<Report>> reports_;    // by replica, in time order
   std::vector<std::vector<std::size_t>> queued_;  // by replica: routed request indices, not taken
   std::vector<std::int64_t> routed_;             // by replica
-  std::vector<int> route_;                       // by request
+  std::vector<int> route_;                       // by position in requests_
   std::vector<int> affinity_;                    // by prefix group: the replica that last served it
   std::size_t next_ = 0;                         // the first request not routed
   int last_ = -1;                                // the replica chosen last

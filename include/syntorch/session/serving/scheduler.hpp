@@ -42,6 +42,10 @@ struct Sequence {
   std::vector<double> preempted_s;
   bool finished = false;
   std::int32_t replica = 0;  // the replica that served it (a deployment of several behind a router)
+  // Handed over by a prefill engine with its first token: its prompt's keys and values are in
+  // this engine's memory until it is first admitted (a preemption then recomputes them).
+  bool kv_given = false;
+  double handed_over_s = std::numeric_limits<double>::quiet_NaN();  // from its prefill engine (the report's)
 
   std::int64_t tokens() const { return request.input_tokens + generated; }
 };
@@ -72,7 +76,9 @@ class Scheduler {
   Scheduler(const EngineProfile& profile, std::int64_t kv_blocks, std::vector<Request> requests,
             std::uint64_t seed = 0);
 
-  // A request for this engine after those it has (a router's, in arrival order).
+  // A request for this engine after those it has (a router's, in arrival order). One handed over
+  // by a prefill engine (Request::prefilled_on) comes with its first token and its prompt's keys
+  // and values; if that was its only token it is finished at once.
   void submit(const Request& request);
   // Requests that have arrived by `time_s` join the waiting queue.
   void arrive_until(double time_s);
@@ -94,6 +100,8 @@ class Scheduler {
   std::int64_t waiting() const { return static_cast<std::int64_t>(waiting_.size()); }
   std::uint64_t preemptions() const { return preemptions_; }
   std::int64_t finished() const { return finished_; }
+  // The sequences the last completed step finished.
+  const std::vector<std::int32_t>& finished_in_step() const { return finished_in_step_; }
 
  private:
   std::int64_t blocks_for(std::int64_t tokens) const { return (tokens + profile_.block_size - 1) / profile_.block_size; }
@@ -121,6 +129,7 @@ class Scheduler {
   double now_s_ = 0;  // the step being scheduled
   std::vector<std::uint64_t> keys_;  // scratch
   std::int64_t finished_ = 0;
+  std::vector<std::int32_t> finished_in_step_;
   std::uint64_t preemptions_ = 0;
 };
 

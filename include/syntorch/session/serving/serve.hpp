@@ -47,6 +47,10 @@ struct ServeSpec {
   // Replicas of the engine, each on tp devices of its own (replica r on devices r*tp onwards),
   // behind a router that places each arrival (docs/serving.md).
   int replicas = 1;
+  // Disaggregated serving: this many prefill engines (tp devices each, after the replicas') serve
+  // the prompts and hand each request over with its first token; the replicas then decode it,
+  // pulling its keys and values over the links first. 0: every replica serves whole requests.
+  int prefill_replicas = 0;
   RouterPolicy router = RouterPolicy::round_robin;
   std::int64_t router_balance = 4;  // prefix_affinity: outstanding requests over the least loaded
   TrafficSpec traffic;
@@ -81,10 +85,11 @@ struct StepSample {
   std::int16_t replica = 0;
 };
 
-// What one replica of a deployment did.
+// What one engine of a deployment did.
 struct ReplicaSummary {
+  std::string role;  // "replica", or "prefill" and "decode" when disaggregated
   std::int64_t requests = 0;  // routed to it
-  std::int64_t output_tokens = 0;
+  std::int64_t output_tokens = 0;  // it sampled (a prefill engine's first tokens; a decode engine's the rest)
   std::int64_t preemptions = 0;
   std::int64_t steps = 0;
   double kv_used_peak = 0;  // of its pool's pages, after a step
