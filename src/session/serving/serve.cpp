@@ -110,7 +110,6 @@ void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& po
   const std::shared_ptr<models::CausalLM> share = spec.model->build(models::BuildOptions{});
   models::CausalLM& model = *share;
   torch::NoGradGuard no_grad;
-  out.weights_bytes = static_cast<double>(torch::cuda::memory_allocated());
   RunSpec kv_spec;
   kv_spec.dtype = spec.dtype;
   kv_spec.kv_dtype = spec.kv_dtype;
@@ -119,20 +118,29 @@ void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& po
   const double per_token = model.kv_bytes_per_token(runtime::element_bytes(kv_dtype));
   const std::int64_t bs = engine.block_size;
 
-  // A forward over a packed batch on `caches`; the sampled tokens come to the host.
-  auto step = [&](std::vector<models::PagedKVCache>& caches, const models::PackedBatch& batch, std::int64_t tokens,
-                  std::int64_t sampling, bool graph) {
+  // A draft model proposes the speculative tokens (speculative decoding with a draft model): it
+  // shares the devices, the tensor parallelism and the KV pool's pages (each page holds both
+  // models' keys and values of its tokens).
+  std::shared_ptr<models::CausalLM> draft;
+  if (spec.draft_model) draft = spec.draft_model->build(models::BuildOptions{});
+  out.weights_bytes = static_cast<double>(torch::cuda::memory_allocated());
+  const double draft_per_token = draft ? draft->kv_bytes_per_token(runtime::element_bytes(kv_dtype)) : 0.0;
+
+  // A forward of `lm` over a packed batch on `caches`: the target's sampled tokens come to the
+  // host; the draft's stay on the device for its next pass (the host waits for them all the same).
+  auto step = [&](models::CausalLM& lm, std::vector<models::PagedKVCache>& caches, const models::PackedBatch& batch,
+                  std::int64_t tokens, std::int64_t sampling, bool graph, bool to_host = true) {
     torch::Tensor ids = torch::empty({1, tokens}, torch::TensorOptions(torch::kInt64).device(torch::kCPU)).to(torch::kCUDA);
     torch::cuda::CUDAGraph g;
     if (graph) g.capture_begin();
-    torch::Tensor x = model.embed(ids, 0);
-    x = model.blocks_packed(x, caches, batch);
-    torch::Tensor next = model.sample_packed(x, sampling);
+    torch::Tensor x = lm.embed(ids, 0);
+    x = lm.blocks_packed(x, caches, batch);
+    torch::Tensor next = lm.sample_packed(x, sampling);
     if (graph) {
       g.capture_end();
       g.replay();
     }
-    torch::Tensor host = next.to(torch::kCPU);
+    if (to_host) torch::Tensor host = next.to(torch::kCPU);
     torch::cuda::synchronize();
   };
 
@@ -156,7 +164,7 @@ void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& po
       caches = model.make_paged_kv_cache(pages, bs);
     }
     const double profile_pool = static_cast<double>(pages * bs) * per_token;
-    step(caches, batch, tokens, seqs, false);
+    step(model, caches, batch, tokens, seqs, false);
     out.activation_peak_bytes = static_cast<double>(torch::cuda::max_memory_allocated()) - out.weights_bytes - profile_pool;
   }
   torch::cuda::empty_cache();
@@ -169,7 +177,7 @@ void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& po
     case KvSizing::static_fraction: budget = engine.memory_fraction * total - out.weights_bytes; break;
   }
   const std::int64_t pages =
-      budget > 0 ? static_cast<std::int64_t>(budget / (static_cast<double>(bs) * per_token)) - 1 : 0;
+      budget > 0 ? static_cast<std::int64_t>(budget / (static_cast<double>(bs) * (per_token + draft_per_token))) - 1 : 0;
   const std::int64_t longest = longest_request(requests);
   if (pages * bs < longest) {
     out.refused = NoKvRoom{fmt::format(
@@ -183,19 +191,75 @@ void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& po
     return;
   }
   out.kv_blocks = pages;
-  out.kv_pool_bytes = static_cast<double>(pages * bs) * per_token;
-  std::vector<models::PagedKVCache> caches;
+  out.kv_pool_bytes = static_cast<double>(pages * bs) * (per_token + draft_per_token);
+  std::vector<models::PagedKVCache> caches, draft_caches;
   {
     // One more page than the scheduler hands out: the null page padding slots point to (vLLM's).
     torch::DefaultDtypeGuard g(kv_type);
     caches = model.make_paged_kv_cache(pages + 1, bs);
+    if (draft) draft_caches = draft->make_paged_kv_cache(pages + 1, bs);
   }
   const double layers = static_cast<double>(caches.size());
 
-  std::optional<StepReuse> reuse;
+  std::optional<StepReuse> reuse, draft_reuse;
   if (spec.reuse_steps) {
     reuse.emplace(machine, policy, model.attention_shape(), activation_dtype(spec.dtype), kv_dtype, bs);
+    if (draft) draft_reuse.emplace(machine, policy, draft->attention_shape(), activation_dtype(spec.dtype), kv_dtype, bs);
   }
+  // A forward as a step runs it, or (a shape simulated before) that step's rest and its own
+  // attention (StepReuse). Every forward takes a graph: a full one replayed, else captured pieces
+  // launched one by one (their host time counted apart), so kernels cost no dispatch of their own.
+  // True when reused.
+  const auto forward = [&](models::CausalLM& lm, std::vector<models::PagedKVCache>& kv, std::optional<StepReuse>& r,
+                           const models::PackedBatch& b, std::int64_t tokens, std::int64_t sampling, bool graph,
+                           bool to_host) {
+    if (!r) {
+      step(lm, kv, b, tokens, sampling, true, to_host);
+      return false;
+    }
+    const double begin = torch::clock::now_s();
+    const StepKey key{tokens, sampling, graph};
+    const double attention = r->attention_s(b);
+    if (const std::optional<double> rest = r->rest_s(key)) {
+      torch::clock::sleep_s(std::max(0.0, *rest + attention));
+      return true;
+    }
+    step(lm, kv, b, tokens, sampling, true, to_host);
+    r->learn(key, torch::clock::now_s() - begin, attention);
+    return false;
+  };
+  // The draft's passes before a step verifies its proposals: the first over the step's own
+  // tokens (each decoding sequence's last token, each prompt chunk: the draft keeps its own keys
+  // and values of them), proposing a token for each speculating sequence; then one pass per
+  // further proposal, a token for each sequence still proposing. Decode-only passes replay
+  // graphs, padded as the target's are.
+  models::PackedBatch draft_batch;
+  const auto draft_passes = [&](const StepPlan& plan) {
+    std::int64_t passes = 0;
+    for (const ScheduledSequence& x : plan.sequences) passes = std::max(passes, x.proposed);
+    for (std::int64_t j = 0; j < std::max<std::int64_t>(passes, 1); ++j) {
+      draft_batch.query_lens.clear();
+      draft_batch.context_lens.clear();
+      std::int64_t tokens = 0, rows = 0;
+      for (const ScheduledSequence& x : plan.sequences) {
+        if (j > 0 && x.proposed <= j) continue;
+        const std::int64_t q = j == 0 ? x.new_tokens - x.proposed : 1;
+        draft_batch.query_lens.push_back(q);
+        draft_batch.context_lens.push_back(x.context - x.proposed + j);
+        tokens += q;
+        rows += x.proposed > j ? 1 : 0;
+      }
+      const bool decode_only = j > 0 || plan.decode_only();
+      const std::int64_t graph_size = decode_only ? cuda_graph_size(engine, tokens) : 0;
+      if (graph_size > tokens) {
+        draft_batch.query_lens.push_back(graph_size - tokens);
+        draft_batch.context_lens.push_back(graph_size - tokens);
+        tokens = graph_size;
+      }
+      forward(*draft, draft_caches, draft_reuse, draft_batch, tokens, std::max<std::int64_t>(rows, 1), graph_size > 0,
+              false);
+    }
+  };
   Scheduler scheduler(engine, pages, router ? std::vector<Request>{} : requests, spec.traffic.seed);
   const double start = torch::clock::now_s();
   out.start_s = start;
@@ -227,7 +291,8 @@ void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& po
         const std::uint32_t compute_stream = ctx->current_stream();
         ctx->set_stream(transfer_stream);
         ctx->copy_from_peer(q.prefilled_on,
-                            static_cast<std::uint64_t>(std::llround(static_cast<double>(q.input_tokens) * per_token)),
+                            static_cast<std::uint64_t>(
+                                std::llround(static_cast<double>(q.input_tokens) * (per_token + draft_per_token))),
                             "kv transfer");
         const std::uint64_t event = ctx->record_event(transfer_stream);
         ctx->set_stream(compute_stream);
@@ -271,7 +336,7 @@ void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& po
     std::int64_t proposing = 0;
     for (const ScheduledSequence& x : plan.sequences) proposing += x.proposed > 0 ? 1 : 0;
     const double cpu_s = engine.step_overhead_s + engine.sequence_overhead_s * static_cast<double>(seqs) +
-                         engine.ngram_overhead_s * static_cast<double>(proposing);
+                         (draft ? 0.0 : engine.ngram_overhead_s * static_cast<double>(proposing));
     torch::RecordScope scope(fmt::format("step {}", steps++));
     torch::clock::sleep_s(cpu_s);
     batch.query_lens.clear();
@@ -291,24 +356,9 @@ void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& po
       batch.context_lens.push_back(pad);
       tokens += pad;
     }
-    // Every step takes a graph: a full one replayed for decode, else captured pieces launched one
-    // by one (their host time counted above), so kernels cost no dispatch of their own. A step
-    // whose shape was simulated before takes that step's rest and its own attention (StepReuse).
     const double forward_begin = torch::clock::now_s();
-    bool reused = false;
-    if (reuse) {
-      const StepKey key{tokens, sampling, graph_size > 0};
-      const double attention = reuse->attention_s(batch);
-      if (const std::optional<double> rest = reuse->rest_s(key)) {
-        torch::clock::sleep_s(std::max(0.0, *rest + attention));
-        reused = true;
-      } else {
-        step(caches, batch, tokens, key.sampling, true);
-        reuse->learn(key, torch::clock::now_s() - forward_begin, attention);
-      }
-    } else {
-      step(caches, batch, tokens, sampling, true);
-    }
+    if (draft) draft_passes(plan);
+    const bool reused = forward(model, caches, reuse, batch, tokens, sampling, graph_size > 0, true);
     // A step no full graph serves launches its pieces one by one (vLLM v1: the attention between
     // graph pieces, from Python): hidden behind the GPU where the forward takes longer than the
     // launches, the rest adds to the step.
@@ -407,8 +457,20 @@ bool validate_serve(const ServeSpec& s, const hw::Machine& machine, Diagnostics&
                         s.tp, s.tp, engines * static_cast<std::size_t>(s.tp), machine.name(), devices));
     return false;
   }
-  // The model, its layout and dtypes as a generation run of the longest request checks them.
+  if (s.draft_model && engine->speculative_tokens == 0) {
+    d.error(where, "draft_model",
+            fmt::format("a draft model proposes speculative tokens: give num_speculative_tokens 1 to 15 with it (engine "
+                        "{} proposes none)", engine->name));
+    return false;
+  }
+  // The model, its layout and dtypes as a generation run of the longest request checks them; a
+  // draft model's the same way.
   if (!validate_run(layout_of(s, longest_request(requests)), machine, d, where)) return false;
+  if (s.draft_model) {
+    RunSpec draft = layout_of(s, longest_request(requests));
+    draft.model = s.draft_model;
+    if (!validate_run(draft, machine, d, where + ": draft_model")) return false;
+  }
   return d.size() == before;
 }
 

@@ -195,6 +195,15 @@ const std::vector<P>& table() {
      "Speculative decoding by n-gram lookup: tokens each decoding sequence proposes a step (0: off)",
      engine_count<&ServeSpec::speculative_tokens>,
      engine_value<&ServeSpec::speculative_tokens, &EngineProfile::speculative_tokens>, false, "0"},
+    {"draft_model", "speculative_model", "--speculative-model", ParameterKind::text, "",
+     "Speculative decoding with a draft model (a zoo model or shape, as model takes it) that proposes the "
+     "num_speculative_tokens tokens in passes of its own on the same devices; not given: n-gram lookup",
+     [](ServeSpec& s, const std::string& text, Diagnostics& d, const std::string& where, std::string_view key) {
+       if (auto m = models::parse_model(text, d, key.empty() ? where : where + ":" + std::string(key))) {
+         s.draft_model = std::move(m);
+       }
+     },
+     [](const ServeSpec& s) { return s.draft_model ? Json(s.draft_model->name()) : Json(nullptr); }, false, "none"},
     {"acceptance_rate", "", "", ParameterKind::number, "",
      "Speculative decoding: the probability each proposed token is accepted (until the first rejection)",
      [](ServeSpec& s, const std::string& text, Diagnostics& d, const std::string& where, std::string_view key) {

@@ -43,6 +43,9 @@ struct ServeSpec {
   std::optional<std::int64_t> max_num_batched_tokens, max_num_seqs, block_size, cuda_graph_max_batch,
       speculative_tokens;
   std::optional<double> memory_fraction, acceptance_rate;
+  // Speculative decoding with a draft model (vLLM's draft_model method): this model, on the same
+  // devices, proposes the speculative tokens in passes of its own; none: by n-gram lookup.
+  std::shared_ptr<const models::Model> draft_model;
   std::optional<bool> prefix_caching, chunked_prefill;
   // Replicas of the engine, each on tp devices of its own (replica r on devices r*tp onwards),
   // behind a router that places each arrival (docs/serving.md).
