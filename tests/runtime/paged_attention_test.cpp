@@ -159,6 +159,23 @@ TEST(PagedAttention, UnevenCtasEndAfterTheirEvenShareUnlessManyEvenThemOut) {
   EXPECT_GT(one.time_s * 16, 1.2 * sixteen.time_s);
 }
 
+// Past a million CTAs the tail is not replayed (the waves are so many that it is a small part):
+// a causal attention over 64 x 64 heads x 262,144 tokens (8.4 M CTAs) lowers at once.
+TEST(PagedAttention, AGridOfManyMillionCtasIsNotReplayed) {
+  const hw::Machine h100 = hw::Machine::load(config("h100_sxm5_80gb.json"));
+  OpDesc op;
+  op.kind = OpKind::attention;
+  op.batch = 64;
+  op.heads = op.kv_heads = 64;
+  op.seq_q = op.seq_kv = 262144;
+  op.head_dim = 128;
+  op.causal = true;
+  runtime::Predictor p(h100, policy("attention=flash_v2"));
+  const runtime::Prediction r = p.predict(op);
+  EXPECT_EQ(r.kernels[0].tiles, 64u * 64 * 2048);
+  EXPECT_EQ(r.kernels[0].imbalance, 1.0);
+}
+
 TEST(PagedAttention, BadLengthsAreRefusedByName) {
   OpDesc op = paged({{4, 2}});  // more new tokens than context
   Diagnostics d;

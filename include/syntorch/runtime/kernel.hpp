@@ -22,7 +22,7 @@ struct Kernel {
   double tile_compute_s = 0;           // arithmetic time of one tile alone on one unit
   // The busiest unit's arithmetic over what identical tiles of tile_compute_s would give it
   // (>= 1): CTAs of uneven work (causal attention, a batch of different lengths) finish at
-  // different times, and a CTA that cannot use a whole unit leaves it part idle in the tail.
+  // different times, and the last ones dispatched set the kernel's tail.
   double imbalance = 1;
   double tile_hbm_bytes = 0;           // HBM bytes one tile moves, on average, after cache reuse
   double flops = 0;                    // useful work (for achieved FLOP/s)

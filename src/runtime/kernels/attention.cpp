@@ -161,8 +161,14 @@ void add_swap_copies(std::vector<Kernel>& ks, const LowerContext& cx, double ele
   ks.push_back(std::move(lse));
 }
 
-Kernel flash_v2_forward(const OpDesc& op, const LowerContext& cx, std::span<const Fa2Sequence> seqs, Fa2Entry entry,
-                        bool causal, double extra_vector_ops, SplitRows& split_rows) {
+// At most this many CTAs are replayed for the kernel's tail (list_schedule_imbalance); beyond,
+// the waves are so many that the tail is a small part of the kernel, and none is counted.
+constexpr std::uint64_t kMostReplayedCtas = 1 << 20;
+
+// `seqs` repeated `repeat` times (a dense batch: one sequence, `batch` times).
+Kernel flash_v2_forward(const OpDesc& op, const LowerContext& cx, std::span<const Fa2Sequence> seqs,
+                        std::uint64_t repeat, Fa2Entry entry, bool causal, double extra_vector_ops,
+                        SplitRows& split_rows) {
   const hw::Device& d = cx.device;
   const ProductRate rate = product_rate(cx, false);
   const std::uint64_t group = op.heads / op.kv_heads;
@@ -170,46 +176,65 @@ Kernel flash_v2_forward(const OpDesc& op, const LowerContext& cx, std::span<cons
   for (const Fa2Sequence& s : seqs) {
     max_q = std::max(max_q, s.q);
     max_kv = std::max(max_kv, s.kv);
-    queries += s.q;
+    queries += s.q * repeat;
   }
+  const std::uint64_t sequences = seqs.size() * repeat;
   const bool swapped = max_q == 1 && group > 1 && !op.dropout;
   const std::uint64_t heads = swapped ? op.kv_heads : op.heads;
   const std::uint64_t max_rows = swapped ? group : max_q;
   std::uint64_t splits = 1;
   if (!op.dropout && (entry == Fa2Entry::dense || swapped)) {
-    splits = split_kv_count(seqs.size() * heads * ceil_div(max_rows, kFa2SplitBlockM), d.compute.units,
+    splits = split_kv_count(sequences * heads * ceil_div(max_rows, kFa2SplitBlockM), d.compute.units,
                             ceil_div(max_kv, kFa2SplitBlockN));
   }
   const bool split_kernel = splits > 1 || op.page_tokens > 0;
   const std::uint64_t block_m = split_kernel ? kFa2SplitBlockM : kFa2BlockM;
   const std::uint64_t block_n = split_kernel ? kFa2SplitBlockN : kFa2BlockN;
   const std::uint64_t per_split = ceil_div(ceil_div(max_kv, block_n), splits);
-  // Score elements each CTA computes, in dispatch order: query blocks fastest, then splits, then
-  // heads and sequences (split grid: sequence outermost; else head outermost).
-  std::vector<double> work;
-  const auto cta = [&](const Fa2Sequence& s, std::uint64_t split) {
-    const std::uint64_t rows = swapped ? group : s.q;
-    const std::uint64_t first_block = split * per_split;
-    for (std::uint64_t m = 0; m * block_m < rows; ++m) {
-      const std::uint64_t last_query = std::min((m + 1) * block_m, rows);
-      const std::uint64_t keys = causal && !swapped ? std::min(s.kv, s.kv - s.q + last_query) : s.kv;
-      const std::uint64_t end_block = std::min(ceil_div(keys, block_n), first_block + per_split);
-      if (end_block > first_block) work.push_back(static_cast<double>(block_m * (end_block - first_block) * block_n));
-    }
-  };
-  if (splits > 1) {
-    for (const Fa2Sequence& s : seqs) {
-      for (std::uint64_t h = 0; h < heads; ++h) {
-        for (std::uint64_t j = 0; j < splits; ++j) cta(s, j);
+  // Score elements each CTA of one head of each sequence computes, query blocks fastest within
+  // splits (a CTA whose split or query block lies past its sequence's end returns at once).
+  std::vector<std::vector<double>> per_sequence(seqs.size());
+  double scores = 0;
+  std::uint64_t ctas = 0;
+  for (std::size_t i = 0; i < seqs.size(); ++i) {
+    const Fa2Sequence& s = seqs[i];
+    std::vector<double>& out = per_sequence[i];
+    if (i > 0 && s.q == seqs[i - 1].q && s.kv == seqs[i - 1].kv) {
+      out = per_sequence[i - 1];
+    } else {
+      const std::uint64_t rows = swapped ? group : s.q;
+      for (std::uint64_t split = 0; split < splits; ++split) {
+        const std::uint64_t first_block = split * per_split;
+        for (std::uint64_t m = 0; m * block_m < rows; ++m) {
+          const std::uint64_t last_query = std::min((m + 1) * block_m, rows);
+          const std::uint64_t keys = causal && !swapped ? std::min(s.kv, s.kv - s.q + last_query) : s.kv;
+          const std::uint64_t end_block = std::min(ceil_div(keys, block_n), first_block + per_split);
+          if (end_block > first_block) out.push_back(static_cast<double>(block_m * (end_block - first_block) * block_n));
+        }
       }
     }
-  } else {
-    for (std::uint64_t h = 0; h < heads; ++h) {
-      for (const Fa2Sequence& s : seqs) cta(s, 0);
+    for (double w : out) scores += w * static_cast<double>(heads * repeat);
+    ctas += out.size() * heads * repeat;
+  }
+  // Every CTA in dispatch order, for the tail: query blocks fastest, then splits, then heads and
+  // sequences (split grid: sequence outermost; else head outermost).
+  std::vector<double> work;
+  if (ctas <= kMostReplayedCtas) {
+    work.reserve(ctas);
+    for (std::uint64_t r = 0; r < repeat; ++r) {
+      for (std::size_t i = 0; i < seqs.size(); ++i) {
+        for (std::uint64_t h = 0; h < (splits > 1 ? heads : 1); ++h) {
+          work.insert(work.end(), per_sequence[i].begin(), per_sequence[i].end());
+        }
+      }
+    }
+    if (splits == 1 && heads > 1) {  // head outermost: the sequences' CTAs again for each head
+      const std::size_t one = work.size();
+      for (std::uint64_t h = 1; h < heads; ++h) {
+        work.insert(work.end(), work.begin(), work.begin() + static_cast<std::ptrdiff_t>(one));
+      }
     }
   }
-  double scores = 0;
-  for (double w : work) scores += w;
   if (splits > 1) {
     split_rows.splits = splits;
     split_rows.rows = static_cast<double>(queries * op.heads);
@@ -218,13 +243,13 @@ Kernel flash_v2_forward(const OpDesc& op, const LowerContext& cx, std::span<cons
   Kernel k;
   k.device = cx.device_index;
   k.impl = "flash_v2";
-  k.tiles = std::max<std::uint64_t>(work.size(), 1);
+  k.tiles = std::max<std::uint64_t>(ctas, 1);
   k.tiles_per_unit = std::min(kFa2CtasPerUnit, std::max<std::uint32_t>(d.compute.resident_tiles_per_unit, 1));
   const BlockCost c = block_cost(d, rate.ops_per_s, rate.vector_ops_per_s, scores / static_cast<double>(k.tiles),
                                  4.0 * static_cast<double>(op.head_dim), kSoftmaxVectorOpsPerScore + extra_vector_ops,
                                  false, rate.on_vector);
   k.tile_compute_s = c.tile_s(false);
-  k.imbalance = list_schedule_imbalance(work, k, d);
+  k.imbalance = work.empty() ? 1.0 : list_schedule_imbalance(work, k, d);
   k.flops = op_flops(op);
   k.name = fmt::format("flash_v2 {}{}{} {}x{}", split_kernel ? "split-kv kernel" : "forward",
                        splits > 1 ? fmt::format(" {} splits", splits) : std::string(),
@@ -232,7 +257,7 @@ Kernel flash_v2_forward(const OpDesc& op, const LowerContext& cx, std::span<cons
   k.why.push_back(fmt::format(
       "{} sequences, {} CTAs of {}x{} tiles ({:.0f} scores each on average, padded to whole tiles){}{}; {} per unit, "
       "the slowest unit {:.0f}% over an even share",
-      seqs.size(), work.size(), block_m, block_n, scores / static_cast<double>(k.tiles),
+      sequences, ctas, block_m, block_n, scores / static_cast<double>(k.tiles),
       swapped ? fmt::format("; one query a sequence: its {} query heads per KV head as rows", group) : std::string(),
       splits > 1 ? fmt::format("; keys split {} ways so {} units fill", splits, d.compute.units) : std::string(),
       k.tiles_per_unit, (k.imbalance - 1) * 100));
@@ -250,8 +275,8 @@ Kernel fused(const OpDesc& op, const LowerContext& cx, bool v3, bool memory_effi
   const double kv_bytes = 2.0 * static_cast<double>(op.batch * op.kv_heads * op.seq_kv * op.head_dim) *
                           element_bytes(op.kv_dtype.value_or(op.dtype));
   if (!v3 && !memory_efficient) {
-    const std::vector<Fa2Sequence> seqs(op.batch, Fa2Sequence{op.seq_q, op.seq_kv});
-    Kernel k = flash_v2_forward(op, cx, seqs, Fa2Entry::dense, op.causal,
+    const Fa2Sequence seq{op.seq_q, op.seq_kv};
+    Kernel k = flash_v2_forward(op, cx, std::span<const Fa2Sequence>(&seq, 1), op.batch, Fa2Entry::dense, op.causal,
                                 op.dropout ? kDropoutVectorOpsPerScore : 0, around);
     k.hbm_bytes = qo_bytes + kv_bytes;
     k.hbm_write_bytes = qo_bytes / 2;
@@ -579,7 +604,7 @@ Kernel paged(const OpDesc& op, const LowerContext& cx, bool v3, SplitRows& split
       seqs.push_back({q, kv});
       kv_tokens += static_cast<double>(op.page_tokens ? ceil_div(kv, op.page_tokens) * op.page_tokens : kv);
     });
-    Kernel k = flash_v2_forward(op, cx, seqs, Fa2Entry::varlen, true, 0, split_rows);
+    Kernel k = flash_v2_forward(op, cx, seqs, 1, Fa2Entry::varlen, true, 0, split_rows);
     const double qo_bytes = 2.0 * static_cast<double>(op.seq_q * op.heads * op.head_dim) * e;
     k.hbm_bytes = qo_bytes + 2.0 * kv_tokens * static_cast<double>(op.kv_heads * op.head_dim) *
                                  element_bytes(op.kv_dtype.value_or(op.dtype));

@@ -81,12 +81,18 @@ double list_schedule_imbalance(std::span<const double> work, const Kernel& k, co
     const auto [now, i] = events.back();
     events.pop_back();
     Unit& u = unit[i];
-    const double done = (now - u.last) / static_cast<double>(u.held);
+    // The CTA with the least left ends (it is removed whatever rounding does to the others, so
+    // every event retires at least one); the others have done as much.
+    std::uint32_t ending = 0;
+    for (std::uint32_t j = 1; j < u.held; ++j) {
+      if (u.left[j] < u.left[ending]) ending = j;
+    }
+    const double done = u.left[ending];
     u.last = now;
     std::uint32_t kept = 0;
     for (std::uint32_t j = 0; j < u.held; ++j) {
       const double left = u.left[j] - done;
-      if (left > 1e-12 * most) u.left[kept++] = left;
+      if (j != ending && left > 0) u.left[kept++] = left;
     }
     u.held = kept;
     while (u.held < slots && next < n) u.left[u.held++] = work[next++];

@@ -24,16 +24,34 @@ Router::Router(RouterPolicy policy, std::vector<Request> requests, int replicas,
   for (Request& q : requests) requests_.push_back({q.arrival_s, std::move(q)});
 }
 
-Router::Router(RouterPolicy policy, std::size_t expected, int replicas, std::int64_t block_size,
+Router::Router(RouterPolicy policy, std::size_t expected, int sources, int replicas, std::int64_t block_size,
                std::int64_t balance_slack)
     : policy_(policy),
       dynamic_(true),
       expected_(expected),
+      sources_(sources),
       block_size_(std::max<std::int64_t>(block_size, 1)),
       balance_slack_(balance_slack),
       reports_(static_cast<std::size_t>(replicas)),
       queued_(static_cast<std::size_t>(replicas)),
       routed_(static_cast<std::size_t>(replicas), 0) {}
+
+void Router::close_source() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++closed_;
+}
+
+std::size_t Router::count_until(double time_s) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto upto = [&](const Item& x) { return x.time_s <= time_s; };
+  if (!dynamic_) {
+    return static_cast<std::size_t>(std::upper_bound(requests_.begin(), requests_.end(), time_s,
+                                                     [](double t, const Item& q) { return t < q.time_s; }) -
+                                    requests_.begin());
+  }
+  return static_cast<std::size_t>(std::count_if(requests_.begin(), requests_.end(), upto) +
+                                  std::count_if(submitted_.begin(), submitted_.end(), upto));
+}
 
 void Router::submit(double time_s, const Request& request) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -162,7 +180,9 @@ double Router::next_arrival_after(double time_s) const {
 
 bool Router::drained(int r) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return next_ == expected_ && queued_[static_cast<std::size_t>(r)].empty();
+  const bool all = next_ == expected_ ||
+                   (dynamic_ && closed_ == sources_ && submitted_.empty() && next_ == requests_.size());
+  return all && queued_[static_cast<std::size_t>(r)].empty();
 }
 
 std::vector<int> Router::routes() const {

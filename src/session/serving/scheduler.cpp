@@ -153,7 +153,8 @@ void Scheduler::admit_waiting(std::int64_t& budget) {
     s.kv_given = false;
     s.computed = have;
     s.cached_blocks = hits;
-    s.prefix_hit_tokens += hit_tokens;
+    // A handed-over prompt's pages came whole from its prefill engine (which counted its hits).
+    if (have == hit_tokens) s.prefix_hit_tokens += hit_tokens;
     s.admitted_s.push_back(now_s_);
     waiting_.pop_front();
     running_.push_back(id);

@@ -85,6 +85,16 @@ struct EngineRole {
   int engine = 0;              // within the deployment: the whole or decode engines, then prefill
   Router* router = nullptr;    // what it takes requests from (none: the traffic itself)
   Router* handoffs = nullptr;  // a prefill engine's: where it hands requests over
+  Router* arrivals = nullptr;  // a decode engine's: where the requests it gets handed first went
+};
+
+// A prefill engine's program tells the hand-over router it has ended, however it ends, so the
+// decode engines stop waiting for what it will never hand over.
+struct CloseOnExit {
+  Router* router;
+  ~CloseOnExit() {
+    if (router) router->close_source();
+  }
 };
 
 // How often an idle decode engine looks for handed-over requests (they come when a prefill ends,
@@ -99,6 +109,7 @@ void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& po
                      Outcome& out) {
   Router* const router = role.router;
   const int replica = role.index;
+  const CloseOnExit close_on_exit{role.kind == EngineRole::Kind::prefill ? role.handoffs : nullptr};
   torch::DefaultDtypeGuard dtype_guard(torch::from_runtime_dtype(activation_dtype(spec.dtype)));
   std::optional<torch::fp8::ModelInitGuard> fp8_weights;
   std::optional<torch::fp8::AutocastGuard> fp8_gemms;
@@ -308,15 +319,26 @@ void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& po
     }
   };
   while (true) {
-    const double now = torch::clock::now_s() - start;
+    double now = torch::clock::now_s() - start;
     if (router) take(now);
+    // A decode engine's pulls and their queries took host time: what it reports comes from a
+    // clock read again, right before (every report must be in place before its date passes).
+    if (role.kind == EngineRole::Kind::decode) now = torch::clock::now_s() - start;
     scheduler.arrive_until(now);
     if (!scheduler.has_work()) {
       if (router ? router->drained(replica) && pulls.empty() : scheduler.done()) break;
       if (!pulls.empty()) {
         ctx->synchronize_event(pulls.front().event);  // idle until the next pull lands
       } else if (role.kind == EngineRole::Kind::decode) {
-        torch::clock::sleep_s(kIdlePollS);
+        // Hand-overs come from requests in prefill: with none there, not before the next arrival.
+        const double seen = now - Router::kStateLagS;
+        const bool in_flight = role.arrivals->count_until(seen) > router->count_until(seen);
+        const double next = role.arrivals->next_arrival_after(seen);
+        if (in_flight || !std::isfinite(next) || next <= now + kIdlePollS) {
+          torch::clock::sleep_s(kIdlePollS);
+        } else {
+          torch::clock::sleep_until_s(start + next);
+        }
       } else {
         // Idle until the next arrival (with a router, the next anywhere: it may come here).
         torch::clock::sleep_until_s(start + (router ? router->next_arrival_after(now) : scheduler.next_arrival_s()));
@@ -498,7 +520,7 @@ ServeReport serve(const hw::Machine& machine, const runtime::KernelPolicy& polic
   std::optional<Router> arrivals, handoffs;
   if (prefills > 0) {
     arrivals.emplace(spec.router, requests, prefills, engine.block_size, spec.router_balance);
-    handoffs.emplace(spec.router, requests.size(), replicas, engine.block_size, spec.router_balance);
+    handoffs.emplace(spec.router, requests.size(), prefills, replicas, engine.block_size, spec.router_balance);
   } else if (replicas > 1) {
     arrivals.emplace(spec.router, requests, replicas, engine.block_size, spec.router_balance);
   }
@@ -513,6 +535,7 @@ ServeReport serve(const hw::Machine& machine, const runtime::KernelPolicy& polic
       role.kind = EngineRole::Kind::decode;
       role.index = role.engine;
       role.router = &*handoffs;
+      role.arrivals = &*arrivals;
     } else {
       role.kind = EngineRole::Kind::prefill;
       role.index = role.engine - replicas;

@@ -48,8 +48,15 @@ class Router {
   // `balance_slack` outstanding requests of affinity over the least loaded.
   Router(RouterPolicy policy, std::vector<Request> requests, int replicas, std::int64_t block_size,
          std::int64_t balance_slack);
-  // A router of requests handed over as the run goes, `expected` of them in all.
-  Router(RouterPolicy policy, std::size_t expected, int replicas, std::int64_t block_size, std::int64_t balance_slack);
+  // A router of requests handed over as the run goes by `sources` engines, `expected` of them in
+  // all.
+  Router(RouterPolicy policy, std::size_t expected, int sources, int replicas, std::int64_t block_size,
+         std::int64_t balance_slack);
+  // A source engine's program has ended (normally or not): once all have, nothing more comes.
+  void close_source();
+  // How many requests came to the router at or before `time_s` (a dynamic router's: those handed
+  // over by then, every one of them in once a replica's clock is kStateLagS past).
+  std::size_t count_until(double time_s) const;
 
   // A request handed over at `time_s` (a dynamic router's; its dates of arrival and first token
   // stay the request's own).
@@ -63,8 +70,8 @@ class Router {
   // The first arrival after `time_s` (infinity when none, and for a dynamic router): when an idle
   // replica looks again.
   double next_arrival_after(double time_s) const;
-  // Every request has been routed (a dynamic router's: all `expected` handed over) and replica
-  // `r` has taken all of its own.
+  // Every request has been routed (a dynamic router's: all `expected` handed over, or all that
+  // came before every source closed) and replica `r` has taken all of its own.
   bool drained(int r) const;
   // Which replica each request went to (in the order routed: a static router's, by request
   // index), -1 for one not routed yet.
@@ -89,6 +96,7 @@ class Router {
   RouterPolicy policy_;
   bool dynamic_ = false;
   std::size_t expected_ = 0;
+  int sources_ = 0, closed_ = 0;
   std::vector<Item> requests_;    // routed or to route, in the order routed
   std::vector<Item> submitted_;   // handed over, not routed yet (a dynamic router's)
   std::int64_t block_size_, balance_slack_;
