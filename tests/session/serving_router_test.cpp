@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "run_helpers.hpp"
+#include "serving_helpers.hpp"
 #include "syntorch/hw/machine.hpp"
 #include "syntorch/session/serving/router.hpp"
 #include "syntorch/session/serving/serve.hpp"
@@ -81,14 +82,7 @@ TEST(Router, PrefixAffinityKeepsAGroupOnItsReplicaUntilItIsBusierThanTheBalance)
 // ---- deployments run whole ----
 
 sv::ServeSpec spec_of(const std::vector<std::pair<std::string, std::string>>& params) {
-  sv::ServeSpec s;
-  s.model = model("llama3-8b");
-  Diagnostics d;
-  for (const auto& [k, v] : params) {
-    EXPECT_TRUE(session::set_parameter(sv::serving_parameters(), s, k, v, d, "test")) << k;
-  }
-  EXPECT_TRUE(d.empty()) << d.to_string();
-  return s;
+  return session_testing::serve_spec(params);
 }
 
 sv::ServeReport run(const sv::ServeSpec& s, const std::string& hw = "dgx_h100.json") {
