@@ -168,6 +168,7 @@ TEST(ServeDisaggregated, EachPromptsKvCacheMovesToTheDecodeEngineOverTheLinks) {
   EXPECT_EQ(r.replicas[0].role, "decode");
   EXPECT_EQ(r.replicas[1].role, "prefill");
   EXPECT_EQ(r.replicas[1].output_tokens, 24);       // the first tokens
+  EXPECT_GT(r.replicas[1].kv_used_peak, 0);         // its pages held until pulled
   EXPECT_EQ(r.replicas[0].output_tokens, 24 * 15);  // the rest
   // Llama-3 8B: 32 layers x 8 KV heads x 128 x (K and V) x 2 bytes, 4 KV heads a device at tp 2.
   const std::uint64_t per_token_per_device = 32ULL * 4 * 128 * 2 * 2;

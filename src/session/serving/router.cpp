@@ -36,6 +36,26 @@ Router::Router(RouterPolicy policy, std::size_t expected, int sources, int repli
       queued_(static_cast<std::size_t>(replicas)),
       routed_(static_cast<std::size_t>(replicas), 0) {}
 
+void Router::pulled(double time_s, int source, std::int64_t id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (static_cast<std::size_t>(source) >= pulled_.size()) pulled_.resize(static_cast<std::size_t>(source) + 1);
+  pulled_[static_cast<std::size_t>(source)].emplace_back(time_s, id);
+}
+
+std::vector<std::int64_t> Router::take_pulled(int source, double time_s) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::int64_t> out;
+  if (static_cast<std::size_t>(source) >= pulled_.size()) return out;
+  // Every pull noticed by the cut-off is in; by date, then id, so the order is the run's own.
+  auto& mine = pulled_[static_cast<std::size_t>(source)];
+  const double cut_s = time_s - kStateLagS;
+  const auto ready = std::partition(mine.begin(), mine.end(), [&](const auto& x) { return x.first <= cut_s; });
+  std::sort(mine.begin(), ready);
+  for (auto it = mine.begin(); it != ready; ++it) out.push_back(it->second);
+  mine.erase(mine.begin(), ready);
+  return out;
+}
+
 void Router::close_source() {
   std::lock_guard<std::mutex> lock(mutex_);
   ++closed_;

@@ -33,6 +33,11 @@ void Scheduler::submit(const Request& request) {
   sequences_.push_back(std::move(s));
 }
 
+void Scheduler::release_pages(std::int32_t sequence) {
+  Sequence& s = sequences_[static_cast<std::size_t>(sequence)];
+  pool_.release(s.blocks);
+}
+
 void Scheduler::arrive_until(double time_s) {
   while (arrived_ < sequences_.size() && sequences_[arrived_].request.arrival_s <= time_s) {
     if (!sequences_[arrived_].finished) waiting_.push_back(static_cast<std::int32_t>(arrived_));
@@ -218,7 +223,7 @@ void Scheduler::complete(double time_s) {
     if (s.generated >= s.request.output_tokens) {
       s.finished = true;
       s.finish_s = time_s;
-      pool_.release(s.blocks);
+      if (!hold_finished_) pool_.release(s.blocks);
       ++finished_;
       finished_in_step_.push_back(x.sequence);
       any_finished = true;

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <deque>
+#include <unordered_map>
 #include <limits>
 #include <stdexcept>
 
@@ -86,6 +87,7 @@ struct EngineRole {
   Router* router = nullptr;    // what it takes requests from (none: the traffic itself)
   Router* handoffs = nullptr;  // a prefill engine's: where it hands requests over
   Router* arrivals = nullptr;  // a decode engine's: where the requests it gets handed first went
+  int first_prefill = 0;       // the deployment's first prefill engine (engines are tp ranks apart)
 };
 
 // A prefill engine's program tells the hand-over router it has ended, however it ends, so the
@@ -291,6 +293,7 @@ void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& po
     std::uint64_t event;
   };
   std::deque<Pull> pulls;
+  std::vector<Request> landed;  // pulls seen landed since the last clock read
   if (role.kind == EngineRole::Kind::decode) transfer_stream = ctx->new_stream();
   const auto take = [&](double now) {
     for (Request q : router->take(replica, now)) {
@@ -312,18 +315,37 @@ void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& po
         scheduler.submit(q);
       }
     }
-    // Pulls that have landed: their requests join, prompts computed.
+    // Pulls that have landed: their requests join, prompts computed (their prefill engines told
+    // once the clock has been read again).
     while (!pulls.empty() && std::isfinite(ctx->event_time_s(pulls.front().event))) {
       scheduler.submit(pulls.front().request);
+      landed.push_back(pulls.front().request);
       pulls.pop_front();
     }
   };
+  // A prefill engine's held pages, by request: freed once the decode engine has pulled them.
+  std::unordered_map<std::int64_t, std::int32_t> held;
+  if (role.kind == EngineRole::Kind::prefill) scheduler.hold_finished_pages(true);
   while (true) {
     double now = torch::clock::now_s() - start;
     if (router) take(now);
     // A decode engine's pulls and their queries took host time: what it reports comes from a
     // clock read again, right before (every report must be in place before its date passes).
-    if (role.kind == EngineRole::Kind::decode) now = torch::clock::now_s() - start;
+    if (role.kind == EngineRole::Kind::decode) {
+      now = torch::clock::now_s() - start;
+      for (const Request& q : landed) {
+        router->pulled(now, q.prefilled_on / spec.tp - role.first_prefill, q.id);
+      }
+      landed.clear();
+    }
+    if (role.kind == EngineRole::Kind::prefill) {
+      for (const std::int64_t id : role.handoffs->take_pulled(replica, now)) {
+        if (const auto it = held.find(id); it != held.end()) {
+          scheduler.release_pages(it->second);
+          held.erase(it);
+        }
+      }
+    }
     scheduler.arrive_until(now);
     if (!scheduler.has_work()) {
       if (router ? router->drained(replica) && pulls.empty() : scheduler.done()) break;
@@ -347,6 +369,11 @@ void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& po
     }
     const StepPlan& plan = scheduler.schedule(now);
     if (router) report(now);
+    if (plan.sequences.empty() && !held.empty()) {
+      // A prefill engine whose pool is held for pulls: nothing fits until one is freed.
+      torch::clock::sleep_s(kIdlePollS);
+      continue;
+    }
     if (plan.sequences.empty()) {
       throw std::logic_error(fmt::format("serve: the scheduler found nothing to run with {} requests waiting",
                                          scheduler.waiting()));
@@ -398,6 +425,12 @@ void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& po
         q.first_token_s = done;
         q.prefilled_on = ctx->rank();
         role.handoffs->submit(done, q);
+        // Its pages wait for the decode engine's pull (none comes for a request already done).
+        if (q.output_tokens > 1) {
+          held.emplace(q.id, i);
+        } else {
+          scheduler.release_pages(i);
+        }
       }
     }
     StepSample sample;
@@ -536,6 +569,7 @@ ServeReport serve(const hw::Machine& machine, const runtime::KernelPolicy& polic
       role.index = role.engine;
       role.router = &*handoffs;
       role.arrivals = &*arrivals;
+      role.first_prefill = replicas;
     } else {
       role.kind = EngineRole::Kind::prefill;
       role.index = role.engine - replicas;

@@ -54,6 +54,12 @@ class Router {
          std::int64_t balance_slack);
   // A source engine's program has ended (normally or not): once all have, nothing more comes.
   void close_source();
+  // A decode engine has pulled request `id`'s keys and values from prefill engine `source`
+  // (noticed at `time_s`, a clock read of its own).
+  void pulled(double time_s, int source, std::int64_t id);
+  // The requests whose keys and values prefill engine `source` may free by `time_s` (pulled at
+  // least kStateLagS before), each once.
+  std::vector<std::int64_t> take_pulled(int source, double time_s);
   // How many requests came to the router at or before `time_s` (a dynamic router's: those handed
   // over by then, every one of them in once a replica's clock is kStateLagS past).
   std::size_t count_until(double time_s) const;
@@ -99,6 +105,8 @@ class Router {
   int sources_ = 0, closed_ = 0;
   std::vector<Item> requests_;    // routed or to route, in the order routed
   std::vector<Item> submitted_;   // handed over, not routed yet (a dynamic router's)
+  // By source: (noticed at, request id) of pulls its engine has not taken.
+  std::vector<std::vector<std::pair<double, std::int64_t>>> pulled_;
   std::int64_t block_size_, balance_slack_;
   std::vector<std::vector<Report>> reports_;    // by replica, in time order
   std::vector<std::vector<std::size_t>> queued_;  // by replica: routed request indices, not taken

@@ -102,6 +102,10 @@ class Scheduler {
   std::int64_t finished() const { return finished_; }
   // The sequences the last completed step finished.
   const std::vector<std::int32_t>& finished_in_step() const { return finished_in_step_; }
+  // A prefill engine's: finished sequences keep their pages (their keys and values wait to be
+  // pulled) until released.
+  void hold_finished_pages(bool hold) { hold_finished_ = hold; }
+  void release_pages(std::int32_t sequence);
 
  private:
   std::int64_t blocks_for(std::int64_t tokens) const { return (tokens + profile_.block_size - 1) / profile_.block_size; }
@@ -130,6 +134,7 @@ class Scheduler {
   std::vector<std::uint64_t> keys_;  // scratch
   std::int64_t finished_ = 0;
   std::vector<std::int32_t> finished_in_step_;
+  bool hold_finished_ = false;
   std::uint64_t preemptions_ = 0;
 };
 
