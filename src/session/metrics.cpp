@@ -70,7 +70,7 @@ const std::array<KernelMetric, 6> kKernel{{
 }};
 
 // As vllm bench serve defines them (serving/metrics.hpp).
-const std::array<ServingMetric, 10> kServing{{
+const std::array<ServingMetric, 11> kServing{{
     {{"output_tokens_per_s", "tokens/s", "output token throughput", "output tokens over the run (first arrival to last token)",
       "tokens/s", 1, "tokens/s", 1},
      [](const serving::ServeMetrics& m) { return m.output_throughput; }},
@@ -91,6 +91,9 @@ const std::array<ServingMetric, 10> kServing{{
     {{"itl_mean_ms", "ms", "mean inter-token latency", "every gap between a request's consecutive tokens, pooled", "ms", 1,
       "s", 1e-3},
      [](const serving::ServeMetrics& m) { return m.itl_s.mean * 1e3; }},
+    {{"itl_p99_ms", "ms", "p99 inter-token latency", "every gap between a request's consecutive tokens, pooled, 99th "
+      "percentile (a decode step that shares its batch with a prompt shows here)", "ms", 1, "s", 1e-3},
+     [](const serving::ServeMetrics& m) { return m.itl_s.p99 * 1e3; }},
     {{"e2e_p99_s", "s", "p99 end-to-end latency", "arrival to the last token, 99th percentile", "s", 1, "s", 1},
      [](const serving::ServeMetrics& m) { return m.e2e_s.p99; }},
     {{"preemptions", "1", "preemptions", "sequences preempted to make room in the KV pool", "", 1, "", 1},

@@ -89,6 +89,7 @@ constexpr ServeMetric kServeMetrics[] = {
     {"tpot_mean", "", [](const serving::ServeMetrics& m) { return m.tpot_s.mean; }},
     {"tpot_p99", "", [](const serving::ServeMetrics& m) { return m.tpot_s.p99; }},
     {"itl_mean", "", [](const serving::ServeMetrics& m) { return m.itl_s.mean; }},
+    {"itl_p99", "", [](const serving::ServeMetrics& m) { return m.itl_s.p99; }},
     {"e2e_mean", "", [](const serving::ServeMetrics& m) { return m.e2e_s.mean; }},
 };
 
