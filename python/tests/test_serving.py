@@ -67,3 +67,15 @@ def test_a_capacity_search_finds_the_highest_rate_that_meets_the_slos():
         assert p["meets_slo"] == (p["rate"] <= r["capacity_rate"])
     with pytest.raises(ValueError, match="slo"):
         syntorch.serve("llama3-8b", hw=H100, capacity=True)
+
+
+def test_a_deployment_reports_each_engine_and_its_role():
+    dgx = os.path.join(SOURCE, "hw_configs", "dgx_h100.json")
+    r = syntorch.serve("llama3-8b", hw=dgx, tp=2, replicas=2, prefill_replicas=1, router="least_outstanding",
+                       rate=10, requests=40, input_len=512, output_len=16, dtype="bf16")
+    assert r["status"] == "ok" and r["completed"] == 40
+    assert [e["role"] for e in r["replicas"]] == ["decode", "decode", "prefill"]
+    assert sum(e["requests"] for e in r["replicas"][:2]) == 40
+    assert r["replicas"][2]["output_tokens"] == 40  # the first tokens
+    with pytest.raises(ValueError, match="need 12 devices"):
+        syntorch.serve("llama3-8b", hw=dgx, tp=4, replicas=2, prefill_replicas=1, requests=4)
