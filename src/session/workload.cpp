@@ -93,13 +93,14 @@ nlohmann::ordered_json run_serving(const WorkloadRequest& r) {
 
 nlohmann::ordered_json run_serving_capacity(const WorkloadRequest& r) {
   WorkloadRequest rest = r;
-  int probes = 8;
+  int probes = serving::kDefaultProbes;
   Diagnostics d;
   std::erase_if(rest.params, [&](const std::pair<std::string, std::string>& kv) {
     if (kv.first != "probes") return false;
     const std::optional<std::int64_t> n = parse_integer(kv.second);
-    if (!n || *n < 1 || *n > 30) {
-      d.error("parameters", "probes", fmt::format("expected 1 to 30 probes, got \"{}\"", kv.second));
+    if (!n || *n < 1 || *n > serving::kMostProbes) {
+      d.error("parameters", "probes",
+              fmt::format("expected 1 to {} probes, got \"{}\"", serving::kMostProbes, kv.second));
     } else {
       probes = static_cast<int>(*n);
     }

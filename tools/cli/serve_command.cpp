@@ -36,7 +36,7 @@ struct ServeOptions {
   TraceFlags trace;
   bool json = false;
   bool capacity = false;  // search the highest rate that meets the SLOs
-  int probes = 8;
+  int probes = sv::kDefaultProbes;
   std::string chart;      // an SVG of p99 TTFT and TPOT against the rate
 };
 
@@ -169,11 +169,11 @@ int run_serve(const ServeOptions& o, Context& ctx) {
   apply_parameter_flags(sv::serving_parameters(), o.params, spec, d);
   const std::string hw_file = o.hw.empty() ? default_hw_config("dgx_h100.json") : o.hw;
   session::RunSetup setup = session::load_run_setup(hw_file, o.sets, o.policy, d, "--policy");
-  if (o.capacity && (o.probes < 1 || o.probes > 30)) {
-    d.error("--probes", "", fmt::format("expected 1 to 30 probes, got {}", o.probes));
+  if (o.capacity && (o.probes < 1 || o.probes > sv::kMostProbes)) {
+    d.error("--probes", "", fmt::format("expected 1 to {} probes, got {}", sv::kMostProbes, o.probes));
   }
   if (!o.capacity && !o.chart.empty()) d.error("--chart", "", "draws a capacity search's probes: give --capacity too");
-  if (!o.capacity && o.probes != 8) d.error("--probes", "", "counts a capacity search's probes: give --capacity too");
+  if (!o.capacity && o.probes != sv::kDefaultProbes) d.error("--probes", "", "counts a capacity search's probes: give --capacity too");
   if (o.capacity && !o.trace.file.empty()) d.error("--trace", "", "a capacity search makes many runs: trace one run");
   if (d.empty()) {
     Diagnostics flags;

@@ -46,7 +46,7 @@ void Copies::start_peer(Rank& rank, bool to_peer, int peer, std::uint64_t bytes,
   const int self = rank.index();
   std::vector<std::pair<int, int>> pairs;  // (this side, the peer's side)
   for (int r = 0; r < core_.world_size; ++r) {
-    if (r == self || (core_.mirrored(r) && core_.options.mirror_of[static_cast<std::size_t>(r)] == self)) {
+    if (core_.stands_for(self, r)) {
       pairs.emplace_back(r, peer + (r - self));
     }
   }

@@ -45,6 +45,10 @@ struct EngineCore {
   bool mirrored(int r) const {
     return !options.mirror_of.empty() && options.mirror_of[static_cast<std::size_t>(r)] != r;
   }
+  // Whether rank `rep`'s program stands for rank `r`: r is rep, or mirrors it.
+  bool stands_for(int rep, int r) const {
+    return r == rep || (mirrored(r) && options.mirror_of[static_cast<std::size_t>(r)] == rep);
+  }
 
   const hw::Machine& machine;
   Dispatcher dispatcher;

@@ -292,7 +292,7 @@ void Rank::peer_copy(bool to_peer, int peer, std::uint64_t bytes, std::string_vi
   check_bytes(bytes, name);
   // This rank and those that mirror it, each to the rank at its own offset from `peer`.
   for (int r = 0; r < core_.world_size; ++r) {
-    if (r != index_ && (!core_.mirrored(r) || core_.options.mirror_of[static_cast<std::size_t>(r)] != index_)) continue;
+    if (!core_.stands_for(index_, r)) continue;
     const int to = peer + (r - index_);
     if (to < 0 || to >= core_.world_size || to == r) {
       throw std::invalid_argument(fmt::format("{}: rank {} would copy {} rank {}, which is {} of the {} ranks", name, r,

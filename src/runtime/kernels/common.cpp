@@ -102,11 +102,14 @@ double list_schedule_imbalance(std::span<const double> work, const Kernel& k, co
       std::push_heap(events.begin(), events.end(), later);
     }
   }
-  // plan_phases with identical tiles of the average work: full waves of `slots` a unit, then the
-  // busiest unit of the partial one.
-  const double mean = total / static_cast<double>(n);
-  const std::uint64_t wave = std::min<std::uint64_t>(n, units * slots), full = n / wave, rem = n % wave;
-  const double planned = static_cast<double>(full * ((wave + units - 1) / units) + (rem + units - 1) / units) * mean;
+  // What plan_phases gives identical tiles of the average work, in the same units.
+  Kernel even;
+  even.tiles = n;
+  even.tiles_per_unit = static_cast<std::uint32_t>(slots);
+  even.tile_compute_s = total / static_cast<double>(n);
+  const KernelPhases plan = plan_phases(even, d);
+  double planned = 0;
+  for (int p = 0; p < plan.count; ++p) planned += plan.phases[p].compute_s;
   return std::max(1.0, makespan / planned);
 }
 

@@ -36,7 +36,9 @@ bool validate_capacity(const ServeSpec& s, const hw::Machine& machine, Diagnosti
 CapacityReport capacity_search(const hw::Machine& machine, const runtime::KernelPolicy& policy, const ServeSpec& spec,
                                int probes) {
   Diagnostics d;
-  if (probes < 1 || probes > 30) d.error("capacity", "probes", fmt::format("expected 1 to 30 probes, got {}", probes));
+  if (probes < 1 || probes > kMostProbes) {
+    d.error("capacity", "probes", fmt::format("expected 1 to {} probes, got {}", kMostProbes, probes));
+  }
   if (!validate_capacity(spec, machine, d, "capacity") || !d.empty()) throw InputError(std::move(d));
   CapacityReport report;
   ServeSpec offline = spec;

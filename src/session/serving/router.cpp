@@ -63,14 +63,13 @@ void Router::close_source() {
 
 std::size_t Router::count_until(double time_s) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  const auto upto = [&](const Item& x) { return x.time_s <= time_s; };
-  if (!dynamic_) {
-    return static_cast<std::size_t>(std::upper_bound(requests_.begin(), requests_.end(), time_s,
-                                                     [](double t, const Item& q) { return t < q.time_s; }) -
-                                    requests_.begin());
-  }
-  return static_cast<std::size_t>(std::count_if(requests_.begin(), requests_.end(), upto) +
-                                  std::count_if(submitted_.begin(), submitted_.end(), upto));
+  // requests_ is in time order either way (hand-overs join it a cut-off at a time, each after
+  // everything dated up to the one before); the hand-overs not routed yet are few.
+  const auto routed = std::upper_bound(requests_.begin(), requests_.end(), time_s,
+                                       [](double t, const Item& q) { return t < q.time_s; });
+  return static_cast<std::size_t>(routed - requests_.begin()) +
+         static_cast<std::size_t>(
+             std::count_if(submitted_.begin(), submitted_.end(), [&](const Item& x) { return x.time_s <= time_s; }));
 }
 
 void Router::submit(double time_s, const Request& request) {
@@ -88,11 +87,11 @@ void Router::publish(int r, double time_s, const ReplicaState& state) {
   }
 }
 
-ReplicaState Router::state_at_locked(int r, double time_s) const {
+const Router::Report* Router::report_at_locked(int r, double time_s) const {
   const auto& reports = reports_[static_cast<std::size_t>(r)];
   const auto after = std::upper_bound(reports.begin(), reports.end(), time_s,
                                       [](double t, const Report& x) { return t < x.time_s; });
-  return after == reports.begin() ? ReplicaState{} : std::prev(after)->state;
+  return after == reports.begin() ? nullptr : &*std::prev(after);
 }
 
 int Router::choose_locked(std::size_t i) {
@@ -102,7 +101,8 @@ int Router::choose_locked(std::size_t i) {
   // Outstanding: routed, less those its last report before the arrival had finished.
   std::vector<std::int64_t> outstanding(static_cast<std::size_t>(replicas));
   for (int r = 0; r < replicas; ++r) {
-    outstanding[static_cast<std::size_t>(r)] = routed_[static_cast<std::size_t>(r)] - state_at_locked(r, seen_s).finished;
+    const Report* last = report_at_locked(r, seen_s);
+    outstanding[static_cast<std::size_t>(r)] = routed_[static_cast<std::size_t>(r)] - (last ? last->state.finished : 0);
   }
   // The cheapest replica; of equals, the first after the last one chosen (in turn, as a
   // round-robin among the tied).
@@ -124,13 +124,10 @@ int Router::choose_locked(std::size_t i) {
       // Pages in use at the last report, and the prompts routed since (not in its pool yet).
       std::vector<double> load(static_cast<std::size_t>(replicas));
       for (int r = 0; r < replicas; ++r) {
-        const auto& reports = reports_[static_cast<std::size_t>(r)];
-        const auto after = std::upper_bound(reports.begin(), reports.end(), seen_s,
-                                            [](double t, const Report& x) { return t < x.time_s; });
         // (The replicas' pools are the same size: pages compare.)
-        const bool reported = after != reports.begin();
-        const double since_s = reported ? std::prev(after)->time_s : -1.0;
-        std::int64_t pages = reported ? std::prev(after)->state.kv_blocks_used : 0;
+        const Report* last = report_at_locked(r, seen_s);
+        const double since_s = last ? last->time_s : -1.0;
+        std::int64_t pages = last ? last->state.kv_blocks_used : 0;
         for (std::size_t j = i; j-- > 0;) {
           if (requests_[j].time_s <= since_s) break;
           if (route_[j] == r) pages += (requests_[j].request.input_tokens + block_size_ - 1) / block_size_;

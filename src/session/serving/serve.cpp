@@ -103,6 +103,15 @@ struct CloseOnExit {
 // which nothing tells it in advance).
 constexpr double kIdlePollS = 100e-6;
 
+// A batch of `tokens` padded to a captured graph's `graph_size` tokens (none: 0): the padding
+// slots run their tokens only, attending to the pool's null page. The tokens it then runs.
+std::int64_t pad_to_graph(models::PackedBatch& batch, std::int64_t tokens, std::int64_t graph_size) {
+  if (graph_size <= tokens) return tokens;
+  batch.query_lens.push_back(graph_size - tokens);
+  batch.context_lens.push_back(graph_size - tokens);
+  return graph_size;
+}
+
 // One engine's loop, on its first rank (its other tensor-parallel ranks mirror it). With a
 // router, it takes the requests routed to it as it goes, and reports its state at its step
 // boundaries.
@@ -138,6 +147,7 @@ void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& po
   if (spec.draft_model) draft = spec.draft_model->build(models::BuildOptions{});
   out.weights_bytes = static_cast<double>(torch::cuda::memory_allocated());
   const double draft_per_token = draft ? draft->kv_bytes_per_token(runtime::element_bytes(kv_dtype)) : 0.0;
+  const double pool_per_token = per_token + draft_per_token;  // what a token takes of the pool, a device
 
   // A forward of `lm` over a packed batch on `caches`: the target's sampled tokens come to the
   // host; the draft's stay on the device for its next pass (the host waits for them all the same).
@@ -190,7 +200,7 @@ void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& po
     case KvSizing::static_fraction: budget = engine.memory_fraction * total - out.weights_bytes; break;
   }
   const std::int64_t pages =
-      budget > 0 ? static_cast<std::int64_t>(budget / (static_cast<double>(bs) * (per_token + draft_per_token))) - 1 : 0;
+      budget > 0 ? static_cast<std::int64_t>(budget / (static_cast<double>(bs) * pool_per_token)) - 1 : 0;
   const std::int64_t longest = longest_request(requests);
   if (pages * bs < longest) {
     out.refused = NoKvRoom{fmt::format(
@@ -204,7 +214,7 @@ void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& po
     return;
   }
   out.kv_blocks = pages;
-  out.kv_pool_bytes = static_cast<double>(pages * bs) * (per_token + draft_per_token);
+  out.kv_pool_bytes = static_cast<double>(pages * bs) * pool_per_token;
   std::vector<models::PagedKVCache> caches, draft_caches;
   {
     // One more page than the scheduler hands out: the null page padding slots point to (vLLM's).
@@ -264,11 +274,7 @@ void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& po
       }
       const bool decode_only = j > 0 || plan.decode_only();
       const std::int64_t graph_size = decode_only ? cuda_graph_size(engine, tokens) : 0;
-      if (graph_size > tokens) {
-        draft_batch.query_lens.push_back(graph_size - tokens);
-        draft_batch.context_lens.push_back(graph_size - tokens);
-        tokens = graph_size;
-      }
+      tokens = pad_to_graph(draft_batch, tokens, graph_size);
       forward(*draft, draft_caches, draft_reuse, draft_batch, tokens, std::max<std::int64_t>(rows, 1), graph_size > 0,
               false);
     }
@@ -306,7 +312,7 @@ void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& po
         ctx->set_stream(transfer_stream);
         ctx->copy_from_peer(q.prefilled_on,
                             static_cast<std::uint64_t>(
-                                std::llround(static_cast<double>(q.input_tokens) * (per_token + draft_per_token))),
+                                std::llround(static_cast<double>(q.input_tokens) * pool_per_token)),
                             "kv transfer");
         const std::uint64_t event = ctx->record_event(transfer_stream);
         ctx->set_stream(compute_stream);
@@ -395,16 +401,9 @@ void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& po
       batch.context_lens.push_back(x.context);
     }
     // Logits for every scheduled sequence's last token, as the engines gather them (a partial
-    // prefill's is dropped); the padding slots of a captured size run its tokens only, attending
-    // to the pool's null page.
-    std::int64_t tokens = plan.tokens;
+    // prefill's is dropped).
+    const std::int64_t tokens = pad_to_graph(batch, plan.tokens, graph_size);
     const std::int64_t sampling = plan.logit_rows;
-    if (graph_size > plan.tokens) {
-      const std::int64_t pad = graph_size - plan.tokens;
-      batch.query_lens.push_back(pad);
-      batch.context_lens.push_back(pad);
-      tokens += pad;
-    }
     const double forward_begin = torch::clock::now_s();
     if (draft) draft_passes(plan);
     const bool reused = forward(model, caches, reuse, batch, tokens, sampling, graph_size > 0, true);
@@ -469,7 +468,11 @@ void merge_prefill(Sequence& q, const Sequence& prefill) {
 
 }  // namespace
 
-bool validate_serve(const ServeSpec& s, const hw::Machine& machine, Diagnostics& d, const std::string& where) {
+namespace {
+// validate_serve, leaving the requests it made in `made` (serve runs them, rather than reading a
+// requests file again).
+bool check_serve(const ServeSpec& s, const hw::Machine& machine, Diagnostics& d, const std::string& where,
+                 std::vector<Request>& made) {
   const std::size_t before = d.size();
   check_traffic(s.traffic, d, where);
   const std::optional<EngineProfile> engine = resolved_engine(s, d, where);
@@ -478,7 +481,8 @@ bool validate_serve(const ServeSpec& s, const hw::Machine& machine, Diagnostics&
     d.error(where, "dtype", "serving engines run fp16, bf16 or fp8 (their attention kernels have no fp32 form)");
     return false;
   }
-  const std::vector<Request> requests = make_requests(s.traffic);
+  made = make_requests(s.traffic);
+  const std::vector<Request>& requests = made;
   // Arrivals past about 11 days of simulated time (a rate far too low, or a trace's nanoseconds
   // read as milliseconds) are refused before the run, not part way through it.
   constexpr double kLatestArrivalS = 1e6;
@@ -528,13 +532,19 @@ bool validate_serve(const ServeSpec& s, const hw::Machine& machine, Diagnostics&
   }
   return d.size() == before;
 }
+}  // namespace
+
+bool validate_serve(const ServeSpec& s, const hw::Machine& machine, Diagnostics& d, const std::string& where) {
+  std::vector<Request> made;
+  return check_serve(s, machine, d, where, made);
+}
 
 ServeReport serve(const hw::Machine& machine, const runtime::KernelPolicy& policy, const ServeSpec& spec,
                   trace::Recorder* recorder, runtime::TraceLevel trace_level) {
   Diagnostics d;
-  if (!validate_serve(spec, machine, d, "serve")) throw InputError(std::move(d));
+  std::vector<Request> requests;
+  if (!check_serve(spec, machine, d, "serve", requests)) throw InputError(std::move(d));
   const EngineProfile engine = *resolved_engine(spec, d, "serve");
-  const std::vector<Request> requests = make_requests(spec.traffic);
   // Engine e runs on devices e*tp .. e*tp+tp-1, its first rank the engine's program and the others
   // mirroring it: the replicas (decode engines when disaggregated) first, then the prefill ones.
   const int replicas = spec.replicas, prefills = spec.prefill_replicas;

@@ -35,9 +35,14 @@ bool meets_slo(const ServeMetrics& metrics, const Slo& slo);
 bool validate_capacity(const ServeSpec& spec, const hw::Machine& machine, Diagnostics& diagnostics,
                        const std::string& where);
 
-// Throws InputError for a spec validate_capacity rejects. `probes` bisection steps (1 to 30).
+// A capacity search's bisection steps: by default, and at most.
+inline constexpr int kDefaultProbes = 8;
+inline constexpr int kMostProbes = 30;
+
+// Throws InputError for a spec validate_capacity rejects. `probes` bisection steps (1 to
+// kMostProbes).
 CapacityReport capacity_search(const hw::Machine& machine, const runtime::KernelPolicy& policy, const ServeSpec& spec,
-                               int probes = 8);
+                               int probes = kDefaultProbes);
 
 nlohmann::ordered_json capacity_report_json(const CapacityReport& report, const ServeSpec& spec,
                                             const std::string& hw_file);

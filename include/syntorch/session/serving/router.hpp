@@ -95,8 +95,8 @@ class Router {
   };
   void route_until_locked(double time_s);
   int choose_locked(std::size_t i);
-  // Replica r's state as reported at or before `time_s` (nothing before its first report).
-  ReplicaState state_at_locked(int r, double time_s) const;
+  // Replica r's last report at or before `time_s` (none before its first).
+  const Report* report_at_locked(int r, double time_s) const;
 
   mutable std::mutex mutex_;
   RouterPolicy policy_;
