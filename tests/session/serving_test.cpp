@@ -148,7 +148,7 @@ TEST(ServingTraffic, RequestFilesInTheCommonFormatsGiveTheirArrivalsAndLengths) 
 
 TEST(ServingTraffic, ABadRequestFileIsReportedWithItsLine) {
   const std::string path = (std::filesystem::temp_directory_path() / "syntorch_bad_requests.csv").string();
-  std::ofstream(path) << "timestamp_s,input_tokens,output_tokens\n0,10,5\nsoon,10,5\n1,0,5\n";
+  std::ofstream(path) << "timestamp_s,input_tokens,output_tokens\n0,10,5\nsoon,10,5\n1,0,5\n2,\"10,5\n";
   Diagnostics d;
   bool timed = false;
   sv::load_requests_file(path, timed, d);
@@ -157,6 +157,7 @@ TEST(ServingTraffic, ABadRequestFileIsReportedWithItsLine) {
   EXPECT_NE(text.find("\"soon\""), std::string::npos) << text;
   EXPECT_NE(text.find(path + ":4"), std::string::npos) << text;
   EXPECT_NE(text.find("input tokens: expected 1 to"), std::string::npos) << text;
+  EXPECT_NE(text.find(path + ":5: a quoted field is not closed on its line"), std::string::npos) << text;
   Diagnostics e;
   sv::load_requests_file(path + ".txt", timed, e);
   EXPECT_FALSE(e.empty());

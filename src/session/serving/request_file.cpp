@@ -225,7 +225,12 @@ std::vector<Request> load_requests_file(const std::string& path, bool& timed, Di
     while (std::getline(in, line) && d.size() - before < 20) {
       ++n;
       if (line.empty() || line == "\r") continue;
-      const std::vector<std::string> f = split_csv_line(line);
+      bool unterminated = false;
+      const std::vector<std::string> f = split_csv_line(line, &unterminated);
+      if (unterminated) {
+        d.error(fmt::format("{}:{}", path, n), "", "a quoted field is not closed on its line");
+        continue;
+      }
       const auto at = [&](int c) {
         return c >= 0 && c < static_cast<int>(f.size()) ? std::optional<std::string>(trimmed(f[static_cast<std::size_t>(c)]))
                                                          : std::nullopt;
