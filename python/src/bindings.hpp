@@ -61,5 +61,6 @@ void bind_autograd(py::module_& m);     // grad mode, backward, checkpoint, para
 void bind_functions(py::module_& m);    // the torch functions
 void bind_optim(py::module_& m);        // optimizers, autocast, GradScaler, record_function
 void bind_cuda(py::module_& m);         // torch.cuda, torch.backends
+void bind_aten(py::module_& m);         // ATen's ops by name, for the bridge from real PyTorch
 
 }  // namespace syntorch::python

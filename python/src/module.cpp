@@ -39,4 +39,5 @@ PYBIND11_MODULE(_syntorch, m) {
   bind_functions(m);
   bind_optim(m);
   bind_cuda(m);
+  bind_aten(m);
 }

@@ -16,7 +16,7 @@ MODULES = ["syntorch", "syntorch.torch", "syntorch.torch.nn", "syntorch.torch.nn
            "syntorch.torch.amp", "syntorch.torch.autograd", "syntorch.torch.cuda", "syntorch.torch.profiler",
            "syntorch.torch.distributed", "syntorch.torch.backends.cuda", "syntorch.torch.backends.cudnn",
            "syntorch.torch.utils.checkpoint",
-           "syntorch.parallel", "syntorch.clock", "syntorch.run"]
+           "syntorch.parallel", "syntorch.clock", "syntorch.run", "syntorch.pytorch"]
 
 
 def _signature(obj):

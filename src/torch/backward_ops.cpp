@@ -123,6 +123,14 @@ Tensor swiglu_backward(const Tensor& grad, const Tensor& input) {
   return out;
 }
 
+Tensor nll_loss_backward(const Tensor& grad, IntArrayRef input_sizes) {
+  Tensor out = zeros(input_sizes, TensorOptions(grad.dtype()).device(grad.device()));
+  const std::int64_t rows = input_sizes.empty() ? 1 : input_sizes[0];
+  dispatch(runtime::current_rank(), elementwise_op(OpKind::copy, rows, grad.dtype()), "aten::nll_loss_backward",
+           grad.device(), rows == 0);
+  return out;
+}
+
 Tensor reduction(std::int64_t inputs, ScalarType dtype, Device device, IntArrayRef out_sizes, std::string_view aten) {
   const std::int64_t kept = product(out_sizes);
   runtime::RankContext* ctx = runtime::current_rank();

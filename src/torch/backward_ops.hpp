@@ -34,6 +34,9 @@ std::tuple<Tensor, Tensor, Tensor> attention_backward(const Tensor& grad, const 
 Tensor embedding_backward(const Tensor& grad, std::int64_t vocab);
 // silu(gate) * up's backward: d[gate, up] shaped as the fused input.
 Tensor swiglu_backward(const Tensor& grad, const Tensor& input);
+// nll_loss's backward for [N, C] log-probabilities: a zeroed gradient of `input_sizes`, then
+// each row's -grad/N scattered into its target's column (one small kernel over the N rows).
+Tensor nll_loss_backward(const Tensor& grad, IntArrayRef input_sizes);
 // Sums `grad` down to `sizes` over the dims broadcasting added or expanded (itself when equal).
 Tensor sum_to(const Tensor& grad, IntArrayRef sizes);
 // One `sum` kernel reading `inputs` elements of `dtype` into a new tensor of `out_sizes` (each

@@ -125,15 +125,9 @@ Tensor nll_loss(const Tensor& log_probs_arg, const Tensor& target) {
   Tensor out = detail::reduction(x.sizes[0], x.dtype, x.device, {}, "aten::nll_loss_forward");
   if (autograd::any_requires_grad({&log_probs})) {
     detail::Sizes in = x.sizes;
-    const std::int64_t rows = x.sizes[0];
     autograd::record("NllLossBackward0", {&log_probs}, {&out}, {target},
-                   [in, rows](Grads& g, Grads&, const autograd::Node&) {
-                     // A zeroed [N, C] gradient, then -grad/N scattered into each row's target.
-                     Tensor grad = zeros(in, TensorOptions(g[0].dtype()).device(g[0].device()));
-                     runtime::RankContext* ctx = runtime::current_rank();
-                     detail::dispatch(ctx, detail::elementwise_op(OpKind::copy, rows, g[0].dtype()),
-                                      "aten::nll_loss_backward", g[0].device(), rows == 0);
-                     return Grads{grad};
+                   [in](Grads& g, Grads&, const autograd::Node&) {
+                     return Grads{detail::nll_loss_backward(g[0], in)};
                    });
   }
   return out;

@@ -503,6 +503,35 @@ Tensor product_op(IntArrayRef out_sizes, const detail::TensorImpl& a, std::uint6
   return out;
 }
 
+// PyTorch's matmul folds an operand into the shape its GEMM takes with reshape (the batch dims
+// into one for bmm; the leading dims into rows against a matrix), which copies an operand whose
+// layout no view can fold (attention's q and k^T after a transpose). `expanded` is the operand's
+// shape with its batch dims broadcast; `keep` its trailing dims the GEMM keeps. Returns the
+// operand itself when a view folds it, else its contiguous copy (one copy kernel, before the
+// product; the backward reads the copy, as PyTorch's does).
+Tensor fold_for_matmul(const Tensor& t, IntArrayRef expanded, std::size_t keep) {
+  const auto& s = impl_of(t);
+  const std::size_t n = expanded.size();
+  if (n <= keep + 1 && s.sizes.size() == n) return t;  // nothing to fold
+  Sizes strides(n, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t from_end = n - i;
+    if (from_end <= s.sizes.size()) {
+      const std::size_t j = s.sizes.size() - from_end;
+      if (s.sizes[j] == expanded[i]) strides[i] = s.strides[j];
+    }
+  }
+  Sizes folded{detail::product(IntArrayRef(expanded.data(), n - keep))};
+  folded.insert(folded.end(), expanded.end() - static_cast<std::ptrdiff_t>(keep), expanded.end());
+  Sizes view;
+  if (detail::view_strides(expanded, strides, folded, view)) return t;
+  runtime::RankContext* ctx = runtime::current_rank();
+  Tensor copy = detail::make_tensor(ctx, expanded, s.dtype, s.device, "aten::clone");
+  const std::int64_t numel = impl_of(copy).numel;
+  detail::dispatch(ctx, detail::elementwise_op(OpKind::copy, numel, s.dtype), "aten::clone", s.device, numel == 0);
+  return copy;
+}
+
 }  // namespace
 
 Tensor matmul(const Tensor& a_arg, const Tensor& b_arg) {
@@ -534,11 +563,12 @@ Tensor matmul(const Tensor& a_arg, const Tensor& b_arg) {
     out.assign(x.sizes.begin(), x.sizes.end() - 1);
     if (db == 2) out.push_back(n);
     const std::int64_t m = detail::product(IntArrayRef(x.sizes.data(), da - 1));
+    const Tensor folded = da >= 3 ? fold_for_matmul(a, x.sizes, 1) : a;
     Tensor result = product_op(out, x, 1, m, n, k, false, "aten::matmul");
     if (autograd::any_requires_grad({&a, &b})) {
       if (da < 2 || db < 2) detail::no_backward({&a, &b}, "matmul with a 1-D operand");
       // [..., m, k] x [k, n] as one mm over the folded rows: dA = dC B^T, dB = A^T dC (folded).
-      autograd::record("MmBackward0", {&a, &b}, {&result}, {a, b}, [k, n](Grads& g, Grads& s, const Node& nd) {
+      autograd::record("MmBackward0", {&a, &b}, {&result}, {folded, b}, [k, n](Grads& g, Grads& s, const Node& nd) {
         Tensor ga, gb;
         if (nd.needs_input_grad(0)) ga = matmul(g[0], s[1].t());
         if (nd.needs_input_grad(1)) gb = mm(s[0].reshape({-1, k}).t(), g[0].reshape({-1, n}));
@@ -557,6 +587,19 @@ Tensor matmul(const Tensor& a_arg, const Tensor& b_arg) {
   const IntArrayRef batch_b(y.sizes.data(), db - 2);
   Sizes out = broadcast(batch_a, batch_b, "matmul");
   const std::int64_t batch = detail::product(out);
+  Tensor folded_a = a, folded_b = b;
+  if (da >= 2) {
+    Sizes expanded = out;
+    expanded.push_back(m);
+    expanded.push_back(k);
+    folded_a = fold_for_matmul(a, expanded, 2);
+  }
+  {
+    Sizes expanded = out;
+    expanded.push_back(k);
+    expanded.push_back(n);
+    folded_b = fold_for_matmul(b, expanded, 2);
+  }
   if (da >= 2) out.push_back(m);
   out.push_back(n);
   Tensor result = product_op(out, x, static_cast<std::uint64_t>(batch), m, n, k, true, "aten::matmul");
@@ -564,7 +607,7 @@ Tensor matmul(const Tensor& a_arg, const Tensor& b_arg) {
     if (da < 2) detail::no_backward({&a, &b}, "matmul with a 1-D operand");
     // Batched: dA = dC B^T and dB = A^T dC, each summed over the batch dims it was broadcast along.
     Sizes sa = x.sizes, sb = y.sizes;
-    autograd::record("BmmBackward0", {&a, &b}, {&result}, {a, b}, [sa, sb](Grads& g, Grads& s, const Node& nd) {
+    autograd::record("BmmBackward0", {&a, &b}, {&result}, {folded_a, folded_b}, [sa, sb](Grads& g, Grads& s, const Node& nd) {
       Tensor ga, gb;
       if (nd.needs_input_grad(0)) ga = detail::sum_to(matmul(g[0], s[1].transpose(-1, -2)), sa);
       if (nd.needs_input_grad(1)) gb = detail::sum_to(matmul(s[0].transpose(-1, -2), g[0]), sb);

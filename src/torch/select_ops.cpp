@@ -105,8 +105,9 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double) {
   }
   if (autograd::any_requires_grad({&x})) {
     Sizes sx = x.sizes();
-    autograd::record("MaskedFillBackward0", {&x}, {&out}, {mask}, [sx](Grads& g, Grads&, const Node&) {
-      return Grads{masked_grad(g[0], sx, "aten::masked_fill")};
+    // As ATen's derivative: the gradient masked_fill'ed with zeros (its copy and fill again).
+    autograd::record("MaskedFillBackward0", {&x}, {&out}, {mask}, [sx](Grads& g, Grads& saved, const Node&) {
+      return Grads{detail::sum_to(masked_fill(g[0], saved[0], 0.0), sx)};
     });
   }
   return out;

@@ -631,5 +631,58 @@ TEST_F(TorchSelect, MeanOverDimsIsOneReductionAndItsBackwardDividesOverTheInput)
   EXPECT_THROW(torch::mean(torch::empty({3}, torch::kInt64), {0}), torch::Error);
 }
 
+// --- matmul's folds and ATen's own entries (torch/aten.hpp) ---
+
+TEST_F(TorchMatmul, AnOperandNoViewCanFoldIsCopiedFirstAsATenReshapes) {
+  // Attention's q [B, H, T, D] and k^T read through a transpose of [B, T, H, D]: bmm's batch dims
+  // cannot fold by a view, so each is copied before the product; contiguous operands are not.
+  auto q = torch::empty({2, 16, 4, 8}, torch::kFloat16).transpose(1, 2);
+  auto k = torch::empty({2, 16, 4, 8}, torch::kFloat16).transpose(1, 2);
+  (void)torch::matmul(q, k.transpose(-2, -1));
+  EXPECT_EQ(rank.kinds(), (std::vector<OpKind>{OpKind::copy, OpKind::copy, OpKind::bmm}));
+  EXPECT_EQ(rank.launches[0].name, "aten::clone");
+  EXPECT_EQ(rank.launches[0].op.elements, 2u * 4 * 16 * 8);
+  rank.launches.clear();
+  (void)torch::matmul(torch::empty({2, 4, 16, 8}, torch::kFloat16), torch::empty({2, 4, 8, 16}, torch::kFloat16));
+  EXPECT_EQ(rank.kinds(), (std::vector<OpKind>{OpKind::bmm}));
+  rank.launches.clear();
+  // A transposed 3-D input against a matrix: its rows fold only through a copy.
+  (void)torch::matmul(torch::empty({8, 4, 32}, torch::kFloat16).transpose(0, 1), torch::empty({32, 64}, torch::kFloat16));
+  EXPECT_EQ(rank.kinds(), (std::vector<OpKind>{OpKind::copy, OpKind::gemm}));
+}
+
+TEST_F(TorchOps, AtenEntriesLaunchWhatTheTorchLayersAutogradLaunches) {
+  auto x = torch::empty({64, 128}, torch::kFloat16);
+  auto g = torch::empty({64, 128}, torch::kFloat16);
+  auto dx = torch::aten::activation_backward("gelu", g, x, "aten::gelu_backward");
+  EXPECT_EQ(dx.sizes(), x.sizes());
+  EXPECT_EQ(rank.last().kind, OpKind::gelu_backward);
+  auto [gi, gw, gb] = torch::aten::native_layer_norm_backward(g, x, 1, torch::empty({128}, torch::kFloat16),
+                                                              torch::Tensor(), {true, true, false});
+  EXPECT_EQ(rank.last().kind, OpKind::layernorm_backward);
+  EXPECT_EQ(rank.last().rows, 64u);
+  EXPECT_EQ(rank.last().cols, 128u);
+  EXPECT_TRUE(gi.defined() && gw.defined() && !gb.defined());
+  auto table = torch::aten::embedding_dense_backward(g, 1000);
+  EXPECT_EQ(table.sizes(), (Sizes{1000, 128}));
+  auto v = torch::aten::as_strided(x, {128, 64}, {1, 128}, 0, "aten::t");
+  EXPECT_EQ(v.strides(), (Sizes{1, 128}));
+  EXPECT_TRUE(rank.has_host_op("aten::t"));
+  EXPECT_THROW(torch::aten::activation_backward("erf", g, x, "aten::erf_backward"), torch::Error);
+  EXPECT_THROW(torch::aten::as_strided(x, {2, 2}, {1}, 0), torch::Error);
+}
+
+TEST_F(TorchOps, AnOpWithNoModelCostsItsBytesOnceAsAMemoryBoundKernel) {
+  const torch::Tensor in[] = {torch::empty({1024}, torch::kFloat32), torch::empty({1024}, torch::kFloat16)};
+  const torch::aten::OutputSpec out[] = {{{1024}, torch::kFloat32}};
+  auto made = torch::aten::memory_bound("aten::erf", in, out);
+  ASSERT_EQ(made.size(), 1u);
+  EXPECT_EQ(made[0].sizes(), (Sizes{1024}));
+  EXPECT_EQ(rank.launches.back().name, "aten::erf");
+  // 4 KiB + 2 KiB read, 4 KiB written: as a byte copy, half of it each way.
+  EXPECT_EQ(rank.last().kind, OpKind::copy);
+  EXPECT_EQ(rank.last().elements, (4096u + 2048u + 4096u) / 2);
+}
+
 }  // namespace
 }  // namespace syntorch

@@ -4,6 +4,7 @@
 // then use torch::Tensor, torch::matmul, torch::nn::Linear, ... as with libtorch.
 
 #include "syntorch/torch/amp.hpp"
+#include "syntorch/torch/aten.hpp"
 #include "syntorch/torch/autocast.hpp"
 #include "syntorch/torch/autograd.hpp"
 #include "syntorch/torch/clock.hpp"

@@ -1,0 +1,166 @@
+"""The bridge from real PyTorch (syntorch.pytorch): real modules on the meta device or the CPU,
+simulated op by op through syntorch's torch layer."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import syntorch  # noqa: E402
+import syntorch.pytorch as sp  # noqa: E402
+import syntorch.torch as storch  # noqa: E402
+
+from models.gpt import make_gpt  # noqa: E402
+
+SIZES = dict(vocab=50304, d=768, heads=12, layers=2, block=1024)
+B, T = 8, 1024
+
+
+def _syntorch_torch_run(train):
+    syntorch.init(console=False)
+    model = make_gpt(storch, **SIZES)
+    idx = storch.randint(0, SIZES["vocab"], (B, T), device="cuda")
+    tgt = storch.randint(0, SIZES["vocab"], (B, T), device="cuda")
+    if train:
+        loss = model(idx, tgt)
+        loss.backward()
+    else:
+        model.eval()
+        with storch.no_grad():
+            loss = model(idx, tgt)
+    del loss
+    return syntorch.trace_manager.stats()
+
+
+def _bridge_run(train, **kw):
+    model = make_gpt(torch, **SIZES)
+    idx = torch.randint(0, SIZES["vocab"], (B, T))
+    tgt = torch.randint(0, SIZES["vocab"], (B, T))
+    return sp.simulate(model, (idx, tgt), train=train, **kw)
+
+
+@pytest.mark.parametrize("train", [False, True], ids=["inference", "training"])
+def test_a_gpt_in_plain_pytorch_costs_what_the_same_code_on_syntorch_torch_costs(train):
+    bridged = _bridge_run(train)
+    own = _syntorch_torch_run(train)
+    assert bridged["simulated_time_s"] == pytest.approx(own["simulated_time_s"], rel=0.01)
+    assert bridged["flops"] == pytest.approx(own["flops"], rel=0.01)
+    # The allocator follows the real tensors' lifetimes (autograd's saved tensors included).
+    assert bridged["peak_memory_bytes"][0] == pytest.approx(own["peak_memory_bytes"][0], rel=0.01)
+    aten = bridged["aten"]
+    assert aten["unmodelled"] == [] and aten["layout_mismatches"] == {}
+    assert aten["by_op"]["aten::addmm"] == 4 * SIZES["layers"]  # qkv, proj, fc, out
+    if train:
+        assert aten["by_op"]["aten::native_layer_norm_backward"] == 2 * SIZES["layers"] + 1
+        assert aten["by_op"]["aten::embedding_dense_backward"] == 2
+
+
+def test_a_cpu_model_is_simulated_from_its_shapes_and_left_as_it_was():
+    model = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.GELU(), torch.nn.Linear(1024, 256))
+    before = model[0].weight.detach().clone()
+    report = sp.simulate(model, (torch.randn(64, 256),), train=True, optimizer="adamw")
+    assert model[0].weight.device.type == "cpu" and model[0].weight.grad is None
+    assert torch.equal(model[0].weight.detach(), before)
+    ops = report["aten"]["by_op"]
+    assert ops["aten::addmm"] == 2 and ops["aten::gelu_backward"] == 1 and ops["aten::mm"] >= 3
+    weights = sum(p.numel() * 4 for p in model.parameters())
+    assert report["peak_memory_bytes"][0] >= 4 * weights  # weights, grads and AdamW's two moments
+
+
+def test_a_model_already_on_meta_runs_as_it_is():
+    model = torch.nn.Linear(512, 512).to("meta")
+    report = sp.simulate(model, (torch.empty(32, 512, device="meta"),))
+    assert report["aten"]["by_op"] == {"aten::addmm": 1, "aten::t": 1}
+    assert report["kernels"] == 1
+
+
+def test_ops_without_a_cost_model_are_listed_with_their_share_never_dropped():
+    torchvision = pytest.importorskip("torchvision")
+    report = sp.simulate(torchvision.models.resnet18(), (torch.randn(4, 3, 224, 224),))
+    unmodelled = {row["op"]: row for row in report["aten"]["unmodelled"]}
+    conv = unmodelled["aten::convolution"]
+    assert conv["count"] == 20
+    assert conv["flops_share"] > 0.95 and 0 < conv["bytes_share"] < 1
+    assert "aten::native_batch_norm" in unmodelled
+    assert report["simulated_time_s"] > 0  # they still cost their bytes
+
+
+def test_torchvision_resnet_trains_through_the_bridge():
+    torchvision = pytest.importorskip("torchvision")
+    report = sp.simulate(torchvision.models.resnet18(), (torch.randn(4, 3, 224, 224),), train=True,
+                         loss_fn=lambda out: out.sum(), optimizer="sgd")
+    ops = report["aten"]["by_op"]
+    assert ops["aten::convolution_backward"] == 20  # shapes from the bridge's rule: 1.13 has no meta kernel
+    assert ops["aten::threshold_backward"] >= 17
+    assert report["kernels"] > 200
+
+
+def test_elementwise_ops_without_a_model_fall_back_to_a_memory_bound_cost_and_say_so():
+    class Erf(torch.nn.Module):
+        def forward(self, x):
+            return torch.erf(x) * 2
+
+    report = sp.simulate(Erf(), (torch.randn(1024, 1024),))
+    generic = report["aten"]["generic_elementwise"]
+    assert [row["op"] for row in generic] == ["aten::erf"]
+    assert generic[0]["bytes_share"] == pytest.approx(0.5)
+    assert report["kernels"] == 2
+
+
+def test_the_context_manager_form_wraps_any_code_and_follows_lifetimes(tmp_path):
+    trace = tmp_path / "bridge.json"
+    model = torch.nn.Linear(4096, 4096).to("meta")
+    with sp.bridge(trace=str(trace), model=model) as b:
+        x = torch.empty(1024, 4096, device="meta")
+        for _ in range(4):
+            y = model(x)  # each y freed when the next replaces it
+        del y
+    assert b.report["aten"]["by_op"]["aten::addmm"] == 4
+    weights, activation = 4096 * 4096 * 4 + 4096 * 4, 1024 * 4096 * 4
+    assert b.report["peak_memory_bytes"][0] <= weights + 3 * activation
+    names = {e.get("name") for e in json.loads(trace.read_text())["traceEvents"]}
+    assert "aten::addmm" in names
+
+
+def test_the_same_inputs_give_the_same_report():
+    model = make_gpt(torch, vocab=1000, d=128, heads=4, layers=1, block=64)
+    idx = torch.randint(0, 1000, (2, 64))
+    a = sp.simulate(model, (idx, idx), train=True)
+    b = sp.simulate(model, (idx, idx), train=True)
+    assert a == b
+
+
+def test_bad_arguments_are_refused_by_name():
+    with pytest.raises(TypeError, match="torch.nn.Module"):
+        sp.simulate("gpt2", ())
+    with pytest.raises(ValueError, match="steps must be at least 1"):
+        sp.simulate(torch.nn.Linear(2, 2), (torch.randn(1, 2),), steps=0)
+    with pytest.raises(ValueError, match="optimizer 'lion' is not one of"):
+        sp.simulate(torch.nn.Linear(2, 2), (torch.randn(1, 2),), train=True, optimizer="lion")
+    with pytest.raises(ValueError, match="loss_fn is for train=True"):
+        sp.simulate(torch.nn.Linear(2, 2), (torch.randn(1, 2),), loss_fn=lambda o: o.sum())
+    with pytest.raises(NotImplementedError, match="dtype torch.quint8"):
+        sp._tensors.sdtype(torch.quint8)
+
+
+def test_importing_the_bridge_without_pytorch_says_how_to_install_it():
+    code = "import sys; sys.modules['torch'] = None\nimport syntorch.pytorch"
+    env = dict(os.environ)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert proc.returncode != 0
+    assert "ImportError" in proc.stderr and "python3-torch" in proc.stderr
+
+
+def test_a_multi_tensor_optimizer_step_runs_its_foreach_kernels():
+    model = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.GELU(), torch.nn.Linear(1024, 256))
+    report = sp.simulate(model, (torch.randn(64, 256),), train=True,
+                         optimizer=lambda params: torch.optim.AdamW(params, foreach=True))
+    ops = report["aten"]["by_op"]
+    assert ops["aten::_foreach_addcdiv_"] == 1 and ops["aten::_foreach_mul_"] >= 1
+    assert report["aten"]["unmodelled"] == []
+    per_tensor = sp.simulate(model, (torch.randn(64, 256),), train=True, optimizer="adamw")
+    assert report["kernels"] < per_tensor["kernels"]  # one kernel a list, not one a parameter
