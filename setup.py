@@ -75,6 +75,7 @@ setup(
     version=project_version(),
     package_dir={"": "python"},
     packages=find_packages(where="python"),
+    package_data={"syntorch.ir": ["ir-v*.schema.json"]},
     ext_modules=[CMakeExtension("_syntorch")],
     cmdclass={"build_ext": CMakeBuild, "build_py": BuildPy},
     zip_safe=False,

@@ -16,7 +16,8 @@ MODULES = ["syntorch", "syntorch.torch", "syntorch.torch.nn", "syntorch.torch.nn
            "syntorch.torch.amp", "syntorch.torch.autograd", "syntorch.torch.cuda", "syntorch.torch.profiler",
            "syntorch.torch.distributed", "syntorch.torch.backends.cuda", "syntorch.torch.backends.cudnn",
            "syntorch.torch.utils.checkpoint",
-           "syntorch.parallel", "syntorch.clock", "syntorch.run", "syntorch.pytorch"]
+           "syntorch.parallel", "syntorch.clock", "syntorch.run", "syntorch.pytorch",
+           "syntorch.ir"]
 
 
 def _signature(obj):

@@ -1,0 +1,48 @@
+"""python -m syntorch.ir report IR.json [--out report.md] [--mermaid dag.mmd]: an IR's statistics
+and DAG as markdown (to stdout without --out); python -m syntorch.ir simulate IR.json [--hw CONFIG]."""
+
+import argparse
+import json
+import sys
+
+from . import IR, report_markdown, mermaid, simulate
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m syntorch.ir", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    rep = sub.add_parser("report", help="statistics, the op table and a Mermaid DAG, as markdown")
+    rep.add_argument("ir")
+    rep.add_argument("--out", help="markdown file to write (default: stdout)")
+    rep.add_argument("--mermaid", help="also write the DAG alone to this file")
+    sim = sub.add_parser("simulate", help="simulate the IR on a machine; prints the report as JSON")
+    sim.add_argument("ir")
+    sim.add_argument("--hw", help="hardware config (default: the bundled H100)")
+    sim.add_argument("--trace", help="trace file to write")
+    args = parser.parse_args(argv)
+    try:
+        ir = IR.load(args.ir)
+    except FileNotFoundError:
+        print(f"error: --ir: {args.ir}: no such file", file=sys.stderr)
+        return 2
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.command == "report":
+        text = report_markdown(ir)
+        if args.out:
+            with open(args.out, "w") as f:
+                f.write(text)
+        else:
+            sys.stdout.write(text)
+        if args.mermaid:
+            with open(args.mermaid, "w") as f:
+                f.write(mermaid(ir))
+        return 0
+    report = simulate(ir, hw=args.hw, trace=args.trace)
+    print(json.dumps(report, indent=1, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
