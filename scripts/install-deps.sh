@@ -10,7 +10,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   libgtest-dev libgmock-dev libbenchmark-dev
   pybind11-dev python3-dev python3-pytest
-  python3-torch python3-torchvision python3-jsonschema
+  python3-torch python3-torchvision python3-onnx python3-jsonschema
   python3-pip python3-setuptools python3-wheel python3-venv
 )
 

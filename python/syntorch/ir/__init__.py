@@ -24,10 +24,12 @@ import os as _os
 from ._execute import register_op, run as _run
 from ._extract import extract_ir
 from ._graph import FORMAT, IR, VERSION, Node, TensorMeta, WeightMeta
+from ._onnx import from_onnx
 from ._report import markdown as report_markdown, mermaid, statistics
 from ._verify import verify_ir_with_state_dict
 
-__all__ = ["IR", "Node", "TensorMeta", "WeightMeta", "extract_ir", "verify_ir_with_state_dict", "register_op",
+__all__ = ["IR", "Node", "TensorMeta", "WeightMeta", "extract_ir", "from_onnx", "verify_ir_with_state_dict",
+           "register_op",
            "simulate", "statistics", "mermaid", "report_markdown", "schema_path", "FORMAT", "VERSION"]
 
 
@@ -36,8 +38,9 @@ def schema_path():
     return _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), f"ir-v{VERSION}.schema.json")
 
 
-def simulate(ir, hw=None, set=(), policy=None, trace=None, framework="eager", console=False):
-    """Simulates an IR (an IR object or the path of its JSON) on the machine `hw`, as
+def simulate(ir, hw=None, set=(), policy=None, trace=None, framework="eager", console=False, input_shapes=None):
+    """Simulates an IR (an IR object, the path of its JSON, or an ONNX model's path, read with
+    from_onnx and `input_shapes` for its symbolic dimensions) on the machine `hw`, as
     syntorch.pytorch.simulate simulates a model: each node's op runs on meta tensors under the
     bridge, weights placed as weights, every intermediate freed after its last use. Returns the
     run's statistics with the bridge's `aten` tally."""
@@ -46,7 +49,7 @@ def simulate(ir, hw=None, set=(), policy=None, trace=None, framework="eager", co
     from syntorch.pytorch._tensors import adopt
 
     if isinstance(ir, (str, _os.PathLike)):
-        ir = IR.load(ir)
+        ir = from_onnx(ir, input_shapes)[0] if str(ir).endswith(".onnx") else IR.load(ir)
     if not isinstance(ir, IR):
         raise TypeError(f"simulate: expected an IR or the path of one, got {type(ir).__name__}")
     syntorch.init(hw=hw, set=set, framework=framework, trace=trace, policy=policy, console=console)

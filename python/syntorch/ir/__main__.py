@@ -1,11 +1,11 @@
 """python -m syntorch.ir report IR.json [--out report.md] [--mermaid dag.mmd]: an IR's statistics
-and DAG as markdown (to stdout without --out); python -m syntorch.ir simulate IR.json [--hw CONFIG]."""
+and DAG as markdown (to stdout without --out); python -m syntorch.ir simulate IR.json [--hw CONFIG]; an ONNX model (.onnx) is read as its IR."""
 
 import argparse
 import json
 import sys
 
-from . import IR, report_markdown, mermaid, simulate
+from . import IR, from_onnx, mermaid, report_markdown, simulate
 
 
 def main(argv=None):
@@ -21,11 +21,11 @@ def main(argv=None):
     sim.add_argument("--trace", help="trace file to write")
     args = parser.parse_args(argv)
     try:
-        ir = IR.load(args.ir)
+        ir = from_onnx(args.ir)[0] if args.ir.endswith(".onnx") else IR.load(args.ir)
     except FileNotFoundError:
-        print(f"error: --ir: {args.ir}: no such file", file=sys.stderr)
+        print(f"error: {args.ir}: no such file", file=sys.stderr)
         return 2
-    except ValueError as e:
+    except (ValueError, NotImplementedError, ImportError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if args.command == "report":

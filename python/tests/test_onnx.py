@@ -1,0 +1,90 @@
+"""ONNX in (syntorch.ir.from_onnx): ONNX models exported by PyTorch read as IRs, verified with real
+values against the models they came from, and simulated."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+onnx = pytest.importorskip("onnx")
+
+import syntorch.ir as sir  # noqa: E402
+
+from models.design import MODELS  # noqa: E402
+from models.gpt import make_gpt  # noqa: E402
+
+
+def _export(model, args, path, **kw):
+    model.eval()
+    torch.onnx.export(model, args, str(path), opset_version=14, **kw)
+    return path
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_the_designs_models_come_in_through_onnx_and_verify(name, tmp_path):
+    cls, make_inputs = MODELS[name]
+    model, inputs = cls(), make_inputs()
+    ir, values = sir.from_onnx(_export(model, inputs, tmp_path / f"{name}.onnx"))
+    ok, report = sir.verify_ir_with_state_dict(ir, values, model, inputs)
+    assert ok, report
+    ir.save(tmp_path / "ir.json")
+    jsonschema = pytest.importorskip("jsonschema")
+    with open(sir.schema_path()) as f:
+        jsonschema.validate(json.loads((tmp_path / "ir.json").read_text()), json.load(f))
+    assert {w.name for w in ir.weights if w.kind == "parameter"} <= set(values)
+
+
+def test_resnet18_and_a_gpt_verify_from_onnx_and_simulate(tmp_path):
+    torchvision = pytest.importorskip("torchvision")
+    resnet, x = torchvision.models.resnet18(), torch.randn(1, 3, 64, 64)
+    ir, values = sir.from_onnx(_export(resnet, (x,), tmp_path / "r18.onnx"))
+    ok, report = sir.verify_ir_with_state_dict(ir, values, resnet, (x,), rtol=1e-3, atol=1e-4)
+    assert ok, report
+    assert sum(1 for n in ir.nodes if n.op_type == "aten.convolution.default") == 20  # batch norm folded in
+    gpt = make_gpt(torch, vocab=512, d=128, heads=4, layers=2, block=64)
+    idx = torch.randint(0, 512, (2, 64))
+    path = _export(gpt, (idx, idx), tmp_path / "gpt.onnx")
+    ir, values = sir.from_onnx(path)
+    ok, report = sir.verify_ir_with_state_dict(ir, values, gpt, (idx, idx), rtol=1e-3, atol=1e-4)
+    assert ok, report
+    report = sir.simulate(str(path))
+    ops = report["aten"]["by_op"]
+    # ONNX spells layer norm and GELU out (ReduceMean, Pow, Sqrt, ...; Erf): run op by op, as ONNX Runtime
+    # without fusion would, they cost more kernels than the model's own fused ones.
+    assert ops["aten::bmm"] == 2 * 2 and "aten::native_layer_norm" not in ops and ops["aten::erf"] == 2
+    assert report["kernels"] > 60 and report["simulated_time_s"] > 0
+
+
+def test_symbolic_dimensions_take_their_sizes_from_input_shapes(tmp_path):
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU())
+    path = _export(model, (torch.randn(4, 16),), tmp_path / "dyn.onnx", input_names=["x"],
+                   dynamic_axes={"x": {0: "batch"}})
+    with pytest.raises(ValueError, match=r"input 'x' dim 0 is symbolic \('batch'\): give its size in input_shapes"):
+        sir.from_onnx(path)
+    ir, _ = sir.from_onnx(path, input_shapes={"x": [64, 16]})
+    assert list(ir.inputs[0].shape) == [64, 16] and list(ir.outputs[0].shape) == [64, 32]
+    with pytest.raises(ValueError, match=r"input_shapes\['x'\] = \[64, 8\] does not fit the model's shape \['\?', 16\]"):
+        sir.from_onnx(path, input_shapes={"x": [64, 8]})
+    with pytest.raises(ValueError, match=r"input_shapes names \['y'\], which are not inputs"):
+        sir.from_onnx(path, input_shapes={"x": [1, 16], "y": [1]})
+
+
+def test_an_unsupported_op_or_a_bad_file_is_refused_by_name(tmp_path):
+    from onnx import TensorProto, helper
+    node = helper.make_node("Hardmax", ["x"], ["y"], name="odd")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    path = tmp_path / "odd.onnx"
+    onnx.save(helper.make_model(graph), str(path))
+    with pytest.raises(NotImplementedError, match=r"odd.onnx: node 0 \(Hardmax 'odd'\): the ONNX op Hardmax is not"):
+        sir.from_onnx(path)
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"not a protobuf at all")
+    with pytest.raises(ValueError, match="bad.onnx: not an ONNX model"):
+        sir.from_onnx(bad)
+    with pytest.raises(FileNotFoundError, match="missing.onnx: no such file"):
+        sir.from_onnx(tmp_path / "missing.onnx")
+    proc = subprocess.run([sys.executable, "-m", "syntorch.ir", "report", str(path)], capture_output=True, text=True)
+    assert proc.returncode == 2 and "Hardmax" in proc.stderr
