@@ -26,6 +26,36 @@ void bind_aten(py::module_& m) {
     return std::make_tuple(opt(dx), opt(dw), opt(db));
   }, py::call_guard<RequireRun>());
   m.def("_aten_attention_backward", &torch::aten::attention_backward, py::call_guard<RequireRun>());
+  auto opt = [](const Tensor& t) { return t.defined() ? std::optional<Tensor>(t) : std::nullopt; };
+  m.def("_set_cudnn_allow_tf32", &torch::set_cudnn_allow_tf32);
+  m.def("_get_cudnn_allow_tf32", &torch::get_cudnn_allow_tf32);
+  m.def("_aten_convolution", [](const Tensor& input, const Tensor& weight, std::optional<Tensor> bias,
+                                const std::vector<std::int64_t>& stride, const std::vector<std::int64_t>& padding,
+                                const std::vector<std::int64_t>& dilation, bool transposed,
+                                const std::vector<std::int64_t>& output_padding, std::int64_t groups) {
+    return torch::convolution(input, weight, bias.value_or(Tensor()), sizes_of(stride), sizes_of(padding),
+                              sizes_of(dilation), transposed, sizes_of(output_padding), groups);
+  }, py::call_guard<RequireRun>());
+  m.def("_aten_convolution_backward", [opt](const Tensor& grad, const Tensor& input, const Tensor& weight,
+                                            const std::vector<std::int64_t>& stride,
+                                            const std::vector<std::int64_t>& padding,
+                                            const std::vector<std::int64_t>& dilation, std::int64_t groups,
+                                            std::array<bool, 3> mask) {
+    auto [dx, dw, db] = torch::aten::convolution_backward(grad, input, weight, sizes_of(stride), sizes_of(padding),
+                                                          sizes_of(dilation), groups, mask);
+    return std::make_tuple(opt(dx), opt(dw), opt(db));
+  }, py::call_guard<RequireRun>());
+  m.def("_aten_batch_norm", [](const Tensor& input, std::optional<Tensor> weight, std::optional<Tensor> bias,
+                               std::optional<Tensor> running_mean, std::optional<Tensor> running_var, bool training,
+                               double momentum, double eps) {
+    return torch::batch_norm(input, weight.value_or(Tensor()), bias.value_or(Tensor()),
+                             running_mean.value_or(Tensor()), running_var.value_or(Tensor()), training, momentum, eps);
+  }, py::call_guard<RequireRun>());
+  m.def("_aten_batch_norm_backward", [opt](const Tensor& grad, const Tensor& input, std::optional<Tensor> weight,
+                                           std::array<bool, 3> mask) {
+    auto [dx, dw, db] = torch::aten::native_batch_norm_backward(grad, input, weight.value_or(Tensor()), mask);
+    return std::make_tuple(opt(dx), opt(dw), opt(db));
+  }, py::call_guard<RequireRun>());
   m.def("_aten_nll_loss_backward", &torch::aten::nll_loss_backward, py::call_guard<RequireRun>());
   m.def("_aten_embedding_backward", &torch::aten::embedding_dense_backward, py::call_guard<RequireRun>());
   m.def("_aten_reduce", [](const Tensor& self, const std::vector<std::int64_t>& out_sizes, torch::ScalarType dtype,

@@ -160,6 +160,7 @@ def test_the_report_command_writes_statistics_and_a_mermaid_dag(tmp_path):
     assert f"| nodes | {stats['nodes']} (" in text and "```mermaid" in text and "`aten.bmm.default`" in text
     assert stats["by_op"]["aten.bmm.default"] == 2 and stats["parameters"] == 32 * 96 + 96 + 32 * 32 + 32 + 64
     assert dag.read_text().startswith("graph TD") and "-->" in dag.read_text()
+    assert sir.report_markdown(ir) == text and sir.mermaid(ir) == dag.read_text()  # the same from Python
 
 
 def test_a_bad_ir_file_is_refused_with_its_path_and_field(tmp_path):

@@ -121,6 +121,9 @@ class Validator {
       predict_train(row, where);
     } else if (row.op == "serve") {
       predict_serve(row, where);
+    } else if (row.op.starts_with("pytorch_")) {
+      mark(row, "unsupported",
+           "a real PyTorch model's row (torchvision's): python -m syntorch.pytorch validate FILE runs it through the bridge");
     } else {
       predict_op(row, where);
     }

@@ -144,6 +144,13 @@ void set_float32_matmul_precision(std::string_view precision) {
 
 std::string_view get_float32_matmul_precision() { return t_matmul_precision; }
 
+namespace {
+// Per rank's program, as the matmul precision above: each stands for a process of its own.
+thread_local bool t_cudnn_allow_tf32 = true;
+}  // namespace
+void set_cudnn_allow_tf32(bool allow) { t_cudnn_allow_tf32 = allow; }
+bool get_cudnn_allow_tf32() { return t_cudnn_allow_tf32; }
+
 void set_sdp_enabled(SdpBackend backend, bool enabled) {
   const auto bit = static_cast<std::uint8_t>(backend);
   t_sdp_enabled = static_cast<std::uint8_t>(enabled ? (t_sdp_enabled | bit) : (t_sdp_enabled & ~bit));

@@ -65,7 +65,8 @@ runtime::OpDesc small_op(OpKind k) {
       {"dropout", "true"},
       {"rows", "64"},    {"cols", "1024"}, {"elements", "4096"}, {"tokens", "64"}, {"hidden", "1024"},
       {"vocab", "5000"}, {"ranks", "8"},   {"bytes", "1 MiB"}, {"rotary_dim", "32"}, {"top_k", "2"},
-      {"groups", "8"},   {"tensors", "4"}, {"momentum", "1"}, {"inputs", "2"}, {"page_tokens", "16"}};
+      {"groups", "8"},   {"tensors", "4"}, {"momentum", "1"}, {"inputs", "2"}, {"page_tokens", "16"},
+      {"window", "9"},   {"stride", "1"},  {"channels_last", "true"}};
   std::map<std::string, std::string> params;
   for (const std::string& key : runtime::op_param_keys(k)) {
     EXPECT_TRUE(kValues.count(key)) << runtime::op_name(k) << " has a parameter this test does not know: " << key;
@@ -203,6 +204,12 @@ TEST(OpTable, EveryKindHasAFunctionInTheTorchOrParallelApi) {
     torch::optim::SGD({table}, torch::optim::SGDOptions(0.1).momentum(0.9).fused(true)).step();
     torch::optim::Adam adam({norm_w});
     adam.step();
+    // Convolutions and batch norm, forward and backward.
+    auto image = torch::empty({2, 3, 16, 16}).requires_grad_();
+    auto filter = torch::empty({8, 3, 3, 3}).requires_grad_();
+    auto bn_w = torch::empty({8}).requires_grad_();
+    auto y = torch::batch_norm(F::conv2d(image, filter, {}, {1}, {1}), bn_w, {}, {}, {}, true);
+    torch::sum(y).backward();
   }
   std::set<OpKind> reached;
   for (const auto& l : rank.launches) reached.insert(l.op.kind);

@@ -62,6 +62,54 @@ TEST(KernelPhases, AStackedWaveLastsAsLongAsItsBusiestUnit) {
   EXPECT_DOUBLE_EQ(uneven_s, 3e-6);
 }
 
+// ResNet-50's 3x3 convolution of its second stage (56x56, 64 -> 64 channels, batch 32) as an
+// implicit GEMM; m = 32 x 56 x 56 positions, k = 64 x 9.
+OpDesc conv3x3(DType t, bool channels_last) {
+  OpDesc op;
+  op.kind = OpKind::conv;
+  op.dtype = t;
+  op.m = 32 * 56 * 56;
+  op.n = 64;
+  op.k = 64 * 9;
+  op.elements = 32 * 64 * 56 * 56;
+  op.window = 9;
+  op.stride = 1;
+  op.channels_last = channels_last;
+  return op;
+}
+
+TEST(ConvLowering, AnImplicitGemmReadsItsInputOnceAndNchwAddsTransposes) {
+  const hw::Machine m = hw::Machine::load(config_path("h100_sxm5_80gb"));
+  Predictor p(m, KernelPolicy{});
+  const Prediction nhwc = p.predict(conv3x3(DType::fp16, true));
+  ASSERT_EQ(nhwc.kernels.size(), 1u);
+  EXPECT_EQ(nhwc.kernels[0].impl, "implicit_gemm");
+  // The input's 12.8 MB once, not the 115 MB of its windows unrolled.
+  const double input_bytes = 32.0 * 64 * 56 * 56 * 2;
+  EXPECT_LT(nhwc.kernels[0].hbm_bytes, 3 * input_bytes);
+  EXPECT_DOUBLE_EQ(nhwc.kernels[0].flops, 2.0 * 32 * 56 * 56 * 64 * 64 * 9);
+  const Prediction nchw = p.predict(conv3x3(DType::fp16, false));
+  ASSERT_EQ(nchw.kernels.size(), 3u);
+  EXPECT_EQ(nchw.kernels[0].name, "nchw_to_nhwc");
+  EXPECT_EQ(nchw.kernels[2].name, "nhwc_to_nchw");
+  EXPECT_GT(nchw.time_s, nhwc.time_s);
+}
+
+TEST(ConvLowering, WinogradRunsFp32ThreeByThreeFiltersOnVectorUnitsAndIsRefusedElsewhere) {
+  const hw::Machine m = hw::Machine::load(config_path("h100_sxm5_80gb"));
+  Predictor p(m, KernelPolicy{});
+  const Prediction fp32 = p.predict(conv3x3(DType::fp32, true));  // no fp32 matrix units: Winograd
+  ASSERT_EQ(fp32.kernels.size(), 3u);
+  EXPECT_EQ(fp32.kernels[1].impl, "winograd");
+  EXPECT_LT(fp32.time_s, predict_s(m, conv3x3(DType::fp32, true), "conv=implicit_gemm"));
+  OpDesc pointwise = conv3x3(DType::fp16, true);
+  pointwise.window = 1;
+  pointwise.k = 64;
+  Diagnostics d;
+  Predictor forced(m, KernelPolicy::parse("conv=winograd", d));
+  EXPECT_THROW(forced.predict(pointwise), InputError);
+}
+
 TEST(GemmTiler, WaveQuantisationAddsAPartialWave) {
   // simple_gpu has 64 units; with one 128x128 tile shape, 64 tiles fill one wave exactly and
   // 72 tiles spill 8 into a second wave that costs as much as the first.

@@ -631,6 +631,85 @@ TEST_F(TorchSelect, MeanOverDimsIsOneReductionAndItsBackwardDividesOverTheInput)
   EXPECT_THROW(torch::mean(torch::empty({3}, torch::kInt64), {0}), torch::Error);
 }
 
+// --- convolutions and batch norm ---
+
+TEST_F(TorchOps, AConvolutionIsAnImplicitGemmThenItsBiasAndItsBackwardTwoMore) {
+  auto x = torch::empty({8, 64, 56, 56}, torch::kFloat16).requires_grad_();
+  auto w = torch::empty({128, 64, 3, 3}, torch::kFloat16).requires_grad_();
+  auto b = torch::empty({128}, torch::kFloat16).requires_grad_();
+  auto y = F::conv2d(x, w, b, {2}, {1});
+  EXPECT_EQ(y.sizes(), (Sizes{8, 128, 28, 28}));
+  ASSERT_EQ(rank.kinds(), (std::vector<OpKind>{OpKind::conv, OpKind::add}));
+  const auto& op = rank.launches[0].op;
+  EXPECT_EQ(op.m, 8u * 28 * 28);
+  EXPECT_EQ(op.n, 128u);
+  EXPECT_EQ(op.k, 64u * 9);
+  EXPECT_EQ(op.elements, 8u * 64 * 56 * 56);
+  EXPECT_EQ(op.window, 9u);
+  EXPECT_EQ(op.stride, 2u);
+  EXPECT_FALSE(op.channels_last);
+  EXPECT_EQ(rank.launches[0].name, "aten::convolution");
+  rank.launches.clear();
+  torch::sum(y).backward();
+  std::vector<OpKind> kinds = rank.kinds();
+  EXPECT_EQ(std::count(kinds.begin(), kinds.end(), OpKind::conv_dgrad), 1);
+  EXPECT_EQ(std::count(kinds.begin(), kinds.end(), OpKind::conv_wgrad), 1);
+  for (const auto& l : rank.launches) {
+    if (l.op.kind == OpKind::conv_wgrad) {
+      EXPECT_EQ(l.op.k, 8u * 28 * 28);  // every output position
+    }
+  }
+  EXPECT_EQ(x.grad().sizes(), x.sizes());
+  EXPECT_EQ(w.grad().sizes(), w.sizes());
+  EXPECT_EQ(b.grad().sizes(), b.sizes());
+}
+
+TEST_F(TorchOps, GroupedAndChannelsLastConvolutionsAndTheirErrors) {
+  auto x = torch::empty({2, 32, 8, 8}, torch::kFloat16).permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2});
+  (void)F::conv2d(x, torch::empty({32, 1, 3, 3}, torch::kFloat16), {}, {1}, {1}, {1}, 32);  // depthwise
+  EXPECT_EQ(rank.last().batch, 32u);
+  EXPECT_EQ(rank.last().n, 1u);
+  EXPECT_EQ(rank.last().k, 9u);
+  EXPECT_TRUE(rank.last().channels_last);
+  (void)F::conv1d(torch::empty({2, 4, 100}), torch::empty({6, 4, 5}));
+  EXPECT_EQ(rank.last().m, 2u * 96);
+  (void)F::conv3d(torch::empty({1, 2, 4, 8, 8}), torch::empty({3, 2, 3, 3, 3}), {}, {1}, {0, 1, 1});
+  EXPECT_EQ(rank.last().m, 2u * 8 * 8);
+  EXPECT_EQ(rank.last().window, 27u);
+  EXPECT_NE(error_of([] { F::conv2d(torch::empty({1, 3, 8, 8}), torch::empty({4, 2, 3, 3})); }).find("expected input"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { F::conv2d(torch::empty({1, 3, 2, 2}), torch::empty({4, 3, 3, 3})); }).find("Kernel size"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              torch::convolution(torch::empty({1, 3, 8, 8}), torch::empty({3, 4, 3, 3}), {}, {1}, {0}, {1}, true, {0}, 1);
+            }).find("transposed"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { F::conv2d(torch::empty({1, 3, 8, 8}), torch::empty({4, 3, 3, 3}), {}, {1, 1, 1}); })
+                .find("stride must have 1 or 2 values"),
+            std::string::npos);
+}
+
+TEST_F(TorchOps, BatchNormReducesInTrainingAndNormalisesAlways) {
+  auto x = torch::empty({8, 16, 10, 10}).requires_grad_();
+  auto w = torch::empty({16}).requires_grad_();
+  auto mean = torch::empty({16});
+  auto var = torch::empty({16});
+  auto y = torch::batch_norm(x, w, {}, mean, var, true);
+  EXPECT_EQ(rank.kinds(), (std::vector<OpKind>{OpKind::sum, OpKind::batchnorm}));
+  rank.launches.clear();
+  torch::sum(y).backward();
+  std::vector<OpKind> kinds = rank.kinds();
+  EXPECT_EQ(std::count(kinds.begin(), kinds.end(), OpKind::batchnorm_backward), 1);
+  EXPECT_EQ(w.grad().sizes(), w.sizes());
+  rank.launches.clear();
+  (void)F::batch_norm(x.detach(), mean, var);  // eval: the running statistics, one pass
+  EXPECT_EQ(rank.kinds(), (std::vector<OpKind>{OpKind::batchnorm}));
+  EXPECT_NE(error_of([&] { F::batch_norm(x.detach(), {}, {}); }).find("running_mean and running_var"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { torch::batch_norm(x.detach(), torch::empty({3}), {}, {}, {}, true); }).find("16 values"),
+            std::string::npos);
+}
+
 // --- matmul's folds and ATen's own entries (torch/aten.hpp) ---
 
 TEST_F(TorchMatmul, AnOperandNoViewCanFoldIsCopiedFirstAsATenReshapes) {

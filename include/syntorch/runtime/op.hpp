@@ -22,11 +22,13 @@ namespace syntorch::runtime {
 // defines `const OpType <name>_op`) and one line here, plus its torch-layer function.
 #define SYNTORCH_OP_TABLE(X)                                                                         \
   X(gemm) X(bmm) X(attention) X(paged_attention)                   /* matrix products */           \
+  X(conv) X(conv_dgrad) X(conv_wgrad)                              /* convolutions (implicit GEMM) */ \
   X(layernorm) X(rmsnorm) X(softmax)                               /* row-wise */                  \
   X(rope) X(swiglu)                                                /* fused transformer pieces */  \
   X(gelu) X(silu) X(relu) X(tanh) X(sigmoid) X(neg) X(dropout)     /* elementwise, one input */    \
   X(exp) X(log) X(sqrt) X(rsqrt) X(pow) X(sin) X(cos) X(abs) X(polar)                              \
   X(add) X(sub) X(mul) X(div)                                      /* elementwise, two inputs */   \
+  X(batchnorm) X(batchnorm_backward)                               /* per-channel normalisation */  \
   X(embedding) X(copy)                                             /* gathers and copies */        \
   X(topk) X(moe_permute) X(moe_unpermute) X(grouped_gemm)          /* mixture of experts */        \
   X(allreduce) X(allgather) X(reducescatter) X(sendrecv) X(alltoall) /* communication */     \
@@ -79,8 +81,17 @@ struct OpDesc {
   // layernorm, rmsnorm, softmax: [rows, cols], normalised along cols. embedding: rows tokens of
   // width cols looked up in a table of `vocab` rows.
   std::uint64_t rows = 0, cols = 0, vocab = 0;
-  // elementwise ops and copy (a strided copy, concatenation): element count.
+  // elementwise ops and copy (a strided copy, concatenation): element count. conv, conv_dgrad,
+  // conv_wgrad: the gathered operand's elements (below).
   std::uint64_t elements = 0;
+  // conv (forward), conv_dgrad (the input's gradient), conv_wgrad (the weight's): an implicit GEMM
+  // of m x n x k per group over `batch` groups, one of whose operands is gathered through the
+  // filter's windows (A for conv and conv_dgrad, B for conv_wgrad): `elements` is that tensor's
+  // real size, `window` the filter's positions (kh x kw x kd), `stride` its step.
+  // channels_last: NHWC tensors; NCHW ones are transposed around a matrix-unit kernel, as cuDNN's
+  // tensor-core convolutions do.
+  std::uint64_t window = 0, stride = 0;
+  bool channels_last = false;
   // collectives: `bytes` per rank over `ranks` devices.
   std::uint64_t ranks = 0;
   std::uint64_t bytes = 0;
@@ -103,9 +114,11 @@ struct OpDescHash {
   std::size_t operator()(const OpDesc& op) const {
     std::uint64_t h = 0x9e3779b97f4a7c15ULL ^ (static_cast<std::uint64_t>(op.kind) * 131u +
                                                static_cast<std::uint64_t>(op.dtype) * 7u + (op.causal ? 1u : 0u) + (op.dropout ? 2u : 0u) + 4u * op.sdp_backends +
+                                               (op.channels_last ? 2048u : 0u) +
                                                (op.kv_dtype ? 1009u * (1u + static_cast<std::uint64_t>(*op.kv_dtype)) : 0u));
     for (std::uint64_t x : {op.batch, op.m, op.n, op.k, op.heads, op.kv_heads, op.seq_q, op.seq_kv, op.head_dim,
-                            op.rows, op.cols, op.vocab, op.elements, op.ranks, op.bytes, op.page_tokens}) {
+                            op.rows, op.cols, op.vocab, op.elements, op.ranks, op.bytes, op.page_tokens, op.window,
+                            op.stride}) {
       hash_combine(h, x);
     }
     for (std::uint64_t x : op.splits) hash_combine(h, x);

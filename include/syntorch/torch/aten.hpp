@@ -41,6 +41,16 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm_backward(const Tensor& grad
 std::tuple<Tensor, Tensor, Tensor> attention_backward(const Tensor& grad, const Tensor& q, const Tensor& k,
                                                       const Tensor& v, bool causal, bool dropout);
 
+// convolution_backward: the input's, weight's and bias's gradients where output_mask asks
+// (conv_dgrad, conv_wgrad, a sum), as the torch layer's convolution backward launches them.
+std::tuple<Tensor, Tensor, Tensor> convolution_backward(const Tensor& grad, const Tensor& input, const Tensor& weight,
+                                                        IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
+                                                        std::int64_t groups, std::array<bool, 3> output_mask);
+
+// native_batch_norm_backward: the input's, weight's and bias's gradients where output_mask asks.
+std::tuple<Tensor, Tensor, Tensor> native_batch_norm_backward(const Tensor& grad, const Tensor& input,
+                                                              const Tensor& weight, std::array<bool, 3> output_mask);
+
 // nll_loss_backward (mean reduction, class indices): the log-probabilities' gradient, of self's shape.
 Tensor nll_loss_backward(const Tensor& grad, const Tensor& self);
 

@@ -178,7 +178,35 @@ Tensor embedding(const Tensor& weight, const Tensor& indices);
 // In eval (train false) or with p == 0, x itself (nothing launched); otherwise a mul kernel.
 Tensor dropout(const Tensor& x, double p, bool train);
 
+// A convolution (aten::convolution): input [N, C_in, *spatial] (1 to 3 spatial dims), weight
+// [C_out, C_in / groups, *kernel], bias [C_out] or undefined; stride, padding and dilation one
+// value or one per spatial dim. An implicit GEMM (runtime op conv; NCHW inputs transposed around a
+// tensor-core kernel, channels-last ones not), then the bias as an add, as PyTorch's cuDNN path
+// runs it. Its backward: conv_dgrad for the input, conv_wgrad for the weight, a sum for the bias.
+// Transposed convolutions are refused.
+Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
+                   IntArrayRef padding, IntArrayRef dilation, bool transposed, IntArrayRef output_padding,
+                   std::int64_t groups);
+// Batch norm over [N, C, *] (aten::native_batch_norm) with per-channel weight, bias and running
+// statistics (each [C] or undefined): training reduces the batch's statistics (one sum kernel)
+// then normalises (one batchnorm kernel); eval normalises with the running statistics. Its
+// backward: one sum for the weight and bias gradients, one batchnorm_backward for the input's.
+Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                  const Tensor& running_var, bool training, double momentum = 0.1, double eps = 1e-5);
+
 namespace nn::functional {
+// Convolutions over 1, 2 and 3 spatial dims (torch.nn.functional.conv1d/2d/3d).
+Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, IntArrayRef stride = {1},
+              IntArrayRef padding = {0}, IntArrayRef dilation = {1}, std::int64_t groups = 1);
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, IntArrayRef stride = {1},
+              IntArrayRef padding = {0}, IntArrayRef dilation = {1}, std::int64_t groups = 1);
+Tensor conv3d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, IntArrayRef stride = {1},
+              IntArrayRef padding = {0}, IntArrayRef dilation = {1}, std::int64_t groups = 1);
+inline Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                         const Tensor& weight = {}, const Tensor& bias = {}, bool training = false,
+                         double momentum = 0.1, double eps = 1e-5) {
+  return torch::batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps);
+}
 // y = x wᵀ + b with weight [out, in] and bias [out] (optional): one gemm, the bias in its epilogue.
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias = {});
 inline Tensor gelu(const Tensor& x, std::string_view approximate = "none") { return torch::gelu(x, approximate); }

@@ -87,6 +87,10 @@ ScalarType get_default_dtype();
 // default dtype; torch::Error naming the choices for another name.
 void set_float32_matmul_precision(std::string_view precision);
 std::string_view get_float32_matmul_precision();
+// torch.backends.cudnn.allow_tf32: fp32 convolutions on the TF32 matrix units (true, PyTorch's
+// default, unlike matmul's) or in fp32. Per thread, as the matmul precision.
+void set_cudnn_allow_tf32(bool allow);
+bool get_cudnn_allow_tf32();
 // torch.backends.cuda's switches over scaled_dot_product_attention's backends
 // (enable_flash_sdp, enable_mem_efficient_sdp, enable_math_sdp, enable_cudnn_sdp): which ones
 // it may choose from, all by default. Per thread, as the matmul precision.

@@ -280,3 +280,80 @@ def _nll_loss_backward(b, a, out):
     if a.get("reduction", 1) == 1 and a.get("weight") is None and len(x.size()) == 2:
         return _syntorch._aten_nll_loss_backward(b.m(a["grad_output"]), x)
     return None
+
+
+# --- convolutions, batch norm, pooling ---
+
+def _cudnn_tf32():
+    """The program's torch.backends.cudnn.allow_tf32, for its fp32 convolutions."""
+    import torch
+    allow = bool(torch.backends.cudnn.allow_tf32)
+    if _syntorch._get_cudnn_allow_tf32() != allow:
+        _syntorch._set_cudnn_allow_tf32(allow)
+
+
+@lowers("convolution")
+def _convolution(b, a, out):
+    _cudnn_tf32()
+    bias = a.get("bias")
+    return _syntorch._aten_convolution(b.m(a["input"]), b.m(a["weight"]), b.m(bias) if bias is not None else None,
+                                       list(a["stride"]), list(a["padding"]), list(a["dilation"]),
+                                       bool(a["transposed"]), list(a["output_padding"]), int(a["groups"]))
+
+
+@lowers("convolution_backward")
+def _convolution_backward(b, a, out):
+    if a.get("transposed"):
+        return None
+    _cudnn_tf32()
+    return _syntorch._aten_convolution_backward(b.m(a["grad_output"]), b.m(a["input"]), b.m(a["weight"]),
+                                                list(a["stride"]), list(a["padding"]), list(a["dilation"]),
+                                                int(a["groups"]), list(a["output_mask"]))
+
+
+def _optional(b, t):
+    return b.m(t) if t is not None else None
+
+
+@lowers("native_batch_norm", "_native_batch_norm_legit", "_native_batch_norm_legit_no_training", "cudnn_batch_norm")
+def _batch_norm(b, a, out):
+    training = bool(a.get("training", False))
+    y = _syntorch._aten_batch_norm(b.m(a["input"]), _optional(b, a.get("weight")), _optional(b, a.get("bias")),
+                                   _optional(b, a.get("running_mean")), _optional(b, a.get("running_var")),
+                                   training or a.get("running_mean") is None, float(a.get("momentum", 0.1)),
+                                   float(a.get("eps", 1e-5)))
+    return (y,) + tuple(b.fresh(x) for x in out[1:])  # the saved statistics: written by the same kernels
+
+
+@lowers("native_batch_norm_backward", "cudnn_batch_norm_backward")
+def _batch_norm_backward(b, a, out):
+    mask = list(a.get("output_mask") or (True, True, True))
+    return _syntorch._aten_batch_norm_backward(b.m(a["grad_out"] if "grad_out" in a else a["grad_output"]),
+                                               b.m(a["input"]), _optional(b, a.get("weight")), mask)
+
+
+# Pooling and resampling: memory-bound passes (each input read once, each output written once;
+# max pooling's indices too), named by their ATen op.
+@lowers("max_pool2d_with_indices", "max_pool3d_with_indices", "max_pool2d_with_indices_backward",
+        "max_pool3d_with_indices_backward", "avg_pool2d", "avg_pool3d", "avg_pool2d_backward", "avg_pool3d_backward",
+        "_adaptive_avg_pool2d", "_adaptive_avg_pool3d", "_adaptive_avg_pool2d_backward", "_adaptive_avg_pool3d_backward",
+        "adaptive_max_pool2d", "adaptive_max_pool2d_backward", "upsample_nearest2d", "upsample_bilinear2d",
+        "upsample_nearest2d_backward", "upsample_bilinear2d_backward", "native_group_norm",
+        "native_group_norm_backward")
+def _memory_pass(b, a, out):
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    ins = [b.m(t) for t in _tensor_args(b, a)]
+    specs = [(list(o.shape), sdtype(o.dtype)) for o in outs if o is not None]
+    made = _syntorch._aten_memory_bound("aten::" + b.name, ins, specs, [])
+    it = iter(made)
+    return tuple(next(it) if o is not None else None for o in outs)
+
+
+def _tensor_args(b, a):
+    found = []
+    for v in a.values():
+        if b.is_tensor(v):
+            found.append(v)
+        elif isinstance(v, (list, tuple)):
+            found.extend(x for x in v if b.is_tensor(x))
+    return found

@@ -19,7 +19,7 @@ namespace {
 // in_flight: the tiles that run at once on the device (0: this GEMM's, up to one a unit; a
 // grouped GEMM passes all its groups').
 Kernel tiled(const OpDesc& op, const LowerContext& cx, const hw::GemmTile& t, std::uint32_t split, double unit_rate,
-             bool on_matrix, std::uint64_t in_flight = 0) {
+             bool on_matrix, std::uint64_t in_flight = 0, double a_real_bytes = -1, double b_real_bytes = -1) {
   const hw::Device& d = cx.device;
   const double e = element_bytes(cx.dtype);
   const std::uint64_t tiles_m = ceil_div(op.m, t.m);
@@ -61,12 +61,18 @@ Kernel tiled(const OpDesc& op, const LowerContext& cx, const hw::GemmTile& t, st
   // near-square block of r x c tiles, so each wave reads r A-panels and c B-panels once (L2
   // serves the other tiles of the block). A and B come from HBM only once overall when both fit
   // in the L2 together; otherwise every wave re-reads its panels.
-  const double a_bytes = static_cast<double>(op.batch * op.m * op.k) * e;
-  const double b_bytes = static_cast<double>(op.batch * op.k * op.n) * e;
+  const double a_matrix = static_cast<double>(op.batch * op.m * op.k) * e;
+  const double b_matrix = static_cast<double>(op.batch * op.k * op.n) * e;
+  const double a_bytes = a_real_bytes >= 0 ? a_real_bytes : a_matrix;
+  const double b_bytes = b_real_bytes >= 0 ? b_real_bytes : b_matrix;
   const double c_bytes = static_cast<double>(op.batch * op.m * op.n) * e;
   const std::uint64_t r = std::min<std::uint64_t>(tiles_m, static_cast<std::uint64_t>(std::ceil(std::sqrt(static_cast<double>(slots)))));
   const std::uint64_t c = std::min<std::uint64_t>(tiles_n, ceil_div(slots, r));
-  const double wave_in = static_cast<double>(r * t.m + c * t.n) * static_cast<double>(k_split) * e;
+  // A gathered operand's panels shrink with it (neighbouring windows share their elements in L2).
+  const double a_share = a_matrix > 0 ? a_bytes / a_matrix : 1.0;
+  const double b_share = b_matrix > 0 ? b_bytes / b_matrix : 1.0;
+  const double wave_in = (static_cast<double>(r * t.m) * a_share + static_cast<double>(c * t.n) * b_share) *
+                         static_cast<double>(k_split) * e;
   const double waves = static_cast<double>(k.tiles) / static_cast<double>(slots);
   double in_bytes = a_bytes + b_bytes;
   if (in_bytes > d.cache.size_bytes) in_bytes = std::max(in_bytes, waves * wave_in);
@@ -120,7 +126,7 @@ Kernel gemv(const OpDesc& op, const LowerContext& cx) {
 
 // The rate the device multiplies `cx.dtype` at (matrix units, else vector units); throws naming
 // what the device has when it has neither.
-std::pair<double, bool> matmul_rate(const LowerContext& cx) {
+std::pair<double, bool> rate_for(const LowerContext& cx) {
   const hw::Device& d = cx.device;
   // TF32 allowed on a device without TF32 units: the products run in fp32, as cuBLAS runs them.
   const DType t = cx.dtype == DType::tf32 && unit_matrix_ops_per_s(d, DType::tf32) == 0 ? DType::fp32 : cx.dtype;
@@ -144,14 +150,14 @@ std::pair<double, bool> matmul_rate(const LowerContext& cx) {
   return {rate, on_matrix};
 }
 
-std::vector<hw::GemmTile> tile_shapes(const hw::Device& d) {
+std::vector<hw::GemmTile> tiles_of(const hw::Device& d) {
   std::vector<hw::GemmTile> tiles = d.compute.gemm_tiles;
   if (tiles.empty()) tiles.push_back(hw::GemmTile{64, 64, 32});  // vector-only devices: a plain blocked loop
   return tiles;
 }
 
 // The fastest candidate by estimate_s, its choice explained first.
-std::vector<Kernel> fastest(std::vector<Kernel> candidates, const OpDesc& op, const LowerContext& cx) {
+std::vector<Kernel> pick_fastest(std::vector<Kernel> candidates, const OpDesc& op, const LowerContext& cx) {
   std::size_t best = 0;
   std::vector<double> est;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
@@ -168,11 +174,22 @@ std::vector<Kernel> fastest(std::vector<Kernel> candidates, const OpDesc& op, co
 
 }  // namespace
 
+std::pair<double, bool> matmul_rate(const LowerContext& cx) { return rate_for(cx); }
+std::vector<hw::GemmTile> tile_shapes(const hw::Device& d) { return tiles_of(d); }
+Kernel tiled_gemm(const OpDesc& op, const LowerContext& cx, const hw::GemmTile& t, std::uint32_t split, double a_bytes,
+                  double b_bytes) {
+  const auto [rate, on_matrix] = rate_for(cx);
+  return tiled(op, cx, t, split, rate, on_matrix, 0, a_bytes, b_bytes);
+}
+std::vector<Kernel> fastest_kernel(std::vector<Kernel> candidates, const OpDesc& op, const LowerContext& cx) {
+  return pick_fastest(std::move(candidates), op, cx);
+}
+
 std::vector<Kernel> lower_gemm(const OpDesc& op, const LowerContext& cx) {
   const hw::Device& d = cx.device;
   const std::string& impl = cx.policy.impl;
-  const auto [rate, on_matrix] = matmul_rate(cx);
-  const std::vector<hw::GemmTile> tiles = tile_shapes(d);
+  const auto [rate, on_matrix] = rate_for(cx);
+  const std::vector<hw::GemmTile> tiles = tiles_of(d);
   std::vector<Kernel> candidates;
   const bool tiny = std::min(op.m, op.n) <= 16;
   if (impl != "gemv") {
@@ -194,7 +211,7 @@ std::vector<Kernel> lower_gemm(const OpDesc& op, const LowerContext& cx) {
     }
   }
   if (impl == "gemv" || ((impl == "auto" || impl == "cublasLt") && tiny)) candidates.push_back(gemv(op, cx));
-  return fastest(std::move(candidates), op, cx);
+  return pick_fastest(std::move(candidates), op, cx);
 }
 
 // One grouped kernel: each group's tiles as its own GEMM would tile them (partial tiles padded
@@ -202,7 +219,7 @@ std::vector<Kernel> lower_gemm(const OpDesc& op, const LowerContext& cx) {
 // device's waves. Candidates: every tile shape, and the GEMV path when every group is tiny.
 std::vector<Kernel> lower_grouped_gemm(const OpDesc& op, const LowerContext& cx) {
   const std::string& impl = cx.policy.impl;
-  const auto [rate, on_matrix] = matmul_rate(cx);
+  const auto [rate, on_matrix] = rate_for(cx);
   std::map<std::uint64_t, std::uint64_t> groups_of_rows;  // rows -> groups with that many
   for (std::uint64_t rows : split_sizes(op.m, op.batch, op.splits)) ++groups_of_rows[rows];
   const std::uint64_t largest = groups_of_rows.rbegin()->first;
@@ -251,7 +268,7 @@ std::vector<Kernel> lower_grouped_gemm(const OpDesc& op, const LowerContext& cx)
   };
   std::vector<Kernel> candidates;
   if (impl != "gemv") {
-    for (const hw::GemmTile& t : tile_shapes(cx.device)) {
+    for (const hw::GemmTile& t : tiles_of(cx.device)) {
       // Every group's tiles share the waves, and so the L2's aggregate feed.
       std::uint64_t all_tiles = 0;
       for (const auto& [rows, count] : groups_of_rows) all_tiles += count * ceil_div(rows, t.m) * ceil_div(op.n, t.n);
@@ -262,7 +279,7 @@ std::vector<Kernel> lower_grouped_gemm(const OpDesc& op, const LowerContext& cx)
   if (impl == "gemv" || (impl == "auto" && std::min(largest, op.n) <= 16)) {
     candidates.push_back(merged([&](const OpDesc& part) { return gemv(part, cx); }));
   }
-  return fastest(std::move(candidates), op, cx);
+  return pick_fastest(std::move(candidates), op, cx);
 }
 
 }  // namespace syntorch::runtime::detail

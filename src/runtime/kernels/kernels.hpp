@@ -42,6 +42,18 @@ double list_schedule_imbalance(std::span<const double> work, const Kernel& k, co
 [[noreturn]] void unsupported(const LowerContext& cx, const std::string& what);
 
 std::vector<Kernel> lower_gemm(const OpDesc& op, const LowerContext& cx);       // gemm, bmm
+// The pieces of gemm.cpp that ops which are GEMMs in disguise build on (convolutions): the rate
+// the device multiplies cx.dtype at (and whether on matrix units), its tile shapes, one tiled
+// kernel of op's batch x m x n x k on tile t with `split`-way split-K, and the fastest of some
+// candidates with the policy's choice explained. a_bytes and b_bytes, when not negative, are the
+// operands' real HBM footprints (an implicit GEMM gathers its windows from a smaller tensor
+// than the m x k matrix they make).
+std::pair<double, bool> matmul_rate(const LowerContext& cx);
+std::vector<hw::GemmTile> tile_shapes(const hw::Device& d);
+Kernel tiled_gemm(const OpDesc& op, const LowerContext& cx, const hw::GemmTile& t, std::uint32_t split,
+                  double a_bytes = -1, double b_bytes = -1);
+std::vector<Kernel> fastest_kernel(std::vector<Kernel> candidates, const OpDesc& op, const LowerContext& cx);
+std::vector<Kernel> lower_conv(const OpDesc& op, const LowerContext& cx);  // conv, conv_dgrad, conv_wgrad
 std::vector<Kernel> lower_grouped_gemm(const OpDesc& op, const LowerContext& cx);
 std::vector<Kernel> lower_attention(const OpDesc& op, const LowerContext& cx);
 // Attention over a packed batch of sequences with paged KV (FlashAttention varlen, vLLM).

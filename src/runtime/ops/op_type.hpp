@@ -76,6 +76,30 @@ void check_matmul(const OpDesc& op, OpCheck& c);
 double matmul_flops(const OpDesc& op);
 double matmul_bytes(const OpDesc& op);
 
+// Convolutions (conv, conv_dgrad, conv_wgrad; defined in conv.cpp): implicit GEMMs.
+inline constexpr std::string_view kConvImpls[] = {"auto", "implicit_gemm", "winograd"};
+extern const OpParam kConvParams[8];
+void conv_defaults(OpDesc& op);
+void check_conv(const OpDesc& op, OpCheck& c);
+std::string describe_conv(const OpDesc& op);
+double conv_min_bytes(const OpDesc& op);
+// A convolution pass (conv, conv_dgrad, conv_wgrad): the implicit GEMM's parameters, checks,
+// accounting and lowering, shared.
+constexpr OpType conv_type(OpKind kind, std::string_view name) {
+  return OpType{
+      .kind = kind,
+      .name = name,
+      .params = kConvParams,
+      .implementations = kConvImpls,
+      .defaults = &conv_defaults,
+      .check = &check_conv,
+      .describe = &describe_conv,
+      .flops = &matmul_flops,
+      .min_bytes = &conv_min_bytes,
+      .lower = &detail::lower_conv,
+  };
+}
+
 // Attention and its backward (defined in attention.cpp): parameters, defaults, checks, accounting.
 extern const OpParam kAttentionParams[8];
 void attention_defaults(OpDesc& op);
