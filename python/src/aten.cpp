@@ -39,10 +39,12 @@ void bind_aten(py::module_& m) {
   m.def("_aten_convolution_backward", [opt](const Tensor& grad, const Tensor& input, const Tensor& weight,
                                             const std::vector<std::int64_t>& stride,
                                             const std::vector<std::int64_t>& padding,
-                                            const std::vector<std::int64_t>& dilation, std::int64_t groups,
+                                            const std::vector<std::int64_t>& dilation, bool transposed,
+                                            const std::vector<std::int64_t>& output_padding, std::int64_t groups,
                                             std::array<bool, 3> mask) {
     auto [dx, dw, db] = torch::aten::convolution_backward(grad, input, weight, sizes_of(stride), sizes_of(padding),
-                                                          sizes_of(dilation), groups, mask);
+                                                          sizes_of(dilation), transposed, sizes_of(output_padding),
+                                                          groups, mask);
     return std::make_tuple(opt(dx), opt(dw), opt(db));
   }, py::call_guard<RequireRun>());
   m.def("_aten_batch_norm", [](const Tensor& input, std::optional<Tensor> weight, std::optional<Tensor> bias,

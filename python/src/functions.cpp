@@ -96,6 +96,22 @@ void bind_functions(py::module_& m) {
   m.def("argmax", &torch::argmax, py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false, py::call_guard<RequireRun>());
   m.def("cat", &torch::cat, py::arg("tensors"), py::arg("dim") = 0, py::call_guard<RequireRun>());
   m.def("stack", &torch::stack, py::arg("tensors"), py::arg("dim") = 0, py::call_guard<RequireRun>());
+  using Ints = std::vector<std::int64_t>;
+  m.def("_max_pool", [](const Tensor& x, const Ints& kernel, const Ints& stride, const Ints& padding,
+                        const Ints& dilation, bool ceil_mode) {
+    return torch::max_pool(x, sizes_of(kernel), sizes_of(stride), sizes_of(padding), sizes_of(dilation), ceil_mode);
+  }, py::call_guard<RequireRun>());
+  m.def("_avg_pool", [](const Tensor& x, const Ints& kernel, const Ints& stride, const Ints& padding, bool ceil_mode) {
+    return torch::avg_pool(x, sizes_of(kernel), sizes_of(stride), sizes_of(padding), ceil_mode);
+  }, py::call_guard<RequireRun>());
+  m.def("_adaptive_avg_pool", [](const Tensor& x, const Ints& size) { return torch::adaptive_avg_pool(x, sizes_of(size)); },
+        py::call_guard<RequireRun>());
+  m.def("_upsample", [](const Tensor& x, const Ints& size, const std::string& mode) {
+    return torch::upsample(x, sizes_of(size), mode);
+  }, py::call_guard<RequireRun>());
+  m.def("_group_norm", [](const Tensor& x, std::int64_t groups, std::optional<Tensor> w, std::optional<Tensor> b,
+                          double eps) { return torch::group_norm(x, groups, w.value_or(Tensor()), b.value_or(Tensor()), eps); },
+        py::call_guard<RequireRun>());
   m.def("scaled_dot_product_attention",
         [](const Tensor& q, const Tensor& k, const Tensor& v, std::optional<Tensor> attn_mask, double dropout_p,
            bool is_causal, std::optional<double> scale, bool enable_gqa) {

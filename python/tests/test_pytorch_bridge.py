@@ -194,3 +194,26 @@ def test_resnet50_training_rows_come_within_their_tolerance(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "syntorch.pytorch", "validate", str(bad), "--hw-dir",
                            os.path.join(root, "hw_configs")], capture_output=True, text=True)
     assert proc.returncode == 2 and "model='nosuchnet' is not a torchvision.models model" in proc.stderr
+
+
+def test_vit_and_a_unet_with_transposed_convolutions_run_fully_modelled():
+    torchvision = pytest.importorskip("torchvision")
+    vit = sp.simulate(torchvision.models.vit_b_16(), (torch.randn(2, 3, 224, 224),), train=True,
+                      loss_fn=lambda out: out.sum())
+    assert vit["aten"]["unmodelled"] == [] and vit["aten"]["generic_elementwise"] == []
+
+    class UNetish(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.down = torch.nn.Conv2d(3, 16, 3, stride=2, padding=1)
+            self.norm = torch.nn.GroupNorm(4, 16)
+            self.up = torch.nn.ConvTranspose2d(16, 8, 2, stride=2)
+            self.resize = torch.nn.Upsample(scale_factor=2, mode="bilinear")
+
+        def forward(self, x):
+            h = torch.relu(self.norm(self.down(x)))
+            return torch.cat([self.up(h), self.resize(h)[:, :8]], 1)
+
+    unet = sp.simulate(UNetish(), (torch.randn(2, 3, 64, 64),), train=True)
+    assert unet["aten"]["unmodelled"] == [] and unet["aten"]["generic_elementwise"] == []
+    assert unet["aten"]["by_op"]["aten::convolution_backward"] == 2

@@ -35,8 +35,13 @@ detail::Sizes per_dim(IntArrayRef v, std::size_t dims, const char* what, std::in
   return out;
 }
 
+// A transposed convolution is described as the convolution whose input gradient it computes: its
+// output is that convolution's input, its input that convolution's output (weight [C_in,
+// C_out / groups, *kernel] either way), so its forward is that convolution's conv_dgrad, its
+// input's gradient that convolution's forward, its weight's gradient the same conv_wgrad.
 ConvShape conv_shape(const Tensor& input, const Tensor& weight, IntArrayRef stride_arg, IntArrayRef padding_arg,
-                     IntArrayRef dilation_arg, std::int64_t groups) {
+                     IntArrayRef dilation_arg, std::int64_t groups, bool transposed = false,
+                     IntArrayRef output_padding_arg = {}) {
   detail::check_defined(input, "convolution", "input");
   detail::check_defined(weight, "convolution", "weight");
   detail::check_real(input, "convolution", "input");
@@ -57,9 +62,45 @@ ConvShape conv_shape(const Tensor& input, const Tensor& weight, IntArrayRef stri
   ConvShape s;
   const std::size_t dims = x.sizes.size() - 2;
   s.n = x.sizes[0];
+  s.groups = groups;
+  if (transposed) {
+    if (x.sizes[1] != w.sizes[0]) {
+      detail::fail("convolution: Given transposed=1, weight of size {}, expected input{} to have {} channels, but got "
+                   "{} channels instead",
+                   format_sizes(w.sizes), format_sizes(x.sizes), w.sizes[0], x.sizes[1]);
+    }
+    if (w.sizes[0] % groups != 0) {
+      detail::fail("convolution: in_channels ({}) must be divisible by groups ({})", w.sizes[0], groups);
+    }
+    const detail::Sizes stride = per_dim(stride_arg, dims, "stride", 1);
+    const detail::Sizes padding = per_dim(padding_arg, dims, "padding", 0);
+    const detail::Sizes dilation = per_dim(dilation_arg, dims, "dilation", 1);
+    const detail::Sizes extra =
+        output_padding_arg.empty() ? detail::Sizes(dims, 0) : per_dim(output_padding_arg, dims, "output_padding", 0);
+    s.c_in = w.sizes[1] * groups;  // the described convolution's input: this one's output
+    s.c_out = x.sizes[1];
+    for (std::size_t i = 0; i < dims; ++i) {
+      if (extra[i] >= std::max(stride[i], dilation[i])) {
+        detail::fail("convolution: output padding must be smaller than either stride or dilation, but got "
+                     "output_padding={}, stride={}, dilation={}",
+                     extra[i], stride[i], dilation[i]);
+      }
+      const std::int64_t k = w.sizes[2 + i];
+      const std::int64_t o = (x.sizes[2 + i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (k - 1) + extra[i] + 1;
+      if (o <= 0) detail::fail("convolution: the transposed convolution's output size {} in dim {} is not positive", o, i);
+      s.in.push_back(o);
+      s.kernel.push_back(k);
+      s.out.push_back(x.sizes[2 + i]);
+      s.window *= k;
+      s.in_positions *= o;
+      s.out_positions *= x.sizes[2 + i];
+      s.step = std::max({s.step, stride[i], dilation[i]});
+    }
+    s.channels_last = x.strides[1] == 1 && x.sizes[1] > 1;
+    return s;
+  }
   s.c_in = x.sizes[1];
   s.c_out = w.sizes[0];
-  s.groups = groups;
   if (s.c_in != w.sizes[1] * groups) {
     detail::fail("convolution: Given groups={}, weight of size {}, expected input{} to have {} channels, but got {} "
                  "channels instead",
@@ -139,18 +180,18 @@ Tensor channel_sum(const Tensor& grad, std::int64_t channels, std::string_view a
 }
 
 std::tuple<Tensor, Tensor, Tensor> conv_backward(const Tensor& grad, const Tensor& input, const Tensor& weight,
-                                                 const ConvShape& s, std::array<bool, 3> mask) {
+                                                 const ConvShape& s, std::array<bool, 3> mask, bool transposed) {
   const auto& x = impl_of(input);
   Tensor dx, dw, db;
   if (mask[0]) {
-    dx = launch_conv(conv_op(OpKind::conv_dgrad, s, x.dtype), x.sizes, x.dtype, x.device,
+    dx = launch_conv(conv_op(transposed ? OpKind::conv : OpKind::conv_dgrad, s, x.dtype), x.sizes, x.dtype, x.device,
                      "aten::convolution_backward");
   }
   if (mask[1]) {
     dw = launch_conv(conv_op(OpKind::conv_wgrad, s, x.dtype), weight.sizes(), weight.dtype(), x.device,
                      "aten::convolution_backward");
   }
-  if (mask[2]) db = channel_sum(grad, s.c_out, "aten::convolution_backward");
+  if (mask[2]) db = channel_sum(grad, transposed ? s.c_in : s.c_out, "aten::convolution_backward");
   return {dx, dw, db};
 }
 
@@ -159,22 +200,26 @@ std::tuple<Tensor, Tensor, Tensor> conv_backward(const Tensor& grad, const Tenso
 Tensor convolution(const Tensor& input_arg, const Tensor& weight_arg, const Tensor& bias_arg, IntArrayRef stride,
                    IntArrayRef padding, IntArrayRef dilation, bool transposed, IntArrayRef output_padding,
                    std::int64_t groups) {
-  if (transposed) detail::fail("convolution: transposed convolutions are not supported yet");
-  for (std::int64_t p : output_padding) {
-    if (p != 0) detail::fail("convolution: output_padding is for transposed convolutions, got {}", p);
+  if (!transposed) {
+    for (std::int64_t p : output_padding) {
+      if (p != 0) detail::fail("convolution: output_padding is for transposed convolutions, got {}", p);
+    }
   }
   Tensor input_cast, weight_cast, bias_cast;
   const Tensor& input = detail::autocast_lower(input_arg, input_cast);
   const Tensor& weight = detail::autocast_lower(weight_arg, weight_cast);
   const Tensor& bias = bias_arg.defined() ? detail::autocast_lower(bias_arg, bias_cast) : bias_arg;
-  const ConvShape s = conv_shape(input, weight, stride, padding, dilation, groups);
+  const ConvShape s = conv_shape(input, weight, stride, padding, dilation, groups, transposed, output_padding);
   const auto& x = impl_of(input);
-  if (bias.defined() && (impl_of(bias).numel != s.c_out || impl_of(bias).sizes.size() != 1)) {
-    detail::fail("convolution: expected bias of shape [{}], got {}", s.c_out, format_sizes(impl_of(bias).sizes));
+  const std::int64_t channels = transposed ? s.c_in : s.c_out;
+  if (bias.defined() && (impl_of(bias).numel != channels || impl_of(bias).sizes.size() != 1)) {
+    detail::fail("convolution: expected bias of shape [{}], got {}", channels, format_sizes(impl_of(bias).sizes));
   }
-  detail::Sizes out_sizes{s.n, s.c_out};
-  out_sizes.insert(out_sizes.end(), s.out.begin(), s.out.end());
-  Tensor out = launch_conv(conv_op(OpKind::conv, s, x.dtype), out_sizes, x.dtype, x.device, "aten::convolution");
+  detail::Sizes out_sizes{s.n, channels};
+  const detail::Sizes& spatial = transposed ? s.in : s.out;
+  out_sizes.insert(out_sizes.end(), spatial.begin(), spatial.end());
+  Tensor out = launch_conv(conv_op(transposed ? OpKind::conv_dgrad : OpKind::conv, s, x.dtype), out_sizes, x.dtype,
+                           x.device, "aten::convolution");
   if (bias.defined()) {  // cuDNN's path adds the bias after the convolution, in place
     const std::int64_t numel = impl_of(out).numel;
     detail::dispatch(runtime::current_rank(), detail::elementwise_op(OpKind::add, numel, x.dtype), "aten::add_",
@@ -183,10 +228,11 @@ Tensor convolution(const Tensor& input_arg, const Tensor& weight_arg, const Tens
   if (autograd::any_requires_grad({&input, &weight, &bias})) {
     const bool has_bias = bias.defined();
     autograd::record("ConvolutionBackward0", {&input, &weight, &bias}, {&out}, {input, weight},
-                     [s, has_bias](Grads& g, Grads& saved, const autograd::Node& nd) {
+                     [s, has_bias, transposed](Grads& g, Grads& saved, const autograd::Node& nd) {
                        auto [dx, dw, db] = conv_backward(g[0], saved[0], saved[1], s,
                                                          {nd.needs_input_grad(0), nd.needs_input_grad(1),
-                                                          has_bias && nd.needs_input_grad(2)});
+                                                          has_bias && nd.needs_input_grad(2)},
+                                                         transposed);
                        return Grads{dx, dw, db};
                      });
   }
@@ -260,10 +306,11 @@ namespace aten {
 
 std::tuple<Tensor, Tensor, Tensor> convolution_backward(const Tensor& grad, const Tensor& input, const Tensor& weight,
                                                         IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
+                                                        bool transposed, IntArrayRef output_padding,
                                                         std::int64_t groups, std::array<bool, 3> output_mask) {
   detail::check_defined(grad, "convolution_backward", "grad_output");
-  const ConvShape s = conv_shape(input, weight, stride, padding, dilation, groups);
-  return conv_backward(grad, input, weight, s, output_mask);
+  const ConvShape s = conv_shape(input, weight, stride, padding, dilation, groups, transposed, output_padding);
+  return conv_backward(grad, input, weight, s, output_mask, transposed);
 }
 
 std::tuple<Tensor, Tensor, Tensor> native_batch_norm_backward(const Tensor& grad, const Tensor& input,

@@ -680,9 +680,21 @@ TEST_F(TorchOps, GroupedAndChannelsLastConvolutionsAndTheirErrors) {
             std::string::npos);
   EXPECT_NE(error_of([] { F::conv2d(torch::empty({1, 3, 2, 2}), torch::empty({4, 3, 3, 3})); }).find("Kernel size"),
             std::string::npos);
+  // A transposed convolution: the input gradient of the convolution it transposes.
+  rank.launches.clear();
+  auto up = torch::convolution(torch::empty({1, 3, 8, 8}), torch::empty({3, 4, 2, 2}), {}, {2}, {0}, {1}, true, {0}, 1);
+  EXPECT_EQ(up.sizes(), (Sizes{1, 4, 16, 16}));
+  EXPECT_EQ(rank.last().kind, OpKind::conv_dgrad);
+  EXPECT_EQ(rank.last().m, 16u * 16);  // its output's positions
+  EXPECT_EQ(rank.last().n, 4u);
+  EXPECT_EQ(rank.last().k, 3u * 4);
   EXPECT_NE(error_of([] {
-              torch::convolution(torch::empty({1, 3, 8, 8}), torch::empty({3, 4, 3, 3}), {}, {1}, {0}, {1}, true, {0}, 1);
-            }).find("transposed"),
+              torch::convolution(torch::empty({1, 3, 8, 8}), torch::empty({5, 4, 3, 3}), {}, {1}, {0}, {1}, true, {0}, 1);
+            }).find("transposed=1"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              torch::convolution(torch::empty({1, 3, 8, 8}), torch::empty({3, 4, 3, 3}), {}, {1}, {0}, {1}, true, {1}, 1);
+            }).find("output padding must be smaller"),
             std::string::npos);
   EXPECT_NE(error_of([] { F::conv2d(torch::empty({1, 3, 8, 8}), torch::empty({4, 3, 3, 3}), {}, {1, 1, 1}); })
                 .find("stride must have 1 or 2 values"),

@@ -45,6 +45,7 @@ std::tuple<Tensor, Tensor, Tensor> attention_backward(const Tensor& grad, const 
 // (conv_dgrad, conv_wgrad, a sum), as the torch layer's convolution backward launches them.
 std::tuple<Tensor, Tensor, Tensor> convolution_backward(const Tensor& grad, const Tensor& input, const Tensor& weight,
                                                         IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
+                                                        bool transposed, IntArrayRef output_padding,
                                                         std::int64_t groups, std::array<bool, 3> output_mask);
 
 // native_batch_norm_backward: the input's, weight's and bias's gradients where output_mask asks.

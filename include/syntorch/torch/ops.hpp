@@ -183,7 +183,8 @@ Tensor dropout(const Tensor& x, double p, bool train);
 // value or one per spatial dim. An implicit GEMM (runtime op conv; NCHW inputs transposed around a
 // tensor-core kernel, channels-last ones not), then the bias as an add, as PyTorch's cuDNN path
 // runs it. Its backward: conv_dgrad for the input, conv_wgrad for the weight, a sum for the bias.
-// Transposed convolutions are refused.
+// A transposed convolution (weight [C_in, C_out / groups, *kernel]) runs as the input gradient of
+// the convolution it transposes: conv_dgrad forward, conv and conv_wgrad backward.
 Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
                    IntArrayRef padding, IntArrayRef dilation, bool transposed, IntArrayRef output_padding,
                    std::int64_t groups);
@@ -193,6 +194,23 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias
 // backward: one sum for the weight and bias gradients, one batchnorm_backward for the input's.
 Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
                   const Tensor& running_var, bool training, double momentum = 0.1, double eps = 1e-5);
+
+// Pooling over the last `kernel.size()` dims of [N, C, *spatial] (1 to 3): max (with the argmax
+// indices its backward scatters through) or average; stride defaults to the kernel; one
+// memory-bound pass each way (every input read, every output written once), as PyTorch's CUDA
+// kernels run them.
+Tensor max_pool(const Tensor& input, IntArrayRef kernel, IntArrayRef stride = {}, IntArrayRef padding = {0},
+                IntArrayRef dilation = {1}, bool ceil_mode = false);
+Tensor avg_pool(const Tensor& input, IntArrayRef kernel, IntArrayRef stride = {}, IntArrayRef padding = {0},
+                bool ceil_mode = false);
+// Adaptive average pooling to `output_size` over the last output_size.size() dims.
+Tensor adaptive_avg_pool(const Tensor& input, IntArrayRef output_size);
+// Nearest or bilinear (linear, trilinear) resampling of the spatial dims to `size`: one pass each way.
+Tensor upsample(const Tensor& input, IntArrayRef size, std::string_view mode = "nearest");
+// Group norm of [N, C, *] over `groups` groups of channels (per-channel weight and bias): a
+// layernorm over N x groups rows of C / groups x spatial elements, and its backward.
+Tensor group_norm(const Tensor& input, std::int64_t groups, const Tensor& weight = {}, const Tensor& bias = {},
+                  double eps = 1e-5);
 
 namespace nn::functional {
 // Convolutions over 1, 2 and 3 spatial dims (torch.nn.functional.conv1d/2d/3d).

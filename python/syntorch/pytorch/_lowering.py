@@ -303,12 +303,11 @@ def _convolution(b, a, out):
 
 @lowers("convolution_backward")
 def _convolution_backward(b, a, out):
-    if a.get("transposed"):
-        return None
     _cudnn_tf32()
     return _syntorch._aten_convolution_backward(b.m(a["grad_output"]), b.m(a["input"]), b.m(a["weight"]),
                                                 list(a["stride"]), list(a["padding"]), list(a["dilation"]),
-                                                int(a["groups"]), list(a["output_mask"]))
+                                                bool(a["transposed"]), list(a["output_padding"]), int(a["groups"]),
+                                                list(a["output_mask"]))
 
 
 def _optional(b, t):
@@ -339,7 +338,8 @@ def _batch_norm_backward(b, a, out):
         "_adaptive_avg_pool2d", "_adaptive_avg_pool3d", "_adaptive_avg_pool2d_backward", "_adaptive_avg_pool3d_backward",
         "adaptive_max_pool2d", "adaptive_max_pool2d_backward", "upsample_nearest2d", "upsample_bilinear2d",
         "upsample_nearest2d_backward", "upsample_bilinear2d_backward", "native_group_norm",
-        "native_group_norm_backward")
+        "native_group_norm_backward", "select_backward", "slice_backward", "index_select_backward",
+        "embedding_backward", "unfold_backward", "diagonal_backward", "as_strided_backward")
 def _memory_pass(b, a, out):
     outs = out if isinstance(out, (tuple, list)) else (out,)
     ins = [b.m(t) for t in _tensor_args(b, a)]

@@ -1,5 +1,6 @@
-"""torch.backends.cudnn: its switches concern convolutions, which syntorch does not run; scripts
-set them, and they are kept as set."""
+"""torch.backends.cudnn: allow_tf32 (PyTorch's default True) puts fp32 convolutions on the TF32
+matrix units; benchmark and deterministic are kept as set (the simulator's kernel choice is its
+policy's)."""
 
 from syntorch._unsupported import module_getattr as _module_getattr
 

@@ -301,6 +301,165 @@ class Identity(Module):
         return x
 
 
+class _ConvNd(Module):
+    """Conv1d, Conv2d, Conv3d and ConvTranspose2d: weight [out, in / groups, *kernel] (transposed:
+    [in, out / groups, *kernel]) and bias [out]."""
+
+    _dims = 2
+    _transposed = False
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                 padding_mode="zeros", device=None, dtype=None, output_padding=0):
+        super().__init__()
+        n = self._dims
+        if padding_mode != "zeros":
+            raise NotImplementedError(f"{type(self).__name__}: padding_mode={padding_mode!r} is not supported")
+        if in_channels % groups or out_channels % groups:
+            raise ValueError(f"{type(self).__name__}: in_channels ({in_channels}) and out_channels ({out_channels}) "
+                             f"must be divisible by groups ({groups})")
+        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+        self.kernel_size = tuple(functional._tuple(kernel_size, n))
+        self.stride, self.padding = functional._tuple(stride, n), functional._tuple(padding, n)
+        self.dilation, self.output_padding = functional._tuple(dilation, n), functional._tuple(output_padding, n)
+        shape = (in_channels, out_channels // groups) if self._transposed else (out_channels, in_channels // groups)
+        self.weight = _parameter(*shape, *self.kernel_size, device=device, dtype=dtype)
+        if bias:
+            self.bias = _parameter(out_channels, device=device, dtype=dtype)
+        else:
+            object.__setattr__(self, "bias", None)
+
+    def forward(self, x):
+        return functional._convolution(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                                       self._transposed,
+                                       self.output_padding if self._transposed else [0] * self._dims, self.groups)
+
+
+class Conv1d(_ConvNd):
+    _dims = 1
+
+
+class Conv2d(_ConvNd):
+    _dims = 2
+
+
+class Conv3d(_ConvNd):
+    _dims = 3
+
+
+class ConvTranspose2d(_ConvNd):
+    _dims = 2
+    _transposed = True
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
+                 bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, padding_mode,
+                         device, dtype, output_padding)
+
+
+class _BatchNorm(Module):
+    """BatchNorm1d/2d/3d: per-channel weight and bias, running statistics as buffers; the batch's
+    statistics in training, the running ones in eval."""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None,
+                 dtype=None):
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        if affine:
+            self.weight = _parameter(num_features, device=device, dtype=dtype)
+            self.bias = _parameter(num_features, device=device, dtype=dtype)
+        else:
+            object.__setattr__(self, "weight", None)
+            object.__setattr__(self, "bias", None)
+        if track_running_stats:
+            import syntorch.torch as torch
+            # Their values never matter here; made without a fill kernel, as PyTorch makes them on the host.
+            self.register_buffer("running_mean", torch.empty(num_features, device=device, dtype=dtype))
+            self.register_buffer("running_var", torch.empty(num_features, device=device, dtype=dtype))
+        else:
+            object.__setattr__(self, "running_mean", None)
+            object.__setattr__(self, "running_var", None)
+
+    def forward(self, x):
+        training = self.training or self.running_mean is None
+        return functional.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias, training,
+                                     self.momentum, self.eps)
+
+
+class BatchNorm1d(_BatchNorm):
+    pass
+
+
+class BatchNorm2d(_BatchNorm):
+    pass
+
+
+class BatchNorm3d(_BatchNorm):
+    pass
+
+
+class GroupNorm(Module):
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None):
+        super().__init__()
+        self.num_groups, self.num_channels, self.eps = num_groups, num_channels, eps
+        if affine:
+            self.weight = _parameter(num_channels, device=device, dtype=dtype)
+            self.bias = _parameter(num_channels, device=device, dtype=dtype)
+        else:
+            object.__setattr__(self, "weight", None)
+            object.__setattr__(self, "bias", None)
+
+    def forward(self, x):
+        return functional.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+
+
+class MaxPool2d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.dilation, self.ceil_mode, self.return_indices = dilation, ceil_mode, return_indices
+
+    def forward(self, x):
+        return functional.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+                                     self.return_indices)
+
+
+class AvgPool2d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                 divisor_override=None):
+        super().__init__()
+        self.kernel_size, self.stride, self.padding, self.ceil_mode = kernel_size, stride, padding, ceil_mode
+
+    def forward(self, x):
+        return functional.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode)
+
+
+class AdaptiveAvgPool2d(Module):
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, x):
+        return functional.adaptive_avg_pool2d(x, self.output_size)
+
+
+class Upsample(Module):
+    def __init__(self, size=None, scale_factor=None, mode="nearest", align_corners=None):
+        super().__init__()
+        self.size, self.scale_factor, self.mode = size, scale_factor, mode
+
+    def forward(self, x):
+        return functional.interpolate(x, self.size, self.scale_factor, self.mode)
+
+
+class Flatten(Module):
+    def __init__(self, start_dim=1, end_dim=-1):
+        super().__init__()
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, x):
+        return x.flatten(self.start_dim, self.end_dim)
+
+
 class ModuleList(Module):
     def __init__(self, modules=()):
         super().__init__()
