@@ -179,3 +179,31 @@ def test_a_bad_ir_file_is_refused_with_its_path_and_field(tmp_path):
     assert proc.returncode == 2 and "names tensor 'nowhere'" in proc.stderr
     with pytest.raises(TypeError, match="torch.nn.Module"):
         sir.extract_ir("resnet", ())
+
+
+def test_verification_runs_on_copies_and_finds_non_persistent_buffers():
+    class InPlace(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("scale", torch.full((4,), 3.0), persistent=False)
+
+        def forward(self, x):
+            return x.mul_(2) * self.scale
+
+    model, x = InPlace(), torch.randn(2, 4)
+    ir = sir.extract_ir(model, (x,))
+    ok, report = sir.verify_ir_with_state_dict(ir, model.state_dict(), model, (x,))
+    assert ok, report
+
+
+def test_an_ir_reading_a_tensor_before_it_is_made_is_refused(tmp_path):
+    ir = sir.extract_ir(MODELS["multi_io"][0](), (torch.randn(2, 16), torch.randn(2, 8)))
+    data = ir.to_dict()
+    data["nodes"][0], data["nodes"][1] = data["nodes"][1], data["nodes"][0]
+    with pytest.raises(ValueError, match="reads tensor '.*' before any node makes it"):
+        sir.IR.from_dict(data)
+    data = ir.to_dict()
+    first = next(iter(data["tensors"]))
+    data["tensors"][first]["stride"] = 5
+    with pytest.raises(ValueError, match=r"/stride: expected a list of integers, found 5"):
+        sir.IR.from_dict(data)

@@ -88,3 +88,57 @@ def test_an_unsupported_op_or_a_bad_file_is_refused_by_name(tmp_path):
         sir.from_onnx(tmp_path / "missing.onnx")
     proc = subprocess.run([sys.executable, "-m", "syntorch.ir", "report", str(path)], capture_output=True, text=True)
     assert proc.returncode == 2 and "Hardmax" in proc.stderr
+
+
+def _one_op_model(tmp_path, node, inputs, outputs, initializers=(), opset=14):
+    from onnx import helper
+    graph = helper.make_graph([node], "g", inputs, outputs, list(initializers))
+    path = tmp_path / f"{node.op_type}.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]), str(path))
+    return path
+
+
+@pytest.mark.parametrize("op, attrs, shape, expected", [
+    ("Flatten", {"axis": 2}, [2, 3, 4, 5], [6, 20]),
+    ("Flatten", {"axis": 0}, [2, 3, 4, 5], [1, 120]),
+    ("Flatten", {"axis": -1}, [2, 3, 4, 5], [24, 5]),
+    ("MaxPool", {"kernel_shape": [2, 2]}, [1, 1, 8, 8], [1, 1, 7, 7]),  # ONNX's strides default to 1
+    ("MaxPool", {"kernel_shape": [3, 3], "dilations": [2, 2]}, [1, 1, 8, 8], [1, 1, 4, 4]),
+    ("AveragePool", {"kernel_shape": [2], "strides": [2]}, [1, 1, 8], [1, 1, 4]),
+    ("Shape", {"start": 2}, [1, 2, 3, 4], [2]),
+])
+def test_onnx_ops_follow_the_onnx_spec_not_pytorchs_defaults(tmp_path, op, attrs, shape, expected):
+    from onnx import TensorProto, helper
+    out_type = TensorProto.INT64 if op == "Shape" else TensorProto.FLOAT
+    node = helper.make_node(op, ["x"], ["y"], name="n", **attrs)
+    path = _one_op_model(tmp_path, node, [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                         [helper.make_tensor_value_info("y", out_type, None)])
+    if op == "Shape":  # a constant: folded, so the graph's output is a named constant of the values
+        ir, values = sir.from_onnx(path)
+        assert values["y"].tolist() == [3, 4]
+        return
+    ir, _ = sir.from_onnx(path)
+    assert list(ir.outputs[0].shape) == expected
+
+
+def test_gather_with_a_negative_constant_index_and_unsupported_pooling_forms(tmp_path):
+    from onnx import TensorProto, helper, numpy_helper
+    import numpy as np
+    index = numpy_helper.from_array(np.array([-1], dtype=np.int64), "i")
+    node = helper.make_node("Gather", ["x", "i"], ["y"], axis=1, name="g")
+    path = _one_op_model(tmp_path, node, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5])],
+                         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [index])
+    ir, values = sir.from_onnx(path)
+    assert list(ir.outputs[0].shape) == [2, 1]
+    x = torch.randn(2, 5)
+
+    class Last(torch.nn.Module):
+        def forward(self, t):
+            return t[:, 4:5]
+    ok, report = sir.verify_ir_with_state_dict(ir, values, Last(), (x,))
+    assert ok, report
+    node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], auto_pad="SAME_UPPER", name="p")
+    path = _one_op_model(tmp_path, node, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 7, 7])],
+                         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    with pytest.raises(NotImplementedError, match="auto_pad"):
+        sir.from_onnx(path)

@@ -217,3 +217,13 @@ def test_vit_and_a_unet_with_transposed_convolutions_run_fully_modelled():
     unet = sp.simulate(UNetish(), (torch.randn(2, 3, 64, 64),), train=True)
     assert unet["aten"]["unmodelled"] == [] and unet["aten"]["generic_elementwise"] == []
     assert unet["aten"]["by_op"]["aten::convolution_backward"] == 2
+
+
+def test_a_second_run_places_its_tensors_again_and_undefined_outputs_keep_their_places():
+    model = torch.nn.Linear(1024, 1024).to("meta")
+    x = torch.empty(4096, 1024, device="meta")
+    first, second = sp.simulate(model, (x,)), sp.simulate(model, (x,))
+    assert first["peak_memory_bytes"] == second["peak_memory_bytes"]  # the input placed in each run
+    conv = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU())
+    report = sp.simulate(conv, (torch.randn(2, 3, 16, 16),), train=True)  # no input gradient asked
+    assert report["aten"]["layout_mismatches"] == {}

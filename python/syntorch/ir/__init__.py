@@ -46,13 +46,14 @@ def simulate(ir, hw=None, set=(), policy=None, trace=None, framework="eager", co
     run's statistics with the bridge's `aten` tally."""
     import syntorch
     from syntorch.pytorch import BridgeMode
-    from syntorch.pytorch._tensors import adopt
+    from syntorch.pytorch._tensors import adopt, begin_run
 
     if isinstance(ir, (str, _os.PathLike)):
         ir = from_onnx(ir, input_shapes)[0] if str(ir).endswith(".onnx") else IR.load(ir)
     if not isinstance(ir, IR):
         raise TypeError(f"simulate: expected an IR or the path of one, got {type(ir).__name__}")
     syntorch.init(hw=hw, set=set, framework=framework, trace=trace, policy=policy, console=console)
+    begin_run()
     env = {}
 
     def meta(t):

@@ -19,9 +19,19 @@ def main(argv=None):
     sim.add_argument("ir")
     sim.add_argument("--hw", help="hardware config (default: the bundled H100)")
     sim.add_argument("--trace", help="trace file to write")
+    for sp in (rep, sim):
+        sp.add_argument("--input-shapes", default="",
+                        help="an ONNX model's symbolic input sizes: name=8x1024[,name=...]")
     args = parser.parse_args(argv)
     try:
-        ir = from_onnx(args.ir)[0] if args.ir.endswith(".onnx") else IR.load(args.ir)
+        shapes = {}
+        for item in filter(None, args.input_shapes.split(",")):
+            name, _, dims = item.partition("=")
+            try:
+                shapes[name] = [int(d) for d in dims.split("x")]
+            except ValueError:
+                raise ValueError(f"--input-shapes: expected name=8x1024, found '{item}'") from None
+        ir = from_onnx(args.ir, shapes or None)[0] if args.ir.endswith(".onnx") else IR.load(args.ir)
     except FileNotFoundError:
         print(f"error: {args.ir}: no such file", file=sys.stderr)
         return 2
@@ -39,7 +49,11 @@ def main(argv=None):
             with open(args.mermaid, "w") as f:
                 f.write(mermaid(ir))
         return 0
-    report = simulate(ir, hw=args.hw, trace=args.trace)
+    try:
+        report = simulate(ir, hw=args.hw, trace=args.trace)
+    except (ValueError, NotImplementedError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     print(json.dumps(report, indent=1, sort_keys=True))
     return 0
 

@@ -22,15 +22,17 @@ class _Recorder(TorchDispatchMode):
         self.tensors = {}
         self.constants = []
         self._per_op = {}
+        self.key = object()  # what tensors name this recorder by (not the recorder: they may outlive it)
 
     def add_tensor(self, t, name, producer=None):
-        t.__dict__[_NAME] = name
+        t.__dict__[_NAME] = (self.key, name)  # this recorder's name for t (another recorder's means nothing)
         self.tensors[name] = TensorMeta(name, tuple(t.shape), _dtype_name(t.dtype), tuple(t.stride()),
                                         t.storage_offset(), producer)
         return name
 
     def name_of(self, t):
-        name = t.__dict__.get(_NAME)
+        entry = t.__dict__.get(_NAME)
+        name = entry[1] if entry is not None and entry[0] is self.key else None
         if name is None:  # a tensor made outside the graph (a constant): shape and dtype, no values
             name = self.add_tensor(t, f"constant_{len(self.constants)}")
             self.constants.append((name, t))
@@ -55,7 +57,14 @@ class _Recorder(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        out = func(*args, **kwargs)
+        try:
+            out = func(*args, **kwargs)
+        except RuntimeError as e:
+            if "devices" not in str(e):
+                raise
+            from syntorch.pytorch._bridge import to_meta_args  # a CPU constant beside meta tensors
+            args, kwargs = to_meta_args(args), to_meta_args(kwargs)
+            out = func(*args, **kwargs)
         op_type = str(func)
         packet = op_type.split(".")[1] if op_type.count(".") >= 2 else op_type
         k = self._per_op.get(packet, 0)
@@ -134,7 +143,7 @@ def extract_ir(model, example_inputs, example_kwargs=None):
     for t in flatten_outputs(list(inputs) + list(kwargs.values())):
         if t is not None:
             rec.add_tensor(t, f"input_{len(graph_inputs)}")
-            graph_inputs.append(rec.tensors[t.__dict__[_NAME]])
+            graph_inputs.append(rec.tensors[rec.name_of(t)])
     was_training = model.training
     model.eval()
     try:

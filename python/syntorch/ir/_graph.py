@@ -119,14 +119,25 @@ class IR:
             shape = need(t, "shape", list, at)
             if not all(isinstance(s, int) and s >= 0 for s in shape):
                 raise ValueError(f"{where}: {at}/shape: expected non-negative integers, found {shape}")
-            tensors[name] = TensorMeta(name, tuple(shape), need(t, "dtype", str, at), tuple(t.get("stride", ())),
-                                       int(t.get("offset", 0)), t.get("producer"))
+            stride = t.get("stride", [])
+            if not isinstance(stride, list) or not all(isinstance(v, int) for v in stride):
+                raise ValueError(f"{where}: {at}/stride: expected a list of integers, found {stride!r}")
+            offset = t.get("offset", 0)
+            if not isinstance(offset, int) or offset < 0:
+                raise ValueError(f"{where}: {at}/offset: expected a non-negative integer, found {offset!r}")
+            producer = t.get("producer")
+            if producer is not None and not isinstance(producer, str):
+                raise ValueError(f"{where}: {at}/producer: expected a node name or null, found {producer!r}")
+            tensors[name] = TensorMeta(name, tuple(shape), need(t, "dtype", str, at), tuple(stride), offset, producer)
 
         def tensor(name, at):
             if name not in tensors:
                 raise ValueError(f"{where}: {at}: names tensor '{name}', which /tensors does not hold")
             return tensors[name]
 
+        # What exists before the first node: graph inputs and weights; each node's outputs after it.
+        defined = set(data.get("inputs", []) if isinstance(data.get("inputs"), list) else [])
+        defined |= {w.get("tensor") for w in data.get("weights", []) if isinstance(w, dict)}
         nodes = []
         for i, n in enumerate(need(data, "nodes", list, "")):
             at = f"/nodes/{i}"
@@ -137,14 +148,24 @@ class IR:
             inputs = []
             for a in list(args) + list(kwargs.values()):
                 _collect(a, inputs)
+            for ref in inputs:
+                if ref.name not in defined:
+                    raise ValueError(f"{where}: {at}: reads tensor '{ref.name}' before any node makes it (nodes run in "
+                                     "order; inputs and weights exist from the start)")
+            defined.update(o for o in n.get("outputs", []) if o is not None)
             nodes.append(Node(need(n, "name", str, at), need(n, "op", str, at), args, kwargs,
                               [tensors[x.name] for x in inputs], outs))
         weights = []
         for i, w in enumerate(need(data, "weights", list, "")):
             at = f"/weights/{i}"
             t = tensor(need(w, "tensor", str, at), at + "/tensor")
-            weights.append(WeightMeta(need(w, "name", str, at), t.name, t.shape, t.dtype, w.get("kind", "parameter"),
-                                      list(w.get("aliases", []))))
+            kind = w.get("kind", "parameter")
+            if kind not in ("parameter", "buffer", "constant"):
+                raise ValueError(f"{where}: {at}/kind: expected parameter, buffer or constant, found {kind!r}")
+            aliases = w.get("aliases", [])
+            if not isinstance(aliases, list) or not all(isinstance(x, str) for x in aliases):
+                raise ValueError(f"{where}: {at}/aliases: expected a list of names, found {aliases!r}")
+            weights.append(WeightMeta(need(w, "name", str, at), t.name, t.shape, t.dtype, kind, list(aliases)))
         inputs = [tensor(n, "/inputs") for n in need(data, "inputs", list, "")]
         outputs = [tensor(n, "/outputs") for n in need(data, "outputs", list, "")]
         return cls(nodes, weights, inputs, outputs, tensors, data.get("model", ""), data.get("producer"))

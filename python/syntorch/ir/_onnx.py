@@ -34,6 +34,17 @@ def _axis(attrs, name, default):
     return int(attrs.get(name, default))
 
 
+def _flatten(i, a):
+    """ONNX Flatten: always 2-D, the dims before `axis` (default 1, negative from the end) into the first."""
+    x = i[0]
+    axis = _axis(a, "axis", 1)
+    axis = axis + x.dim() if axis < 0 else axis
+    lead = 1
+    for d in x.shape[:axis]:
+        lead *= int(d)
+    return x.reshape(lead, -1)
+
+
 def _gemm(i, a):
     x, w = i[0], i[1]
     if a.get("transA", 0):
@@ -63,14 +74,23 @@ def _conv(i, a):
 
 def _pool(kind):
     def run(i, a):
-        k = a["kernel_shape"]
+        k = list(a["kernel_shape"])
         nd = len(k)
-        pads = a.get("pads", [0] * (2 * nd))
+        if a.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
+            raise NotImplementedError(f"{kind} pooling: auto_pad other than NOTSET")
+        pads = list(a.get("pads", [0] * (2 * nd)))
+        if pads[:nd] != pads[nd:]:
+            raise NotImplementedError(f"{kind} pooling: asymmetric pads {pads}")
         fn = {("max", 1): F.max_pool1d, ("max", 2): F.max_pool2d, ("max", 3): F.max_pool3d,
               ("avg", 1): F.avg_pool1d, ("avg", 2): F.avg_pool2d, ("avg", 3): F.avg_pool3d}[(kind, nd)]
-        kw = dict(stride=a.get("strides", k), padding=list(pads[:nd]), ceil_mode=bool(a.get("ceil_mode", 0)))
+        # ONNX's strides and dilations default to 1 (PyTorch's stride to the kernel).
+        kw = dict(stride=list(a.get("strides", [1] * nd)), padding=pads[:nd], ceil_mode=bool(a.get("ceil_mode", 0)))
         if kind == "avg":
+            if any(d != 1 for d in a.get("dilations", [1] * nd)):
+                raise NotImplementedError("AveragePool: dilations other than 1")
             kw["count_include_pad"] = bool(a.get("count_include_pad", 0))
+        else:
+            kw["dilation"] = list(a.get("dilations", [1] * nd))
         return fn(i[0], k, **kw)
     return run
 
@@ -79,9 +99,10 @@ def _split(i, a):
     x = i[0]
     axis = _axis(a, "axis", 0)
     sizes = _ints(i[1]) if len(i) > 1 and i[1] is not None else a.get("split")
-    if sizes is None:
-        n = a["_outputs"]
-        sizes = [x.shape[axis] // n] * n
+    if sizes is None:  # equal parts (opset 18: the last smaller when they do not divide)
+        n = a.get("num_outputs", a["_outputs"])
+        part = -(-x.shape[axis] // n)
+        sizes = [min(part, x.shape[axis] - part * j) for j in range(n)]
     return tuple(torch.split(x, list(sizes), dim=axis))
 
 
@@ -92,8 +113,11 @@ def _slice(i, a):
     steps = _ints(i[4]) if len(i) > 4 and i[4] is not None else [1] * len(starts)
     index = [slice(None)] * x.dim()
     for s, e, ax, st in zip(starts, ends, axes, steps):
+        if st <= 0:
+            raise NotImplementedError(f"Slice: step {st} (only positive steps are supported)")
         n = x.shape[ax]
-        e = max(min(e, n), -n - 1) if e < 0 else min(e, n)
+        s = max(s + n, 0) if s < 0 else min(s, n)
+        e = max(e + n, 0) if e < 0 else min(e, n)
         index[ax] = slice(s, e, st)
     return x[tuple(index)]
 
@@ -105,6 +129,8 @@ def _reduce(fn):
             axes = _ints(i[1])
         keep = bool(a.get("keepdims", 1))
         if not axes:
+            if a.get("noop_with_empty_axes", 0):
+                return i[0]
             axes = list(range(i[0].dim()))
         return fn(i[0], dim=list(axes), keepdim=keep)
     return run
@@ -189,8 +215,14 @@ def _clip(i, a):
 
 def _softmax(log):
     def run(i, a):
+        x = i[0]
+        if a["_opset"] < 13:  # before opset 13: over the dims from `axis` (default 1) on, as one
+            axis = _axis(a, "axis", 1) % x.dim()
+            flat = _flatten([x], {"axis": axis})
+            y = torch.log_softmax(flat, 1) if log else torch.softmax(flat, 1)
+            return y.reshape(x.shape)
         axis = _axis(a, "axis", -1)
-        return torch.log_softmax(i[0], axis) if log else torch.softmax(i[0], axis)
+        return torch.log_softmax(x, axis) if log else torch.softmax(x, axis)
     return run
 
 
@@ -229,13 +261,13 @@ ONNX_OPS = {
     "BatchNormalization": _batch_norm, "LayerNormalization": _layer_norm,
     "MaxPool": _pool("max"), "AveragePool": _pool("avg"),
     "GlobalAveragePool": lambda i, a: torch.mean(i[0], dim=list(range(2, i[0].dim())), keepdim=True),
-    "Flatten": lambda i, a: torch.flatten(i[0], _axis(a, "axis", 1) if _axis(a, "axis", 1) > 0 else 0)
-    if _axis(a, "axis", 1) != 1 else i[0].reshape(i[0].shape[0], -1),
+    "Flatten": lambda i, a: _flatten(i, a),
     "Reshape": _reshape, "Transpose": lambda i, a: i[0].permute(a["perm"]) if "perm" in a
     else i[0].permute(list(reversed(range(i[0].dim())))),
     "Split": _split, "Slice": _slice, "Squeeze": _squeeze, "Unsqueeze": _unsqueeze,
     "Concat": lambda i, a: torch.cat(list(i), _axis(a, "axis", 0)), "Gather": _gather,
-    "Shape": lambda i, a: torch.tensor(list(i[0].shape), dtype=torch.int64),
+    "Shape": lambda i, a: torch.tensor(list(i[0].shape)[slice(a.get("start", 0), a.get("end"))],
+                                       dtype=torch.int64),
     "Softmax": _softmax(False), "LogSoftmax": _softmax(True),
     "ReduceMean": _reduce(torch.mean), "ReduceSum": _reduce(torch.sum), "ReduceMax": _reduce(_reduce_max),
     "Trilu": _trilu, "Expand": _expand, "ConstantOfShape": _constant_of_shape,
@@ -269,6 +301,7 @@ def from_onnx(model, input_shapes=None):
         except Exception as e:  # onnx raises DecodeError and others
             raise ValueError(f"{where}: not an ONNX model: {e}") from None
     graph = model.graph
+    opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=13)
     rec = _Recorder()
     values, weights, folded = {}, [], {}
     for init in graph.initializer:
@@ -321,7 +354,7 @@ def from_onnx(model, input_shapes=None):
                 weights.append(WeightMeta(name, name, tuple(x.shape), _dtype_name(x.dtype), "constant"))
                 folded[name] = x
             else:
-                meta.__dict__["_syntorch_ir_name"] = name
+                meta.__dict__["_syntorch_ir_name"] = (rec.key, name)
             return meta
         return x
 
@@ -343,6 +376,11 @@ def from_onnx(model, input_shapes=None):
         except KeyError as e:
             raise ValueError(f"{at}: input {e} is made by no earlier node") from None
         attrs["_outputs"] = len(node.output)
+        attrs["_opset"] = opset
+        if node.op_type == "Gather" and len(ins) > 1 and isinstance(ins[1], torch.Tensor) \
+                and ins[1].device.type != "meta" and isinstance(ins[0], torch.Tensor):
+            axis = _axis(attrs, "axis", 0) % max(ins[0].dim(), 1)  # ONNX's negative indices, from the end
+            ins = [ins[0], torch.where(ins[1] < 0, ins[1] + ins[0].shape[axis], ins[1])] + ins[2:]
         # Shape reads a tensor's sizes, not its data: a constant, folded like the rest.
         data = node.op_type != "Shape" and any(isinstance(x, torch.Tensor) and x.device.type == "meta" for x in ins)
         try:
@@ -354,6 +392,8 @@ def from_onnx(model, input_shapes=None):
                     out = fn(ins, attrs)
             else:  # shapes and constants: computed now, folded away
                 out = fn(ins, attrs)
+        except NotImplementedError as e:
+            raise NotImplementedError(f"{at}: {e}") from None
         except (RuntimeError, ValueError, KeyError, IndexError, TypeError) as e:
             raise ValueError(f"{at}: {e}") from None
         outs = out if isinstance(out, tuple) else (out,)

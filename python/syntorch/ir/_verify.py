@@ -18,7 +18,8 @@ def verify_ir_with_state_dict(ir, state_dict, original_model, test_inputs, rtol=
              f"{len(ir.nodes)} nodes, {len(ir.weights)} weights, rtol {rtol:g}, atol {atol:g}", ""]
     env = {}
     problems = []
-    given = [t for t in flatten_outputs(list(test_inputs)) if t is not None]
+    # The IR runs on copies: an in-place op of the graph must not change what the model then sees.
+    given = [t.clone() for t in flatten_outputs(list(test_inputs)) if t is not None]
     if len(given) != len(ir.inputs):
         problems.append(f"the IR takes {len(ir.inputs)} input tensors, the test inputs hold {len(given)}")
     for meta, t in zip(ir.inputs, given):
@@ -32,6 +33,8 @@ def verify_ir_with_state_dict(ir, state_dict, original_model, test_inputs, rtol=
             continue
         names = [w.name] + list(w.aliases)
         value = next((state_dict[n] for n in names if n in state_dict), None)
+        if value is None and w.kind == "buffer":  # a non-persistent buffer: the model's own
+            value = next((b for n, b in original_model.named_buffers() if n in names), None)
         if value is None:
             problems.append(f"weight {w.name}: not in the state_dict")
             continue
@@ -43,7 +46,7 @@ def verify_ir_with_state_dict(ir, state_dict, original_model, test_inputs, rtol=
     with torch.no_grad():
         try:
             got = _execute.run(ir, env, "cpu")
-        except (RuntimeError, NotImplementedError, ValueError) as e:
+        except (RuntimeError, NotImplementedError, ValueError, KeyError, TypeError) as e:
             return False, "\n".join(lines + [f"FAILED: {e}"]) + "\n"
         was_training = original_model.training
         original_model.eval()

@@ -21,7 +21,7 @@ except ImportError as e:  # pragma: no cover - depends on the machine
 import syntorch as _syntorch_package
 
 from ._bridge import BridgeMode, Tally
-from ._tensors import adopt, mirror_of
+from ._tensors import adopt, begin_run, mirror_of
 
 __all__ = ["simulate", "bridge", "BridgeMode"]
 
@@ -126,6 +126,7 @@ class bridge:
 
     def __enter__(self):
         _syntorch_package.init(**self.init_args)
+        begin_run()
         if self.model is not None:
             _adopt_all([t for t in self.model.parameters()] + [t for t in self.model.buffers()], weight=True)
         self._mode = BridgeMode()
@@ -169,6 +170,7 @@ def simulate(model, example_inputs=(), example_kwargs=None, *, hw=None, set=(), 
     inputs = _to_meta(tuple(example_inputs))
     kwargs = _to_meta(dict(example_kwargs or {}))
     _syntorch_package.init(hw=hw, set=set, framework=framework, trace=trace, policy=policy, console=console)
+    begin_run()
     _adopt_all(list(state.values()), weight=True)
     _adopt_all([inputs, kwargs])
     params = list({id(p): p for p in state.values() if isinstance(p, _torch.nn.Parameter) and p.requires_grad}.values())

@@ -68,7 +68,10 @@ def _flops(info, bound, ins, outs):
         return 2.0 * outs[0].numel() * a.shape[-1]
     if info.short in ("convolution", "convolution_backward") and len(ins) >= 2:
         weight = bound["weight"]
-        grad_or_out = outs[0] if info.short == "convolution" else bound["grad_output"]
+        # Each multiply-add pairs an output position of the convolution (a transposed one's input).
+        grad_or_out = (outs[0] if info.short == "convolution" else bound["grad_output"])
+        if bound.get("transposed"):
+            grad_or_out = bound["input"]
         per_output = 2.0 * weight[0].numel() if weight.dim() > 0 else 0.0  # C_in/groups x kernel, multiply-add
         f = per_output * grad_or_out.numel()
         if info.short == "convolution_backward":
@@ -140,7 +143,15 @@ class BridgeMode(TorchDispatchMode):
         if info is None:
             info = self._infos[func] = _OpInfo(func)
         try:
-            out = func(*args, **kwargs)
+            try:
+                out = func(*args, **kwargs)
+            except RuntimeError as e:
+                if "devices" not in str(e):
+                    raise
+                # A tensor the program made on the CPU (a plain attribute, a constant) beside meta
+                # ones: its meta stand-in, which keeps the CPU tensor's mirror.
+                args, kwargs = to_meta_args(args), to_meta_args(kwargs)
+                out = func(*args, **kwargs)
         except NotImplementedError:
             # An op this PyTorch has no meta kernel for: its outputs' shapes from our own rule.
             shapes = _shapes.rule_for(info.short)
@@ -172,7 +183,12 @@ class BridgeMode(TorchDispatchMode):
         flops = _flops(info, bound, ins, outs)
         tally.flops += flops
         tally.bytes += nbytes
-        result = info.lowering(self, bound, out) if info.lowering is not None else None
+        try:
+            result = info.lowering(self, bound, out) if info.lowering is not None else None
+        except RuntimeError:
+            # The torch layer refused a form PyTorch accepts (cat's legacy empty operands, ...): the
+            # generic cost stands in, and the op is listed.
+            result = None
         if result is None and info.lowering is not None and info.short == "_local_scalar_dense":
             return
         if info.written:
@@ -190,23 +206,28 @@ class BridgeMode(TorchDispatchMode):
         if result is None:
             if info.factory:
                 if info.short.startswith("empty") or info.short.startswith("new_empty"):
-                    result = [self.fresh(o) for o in outs]
+                    result = [self.fresh(o) for o in _slots(out)]
                 else:  # a fill or a random generator writing its output
-                    result = _syntorch._aten_memory_bound(info.name, [], [(list(o.shape), sdtype(o.dtype)) for o in outs],
-                                                          [])
+                    result = _spread(_slots(out), _syntorch._aten_memory_bound(
+                        info.name, [], [(list(o.shape), sdtype(o.dtype)) for o in outs], []))
             else:
                 result = _syntorch._aten_memory_bound(info.name, [self.m(t) for t in ins],
                                                       [(list(o.shape), sdtype(o.dtype)) for o in outs], [])
+                result = _spread(_slots(out), result)
                 widest = max((t.numel() for t in ins), default=0)
                 elementwise = info.short.startswith("_foreach_") or all(o.numel() == widest for o in outs)
                 entry = tally.generic.setdefault(info.name, [0, 0.0, 0.0, elementwise])
                 entry[0] += 1
                 entry[1] += flops
                 entry[2] += nbytes
-        self._attach(info, outs, _tensors_or_none(result))
+        self._attach(info, _slots(out), _tensors_or_none(result))
 
-    def _attach(self, info, outs, mirrors):
-        for i, o in enumerate(outs):
+    def _attach(self, info, slots, mirrors):
+        """Gives each real output its mirror: the lowering's result at the same position of the op's
+        return (an output PyTorch left undefined, None, is skipped)."""
+        for i, o in enumerate(slots):
+            if o is None:
+                continue
             s = mirrors[i] if i < len(mirrors) else None
             if s is None:
                 s = self.fresh(o)
@@ -216,6 +237,45 @@ class BridgeMode(TorchDispatchMode):
             elif not same_layout(o, s):  # the same elements in PyTorch's layout (a permuted output)
                 s = _syntorch._aten_as_strided(s, list(o.shape), list(o.stride()), o.storage_offset(), info.name)
             set_mirror(o, s)
+
+
+def to_meta_args(x):
+    """x with every CPU (non-meta) tensor replaced by a meta tensor of its layout (0-dim ones kept:
+    PyTorch mixes them with meta tensors); a replaced tensor's stand-in shares its bridge mirror and
+    IR name."""
+    if isinstance(x, torch.Tensor):
+        if x.device.type == "meta" or x.dim() == 0:
+            return x
+        stand_in = torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="meta")
+        stand_in.__dict__.update(x.__dict__)
+        return stand_in
+    if isinstance(x, (list, tuple)):
+        return type(x)(to_meta_args(y) for y in x)
+    if isinstance(x, dict):
+        return {k: to_meta_args(v) for k, v in x.items()}
+    return x
+
+
+def _slots(out):
+    """An op's return as the lowerings see it: one entry a returned value (a list's elements in
+    turn), tensors or None."""
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (list, tuple)):
+        flat = []
+        for o in out:
+            if isinstance(o, (list, tuple)):
+                flat.extend(x if isinstance(x, torch.Tensor) else None for x in o)
+            else:
+                flat.append(o if isinstance(o, torch.Tensor) else None)
+        return flat
+    return []
+
+
+def _spread(slots, made):
+    """Mirrors made for the tensor outputs alone, put back at their positions among the slots."""
+    it = iter(made)
+    return [next(it) if o is not None else None for o in slots]
 
 
 def _tensors_or_none(result):

@@ -203,7 +203,8 @@ def _index_select(b, a, out):
 
 @lowers("cat")
 def _cat(b, a, out):
-    ts = [b.m(t) for t in a["tensors"]]
+    # PyTorch still accepts 1-D empty tensors beside others (the legacy form); they add nothing.
+    ts = [b.m(t) for t in a["tensors"] if not (t.dim() == 1 and t.numel() == 0 and out.dim() != 1)]
     return _syntorch.cat(ts, a.get("dim") or 0)
 
 
@@ -317,10 +318,11 @@ def _optional(b, t):
 @lowers("native_batch_norm", "_native_batch_norm_legit", "_native_batch_norm_legit_no_training", "cudnn_batch_norm")
 def _batch_norm(b, a, out):
     training = bool(a.get("training", False))
+    momentum = a.get("momentum", a.get("exponential_average_factor", 0.1))  # cudnn_batch_norm's names
+    eps = a.get("eps", a.get("epsilon", 1e-5))
     y = _syntorch._aten_batch_norm(b.m(a["input"]), _optional(b, a.get("weight")), _optional(b, a.get("bias")),
                                    _optional(b, a.get("running_mean")), _optional(b, a.get("running_var")),
-                                   training or a.get("running_mean") is None, float(a.get("momentum", 0.1)),
-                                   float(a.get("eps", 1e-5)))
+                                   training or a.get("running_mean") is None, float(momentum), float(eps))
     return (y,) + tuple(b.fresh(x) for x in out[1:])  # the saved statistics: written by the same kernels
 
 

@@ -19,10 +19,15 @@ def _convolution_backward(a):
 
 
 def _foreach(a):
-    """The _foreach_ ops (optimizers' multi-tensor steps): an in-place one returns nothing, any
-    other a list shaped as its first list."""
+    """The _foreach_ ops (optimizers' multi-tensor steps): an in-place one returns nothing, a norm
+    one 0-dim value a tensor, any other a list shaped as its first list."""
     first = next(iter(a.values()))
     return [_meta_like(t) for t in first]
+
+
+def _foreach_norm(a):
+    first = next(iter(a.values()))
+    return [torch.empty((), dtype=t.dtype, device="meta") for t in first]
 
 
 def _foreach_inplace(a):
@@ -38,6 +43,8 @@ def rule_for(name):
     """The shape rule for the op `name` (ATen's name without the namespace), or None."""
     if name in META_RULES:
         return META_RULES[name]
+    if name == "_foreach_norm":
+        return _foreach_norm
     if name.startswith("_foreach_"):
         return _foreach_inplace if name.endswith("_") else _foreach
     return None

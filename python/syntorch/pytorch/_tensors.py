@@ -33,13 +33,24 @@ def sdtype(dtype):
         raise NotImplementedError(f"syntorch.pytorch: tensors of dtype {dtype} are not supported") from None
 
 
+# The bridge's runs, counted: a mirror belongs to the run that made it (a real tensor can outlive a
+# run and come back in the next, where its old mirror means nothing).
+_run = [0]
+
+
+def begin_run():
+    """Starts a new run of the bridge: mirrors made before no longer count."""
+    _run[0] += 1
+
+
 def mirror_of(t):
-    """t's syntorch tensor, or None when the bridge has not seen t yet."""
-    return t.__dict__.get(ATTR)
+    """t's syntorch tensor in this run, or None when the bridge has not seen t in it yet."""
+    entry = t.__dict__.get(ATTR)
+    return entry[1] if entry is not None and entry[0] == _run[0] else None
 
 
 def set_mirror(t, s):
-    t.__dict__[ATTR] = s
+    t.__dict__[ATTR] = (_run[0], s)
 
 
 def extent(t):

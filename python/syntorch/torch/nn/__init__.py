@@ -314,6 +314,8 @@ class _ConvNd(Module):
         n = self._dims
         if padding_mode != "zeros":
             raise NotImplementedError(f"{type(self).__name__}: padding_mode={padding_mode!r} is not supported")
+        if isinstance(padding, str):
+            raise NotImplementedError(f"{type(self).__name__}: padding={padding!r} is not supported; give sizes")
         if in_channels % groups or out_channels % groups:
             raise ValueError(f"{type(self).__name__}: in_channels ({in_channels}) and out_channels ({out_channels}) "
                              f"must be divisible by groups ({groups})")
