@@ -65,6 +65,13 @@ def test_bad_arguments_name_what_is_wrong():
         F.interpolate(x, scale_factor=2, mode="bicubic")
     with pytest.raises(NotImplementedError, match="padding='same' is not supported"):
         F.conv2d(x, torch.empty(4, 3, 3, 3, device="cuda"), padding="same")
+    with pytest.raises(NotImplementedError, match="padding='same' is not supported"):
+        nn.Conv2d(3, 4, 3, padding="same")
+    with pytest.raises(ValueError, match=r"max_pool2d: kernel_size must have 1 or 2 values, got 3"):
+        F.max_pool2d(x, (2, 2, 2))
+    with pytest.raises(ValueError, match="scale_factor must have 1 or 2 values"):
+        F.interpolate(x, scale_factor=(2, 2, 2))
+    assert list(F.adaptive_avg_pool2d(x, (None, 2)).shape) == [1, 3, 8, 2]
 
 
 @pytest.mark.parametrize("train", [False, True], ids=["inference", "training"])

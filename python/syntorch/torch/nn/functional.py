@@ -77,8 +77,15 @@ def _convolution(input, weight, bias, stride, padding, dilation, transposed, out
                                        groups)
 
 
-def _tuple(v, n):
-    return [int(x) for x in v] if isinstance(v, (list, tuple)) else [int(v)] * n
+def _tuple(v, n, what="argument"):
+    """One value or n of them, as n ints (PyTorch's _pair/_triple); a ValueError naming `what` else."""
+    if isinstance(v, (list, tuple)):
+        if len(v) == 1:
+            return [int(v[0])] * n
+        if len(v) != n:
+            raise ValueError(f"{what} must have 1 or {n} values, got {len(v)}: {list(v)}")
+        return [int(x) for x in v]
+    return [int(v)] * n
 
 
 def _conv(n):
@@ -114,16 +121,21 @@ def _max_pool(n):
     def pool(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
         if return_indices:
             raise NotImplementedError(f"torch.nn.functional.max_pool{n}d: return_indices=True is not supported")
-        return _syntorch._max_pool(input, _tuple(kernel_size, n), _tuple(stride, n) if stride is not None else [],
-                                   _tuple(padding, n), _tuple(dilation, n), bool(ceil_mode))
+        what = f"max_pool{n}d"
+        return _syntorch._max_pool(input, _tuple(kernel_size, n, f"{what}: kernel_size"),
+                                   _tuple(stride, n, f"{what}: stride") if stride is not None else [],
+                                   _tuple(padding, n, f"{what}: padding"), _tuple(dilation, n, f"{what}: dilation"),
+                                   bool(ceil_mode))
     pool.__name__ = f"max_pool{n}d"
     return pool
 
 
 def _avg_pool(n):
     def pool(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
-        return _syntorch._avg_pool(input, _tuple(kernel_size, n), _tuple(stride, n) if stride is not None else [],
-                                   _tuple(padding, n), bool(ceil_mode))
+        what = f"avg_pool{n}d"
+        return _syntorch._avg_pool(input, _tuple(kernel_size, n, f"{what}: kernel_size"),
+                                   _tuple(stride, n, f"{what}: stride") if stride is not None else [],
+                                   _tuple(padding, n, f"{what}: padding"), bool(ceil_mode))
     pool.__name__ = f"avg_pool{n}d"
     return pool
 
@@ -133,7 +145,12 @@ avg_pool1d, avg_pool2d, avg_pool3d = _avg_pool(1), _avg_pool(2), _avg_pool(3)
 
 
 def adaptive_avg_pool2d(input, output_size):
-    return _syntorch._adaptive_avg_pool(input, _tuple(output_size, 2))
+    """None in output_size keeps that dim's input size, as PyTorch's."""
+    sizes = list(output_size) if isinstance(output_size, (list, tuple)) else [output_size] * 2
+    if len(sizes) != 2:
+        raise ValueError(f"adaptive_avg_pool2d: output_size must have 1 or 2 values, got {output_size!r}")
+    spatial = list(input.shape[-2:])
+    return _syntorch._adaptive_avg_pool(input, [spatial[i] if v is None else int(v) for i, v in enumerate(sizes)])
 
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None,
@@ -143,8 +160,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if (size is None) == (scale_factor is None):
         raise ValueError("interpolate: give exactly one of size and scale_factor")
     if size is not None:
-        out = _tuple(size, len(spatial))
+        out = _tuple(size, len(spatial), "interpolate: size")
     else:
         scales = scale_factor if isinstance(scale_factor, (list, tuple)) else [scale_factor] * len(spatial)
+        if len(scales) != len(spatial):
+            raise ValueError(f"interpolate: scale_factor must have 1 or {len(spatial)} values for a "
+                             f"{input.dim()}-D input, got {list(scales)}")
         out = [int(s * f) for s, f in zip(spatial, scales)]
     return _syntorch._upsample(input, out, mode)
