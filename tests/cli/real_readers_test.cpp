@@ -43,7 +43,8 @@ TEST(RealReaders, AstraSimAndTraceProcessorReadATp2Pp2RunsTraces) {
 // rank belongs to two communicator groups that run the same collective type (TP x DP): each
 // group's CollectivePlan deletes the CollectiveImpl it borrowed from the shared lookup, so the
 // second delete is a double free (docs/traces.md shows it on a 4-rank trace under valgrind). That
-// abort, after all ranks finished, is the one failure accepted; any other fails the test.
+// crash at teardown (glibc's abort or a segmentation fault, as the heap falls), after all ranks
+// finished, is the one failure accepted; any other fails the test.
 TEST(RealReaders, AstraSimReplaysEveryRankOfTrainingLayoutsToTheEnd) {
 #if !defined(SYNTORCH_BINARY)
   GTEST_SKIP() << "the syntorch binary is not known to this test build";
@@ -87,8 +88,11 @@ TEST(RealReaders, AstraSimReplaysEveryRankOfTrainingLayoutsToTheEnd) {
     const std::string done = r.substr(comma + 2, of - comma - 2);
     const std::string total = r.substr(of + 4, r.find(' ', of + 4) - of - 4);
     EXPECT_EQ(done, total) << r;
-    EXPECT_NE(r.find("exit 134"), std::string::npos) << r;
-    EXPECT_NE(r.find("malloc"), std::string::npos) << r;
+    // The double free's symptom depends on the heap: glibc's abort (134, with its malloc message)
+    // or a segmentation fault (139) while the ranks are torn down.
+    const bool aborted = r.find("exit 134") != std::string::npos && r.find("malloc") != std::string::npos;
+    const bool segfault = r.find("exit 139") != std::string::npos;
+    EXPECT_TRUE(aborted || segfault) << r;
   }
 #endif
 }
