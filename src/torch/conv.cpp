@@ -24,15 +24,7 @@ struct ConvShape {
 };
 
 detail::Sizes per_dim(IntArrayRef v, std::size_t dims, const char* what, std::int64_t floor) {
-  if (v.size() != 1 && v.size() != dims) {
-    detail::fail("convolution: {} must have 1 or {} values, got {}", what, dims, v.size());
-  }
-  detail::Sizes out(dims);
-  for (std::size_t i = 0; i < dims; ++i) {
-    out[i] = v.size() == 1 ? v[0] : v[i];
-    if (out[i] < floor) detail::fail("convolution: {} must be at least {}, got {}", what, floor, out[i]);
-  }
-  return out;
+  return detail::per_dim(v, dims, "convolution", what, floor);
 }
 
 // A transposed convolution is described as the convolution whose input gradient it computes: its

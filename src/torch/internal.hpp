@@ -142,6 +142,10 @@ void infer_size(IntArrayRef shape, std::int64_t numel, const char* op, Sizes& ou
 // it (ATen's computeStride).
 bool view_strides(IntArrayRef sizes, IntArrayRef strides, IntArrayRef new_sizes, Sizes& out);
 
+// One value or one per dim (PyTorch's _pair/_triple): `dims` values, each at least `floor`;
+// "<op>: <what> must have 1 or N values" otherwise.
+Sizes per_dim(IntArrayRef values, std::size_t dims, const char* op, const char* what, std::int64_t floor);
+
 // Parameter creation for modules: an empty tensor allocated under MemoryUse::weights.
 Tensor make_parameter(IntArrayRef sizes, ScalarType dtype, std::string_view what);
 

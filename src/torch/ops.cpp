@@ -993,14 +993,26 @@ Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim) {
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     if (!tensors[i].defined()) fail("cat: expected a defined tensor for tensor number {} in the list", i);
   }
-  const auto& first = impl_of(tensors[0]);
+  // As ATen: a 1-D empty tensor (the legacy empty form) may stand beside tensors of any shape and
+  // adds nothing; the first other tensor sets the shape.
+  const auto legacy_empty = [](const detail::TensorImpl& t) { return t.sizes.size() == 1 && t.sizes[0] == 0; };
+  std::size_t lead = 0;
+  while (lead + 1 < tensors.size() && legacy_empty(impl_of(tensors[lead]))) ++lead;
+  const auto& first = impl_of(tensors[lead]);
   const auto n = static_cast<std::int64_t>(first.sizes.size());
-  if (n == 0) fail("cat: zero-dimensional tensor (at position 0) cannot be concatenated");
+  if (n == 0) fail("cat: zero-dimensional tensor (at position {}) cannot be concatenated", lead);
   const auto d = static_cast<std::size_t>(detail::wrap_dim(dim, n, "cat"));
   Sizes out = first.sizes;
   out[d] = 0;
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     const auto& t = impl_of(tensors[i]);
+    if (legacy_empty(t) && !legacy_empty(first)) {
+      if (t.dtype != first.dtype) {
+        fail("cat: expected all tensors to have the same dtype, but got {} and {} for tensor number {} in the list",
+             scalar_type_name(first.dtype), scalar_type_name(t.dtype), i);
+      }
+      continue;
+    }
     if (t.sizes.size() != first.sizes.size()) {
       fail("cat: Tensors must have same number of dimensions: got {} and {}", first.sizes.size(), t.sizes.size());
     }
@@ -1032,15 +1044,17 @@ Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim) {
     // Each input's gradient is its slice of the output's: a view, no kernel.
     std::vector<const Tensor*> inputs;
     for (const Tensor& t : tensors) inputs.push_back(&t);
-    std::vector<std::int64_t> extents;
-    for (const Tensor& t : tensors) extents.push_back(t.size(static_cast<std::int64_t>(d)));
+    std::vector<std::int64_t> extents;  // -1: a legacy empty tensor, which takes no gradient
+    for (const Tensor& t : tensors) {
+      extents.push_back(legacy_empty(impl_of(t)) && !legacy_empty(first) ? -1 : t.size(static_cast<std::int64_t>(d)));
+    }
     const auto dim_d = static_cast<std::int64_t>(d);
     autograd::record("CatBackward0", inputs, {&result}, {}, [extents, dim_d](Grads& g, Grads&, const Node&) {
       Grads parts;
       std::int64_t start = 0;
       for (std::int64_t e : extents) {
-        parts.push_back(g[0].narrow(dim_d, start, e));
-        start += e;
+        parts.push_back(e < 0 ? Tensor() : g[0].narrow(dim_d, start, e));
+        start += std::max<std::int64_t>(e, 0);
       }
       return parts;
     });

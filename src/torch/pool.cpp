@@ -24,18 +24,10 @@ void check_spatial(const Tensor& input, std::size_t dims, const char* op) {
   }
 }
 
+// detail::per_dim, with `fallback` standing for an empty `v` (a stride defaulting to the kernel).
 detail::Sizes values(IntArrayRef v, std::size_t dims, IntArrayRef fallback, const char* op, const char* what,
                      std::int64_t floor) {
-  IntArrayRef given = v.empty() ? fallback : v;
-  if (given.size() != 1 && given.size() != dims) {
-    detail::fail("{}: {} must have 1 or {} values, got {}", op, what, dims, given.size());
-  }
-  detail::Sizes out(dims);
-  for (std::size_t i = 0; i < dims; ++i) {
-    out[i] = given.size() == 1 ? given[0] : given[i];
-    if (out[i] < floor) detail::fail("{}: {} must be at least {}, got {}", op, what, floor, out[i]);
-  }
-  return out;
+  return detail::per_dim(v.empty() ? fallback : v, dims, op, what, floor);
 }
 
 // One memory-bound pass named `name` making an output of `sizes` from `input` (and `extra` read

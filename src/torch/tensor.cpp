@@ -245,6 +245,16 @@ Tensor make_view(const Tensor& src, IntArrayRef sizes, IntArrayRef strides, std:
   return finish_view(impl);
 }
 
+Sizes per_dim(IntArrayRef values, std::size_t dims, const char* op, const char* what, std::int64_t floor) {
+  if (values.size() != 1 && values.size() != dims) fail("{}: {} must have 1 or {} values, got {}", op, what, dims, values.size());
+  Sizes out(dims);
+  for (std::size_t i = 0; i < dims; ++i) {
+    out[i] = values.size() == 1 ? values[0] : values[i];
+    if (out[i] < floor) fail("{}: {} must be at least {}, got {}", op, what, floor, out[i]);
+  }
+  return out;
+}
+
 bool broadcasts_to(IntArrayRef from, IntArrayRef to) {
   if (from.size() > to.size()) return false;
   const std::size_t lead = to.size() - from.size();

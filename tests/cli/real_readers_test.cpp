@@ -9,27 +9,37 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
 
 namespace fs = std::filesystem;
 
+fs::path readers() { return fs::path(SYNTORCH_SOURCE_DIR) / ".." / "shared" / "tools" / "readers"; }
+
+#if defined(SYNTORCH_BINARY)
+// Runs a reader script on this build's syntorch from the source root: its exit code and output.
+std::pair<int, std::string> run_script(const fs::path& script) {
+  const std::string command = "cd '" + std::string(SYNTORCH_SOURCE_DIR) + "' && bash '" + script.string() + "' '" +
+                              SYNTORCH_BINARY + "' 2>&1";
+  std::string out;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return {-1, "popen failed"};
+  std::array<char, 4096> buf{};
+  while (std::fgets(buf.data(), static_cast<int>(buf.size()), pipe) != nullptr) out += buf.data();
+  const int status = ::pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+#endif
+
 TEST(RealReaders, AstraSimAndTraceProcessorReadATp2Pp2RunsTraces) {
 #if !defined(SYNTORCH_BINARY)
   GTEST_SKIP() << "the syntorch binary is not known to this test build";
 #else
-  const fs::path check = fs::path(SYNTORCH_SOURCE_DIR) / ".." / "shared" / "tools" / "readers" / "check.sh";
+  const fs::path check = readers() / "check.sh";
   if (!fs::exists(check)) GTEST_SKIP() << "no readers at " << check.string();
-  const std::string command = "cd '" + std::string(SYNTORCH_SOURCE_DIR) + "' && bash '" + check.string() + "' '" +
-                              SYNTORCH_BINARY + "' 2>&1";
-  std::string out;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::array<char, 4096> buf{};
-  while (std::fgets(buf.data(), static_cast<int>(buf.size()), pipe) != nullptr) out += buf.data();
-  const int status = ::pclose(pipe);
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  const auto [code, out] = run_script(check);
   if (code == 2) GTEST_SKIP() << "the readers cannot run here: " << out;
   EXPECT_EQ(code, 0) << out;
   EXPECT_NE(out.find("ASTRA-sim: 4/4 ranks finished"), std::string::npos) << out;
@@ -49,17 +59,9 @@ TEST(RealReaders, AstraSimReplaysEveryRankOfTrainingLayoutsToTheEnd) {
 #if !defined(SYNTORCH_BINARY)
   GTEST_SKIP() << "the syntorch binary is not known to this test build";
 #else
-  const fs::path check = fs::path(SYNTORCH_SOURCE_DIR) / ".." / "shared" / "tools" / "readers" / "check_training.sh";
+  const fs::path check = readers() / "check_training.sh";
   if (!fs::exists(check)) GTEST_SKIP() << "no readers at " << check.string();
-  const std::string command = "cd '" + std::string(SYNTORCH_SOURCE_DIR) + "' && bash '" + check.string() + "' '" +
-                              SYNTORCH_BINARY + "' 2>&1";
-  std::string out;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::array<char, 4096> buf{};
-  while (std::fgets(buf.data(), static_cast<int>(buf.size()), pipe) != nullptr) out += buf.data();
-  const int status = ::pclose(pipe);
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  const auto [code, out] = run_script(check);
   if (code == 2) GTEST_SKIP() << "the readers cannot run here: " << out;
   // One result a layout, separated by '|'.
   std::vector<std::string> results;

@@ -631,6 +631,18 @@ TEST_F(TorchSelect, MeanOverDimsIsOneReductionAndItsBackwardDividesOverTheInput)
   EXPECT_THROW(torch::mean(torch::empty({3}, torch::kInt64), {0}), torch::Error);
 }
 
+TEST_F(TorchOps, CatTakesALegacyEmptyTensorBesideAnyShapeAsATenDoes) {
+  auto x = torch::empty({2, 3}).requires_grad_();
+  auto y = torch::cat({torch::empty({0}), x, torch::empty({0})}, 1);
+  EXPECT_EQ(y.sizes(), (Sizes{2, 3}));
+  EXPECT_EQ(rank.last().elements, 6u);
+  torch::sum(y).backward();
+  EXPECT_EQ(x.grad().sizes(), x.sizes());
+  EXPECT_NE(error_of([] { torch::cat({torch::empty({0}), torch::empty({0}, torch::kInt64), torch::empty({2, 3})}); })
+                .find("same dtype"),
+            std::string::npos);
+}
+
 // --- convolutions and batch norm ---
 
 TEST_F(TorchOps, AConvolutionIsAnImplicitGemmThenItsBiasAndItsBackwardTwoMore) {

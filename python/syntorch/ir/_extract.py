@@ -4,7 +4,9 @@ ATen op it runs becomes a node, every tensor a TensorMeta."""
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from ._graph import IR, Constant, Node, TensorMeta, TensorRef, WeightMeta
+from syntorch.pytorch._tensors import run_on_meta
+
+from ._graph import IR, Constant, Node, TensorMeta, TensorRef, WeightMeta, collect_refs
 
 _NAME = "_syntorch_ir_name"
 
@@ -57,14 +59,7 @@ class _Recorder(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        try:
-            out = func(*args, **kwargs)
-        except RuntimeError as e:
-            if "devices" not in str(e):
-                raise
-            from syntorch.pytorch._bridge import to_meta_args  # a CPU constant beside meta tensors
-            args, kwargs = to_meta_args(args), to_meta_args(kwargs)
-            out = func(*args, **kwargs)
+        out, args, kwargs = run_on_meta(func, args, kwargs)
         op_type = str(func)
         packet = op_type.split(".")[1] if op_type.count(".") >= 2 else op_type
         k = self._per_op.get(packet, 0)
@@ -72,9 +67,7 @@ class _Recorder(TorchDispatchMode):
         node_name = f"{packet}_{k}"
         enc_args = [self.encode(a) for a in args]
         enc_kwargs = {key: self.encode(v) for key, v in kwargs.items()}
-        inputs = []
-        for a in list(enc_args) + list(enc_kwargs.values()):
-            _refs(a, inputs)
+        inputs = collect_refs(list(enc_args) + list(enc_kwargs.values()), [])
         flat = flatten_outputs(out)
         outputs = []
         for i, t in enumerate(flat):
@@ -87,14 +80,6 @@ class _Recorder(TorchDispatchMode):
         self.nodes.append(Node(node_name, op_type, enc_args, enc_kwargs, [self.tensors[r.name] for r in inputs],
                                outputs))
         return out
-
-
-def _refs(x, acc):
-    if isinstance(x, TensorRef):
-        acc.append(x)
-    elif isinstance(x, list):
-        for y in x:
-            _refs(y, acc)
 
 
 def flatten_outputs(out):

@@ -145,9 +145,7 @@ class IR:
             kwargs = {k: decode(v, where, f"{at}/kwargs/{k}", tensors)
                       for k, v in need(n, "kwargs", dict, at).items()}
             outs = [tensor(o, f"{at}/outputs") if o is not None else None for o in need(n, "outputs", list, at)]
-            inputs = []
-            for a in list(args) + list(kwargs.values()):
-                _collect(a, inputs)
+            inputs = collect_refs(list(args) + list(kwargs.values()), [])
             for ref in inputs:
                 if ref.name not in defined:
                     raise ValueError(f"{where}: {at}: reads tensor '{ref.name}' before any node makes it (nodes run in "
@@ -240,9 +238,11 @@ def decode(x, where, at, tensors):
     return x
 
 
-def _collect(x, acc):
+def collect_refs(x, acc):
+    """The TensorRefs of an argument (nested lists included), appended to acc."""
     if isinstance(x, TensorRef):
         acc.append(x)
     elif isinstance(x, list):
         for y in x:
-            _collect(y, acc)
+            collect_refs(y, acc)
+    return acc

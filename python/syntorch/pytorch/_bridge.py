@@ -9,7 +9,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 import _syntorch
 
 from . import _lowering, _shapes
-from ._tensors import adopt, mirror_of, same_layout, sdtype, set_mirror
+from ._tensors import adopt, mirror_of, run_on_meta, same_layout, sdtype, set_mirror, tensors_in as _tensors
 
 
 class _OpInfo:
@@ -42,15 +42,6 @@ def _bind(info, args, kwargs):
         else:
             bound[name] = kwargs.get(name, default)
     return bound
-
-
-def _tensors(x, acc):
-    if isinstance(x, torch.Tensor):
-        acc.append(x)
-    elif isinstance(x, (list, tuple)):
-        for y in x:
-            _tensors(y, acc)
-    return acc
 
 
 def _nbytes(t):
@@ -143,15 +134,7 @@ class BridgeMode(TorchDispatchMode):
         if info is None:
             info = self._infos[func] = _OpInfo(func)
         try:
-            try:
-                out = func(*args, **kwargs)
-            except RuntimeError as e:
-                if "devices" not in str(e):
-                    raise
-                # A tensor the program made on the CPU (a plain attribute, a constant) beside meta
-                # ones: its meta stand-in, which keeps the CPU tensor's mirror.
-                args, kwargs = to_meta_args(args), to_meta_args(kwargs)
-                out = func(*args, **kwargs)
+            out, args, kwargs = run_on_meta(func, args, kwargs)
         except NotImplementedError:
             # An op this PyTorch has no meta kernel for: its outputs' shapes from our own rule.
             shapes = _shapes.rule_for(info.short)
@@ -168,7 +151,8 @@ class BridgeMode(TorchDispatchMode):
         tally.counts[info.name] += 1
         self.name = info.short
         bound = _bind(info, args, kwargs)
-        outs = _tensors(out, [])
+        slots = _slots(out)
+        outs = [o for o in slots if o is not None]
         if info.view_source is not None:
             src = self.m(bound[info.view_source])
             for o in outs:
@@ -189,8 +173,6 @@ class BridgeMode(TorchDispatchMode):
             # The torch layer refused a form PyTorch accepts (cat's legacy empty operands, ...): the
             # generic cost stands in, and the op is listed.
             result = None
-        if result is None and info.lowering is not None and info.short == "_local_scalar_dense":
-            return
         if info.written:
             written = _tensors([bound[n] for n in info.written], [])
             if result is None:
@@ -206,21 +188,21 @@ class BridgeMode(TorchDispatchMode):
         if result is None:
             if info.factory:
                 if info.short.startswith("empty") or info.short.startswith("new_empty"):
-                    result = [self.fresh(o) for o in _slots(out)]
+                    result = [self.fresh(o) for o in slots]
                 else:  # a fill or a random generator writing its output
-                    result = _spread(_slots(out), _syntorch._aten_memory_bound(
+                    result = _spread(slots, _syntorch._aten_memory_bound(
                         info.name, [], [(list(o.shape), sdtype(o.dtype)) for o in outs], []))
             else:
                 result = _syntorch._aten_memory_bound(info.name, [self.m(t) for t in ins],
                                                       [(list(o.shape), sdtype(o.dtype)) for o in outs], [])
-                result = _spread(_slots(out), result)
+                result = _spread(slots, result)
                 widest = max((t.numel() for t in ins), default=0)
                 elementwise = info.short.startswith("_foreach_") or all(o.numel() == widest for o in outs)
                 entry = tally.generic.setdefault(info.name, [0, 0.0, 0.0, elementwise])
                 entry[0] += 1
                 entry[1] += flops
                 entry[2] += nbytes
-        self._attach(info, _slots(out), _tensors_or_none(result))
+        self._attach(info, slots, _tensors_or_none(result))
 
     def _attach(self, info, slots, mirrors):
         """Gives each real output its mirror: the lowering's result at the same position of the op's
@@ -237,23 +219,6 @@ class BridgeMode(TorchDispatchMode):
             elif not same_layout(o, s):  # the same elements in PyTorch's layout (a permuted output)
                 s = _syntorch._aten_as_strided(s, list(o.shape), list(o.stride()), o.storage_offset(), info.name)
             set_mirror(o, s)
-
-
-def to_meta_args(x):
-    """x with every CPU (non-meta) tensor replaced by a meta tensor of its layout (0-dim ones kept:
-    PyTorch mixes them with meta tensors); a replaced tensor's stand-in shares its bridge mirror and
-    IR name."""
-    if isinstance(x, torch.Tensor):
-        if x.device.type == "meta" or x.dim() == 0:
-            return x
-        stand_in = torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="meta")
-        stand_in.__dict__.update(x.__dict__)
-        return stand_in
-    if isinstance(x, (list, tuple)):
-        return type(x)(to_meta_args(y) for y in x)
-    if isinstance(x, dict):
-        return {k: to_meta_args(v) for k, v in x.items()}
-    return x
 
 
 def _slots(out):

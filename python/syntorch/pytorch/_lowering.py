@@ -7,7 +7,7 @@ Adding an op is a function here and a line in TABLE."""
 
 import _syntorch
 
-from ._tensors import sdtype
+from ._tensors import sdtype, tensors_in as _tensors
 
 LOWERINGS = {}
 
@@ -203,8 +203,7 @@ def _index_select(b, a, out):
 
 @lowers("cat")
 def _cat(b, a, out):
-    # PyTorch still accepts 1-D empty tensors beside others (the legacy form); they add nothing.
-    ts = [b.m(t) for t in a["tensors"] if not (t.dim() == 1 and t.numel() == 0 and out.dim() != 1)]
+    ts = [b.m(t) for t in a["tensors"]]
     return _syntorch.cat(ts, a.get("dim") or 0)
 
 
@@ -248,7 +247,7 @@ def _dropout(b, a, out):
 @lowers("_local_scalar_dense")
 def _item(b, a, out):
     b.m(a["self"]).item()  # the host waits for the device
-    return None
+    return ()  # a number, no tensor
 
 
 # --- reductions and losses ---
@@ -344,18 +343,8 @@ def _batch_norm_backward(b, a, out):
         "embedding_backward", "unfold_backward", "diagonal_backward", "as_strided_backward")
 def _memory_pass(b, a, out):
     outs = out if isinstance(out, (tuple, list)) else (out,)
-    ins = [b.m(t) for t in _tensor_args(b, a)]
+    ins = [b.m(t) for t in _tensors(list(a.values()), [])]
     specs = [(list(o.shape), sdtype(o.dtype)) for o in outs if o is not None]
     made = _syntorch._aten_memory_bound("aten::" + b.name, ins, specs, [])
     it = iter(made)
     return tuple(next(it) if o is not None else None for o in outs)
-
-
-def _tensor_args(b, a):
-    found = []
-    for v in a.values():
-        if b.is_tensor(v):
-            found.append(v)
-        elif isinstance(v, (list, tuple)):
-            found.extend(x for x in v if b.is_tensor(x))
-    return found

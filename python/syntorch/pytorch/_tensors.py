@@ -79,3 +79,42 @@ def adopt(t, weight=False):
 
 def same_layout(real, s):
     return tuple(real.shape) == tuple(s.size()) and tuple(real.stride()) == tuple(s.stride())
+
+
+def tensors_in(x, acc):
+    """The tensors of x (a tensor, or lists and tuples of them and other values), appended to acc."""
+    if isinstance(x, torch.Tensor):
+        acc.append(x)
+    elif isinstance(x, (list, tuple)):
+        for y in x:
+            tensors_in(y, acc)
+    return acc
+
+
+def to_meta_args(x):
+    """x with every CPU (non-meta) tensor replaced by a meta tensor of its layout (0-dim ones kept:
+    PyTorch mixes them with meta tensors); a replaced tensor's stand-in shares its bridge mirror and
+    IR name."""
+    if isinstance(x, torch.Tensor):
+        if x.device.type == "meta" or x.dim() == 0:
+            return x
+        stand_in = torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="meta")
+        stand_in.__dict__.update(x.__dict__)
+        return stand_in
+    if isinstance(x, (list, tuple)):
+        return type(x)(to_meta_args(y) for y in x)
+    if isinstance(x, dict):
+        return {k: to_meta_args(v) for k, v in x.items()}
+    return x
+
+
+def run_on_meta(func, args, kwargs):
+    """Runs an ATen op for its outputs' shapes: (outputs, args, kwargs as run). A tensor the program
+    made on the CPU (a plain attribute, a constant) beside meta ones runs as its meta stand-in."""
+    try:
+        return func(*args, **kwargs), args, kwargs
+    except RuntimeError as e:
+        if "devices" not in str(e):
+            raise
+        args, kwargs = to_meta_args(args), to_meta_args(kwargs)
+        return func(*args, **kwargs), args, kwargs

@@ -34,6 +34,18 @@ def _parameter(*size, device=None, dtype=None):
     return _syntorch._parameter(torch._sizes(size), dtype, torch._device_name(device), True)
 
 
+def _affine(module, shape, affine, bias, device, dtype):
+    """A norm layer's weight and bias of `shape` (bias only with `bias`), or None for each."""
+    if affine:
+        module.weight = _parameter(*shape, device=device, dtype=dtype)
+    else:
+        object.__setattr__(module, "weight", None)
+    if affine and bias:
+        module.bias = _parameter(*shape, device=device, dtype=dtype)
+    else:
+        object.__setattr__(module, "bias", None)
+
+
 class Module:
     def __init__(self):
         object.__setattr__(self, "_parameters", OrderedDict())
@@ -239,15 +251,7 @@ class LayerNorm(Module):
         if isinstance(normalized_shape, int):
             normalized_shape = (normalized_shape,)
         self.normalized_shape, self.eps = tuple(normalized_shape), eps
-        if elementwise_affine:
-            self.weight = _parameter(*normalized_shape, device=device, dtype=dtype)
-            if bias:
-                self.bias = _parameter(*normalized_shape, device=device, dtype=dtype)
-            else:
-                object.__setattr__(self, "bias", None)
-        else:
-            object.__setattr__(self, "weight", None)
-            object.__setattr__(self, "bias", None)
+        _affine(self, normalized_shape, elementwise_affine, bias, device, dtype)
 
     def forward(self, x):
         return functional.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -366,12 +370,7 @@ class _BatchNorm(Module):
                  dtype=None):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
-        if affine:
-            self.weight = _parameter(num_features, device=device, dtype=dtype)
-            self.bias = _parameter(num_features, device=device, dtype=dtype)
-        else:
-            object.__setattr__(self, "weight", None)
-            object.__setattr__(self, "bias", None)
+        _affine(self, (num_features,), affine, True, device, dtype)
         if track_running_stats:
             import syntorch.torch as torch
             # Their values never matter here; made without a fill kernel, as PyTorch makes them on the host.
@@ -403,12 +402,7 @@ class GroupNorm(Module):
     def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None):
         super().__init__()
         self.num_groups, self.num_channels, self.eps = num_groups, num_channels, eps
-        if affine:
-            self.weight = _parameter(num_channels, device=device, dtype=dtype)
-            self.bias = _parameter(num_channels, device=device, dtype=dtype)
-        else:
-            object.__setattr__(self, "weight", None)
-            object.__setattr__(self, "bias", None)
+        _affine(self, (num_channels,), affine, True, device, dtype)
 
     def forward(self, x):
         return functional.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
