@@ -18,7 +18,7 @@ std::string write_study() {
   const auto path = std::filesystem::temp_directory_path() / "syntorch_bench_sweep.yaml";
   std::ofstream out(path);
   out << "name: bench-1000\nbase:\n  hw: " << SYNTORCH_SOURCE_DIR << "/hw_configs/h100_sxm5_80gb.json\n"
-      << "  model: gpt3-13b\n  input_tokens: 128\n  graph: true\naxes:\n"
+      << "  model: gpt3-13b\n  input_tokens: 128\n  cuda_graphs: true\naxes:\n"
       << "  - {param: batch, values: [1, 2, 4, 8, 12, 16, 24, 32, 48, 64]}\n"
       << "  - {hw: /components/gpu/components/hbm/bandwidth, values: [2 TB/s, 2.5 TB/s, 3 TB/s, 3.35 TB/s, 4 TB/s, "
          "4.8 TB/s, 5.5 TB/s, 6.7 TB/s, 8 TB/s, 10 TB/s]}\n"

@@ -7,6 +7,7 @@
 #include "bindings.hpp"
 
 #include "syntorch/parallel/distributed.hpp"
+#include "syntorch/session/graph_run.hpp"
 #include "syntorch/session/parameters.hpp"
 #include "syntorch/session/run.hpp"
 #include "syntorch/session/serving/serve.hpp"
@@ -146,9 +147,25 @@ std::string run_workload(const std::string& kind, const std::string& hw, const s
   return report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// syntorch.simulate_graph: a model's graph file run on one device; its report as JSON text.
+std::string run_graph(const std::string& graph, const std::string& hw, const std::vector<std::string>& sets,
+                      const std::string& policy, const std::string& trace, const std::string& framework) {
+  session::RunOptions options;
+  options.hw = hw;
+  options.sets = sets;
+  options.policy = policy;
+  options.trace = trace;
+  options.framework = framework;
+  py::gil_scoped_release release;  // the simulation touches no Python object
+  const session::GraphRunReport report = session::simulate_graph(options, graph);
+  return session::graph_report_json(report, graph).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 }  // namespace
 
 void bind_session(py::module_& m) {
+  m.def("run_graph", &run_graph, py::arg("graph"), py::arg("hw"), py::arg("set"), py::arg("policy"), py::arg("trace"),
+        py::arg("framework"));
   m.def("run_workload", &run_workload, py::arg("kind"), py::arg("hw"), py::arg("set"), py::arg("policy"),
         py::arg("trace"), py::arg("params"));
   m.def("workload_parameters", [](const std::string& kind) {

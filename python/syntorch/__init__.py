@@ -19,7 +19,7 @@ import threading
 import _syntorch
 
 __all__ = ["init", "launch", "trace_manager", "current_session", "profile", "KernelPolicy", "set_kernel_policy",
-           "get_kernel_policy", "clear_kernel_policy", "simulate", "train", "serve"]
+           "get_kernel_policy", "clear_kernel_policy", "simulate", "simulate_graph", "train", "serve"]
 
 _here = os.path.dirname(os.path.abspath(__file__))
 _session = None
@@ -240,6 +240,25 @@ def serve(model, hw=None, set=(), policy=None, trace=None, capacity=False, probe
     if capacity:
         return _workload("capacity", model, hw, set, policy, trace, dict(params, probes=probes))
     return _workload("serve", model, hw, set, policy, trace, params)
+
+
+def simulate_graph(graph, hw=None, set=(), policy=None, trace=None, framework="eager"):
+    """A model's graph (a syntorch IR JSON file: syntorch.ir's `ir.save`, `syntorch graph
+    export`) run once on one device, as `syntorch simulate --graph` runs it, by the simulator
+    alone (no PyTorch needed); returns its report as a dict: simulated_time_s, kernels, flops,
+    hbm_bytes, peak memory, and under "aten" the count of every ATen op and those with no model
+    of their own (costed as memory-bound passes, with their share of the graph's FLOPs and
+    bytes); status "oom" for a simulated out-of-memory. `hw`, `set`, `policy` and `trace` as for
+    simulate(). A file that is not an IR raises ValueError naming it, the JSON path, what was
+    expected and what was found."""
+    import json
+    if isinstance(set, str):
+        set = [set]
+    if framework not in ("eager", "native"):
+        raise ValueError(f"simulate_graph: framework must be 'eager' or 'native', got {framework!r}")
+    text = _syntorch.run_graph(str(graph), hw if hw is not None else _bundled_config("dgx_h100.json"), list(set),
+                               "" if policy is None else str(policy), "" if trace is None else str(trace), framework)
+    return json.loads(text)
 
 
 simulate.__doc__ = simulate.__doc__.replace("{params}", _parameter_doc("generate"))

@@ -424,16 +424,16 @@ def test_simulate_and_train_take_every_parameter_the_cli_does():
             assert f"    {key}" in fn.__doc__, key
             assert typ in ("int", "float", "bool", "choice", "str") and help_text
     report = syntorch.simulate("gpt3-125m", hw=_hw("dgx_a100.json"), tp=2, batch=2, input=32, output_tokens=3,
-                               graph=True, framework="native")
+                               cuda_graphs=True, framework="native")
     assert report["status"] == "ok"
     for key, *_ in _syntorch.workload_parameters("generate"):
         assert key in report, key
-    assert (report["tp"], report["batch"], report["input_tokens"], report["graph"]) == (2, 2, 32, True)
+    assert (report["tp"], report["batch"], report["input_tokens"], report["cuda_graphs"]) == (2, 2, 32, True)
     assert report["ttft_ms"] > 0 and report["tokens_per_s"] > 0
     # The CLI gives the same report for the same run.
     cli = subprocess.run([_syntorch_binary(), "simulate", "--json", "--hw", _hw("dgx_a100.json"), "--model",
                           "gpt3-125m", "--tp", "2", "--batch", "2", "--input-tokens", "32", "--output-tokens", "3",
-                          "--graph", "--framework", "native"], capture_output=True, text=True, check=True)
+                          "--cuda-graphs", "--framework", "native"], capture_output=True, text=True, check=True)
     assert json.loads(cli.stdout)["ttft_ms"] == report["ttft_ms"]
     import tempfile
     trace = os.path.join(tempfile.mkdtemp(), "train.json")

@@ -2,6 +2,7 @@
 schema, verification with real values, the report command, simulation of an IR."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -9,6 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import _syntorch  # noqa: E402
 import syntorch.pytorch as sp  # noqa: E402
 import torch_ir  # noqa: E402
 from syntorch import ir as sir  # noqa: E402
@@ -145,6 +147,30 @@ def test_an_ir_simulates_as_its_model_does(tmp_path):
     assert from_ir["simulated_time_s"] == pytest.approx(from_model["simulated_time_s"], rel=0.01)
     assert from_ir["peak_memory_bytes"][0] == pytest.approx(from_model["peak_memory_bytes"][0], rel=0.01)
     assert from_ir["aten"]["by_op"] == from_model["aten"]["by_op"]
+    # The simulator alone (no PyTorch) runs the same file to the same kernels and time, from
+    # Python and from the command line.
+    import syntorch
+    native = syntorch.simulate_graph(path)
+    assert native["status"] == "ok" and native["kernels"] == from_ir["kernels"]
+    assert native["simulated_time_s"] == pytest.approx(from_ir["simulated_time_s"], rel=1e-3)
+    assert native["peak_memory_bytes"] == from_ir["peak_memory_bytes"]
+    assert native["aten"]["by_op"] == from_ir["aten"]["by_op"]
+    binary = os.path.join(os.path.dirname(os.path.realpath(_syntorch.__file__)), "..", "syntorch")
+    cli = subprocess.run([binary, "simulate", "--graph", str(path), "--json"], capture_output=True, text=True)
+    assert cli.returncode == 0, cli.stderr
+    assert json.loads(cli.stdout)["simulated_time_s"] == native["simulated_time_s"]
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_the_simulator_alone_runs_every_design_model_as_the_bridge_does(name, tmp_path):
+    import syntorch
+    cls, make_inputs = MODELS[name]
+    path = tmp_path / f"{name}.json"
+    sir.extract_ir(cls(), make_inputs()).save(path)
+    bridge, native = sir.simulate(str(path)), syntorch.simulate_graph(path)
+    assert native["kernels"] == bridge["kernels"], (native["aten"], bridge["aten"])
+    assert native["simulated_time_s"] == pytest.approx(bridge["simulated_time_s"], rel=1e-3)
+    assert [r["op"] for r in native["aten"]["unmodelled"]] == [r["op"] for r in bridge["aten"]["unmodelled"]]
 
 
 def test_the_report_command_writes_statistics_and_a_mermaid_dag(tmp_path):

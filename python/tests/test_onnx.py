@@ -55,6 +55,17 @@ def test_resnet18_and_a_gpt_verify_from_onnx_and_simulate(tmp_path):
     # without fusion would, they cost more kernels than the model's own fused ones.
     assert ops["aten::bmm"] == 2 * 2 and "aten::native_layer_norm" not in ops and ops["aten::erf"] == 2
     assert report["kernels"] > 60 and report["simulated_time_s"] > 0
+    # The IR read from ONNX, saved, runs on the simulator alone to the same kernels and time; so
+    # does ResNet-18's own IR (convolutions, batch norm, pooling).
+    import syntorch
+    ir.save(tmp_path / "gpt_onnx.json")
+    native = syntorch.simulate_graph(tmp_path / "gpt_onnx.json")
+    assert native["kernels"] == report["kernels"]
+    assert native["simulated_time_s"] == pytest.approx(report["simulated_time_s"], rel=1e-3)
+    sir.extract_ir(resnet.eval(), (torch.randn(8, 3, 224, 224),)).save(tmp_path / "r18.json")
+    bridged, native = sir.simulate(str(tmp_path / "r18.json")), syntorch.simulate_graph(tmp_path / "r18.json")
+    assert native["kernels"] == bridged["kernels"] and native["aten"]["by_op"]["aten::convolution"] == 20
+    assert native["simulated_time_s"] == pytest.approx(bridged["simulated_time_s"], rel=1e-3)
 
 
 def test_symbolic_dimensions_take_their_sizes_from_input_shapes(tmp_path):

@@ -86,7 +86,7 @@ const std::vector<P>& table() {
      },
      [](const RunSpec& s) { return Json(std::string(dtype_name(kv_cache_dtype(s)))); }, false,
      "the activations' dtype"},
-    {"graph", "", "", ParameterKind::boolean, "", "Capture each decode step as a CUDA graph (one launch per step)",
+    {"cuda_graphs", "", "", ParameterKind::boolean, "", "Capture each decode step as a CUDA graph (one launch per step)",
      [](RunSpec& s, const std::string& text, Diagnostics& d, const std::string& where, std::string_view key) {
        if (auto b = boolean_of(text, d, where, key)) s.graph = *b;
      },

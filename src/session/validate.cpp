@@ -157,7 +157,7 @@ class Validator {
   }
 
   // A `generate` row: one simulated generation run and one of its metrics (kGenerateMetrics).
-  // Params: model, tp, pp, batch, input, output, dtype, and optionally graph=true|false,
+  // Params: model, tp, pp, batch, input, output, dtype, and optionally cuda_graphs=true|false,
   // micro_batches, framework=eager|native (default native).
   void predict_generate(ValidationRow& row, const std::string& where) {
     const GenerateMetric* metric = nullptr;

@@ -81,7 +81,7 @@ TEST(Parameters, EveryGenerationParameterReachesEveryFrontEnd) {
       {"batch", {{"batch", "2"}}},           {"input_tokens", {{"input_tokens", "24"}}},
       {"output_tokens", {{"output_tokens", "3"}}}, {"micro_batches", {{"micro_batches", "1"}}},
       {"dtype", {{"dtype", "bf16"}}},        {"kv_dtype", {{"kv_dtype", "fp8"}}},
-      {"graph", {{"graph", ""}}},            {"framework", {{"framework", "native"}}},
+      {"cuda_graphs", {{"cuda_graphs", ""}}}, {"framework", {{"framework", "native"}}},
       {"ranks", {{"ranks", "one"}, {"tp", "2"}}},
   };
   // A study's axes are the run's parameters, and the machine and policy.
@@ -97,14 +97,14 @@ TEST(Parameters, EveryGenerationParameterReachesEveryFrontEnd) {
 
 // A switch given as --flag=false is off, as CLI11's bool flags take it.
 TEST(Parameters, ASwitchGivenFalseIsOff) {
-  for (const char* given : {"--graph=false", "--graph=0"}) {
+  for (const char* given : {"--cuda-graphs=false", "--cuda-graphs=0"}) {
     const Result r = run_cli({"simulate", "--json", "--model", "gpt3-125m", "--output-tokens", "2", given});
     ASSERT_EQ(r.code, kExitOk) << r.err;
-    EXPECT_EQ(nlohmann::json::parse(r.out)["graph"], false) << given;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["cuda_graphs"], false) << given;
   }
-  const Result on = run_cli({"simulate", "--json", "--model", "gpt3-125m", "--output-tokens", "2", "--graph"});
+  const Result on = run_cli({"simulate", "--json", "--model", "gpt3-125m", "--output-tokens", "2", "--cuda-graphs"});
   ASSERT_EQ(on.code, kExitOk) << on.err;
-  EXPECT_EQ(nlohmann::json::parse(on.out)["graph"], true);
+  EXPECT_EQ(nlohmann::json::parse(on.out)["cuda_graphs"], true);
 }
 
 TEST(Parameters, EveryTrainingParameterReachesEveryFrontEnd) {

@@ -94,7 +94,7 @@ TEST(SimulateCli, GraphModeAndNativeFrameworkAreFasterThanEagerInADecode) {
     return nlohmann::json::parse(r.out)["tpot_ms"].get<double>();
   };
   const double eager = tpot({});
-  EXPECT_LT(tpot({"--graph"}), eager);
+  EXPECT_LT(tpot({"--cuda-graphs"}), eager);
   EXPECT_LT(tpot({"--framework", "native"}), eager);
 }
 

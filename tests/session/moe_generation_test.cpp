@@ -127,7 +127,7 @@ TEST(MoeGeneration, LayoutsThatDoNotFitAreNamedByFlag) {
 TEST(RunParameters, EveryListedKeyIsOneTheSetterTakes) {
   // Studies and measurement rows accept exactly these keys; the setter must know each.
   const std::map<std::string, std::string> values{{"model", "gpt3-125m"}, {"dtype", "bf16"}, {"kv_dtype", "fp8"},
-                                                  {"graph", "true"},      {"framework", "eager"}, {"expert_skew", "0.5"},
+                                                  {"cuda_graphs", "true"},{"framework", "eager"}, {"expert_skew", "0.5"},
                                                   {"ranks", "one"}};
   for (const std::string& key : session::run_parameter_keys()) {
     RunSpec spec;

@@ -1,7 +1,9 @@
 // `syntorch simulate --model M [--hw FILE] --tp N --pp N [--ep N --expert-skew S] --batch B --input-tokens I --output-tokens O
-// [--dtype D] [--policy P] [--set path=value]... [--graph] [--trace FILE] [--json]`: one generation
+// [--dtype D] [--policy P] [--set path=value]... [--cuda-graphs] [--trace FILE] [--json]`: one generation
 // run of a model from the zoo; prints latency, throughput, memory, MFU and where the time went.
 // A simulated out-of-memory prints what held the memory and exits 3.
+// `syntorch simulate --graph model_ir.json [--hw FILE] [--policy P] [--set ...] [--framework F]
+// [--trace FILE] [--json]`: a model's graph (syntorch IR) run once instead of a zoo model.
 
 #include <fmt/format.h>
 
@@ -15,6 +17,7 @@
 #include "common.hpp"
 #include "parameter_flags.hpp"
 #include "syntorch/base/units.hpp"
+#include "syntorch/session/graph_run.hpp"
 #include "syntorch/session/parameters.hpp"
 #include "syntorch/session/report_json.hpp"
 #include "syntorch/session/workload.hpp"
@@ -35,6 +38,7 @@ struct SimulateOptions {
   std::vector<std::string> sets;
   TraceFlags trace;
   bool json = false;
+  std::string graph;  // an IR file to run instead of a zoo model
 };
 
 std::string ms(double s) { return fmt::format("{:.3f} ms", s * 1e3); }
@@ -99,7 +103,78 @@ void print_report(std::ostream& out, const session::RunReport& r, const session:
   out << fmt::format("  simulated {} kernels ({} events) in {:.2f} s\n", kernels, r.engine.events, wall_s);
 }
 
+void print_graph_report(std::ostream& out, const session::GraphRunReport& r, const std::string& file, double wall_s) {
+  const session::RunStats& s = r.stats;
+  out << fmt::format("{} ({}) on {}: {} nodes, {} weights ({})\n", r.model.empty() ? "graph" : r.model, file,
+                     s.machine, r.nodes, r.weights, size(static_cast<std::uint64_t>(r.weight_bytes)));
+  out << fmt::format("  simulated time          {}\n", ms(s.simulated_time_s));
+  out << fmt::format("  kernels                 {}\n", s.kernels);
+  out << fmt::format("  FLOPs                   {:.4g}\n", s.flops);
+  out << fmt::format("  HBM bytes               {:.4g}\n", s.hbm_bytes);
+  if (!s.peak_memory_bytes.empty()) {
+    out << fmt::format("  peak memory             {} allocated, {} reserved\n", size(s.peak_memory_bytes[0]),
+                       size(s.peak_reserved_bytes[0]));
+  }
+  std::int64_t ops = 0;
+  for (const auto& [name, n] : r.tally.counts) ops += n;
+  out << fmt::format("  ATen ops                {} ({} kinds)\n", ops, r.tally.counts.size());
+  for (const bool elementwise : {false, true}) {
+    bool first = true;
+    for (const auto& [name, g] : r.tally.generic) {
+      if (g.elementwise != elementwise) continue;
+      if (first) {
+        out << (elementwise ? "  elementwise ops costed as memory-bound passes (no model of their own):\n"
+                            : "  ops with no model, costed as memory-bound passes:\n");
+        first = false;
+      }
+      out << fmt::format("    {:<40} x{:<5} {:5.1f}% of FLOPs, {:5.1f}% of bytes\n", name, g.count,
+                         r.tally.graph_flops > 0 ? g.flops / r.tally.graph_flops * 100 : 0.0,
+                         r.tally.graph_bytes > 0 ? g.bytes / r.tally.graph_bytes * 100 : 0.0);
+    }
+  }
+  out << fmt::format("  simulated {} kernels ({} events) in {:.2f} s\n", s.kernels, s.events, wall_s);
+}
+
+int run_graph(const SimulateOptions& o, Context& ctx) {
+  session::RunOptions run;
+  run.hw = o.hw.empty() ? default_hw_config("dgx_h100.json") : o.hw;
+  run.sets = o.sets;
+  run.policy = o.policy;
+  run.trace = o.trace.file;
+  for (std::size_t i = 0; i < session::generation_parameters().size(); ++i) {
+    if (session::generation_parameters()[i].key == "framework" && o.params.options[i]->count() > 0) {
+      run.framework = o.params.text[i];
+    }
+  }
+  const auto start = std::chrono::steady_clock::now();
+  session::GraphRunReport report;
+  try {
+    report = session::simulate_graph(run, o.graph);
+  } catch (const InputError& e) {
+    ctx.err << e.diagnostics().to_string();
+    return kExitBadInput;
+  } catch (const std::invalid_argument& e) {
+    ctx.err << "error: " << e.what() << "\n";
+    return kExitBadInput;
+  }
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (o.json) {
+    ctx.out << session::graph_report_json(report, o.graph).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+            << "\n";
+  } else if (report.stats.oom) {
+    const runtime::OomReport& oom = *report.stats.oom;
+    ctx.out << fmt::format("OUT OF MEMORY on {}: {} requested for {}; the device has {}\n", oom.device_name,
+                           size(oom.requested_bytes), oom.requested_for, size(oom.memory.capacity_bytes));
+    print_oom_holders(ctx.out, oom);
+  } else {
+    print_graph_report(ctx.out, report, o.graph, wall_s);
+    if (!o.trace.file.empty()) ctx.out << "trace written to " << o.trace.file << "\n";
+  }
+  return report.stats.oom ? kExitOom : kExitOk;
+}
+
 int run_simulate(const SimulateOptions& o, Context& ctx) {
+  if (!o.graph.empty()) return run_graph(o, ctx);
   Diagnostics d;
   session::RunSpec spec;
   apply_parameter_flags(session::generation_parameters(), o.params, spec, d);
@@ -148,6 +223,17 @@ void add_simulate_command(CLI::App& app, Context& ctx) {
   s->add_option("--set", o->sets, "Override a config field: /json/pointer=value (repeatable)");
   add_trace_flags(*s, o->trace);
   s->add_flag("--json", o->json, "Print JSON");
+  CLI::Option* graph = s->add_option(
+      "--graph", o->graph,
+      "Simulate a model's graph instead of a zoo model: a syntorch IR JSON file (python -m syntorch.ir, "
+      "syntorch graph export); its shapes are the graph's, so --model and the run's sizes do not apply");
+  graph->type_name("FILE");
+  const auto& table = session::generation_parameters();
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    if (table[i].key == "framework") continue;
+    o->params.options[i]->required(false);  // --model: required unless --graph (run_simulate checks)
+    graph->excludes(o->params.options[i]);
+  }
   s->footer(zoo_models_text());
   s->callback([&ctx, o] { ctx.action = [&ctx, o] { return run_simulate(*o, ctx); }; });
 }

@@ -1,0 +1,86 @@
+// Gathers, copies and joins: embedding and its backward, index_select, cat, stack, clone, dtype
+// conversion, copy_, topk, dropout's mask aside, and reading a value back to the host.
+#include "syntorch/graph/lowering.hpp"
+#include "syntorch/torch/aten.hpp"
+#include "syntorch/torch/ops.hpp"
+
+namespace syntorch::graph::lowerings {
+
+namespace data_ops {
+
+using torch::Tensor;
+
+Lowered embedding(const Call& c) { return std::vector{torch::embedding(c.tensor("weight"), c.tensor("indices"))}; }
+
+Lowered embedding_backward(const Call& c) {
+  return std::vector{torch::aten::embedding_dense_backward(c.tensor("grad_output"), c.integer("num_weights"))};
+}
+
+Lowered index_select(const Call& c) {
+  return std::vector{torch::index_select(c.tensor("self"), c.integer("dim"), c.tensor("index"))};
+}
+
+Lowered cat(const Call& c) { return std::vector{torch::cat(c.tensors("tensors"), c.integer("dim", 0))}; }
+Lowered stack(const Call& c) { return std::vector{torch::stack(c.tensors("tensors"), c.integer("dim", 0))}; }
+Lowered clone(const Call& c) { return std::vector{c.tensor("self").clone()}; }
+
+// A conversion to the dtype the IR recorded for the output; to the same dtype, a copy.
+Lowered to_copy(const Call& c) {
+  const Tensor self = c.tensor("self");
+  const IrTensor* out = c.output(0);
+  const std::optional<torch::ScalarType> target = out != nullptr ? scalar_type_of(out->dtype) : std::nullopt;
+  if (target && *target != self.dtype()) return std::vector{self.to(*target)};
+  return std::vector{self.clone()};
+}
+
+Lowered copy_(const Call& c) {
+  Tensor self = c.tensor("self");
+  self.copy_(c.tensor("src"));
+  return std::vector{self};
+}
+
+Lowered topk(const Call& c) {
+  auto [values, indices] = torch::topk(c.tensor("self"), c.integer("k"), c.integer("dim", -1),
+                                       c.boolean("largest", true), c.boolean("sorted", true));
+  return std::vector{values, indices};
+}
+
+// The host waits for the device to read a value back (.item()); a number, no tensor.
+Lowered item(const Call& c) {
+  static_cast<void>(c.tensor("self").item<double>());
+  return std::vector<Tensor>(c.output_count());
+}
+
+Lowered nll_loss(const Call& c) {
+  const Tensor self = c.tensor("self");
+  if (c.integer("reduction", 1) != 1 || c.has("weight") || self.dim() != 2) return std::nullopt;
+  return std::vector{torch::nn::functional::nll_loss(self, c.tensor("target")), c.fresh(1)};
+}
+
+Lowered nll_loss_backward(const Call& c) {
+  const Tensor self = c.tensor("self");
+  if (c.integer("reduction", 1) != 1 || c.has("weight") || self.dim() != 2) return std::nullopt;
+  return std::vector{torch::aten::nll_loss_backward(c.tensor("grad_output"), self)};
+}
+
+constexpr Lowering kTable[] = {
+    {"embedding", "weight indices padding_idx scale_grad_by_freq sparse", embedding},
+    {"embedding_dense_backward", "grad_output indices num_weights padding_idx scale_grad_by_freq",
+     embedding_backward},
+    {"index_select", "self dim index", index_select},
+    {"cat", "tensors dim", cat},
+    {"stack", "tensors dim", stack},
+    {"clone", "self", clone},
+    {"_to_copy", "self", to_copy},
+    {"copy_", "self src non_blocking", copy_},
+    {"topk", "self k dim largest sorted", topk},
+    {"_local_scalar_dense", "self", item},
+    {"nll_loss_forward", "self target weight reduction ignore_index", nll_loss},
+    {"nll_loss_backward", "grad_output self target weight reduction ignore_index total_weight", nll_loss_backward},
+};
+
+}  // namespace data_ops
+
+std::span<const Lowering> data_movement() { return data_ops::kTable; }
+
+}  // namespace syntorch::graph::lowerings

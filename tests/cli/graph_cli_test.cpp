@@ -1,0 +1,84 @@
+// `syntorch simulate --graph FILE`: a model's graph (syntorch IR) as the workload: its report, a
+// trace, the same answer twice, OOM as a result, and bad input named.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "run_cli.hpp"
+
+namespace {
+
+using namespace syntorch::cli;
+using namespace syntorch::cli::testing;
+
+const char* kGpt = "examples/graphs/gpt2_2layer_ir.json";
+
+TEST(GraphCli, AnIrRunsAndReportsItsTimeKernelsMemoryAndOps) {
+  const Result r = run_cli({"simulate", "--graph", kGpt});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  for (const char* what : {"GPT2-2layer", "111 nodes, 29 weights", "simulated time", "kernels", "peak memory",
+                           "ATen ops                111 (22 kinds)"}) {
+    EXPECT_NE(r.out.find(what), std::string::npos) << what << "\n" << r.out;
+  }
+  const Result a = run_cli({"simulate", "--graph", kGpt, "--json", "--hw", "hw_configs/dgx_a100.json"});
+  const Result b = run_cli({"simulate", "--graph", kGpt, "--json", "--hw", "hw_configs/dgx_a100.json"});
+  ASSERT_EQ(a.code, kExitOk) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  const nlohmann::json j = nlohmann::json::parse(a.out);
+  EXPECT_EQ(j["status"], "ok");
+  EXPECT_EQ(j["nodes"], 111);
+  EXPECT_EQ(j["aten"]["by_op"]["aten::addmm"], 8);  // qkv, proj, fc, out per layer
+  EXPECT_GT(j["simulated_time_s"].get<double>(), 0);
+  EXPECT_TRUE(j["aten"]["unmodelled"].empty()) << j["aten"].dump();
+  // An H100 runs it faster than an A100.
+  const Result h = run_cli({"simulate", "--graph", kGpt, "--json"});
+  EXPECT_LT(nlohmann::json::parse(h.out)["simulated_time_s"].get<double>(), j["simulated_time_s"].get<double>());
+}
+
+TEST(GraphCli, TheNativeFrameworkSkipsPythonDispatchAndATraceIsWritten) {
+  const Result eager = run_cli({"simulate", "--graph", kGpt, "--json"});
+  const Result native = run_cli({"simulate", "--graph", kGpt, "--json", "--framework", "native"});
+  ASSERT_EQ(native.code, kExitOk) << native.err;
+  EXPECT_LT(nlohmann::json::parse(native.out)["simulated_time_s"].get<double>(),
+            nlohmann::json::parse(eager.out)["simulated_time_s"].get<double>());
+  const std::string trace = (std::filesystem::temp_directory_path() / "syntorch_graph_trace.json").string();
+  const Result t = run_cli({"simulate", "--graph", kGpt, "--trace", trace});
+  ASSERT_EQ(t.code, kExitOk) << t.err;
+  std::ifstream in(trace);
+  const nlohmann::json events = nlohmann::json::parse(in);
+  EXPECT_NE(events.dump().find("aten::addmm"), std::string::npos);
+  std::filesystem::remove(trace);
+}
+
+TEST(GraphCli, AGraphTooBigForTheDeviceIsAnOutOfMemoryResult) {
+  const Result r = run_cli({"simulate", "--graph", kGpt, "--set", "/components/gpu/components/hbm/size=200 MiB"});
+  EXPECT_EQ(r.code, kExitOom) << r.err << r.out;
+  EXPECT_NE(r.out.find("OUT OF MEMORY"), std::string::npos) << r.out;
+}
+
+TEST(GraphCli, BadInputIsNamed) {
+  Result r = run_cli({"simulate", "--graph", "no/such/graph.json"});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find("no/such/graph.json: no such file (expected a syntorch IR JSON file)"), std::string::npos)
+      << r.err;
+  r = run_cli({"simulate", "--graph", kGpt, "--model", "gpt3-125m"});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find("excludes"), std::string::npos) << r.err;
+  r = run_cli({"simulate", "--graph", kGpt, "--batch", "4"});
+  EXPECT_EQ(r.code, kExitBadInput) << r.err;
+  const std::string bad = (std::filesystem::temp_directory_path() / "syntorch_bad_ir.json").string();
+  std::ofstream(bad) << R"({"format": "syntorch-ir", "version": 1, "model": "x", "producer": {}, "inputs": ["a"],
+    "outputs": [], "weights": [], "tensors": {"a": {"shape": [2], "dtype": "float128"}}, "nodes": []})";
+  r = run_cli({"simulate", "--graph", bad});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find("/tensors/a/dtype: expected a PyTorch dtype"), std::string::npos) << r.err;
+  std::filesystem::remove(bad);
+  r = run_cli({"simulate"});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find("--model"), std::string::npos) << r.err;
+}
+
+}  // namespace
