@@ -8,6 +8,7 @@
 
 #include "syntorch/parallel/distributed.hpp"
 #include "syntorch/session/graph_run.hpp"
+#include "syntorch/session/replay.hpp"
 #include "syntorch/session/parameters.hpp"
 #include "syntorch/session/run.hpp"
 #include "syntorch/session/serving/serve.hpp"
@@ -161,9 +162,28 @@ std::string run_graph(const std::string& graph, const std::string& hw, const std
   return session::graph_report_json(report, graph).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// syntorch.replay: a Chakra execution trace replayed; its report as JSON text.
+std::string run_replay(const std::string& workload, const std::string& hw, const std::vector<std::string>& sets,
+                       const std::string& policy, const std::string& trace, const std::string& framework,
+                       const std::string& comm_groups) {
+  session::ReplayOptions options;
+  options.run.hw = hw;
+  options.run.sets = sets;
+  options.run.policy = policy;
+  options.run.trace = trace;
+  options.run.framework = framework;
+  options.workload = workload;
+  options.comm_groups = comm_groups;
+  py::gil_scoped_release release;
+  const session::ReplayReport report = session::simulate_replay(options);
+  return session::replay_report_json(report, workload).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 }  // namespace
 
 void bind_session(py::module_& m) {
+  m.def("run_replay", &run_replay, py::arg("workload"), py::arg("hw"), py::arg("set"), py::arg("policy"),
+        py::arg("trace"), py::arg("framework"), py::arg("comm_groups"));
   m.def("run_graph", &run_graph, py::arg("graph"), py::arg("hw"), py::arg("set"), py::arg("policy"), py::arg("trace"),
         py::arg("framework"));
   m.def("run_workload", &run_workload, py::arg("kind"), py::arg("hw"), py::arg("set"), py::arg("policy"),

@@ -19,7 +19,7 @@ import threading
 import _syntorch
 
 __all__ = ["init", "launch", "trace_manager", "current_session", "profile", "KernelPolicy", "set_kernel_policy",
-           "get_kernel_policy", "clear_kernel_policy", "simulate", "simulate_graph", "train", "serve"]
+           "get_kernel_policy", "clear_kernel_policy", "simulate", "simulate_graph", "replay", "train", "serve"]
 
 _here = os.path.dirname(os.path.abspath(__file__))
 _session = None
@@ -258,6 +258,25 @@ def simulate_graph(graph, hw=None, set=(), policy=None, trace=None, framework="e
         raise ValueError(f"simulate_graph: framework must be 'eager' or 'native', got {framework!r}")
     text = _syntorch.run_graph(str(graph), hw if hw is not None else _bundled_config("dgx_h100.json"), list(set),
                                "" if policy is None else str(policy), "" if trace is None else str(trace), framework)
+    return json.loads(text)
+
+
+def replay(workload, hw=None, set=(), policy=None, trace=None, framework="native", comm_groups=None):
+    """A Chakra execution trace (ASTRA-sim's workload format: "dir/run.et" for every rank's
+    "dir/run.<rank>.et") replayed on a simulated machine, as `syntorch replay` does: compute nodes
+    for their recorded durations, collectives and sends/receives on the machine's network, the
+    trace's dependencies kept. `comm_groups` is the process groups file (default
+    "dir/run.comm_groups.json" when it is there). Returns the report as a dict: simulated_time_s,
+    the trace's own recorded_span_s and recorded_compute_s, nodes by kind. A trace that cannot be
+    replayed raises ValueError naming the file, the node and what is wrong."""
+    import json
+    if isinstance(set, str):
+        set = [set]
+    if framework not in ("eager", "native"):
+        raise ValueError(f"replay: framework must be 'eager' or 'native', got {framework!r}")
+    text = _syntorch.run_replay(str(workload), hw if hw is not None else _bundled_config("dgx_h100.json"), list(set),
+                                "" if policy is None else str(policy), "" if trace is None else str(trace), framework,
+                                "" if comm_groups is None else str(comm_groups))
     return json.loads(text)
 
 

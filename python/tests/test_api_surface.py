@@ -459,3 +459,19 @@ def test_simulate_and_train_take_every_parameter_the_cli_does():
         _syntorch.run_workload("deploy", "", [], "", "", [])
     oom = syntorch.simulate("gpt3-175b", hw=_hw("a100_sxm4_80gb.json"))
     assert oom["status"] == "oom" and oom["oom"]["requested_bytes"] > 0
+
+
+def test_a_runs_chakra_trace_replays_from_python_as_from_the_cli():
+    import json
+    import tempfile
+    et = os.path.join(tempfile.mkdtemp(), "run.et")
+    run = syntorch.simulate("gpt3-125m", tp=2, output_tokens=2, framework="native", trace=et)
+    replayed = syntorch.replay(et)
+    assert replayed["status"] == "ok" and replayed["ranks"] == 2 and replayed["nodes"]["collective"] > 0
+    assert replayed["simulated_time_s"] == pytest.approx(run["e2e_ms"] * 1e-3, rel=0.01)
+    cli = subprocess.run([_syntorch_binary(), "replay", et, "--json"], capture_output=True, text=True, check=True)
+    assert json.loads(cli.stdout)["simulated_time_s"] == replayed["simulated_time_s"]
+    with pytest.raises(ValueError, match="no such file"):
+        syntorch.replay(et.replace("run.et", "none.et"))
+    with pytest.raises(ValueError, match="framework"):
+        syntorch.replay(et, framework="jax")

@@ -82,3 +82,39 @@ TEST(GraphCli, BadInputIsNamed) {
 }
 
 }  // namespace
+
+namespace {
+
+using namespace syntorch::cli;
+using namespace syntorch::cli::testing;
+
+// `syntorch replay`: a run's own Chakra trace back through the simulator, also as simulate --graph.
+TEST(ReplayCli, ARunsChakraTraceReplaysAndSimulateGraphTakesItToo) {
+  const std::string dir = (std::filesystem::temp_directory_path() / "syntorch_replay_cli").string();
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string et = dir + "/run.et";
+  const Result sim = run_cli({"simulate", "--model", "gpt3-125m", "--tp", "2", "--output-tokens", "2", "--framework",
+                              "native", "--trace", et, "--json"});
+  ASSERT_EQ(sim.code, kExitOk) << sim.err;
+  const double e2e = nlohmann::json::parse(sim.out)["e2e_ms"].get<double>() * 1e-3;
+  const Result r = run_cli({"replay", et});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  for (const char* what : {"2 ranks", "collective", "compute", "simulated time", "recorded span"}) {
+    EXPECT_NE(r.out.find(what), std::string::npos) << what << "\n" << r.out;
+  }
+  const Result j = run_cli({"replay", et, "--json"});
+  const nlohmann::json rep = nlohmann::json::parse(j.out);
+  EXPECT_NEAR(rep["simulated_time_s"].get<double>(), e2e, 0.01 * e2e);
+  const Result g = run_cli({"simulate", "--graph", et, "--json"});
+  ASSERT_EQ(g.code, kExitOk) << g.err;
+  EXPECT_EQ(nlohmann::json::parse(g.out)["simulated_time_s"], rep["simulated_time_s"]);
+  const Result bad = run_cli({"replay", dir + "/none.et"});
+  EXPECT_EQ(bad.code, kExitBadInput);
+  EXPECT_NE(bad.err.find("none.et"), std::string::npos) << bad.err;
+  const Result missing = run_cli({"replay"});
+  EXPECT_EQ(missing.code, kExitBadInput);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace

@@ -61,6 +61,7 @@ void build_app(CLI::App& app, Context& ctx) {
   add_train_command(app, ctx);
   add_sweep_command(app, ctx);
   add_trace_command(app, ctx);
+  add_replay_command(app, ctx);
   app.footer(zoo_models_text());
   refuse_empty_values(app);
 }

@@ -4,6 +4,8 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <iosfwd>
+#include <string>
+#include <vector>
 
 namespace syntorch::cli {
 
@@ -22,5 +24,11 @@ void add_serve_command(CLI::App& app, Context& ctx);
 void add_train_command(CLI::App& app, Context& ctx);
 void add_sweep_command(CLI::App& app, Context& ctx);
 void add_trace_command(CLI::App& app, Context& ctx);
+void add_replay_command(CLI::App& app, Context& ctx);
+
+// `syntorch replay` as `simulate --graph run.et` runs it (replay_command.cpp).
+int run_replay_workload(const std::string& workload, const std::string& hw, const std::vector<std::string>& sets,
+                        const std::string& policy, const std::string& framework, const std::string& trace,
+                        const std::string& comm_groups, bool json, Context& ctx);
 
 }  // namespace syntorch::cli

@@ -174,6 +174,15 @@ int run_graph(const SimulateOptions& o, Context& ctx) {
 }
 
 int run_simulate(const SimulateOptions& o, Context& ctx) {
+  if (o.graph.size() > 3 && o.graph.compare(o.graph.size() - 3, 3, ".et") == 0) {  // a Chakra trace: replayed
+    std::string framework = "native";
+    for (std::size_t i = 0; i < session::generation_parameters().size(); ++i) {
+      if (session::generation_parameters()[i].key == "framework" && o.params.options[i]->count() > 0) {
+        framework = o.params.text[i];
+      }
+    }
+    return run_replay_workload(o.graph, o.hw, o.sets, o.policy, framework, o.trace.file, "", o.json, ctx);
+  }
   if (!o.graph.empty()) return run_graph(o, ctx);
   Diagnostics d;
   session::RunSpec spec;
@@ -225,8 +234,9 @@ void add_simulate_command(CLI::App& app, Context& ctx) {
   s->add_flag("--json", o->json, "Print JSON");
   CLI::Option* graph = s->add_option(
       "--graph", o->graph,
-      "Simulate a model's graph instead of a zoo model: a syntorch IR JSON file (python -m syntorch.ir, "
-      "syntorch graph export); its shapes are the graph's, so --model and the run's sizes do not apply");
+      "Simulate a model's graph instead of a zoo model: a syntorch IR JSON file (python -m syntorch.ir), or a "
+      "Chakra execution trace (run.et: replayed as syntorch replay does); its shapes are the graph's, so --model "
+      "and the run's sizes do not apply");
   graph->type_name("FILE");
   const auto& table = session::generation_parameters();
   for (std::size_t i = 0; i < table.size(); ++i) {

@@ -37,7 +37,8 @@ namespace syntorch::runtime {
   X(softmax_backward) X(swiglu_backward) X(embedding_backward)                                \
   X(gelu_backward) X(silu_backward) X(relu_backward) X(tanh_backward) X(sigmoid_backward)     \
   X(sum)                                                           /* reductions */           \
-  X(adam) X(sgd) X(foreach)                                        /* optimizer steps */
+  X(adam) X(sgd) X(foreach)                                        /* optimizer steps */           \
+  X(replay)                                                        /* a recorded kernel, replayed */
 
 enum class OpKind : std::uint8_t {
 #define SYNTORCH_OP_ENUMERATOR(name) name,
@@ -101,6 +102,9 @@ struct OpDesc {
   // matrix in bytes (row: sender), `bytes` its largest row; as one rank's call
   // (RankContext::collective): that rank's row, the bytes it sends each member, summing to bytes.
   std::vector<std::uint64_t> splits;
+  // replay: a kernel of a recorded trace (a Chakra execution trace's compute node), run for its
+  // recorded duration on the whole device; `elements` carries its recorded FLOPs.
+  std::uint64_t duration_ps = 0;
 
   // Every field takes part, so two descriptions that compare equal are the same op (what the
   // engine memoises lowered kernels by).
@@ -118,7 +122,7 @@ struct OpDescHash {
                                                (op.kv_dtype ? 1009u * (1u + static_cast<std::uint64_t>(*op.kv_dtype)) : 0u));
     for (std::uint64_t x : {op.batch, op.m, op.n, op.k, op.heads, op.kv_heads, op.seq_q, op.seq_kv, op.head_dim,
                             op.rows, op.cols, op.vocab, op.elements, op.ranks, op.bytes, op.page_tokens, op.window,
-                            op.stride}) {
+                            op.stride, op.duration_ps}) {
       hash_combine(h, x);
     }
     for (std::uint64_t x : op.splits) hash_combine(h, x);

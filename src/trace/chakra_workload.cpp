@@ -1,0 +1,208 @@
+// Reading a Chakra execution trace as a workload: nodes, dependencies, attributes, groups.
+
+#include "syntorch/trace/chakra_workload.hpp"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <unordered_set>
+
+#include "et_def.pb.h"
+#include "proto_io.hpp"
+#include "syntorch/trace/trace_file.hpp"
+#include "trace_reader.hpp"
+
+namespace syntorch::trace {
+
+namespace detail {
+std::vector<std::filesystem::path> chakra_files(const std::filesystem::path& path);
+std::optional<std::int64_t> rank_of(const std::filesystem::path& file);
+}  // namespace detail
+
+namespace {
+
+namespace et = ChakraProtoMsg;
+
+double number_of(const et::AttributeProto& a) {
+  switch (a.value_case()) {
+    case et::AttributeProto::kDoubleVal: return a.double_val();
+    case et::AttributeProto::kFloatVal: return a.float_val();
+    case et::AttributeProto::kInt32Val: return a.int32_val();
+    case et::AttributeProto::kInt64Val: return static_cast<double>(a.int64_val());
+    case et::AttributeProto::kUint32Val: return a.uint32_val();
+    case et::AttributeProto::kUint64Val: return static_cast<double>(a.uint64_val());
+    case et::AttributeProto::kSint32Val: return a.sint32_val();
+    case et::AttributeProto::kSint64Val: return static_cast<double>(a.sint64_val());
+    case et::AttributeProto::kFixed32Val: return a.fixed32_val();
+    case et::AttributeProto::kFixed64Val: return static_cast<double>(a.fixed64_val());
+    case et::AttributeProto::kSfixed32Val: return a.sfixed32_val();
+    case et::AttributeProto::kSfixed64Val: return static_cast<double>(a.sfixed64_val());
+    case et::AttributeProto::kBoolVal: return a.bool_val() ? 1 : 0;
+    case et::AttributeProto::kStringVal: {
+      try {
+        return std::stod(a.string_val());
+      } catch (const std::exception&) {
+        return 0;
+      }
+    }
+    default: return 0;
+  }
+}
+
+ChakraNode::Type type_of(et::NodeType t) {
+  switch (t) {
+    case et::COMP_NODE: return ChakraNode::Type::compute;
+    case et::COMM_SEND_NODE: return ChakraNode::Type::send;
+    case et::COMM_RECV_NODE: return ChakraNode::Type::recv;
+    case et::COMM_COLL_NODE: return ChakraNode::Type::collective;
+    case et::MEM_LOAD_NODE:
+    case et::MEM_STORE_NODE: return ChakraNode::Type::memory;
+    default: return ChakraNode::Type::other;
+  }
+}
+
+ChakraNode from_proto(const et::Node& n) {
+  ChakraNode c;
+  c.id = n.id();
+  c.name = n.name();
+  c.raw_type = static_cast<int>(n.type());
+  c.type = type_of(n.type());
+  for (std::uint64_t d : n.data_deps()) c.deps.push_back(d);
+  for (std::uint64_t d : n.ctrl_deps()) {
+    if (std::find(c.deps.begin(), c.deps.end(), d) == c.deps.end()) c.deps.push_back(d);
+  }
+  c.start_us = n.start_time_micros();
+  c.duration_us = n.duration_micros();
+  c.input_shapes = n.inputs().shapes();
+  c.input_types = n.inputs().types();
+  for (const et::AttributeProto& a : n.attr()) {
+    const std::string& k = a.name();
+    if (k == "is_cpu_op") {
+      c.is_cpu_op = number_of(a) != 0;
+    } else if (k == "num_ops") {
+      c.num_ops = number_of(a);
+    } else if (k == "tensor_size") {
+      c.tensor_size = number_of(a);
+    } else if (k == "comm_type") {
+      c.comm_type = static_cast<int>(number_of(a));
+    } else if (k == "comm_size") {
+      c.comm_size = static_cast<std::uint64_t>(std::max(0.0, number_of(a)));
+    } else if (k == "pg_name") {
+      c.pg_name = a.value_case() == et::AttributeProto::kStringVal ? a.string_val()
+                                                                   : fmt::format("{}", static_cast<std::int64_t>(number_of(a)));
+    } else if (k == "comm_src") {
+      c.comm_src = static_cast<int>(number_of(a));
+    } else if (k == "comm_dst") {
+      c.comm_dst = static_cast<int>(number_of(a));
+    } else if (k == "comm_tag") {
+      c.comm_tag = static_cast<int>(number_of(a));
+    }
+  }
+  return c;
+}
+
+std::map<std::string, std::vector<int>> read_groups(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) throw TraceFileError(fmt::format("cannot read '{}'", file.string()));
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw TraceFileError(fmt::format("'{}' is not JSON: {}", file.string(), e.what()));
+  }
+  if (!j.is_object()) {
+    throw TraceFileError(fmt::format("'{}': expected an object of process groups {{\"<pg_name>\": [ranks...]}}",
+                                     file.string()));
+  }
+  std::map<std::string, std::vector<int>> groups;
+  for (const auto& [name, ranks] : j.items()) {
+    if (!ranks.is_array()) {
+      throw TraceFileError(fmt::format("'{}': /{}: expected a list of ranks", file.string(), name));
+    }
+    std::vector<int>& g = groups[name];
+    for (const auto& r : ranks) {
+      if (!r.is_number_integer() || r.get<std::int64_t>() < 0) {
+        throw TraceFileError(fmt::format("'{}': /{}: expected non-negative rank numbers, found {}", file.string(), name,
+                                         r.dump()));
+      }
+      g.push_back(r.get<int>());
+    }
+  }
+  return groups;
+}
+
+}  // namespace
+
+ChakraWorkload read_chakra_workload(const std::filesystem::path& path, const std::filesystem::path& groups_file) {
+  ChakraWorkload w;
+  const std::vector<std::filesystem::path> files = detail::chakra_files(path);
+  std::string bytes;
+  et::GlobalMetadata meta;
+  et::Node node;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const std::filesystem::path& file = files[i];
+    const auto rank = detail::rank_of(file);
+    ChakraRank r;
+    r.rank = files.size() == 1 ? 0 : static_cast<int>(rank.value_or(static_cast<std::int64_t>(i)));
+    if (files.size() > 1 && r.rank != static_cast<int>(i)) {
+      throw TraceFileError(fmt::format("'{}': rank files must be numbered 0..{} with none missing; rank {} is not there",
+                                       path.string(), files.size() - 1, i));
+    }
+    r.file = file;
+    detail::InputFile in(file);
+    std::uint64_t messages = 0;
+    const auto bad = [&](std::string_view what) {
+      return TraceFileError(fmt::format("'{}' is not a Chakra execution trace: {} (message {}, byte offset {})",
+                                        file.string(), what, messages + 1, in.offset()));
+    };
+    std::unordered_set<std::uint64_t> ids;
+    for (;;) {
+      std::uint64_t length = 0;
+      bool malformed = false;
+      if (!detail::read_varint(in, length, malformed)) {
+        if (malformed) throw bad("truncated length");
+        break;
+      }
+      if (length > detail::kMaxMessageBytes) throw bad(fmt::format("a {}-byte message", length));
+      bytes.resize(length);
+      if (!in.read(bytes.data(), length)) throw bad("the file ends inside a message");
+      if (messages == 0) {
+        if (!meta.ParseFromString(bytes) || meta.version().empty()) throw bad("no GlobalMetadata with a version");
+      } else {
+        if (!node.ParseFromString(bytes)) throw bad("undecodable Node");
+        ChakraNode c = from_proto(node);
+        if (!ids.insert(c.id).second) throw bad(fmt::format("a second node with id {}", c.id));
+        r.nodes.push_back(std::move(c));
+      }
+      ++messages;
+    }
+    if (messages == 0) throw bad("the file is empty");
+    for (const ChakraNode& c : r.nodes) {
+      for (std::uint64_t d : c.deps) {
+        if (ids.count(d) == 0) {
+          throw TraceFileError(fmt::format("'{}': node {} ({}) depends on node {}, which the file does not hold",
+                                           file.string(), c.id, c.name, d));
+        }
+      }
+    }
+    w.ranks.push_back(std::move(r));
+  }
+  std::filesystem::path groups = groups_file;
+  if (groups.empty()) {
+    const std::filesystem::path dir = path.parent_path();
+    std::string stem = path.stem().string();  // "run" of run.et, "run.0" of run.0.et
+    if (files.size() == 1 && detail::rank_of(path)) stem = stem.substr(0, stem.rfind('.'));
+    const std::filesystem::path guess = dir / (stem + ".comm_groups.json");
+    std::error_code ec;
+    if (std::filesystem::exists(guess, ec)) groups = guess;
+  }
+  if (!groups.empty()) {
+    w.groups = read_groups(groups);
+    w.groups_file = groups;
+  }
+  return w;
+}
+
+}  // namespace syntorch::trace
