@@ -161,6 +161,22 @@ def test_an_ir_simulates_as_its_model_does(tmp_path):
     assert json.loads(cli.stdout)["simulated_time_s"] == native["simulated_time_s"]
 
 
+def test_a_zoo_models_exported_graph_loads_validates_and_runs(tmp_path):
+    import syntorch
+    path = tmp_path / "gpt.json"
+    binary = os.path.join(os.path.dirname(os.path.realpath(_syntorch.__file__)), "..", "syntorch")
+    proc = subprocess.run([binary, "graph", "export", "--model", "gpt3-125m", "--seq", "64", "-o", str(path)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    _schema_check(path)
+    ir = sir.IR.load(path)
+    stats = sir.statistics(ir)
+    assert ir.model == "gpt3-125m" and stats["by_op"]["aten.linear.default"] == 12 * 4 + 1
+    assert [w.kind for w in ir.weights].count("constant") == 0
+    report = syntorch.simulate_graph(path)
+    assert report["aten"]["ops"] == len(ir.nodes) and report["kernels"] > 0
+
+
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_the_simulator_alone_runs_every_design_model_as_the_bridge_does(name, tmp_path):
     import syntorch

@@ -7,6 +7,7 @@
 #include "grad.hpp"
 #include "internal.hpp"
 #include "syntorch/torch/float8.hpp"
+#include "syntorch/torch/record.hpp"
 
 namespace syntorch::torch::fused {
 
@@ -17,6 +18,7 @@ using runtime::OpKind;
 
 Tensor silu_and_mul(const Tensor& x) {
   detail::check_defined(x, "silu_and_mul", "input");
+  RecordOpScope scope;
   const auto& s = impl_of(x);
   if (s.sizes.empty() || s.sizes.back() % 2 != 0) {
     fail("silu_and_mul: expected the last dim to hold gate and up halves (an even size), got input of size {}",
@@ -34,11 +36,17 @@ Tensor silu_and_mul(const Tensor& x) {
                      return detail::Grads{detail::swiglu_backward(g[0], sv[0])};
                    });
   }
+  if (scope.recording()) record_op("syntorch.silu_and_mul.default", {RecordedArg::of(x)}, {out});
   return out;
 }
 
 void rotary_embedding_(Tensor& query, Tensor& key, std::int64_t rotary_dim) {
   const char* op = "rotary_embedding_";
+  RecordOpScope scope;
+  if (scope.recording() && query.defined() && key.defined()) {  // in place: query and key are its outputs
+    record_op("syntorch.rotary_embedding_.default",
+              {RecordedArg::of(query), RecordedArg::of(key), RecordedArg::of(rotary_dim)}, {query, key});
+  }
   detail::check_defined(query, op, "query");
   detail::check_defined(key, op, "key");
   detail::check_same(query, key, op);

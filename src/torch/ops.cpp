@@ -1,6 +1,7 @@
 // Factories and compute ops: check shapes, make the output, launch one runtime op.
 
 #include "syntorch/torch/ops.hpp"
+#include "syntorch/torch/record.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -64,10 +65,20 @@ Tensor ones_like(const Tensor& t) { return factory(t.sizes(), options_of(t, "one
 
 Tensor arange(std::int64_t end, TensorOptions options) { return arange(0, end, options); }
 
-Tensor arange(std::int64_t start, std::int64_t end, TensorOptions options) {
+Tensor arange_unrecorded(std::int64_t start, std::int64_t end, TensorOptions options) {
   if (end < start) fail("arange: upper bound and larger bound inconsistent with step sign (start {}, end {})", start, end);
   const std::int64_t n = end - start;
   return factory(IntArrayRef(&n, 1), options, "aten::arange", true);
+}
+
+Tensor arange(std::int64_t start, std::int64_t end, TensorOptions options) {
+  RecordOpScope scope;
+  Tensor out = arange_unrecorded(start, end, options);
+  if (scope.recording()) {
+    record_op("aten.arange.start", {RecordedArg::of(start), RecordedArg::of(end), RecordedArg::of(out.dtype()).keyword("dtype")},
+              {out});
+  }
+  return out;
 }
 
 Tensor tensor(const std::vector<std::int64_t>& values, TensorOptions options) {
@@ -220,7 +231,7 @@ void record_unary(OpKind kind, std::string_view aten, const Tensor& a, Tensor& o
   }
 }
 
-Tensor binary(const Tensor& a, const Tensor& b, OpKind kind, const char* op, std::string_view aten) {
+Tensor binary_unrecorded(const Tensor& a, const Tensor& b, OpKind kind, const char* op, std::string_view aten) {
   detail::check_defined(a, op, "self");
   detail::check_defined(b, op, "other");
   detail::check_same_device(a, b, op);
@@ -235,6 +246,15 @@ Tensor binary(const Tensor& a, const Tensor& b, OpKind kind, const char* op, std
   const std::int64_t n = impl_of(out).numel;
   detail::dispatch(ctx, detail::elementwise_op(kind, n, type), aten, x.device, n == 0);
   if (autograd::any_requires_grad({&a, &b})) record_binary(kind, a, b, out);
+  return out;
+}
+
+Tensor binary(const Tensor& a, const Tensor& b, OpKind kind, const char* op, std::string_view aten) {
+  RecordOpScope scope;
+  Tensor out = binary_unrecorded(a, b, kind, op, aten);
+  if (scope.recording()) {
+    record_op(fmt::format("aten.{}.Tensor", op), {RecordedArg::of(a), RecordedArg::of(b)}, {out});
+  }
   return out;
 }
 
@@ -342,11 +362,20 @@ Tensor& Tensor::sub_(double) { return inplace_scalar(*this, OpKind::sub, "sub_",
 Tensor& Tensor::mul_(double) { return inplace_scalar(*this, OpKind::mul, "mul_", "aten::mul_"); }
 Tensor& Tensor::div_(double) { return inplace_scalar(*this, OpKind::div, "div_", "aten::div_"); }
 
-Tensor gelu(const Tensor& x, std::string_view approximate) {
+Tensor gelu_unrecorded(const Tensor& x, std::string_view approximate) {
   if (approximate != "none" && approximate != "tanh") {
     fail("gelu: approximate argument must be either none or tanh, got '{}'", approximate);
   }
   return unary(x, OpKind::gelu, "gelu", "aten::gelu");
+}
+
+Tensor gelu(const Tensor& x, std::string_view approximate) {
+  RecordOpScope scope;
+  Tensor out = gelu_unrecorded(x, approximate);
+  if (scope.recording()) {
+    record_op("aten.gelu.default", {RecordedArg::of(x), RecordedArg::of_text(approximate).keyword("approximate")}, {out});
+  }
+  return out;
 }
 Tensor relu(const Tensor& x) { return unary(x, OpKind::relu, "relu", "aten::relu"); }
 Tensor silu(const Tensor& x) { return unary(x, OpKind::silu, "silu", "aten::silu"); }
@@ -439,7 +468,7 @@ Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> m
   return out;
 }
 
-Tensor dropout(const Tensor& x, double p, bool train) {
+Tensor dropout_unrecorded(const Tensor& x, double p, bool train) {
   detail::check_defined(x, "dropout", "input");
   if (p < 0 || p > 1) fail("dropout: dropout probability has to be between 0 and 1, but got {}", p);
   if (!train || p == 0) return x;
@@ -454,6 +483,15 @@ Tensor dropout(const Tensor& x, double p, bool train) {
     autograd::record("NativeDropoutBackward0", {&x}, {&out}, {mask}, [](Grads& g, Grads&, const Node&) {
       return Grads{unary(g[0], OpKind::mul, "native_dropout_backward", "aten::native_dropout_backward")};
     });
+  }
+  return out;
+}
+
+Tensor dropout(const Tensor& x, double p, bool train) {
+  RecordOpScope scope;
+  Tensor out = dropout_unrecorded(x, p, train);
+  if (scope.recording()) {
+    record_op("aten.dropout.default", {RecordedArg::of(x), RecordedArg::of_real(p), RecordedArg::of_bool(train)}, {out});
   }
   return out;
 }
@@ -534,7 +572,7 @@ Tensor fold_for_matmul(const Tensor& t, IntArrayRef expanded, std::size_t keep) 
 
 }  // namespace
 
-Tensor matmul(const Tensor& a_arg, const Tensor& b_arg) {
+Tensor matmul_unrecorded(const Tensor& a_arg, const Tensor& b_arg) {
   Tensor a_cast, b_cast;
   const Tensor& a = detail::autocast_lower(a_arg, a_cast);
   const Tensor& b = detail::autocast_lower(b_arg, b_cast);
@@ -617,7 +655,14 @@ Tensor matmul(const Tensor& a_arg, const Tensor& b_arg) {
   return result;
 }
 
-Tensor mm(const Tensor& a_arg, const Tensor& b_arg) {
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  RecordOpScope scope;
+  Tensor out = matmul_unrecorded(a, b);
+  if (scope.recording()) record_op("aten.matmul.default", {RecordedArg::of(a), RecordedArg::of(b)}, {out});
+  return out;
+}
+
+Tensor mm_unrecorded(const Tensor& a_arg, const Tensor& b_arg) {
   Tensor a_cast, b_cast;
   const Tensor& a = detail::autocast_lower(a_arg, a_cast);
   const Tensor& b = detail::autocast_lower(b_arg, b_cast);
@@ -636,7 +681,14 @@ Tensor mm(const Tensor& a_arg, const Tensor& b_arg) {
   return result;
 }
 
-Tensor bmm(const Tensor& a_arg, const Tensor& b_arg) {
+Tensor mm(const Tensor& a, const Tensor& b) {
+  RecordOpScope scope;
+  Tensor out = mm_unrecorded(a, b);
+  if (scope.recording()) record_op("aten.mm.default", {RecordedArg::of(a), RecordedArg::of(b)}, {out});
+  return out;
+}
+
+Tensor bmm_unrecorded(const Tensor& a_arg, const Tensor& b_arg) {
   Tensor a_cast, b_cast;
   const Tensor& a = detail::autocast_lower(a_arg, a_cast);
   const Tensor& b = detail::autocast_lower(b_arg, b_cast);
@@ -660,7 +712,14 @@ Tensor bmm(const Tensor& a_arg, const Tensor& b_arg) {
   return result;
 }
 
-Tensor addmm(const Tensor& bias_arg, const Tensor& a_arg, const Tensor& b_arg) {
+Tensor bmm(const Tensor& a, const Tensor& b) {
+  RecordOpScope scope;
+  Tensor out = bmm_unrecorded(a, b);
+  if (scope.recording()) record_op("aten.bmm.default", {RecordedArg::of(a), RecordedArg::of(b)}, {out});
+  return out;
+}
+
+Tensor addmm_unrecorded(const Tensor& bias_arg, const Tensor& a_arg, const Tensor& b_arg) {
   Tensor bias_cast, a_cast, b_cast;
   const Tensor& bias = detail::autocast_lower(bias_arg, bias_cast);
   const Tensor& a = detail::autocast_lower(a_arg, a_cast);
@@ -689,6 +748,15 @@ Tensor addmm(const Tensor& bias_arg, const Tensor& a_arg, const Tensor& b_arg) {
                    });
   }
   return result;
+}
+
+Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b) {
+  RecordOpScope scope;
+  Tensor out = addmm_unrecorded(bias, a, b);
+  if (scope.recording()) {
+    record_op("aten.addmm.default", {RecordedArg::of(bias), RecordedArg::of(a), RecordedArg::of(b)}, {out});
+  }
+  return out;
 }
 
 Tensor _scaled_mm(const Tensor& a, const Tensor& b, const Tensor& scale_a, const Tensor& scale_b, const Tensor& bias,
@@ -746,7 +814,7 @@ Tensor pad(const Tensor& input, IntArrayRef pad, double) {
   return result;
 }
 
-Tensor linear(const Tensor& input_arg, const Tensor& weight_arg, const Tensor& bias_arg) {
+Tensor linear_unrecorded(const Tensor& input_arg, const Tensor& weight_arg, const Tensor& bias_arg) {
   Tensor input_cast, weight_cast, bias_cast;
   const Tensor& input = detail::autocast_lower(input_arg, input_cast);
   const Tensor& weight = detail::autocast_lower(weight_arg, weight_cast);
@@ -800,6 +868,15 @@ Tensor linear(const Tensor& input_arg, const Tensor& weight_arg, const Tensor& b
                    });
   }
   return result;
+}
+
+Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  RecordOpScope scope;
+  Tensor out = linear_unrecorded(input, weight, bias);
+  if (scope.recording()) {
+    record_op("aten.linear.default", {RecordedArg::of(input), RecordedArg::of(weight), RecordedArg::of(bias)}, {out});
+  }
+  return out;
 }
 
 }  // namespace nn::functional
@@ -909,23 +986,57 @@ Tensor norm(const Tensor& x, IntArrayRef shape, const Tensor& weight, const Tens
 
 // Under autocast, softmax and log_softmax write fp32 (autocast's fp32_set_opt_dtype) and
 // layer_norm runs in fp32 (its inputs cast).
-Tensor softmax(const Tensor& x, std::int64_t dim, std::optional<ScalarType> dtype) {
+Tensor softmax_unrecorded(const Tensor& x, std::int64_t dim, std::optional<ScalarType> dtype) {
   return rowwise(x, dim, autocast::fp32_output_dtype(x, dtype), OpKind::softmax, "softmax", "aten::softmax");
+}
+
+Tensor softmax(const Tensor& x, std::int64_t dim, std::optional<ScalarType> dtype) {
+  RecordOpScope scope;
+  Tensor out = softmax_unrecorded(x, dim, dtype);
+  if (scope.recording()) {
+    record_op("aten.softmax.int", {RecordedArg::of(x), RecordedArg::of(dim), dtype ? RecordedArg::of(*dtype) : RecordedArg::none()},
+              {out});
+  }
+  return out;
 }
 
 Tensor log_softmax(const Tensor& x, std::int64_t dim, std::optional<ScalarType> dtype) {
   return rowwise(x, dim, autocast::fp32_output_dtype(x, dtype), OpKind::softmax, "log_softmax", "aten::log_softmax");
 }
 
-Tensor layer_norm(const Tensor& x_arg, IntArrayRef normalized_shape, const Tensor& weight_arg, const Tensor& bias_arg,
+Tensor layer_norm_unrecorded(const Tensor& x_arg, IntArrayRef normalized_shape, const Tensor& weight_arg, const Tensor& bias_arg,
                   double) {
   Tensor x_cast, weight_cast, bias_cast;
   return norm(detail::autocast_fp32(x_arg, x_cast), normalized_shape, detail::autocast_fp32(weight_arg, weight_cast),
               detail::autocast_fp32(bias_arg, bias_cast), OpKind::layernorm, "layer_norm", "aten::layer_norm");
 }
 
-Tensor rms_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& weight, std::optional<double>) {
+Tensor layer_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& weight, const Tensor& bias, double eps) {
+  RecordOpScope scope;
+  Tensor out = layer_norm_unrecorded(x, normalized_shape, weight, bias, eps);
+  if (scope.recording()) {
+    record_op("aten.layer_norm.default",
+              {RecordedArg::of(x), RecordedArg::of(normalized_shape), RecordedArg::of(weight), RecordedArg::of(bias),
+               RecordedArg::of_real(eps)},
+              {out});
+  }
+  return out;
+}
+
+Tensor rms_norm_unrecorded(const Tensor& x, IntArrayRef normalized_shape, const Tensor& weight, std::optional<double>) {
   return norm(x, normalized_shape, weight, Tensor(), OpKind::rmsnorm, "rms_norm", "aten::rms_norm");
+}
+
+Tensor rms_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& weight, std::optional<double> eps) {
+  RecordOpScope scope;
+  Tensor out = rms_norm_unrecorded(x, normalized_shape, weight, eps);
+  if (scope.recording()) {
+    record_op("aten.rms_norm.default",
+              {RecordedArg::of(x), RecordedArg::of(normalized_shape), RecordedArg::of(weight),
+               eps ? RecordedArg::of_real(*eps) : RecordedArg::none()},
+              {out});
+  }
+  return out;
 }
 
 std::tuple<Tensor, Tensor> topk(const Tensor& x, std::int64_t k, std::int64_t dim, bool, bool) {
@@ -988,7 +1099,7 @@ Tensor argmax(const Tensor& x, std::optional<std::int64_t> dim, bool keepdim) {
 
 // --- Shape ops ---
 
-Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim) {
+Tensor cat_unrecorded(const std::vector<Tensor>& tensors, std::int64_t dim) {
   if (tensors.empty()) fail("cat: expected a non-empty list of Tensors");
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     if (!tensors[i].defined()) fail("cat: expected a defined tensor for tensor number {} in the list", i);
@@ -1062,6 +1173,13 @@ Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim) {
   return result;
 }
 
+Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim) {
+  RecordOpScope scope;
+  Tensor out = cat_unrecorded(tensors, dim);
+  if (scope.recording()) record_op("aten.cat.default", {RecordedArg::of(tensors), RecordedArg::of(dim)}, {out});
+  return out;
+}
+
 Tensor stack(const std::vector<Tensor>& tensors, std::int64_t dim) {
   if (tensors.empty()) fail("stack: expects a non-empty TensorList");
   for (std::size_t i = 0; i < tensors.size(); ++i) {
@@ -1092,7 +1210,7 @@ std::vector<Tensor> chunk(const Tensor& x, std::int64_t chunks, std::int64_t dim
 
 // --- Transformer blocks ---
 
-Tensor scaled_dot_product_attention(const Tensor& query_arg, const Tensor& key_arg, const Tensor& value_arg,
+Tensor scaled_dot_product_attention_unrecorded(const Tensor& query_arg, const Tensor& key_arg, const Tensor& value_arg,
                                     const Tensor& attn_mask, double dropout_p, bool is_causal, std::optional<double>,
                                     bool) {
   Tensor query_cast, key_cast, value_cast;
@@ -1222,7 +1340,23 @@ Tensor scaled_dot_product_attention(const Tensor& query_arg, const Tensor& key_a
   return out;
 }
 
-Tensor embedding(const Tensor& weight, const Tensor& indices) {
+Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                    const Tensor& attn_mask, double dropout_p, bool is_causal, std::optional<double> scale,
+                                    bool enable_gqa) {
+  RecordOpScope scope;
+  Tensor out = scaled_dot_product_attention_unrecorded(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa);
+  if (scope.recording()) {
+    record_op("aten.scaled_dot_product_attention.default",
+              {RecordedArg::of(query), RecordedArg::of(key), RecordedArg::of(value), RecordedArg::of(attn_mask),
+               RecordedArg::of_real(dropout_p), RecordedArg::of_bool(is_causal),
+               (scale ? RecordedArg::of_real(*scale) : RecordedArg::none()).keyword("scale"),
+               RecordedArg::of_bool(enable_gqa).keyword("enable_gqa")},
+              {out});
+  }
+  return out;
+}
+
+Tensor embedding_unrecorded(const Tensor& weight, const Tensor& indices) {
   detail::check_defined(weight, "embedding", "weight");
   detail::check_defined(indices, "embedding", "indices");
   const auto& w = impl_of(weight);
@@ -1257,6 +1391,13 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
     });
   }
   return result;
+}
+
+Tensor embedding(const Tensor& weight, const Tensor& indices) {
+  RecordOpScope scope;
+  Tensor out = embedding_unrecorded(weight, indices);
+  if (scope.recording()) record_op("aten.embedding.default", {RecordedArg::of(weight), RecordedArg::of(indices)}, {out});
+  return out;
 }
 
 }  // namespace syntorch::torch

@@ -8,6 +8,7 @@
 #include "grad.hpp"
 #include "internal.hpp"
 #include "syntorch/torch/ops.hpp"
+#include "syntorch/torch/record.hpp"
 
 namespace syntorch::torch {
 
@@ -234,7 +235,16 @@ TensorImpl* begin_view(const Tensor& src) {
 Tensor finish_view(TensorImpl* impl) {
   impl->numel = product(impl->sizes);
   impl->contiguous = compute_contiguous(impl->sizes, impl->strides);
-  return Tensor(impl);
+  Tensor out(impl);
+  if (recording_top_level()) {  // a view made by the program itself: as_strided of its memory's owner
+    retain(impl->base);
+    const Tensor base(impl->base);
+    record_op("aten.as_strided.default",
+              {RecordedArg::of(base), RecordedArg::of(IntArrayRef(impl->sizes)),
+               RecordedArg::of(IntArrayRef(impl->strides)), RecordedArg::of(impl->offset)},
+              {out});
+  }
+  return out;
 }
 
 Tensor make_view(const Tensor& src, IntArrayRef sizes, IntArrayRef strides, std::int64_t offset) {
@@ -454,7 +464,10 @@ Tensor reshape_as(const Tensor& self, IntArrayRef sizes, const char* op, std::st
 
 Tensor Tensor::reshape(IntArrayRef sizes) const {
   checked();
-  return reshape_as(*this, sizes, "reshape", "aten::reshape");
+  RecordOpScope scope;
+  Tensor out = reshape_as(*this, sizes, "reshape", "aten::reshape");
+  if (scope.recording()) record_op("aten.reshape.default", {RecordedArg::of(*this), RecordedArg::of(sizes)}, {out});
+  return out;
 }
 
 Tensor Tensor::flatten(std::int64_t start_dim, std::int64_t end_dim) const {
@@ -795,10 +808,21 @@ Tensor copied(const Tensor& src, const detail::TensorImpl& s, std::string_view a
 Tensor Tensor::contiguous() const {
   const auto& s = checked();
   if (s.contiguous) return *this;
-  return copied(*this, s, "aten::contiguous");
+  RecordOpScope scope;
+  Tensor out = copied(*this, s, "aten::contiguous");
+  if (scope.recording()) {
+    record_op("aten.clone.default", {RecordedArg::of(*this), RecordedArg::of_text("contiguous_format").keyword("memory_format")},
+              {out});
+  }
+  return out;
 }
 
-Tensor Tensor::clone() const { return copied(*this, checked(), "aten::clone"); }
+Tensor Tensor::clone() const {
+  RecordOpScope scope;
+  Tensor out = copied(*this, checked(), "aten::clone");
+  if (scope.recording()) record_op("aten.clone.default", {RecordedArg::of(*this)}, {out});
+  return out;
+}
 
 Tensor Tensor::to(ScalarType dtype) const {
   const auto& s = checked();
@@ -807,6 +831,9 @@ Tensor Tensor::to(ScalarType dtype) const {
   Tensor out = detail::make_tensor(ctx, s.sizes, dtype, s.device, "aten::to");
   detail::dispatch(ctx, detail::elementwise_op(runtime::OpKind::copy, s.numel, dtype), "aten::to", s.device,
                    s.numel == 0);
+  if (recording_top_level()) {
+    record_op("aten._to_copy.default", {RecordedArg::of(*this), RecordedArg::of(dtype).keyword("dtype")}, {out});
+  }
   if (autograd::any_requires_grad({this})) {
     const ScalarType from = s.dtype;
     autograd::record("ToCopyBackward0", {this}, {&out}, {},
@@ -838,6 +865,8 @@ Tensor Tensor::to(Device device) const {
 
 Tensor& Tensor::copy_(const Tensor& src) {
   const auto& s = checked();
+  RecordOpScope scope;
+  if (scope.recording()) record_op("aten.copy_.default", {RecordedArg::of(*this), RecordedArg::of(src)}, {*this});
   detail::check_defined(src, "copy_", "src");
   const auto& from = impl_of(src);
   if (!detail::broadcasts_to(from.sizes, s.sizes)) {

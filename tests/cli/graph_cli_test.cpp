@@ -118,3 +118,46 @@ TEST(ReplayCli, ARunsChakraTraceReplaysAndSimulateGraphTakesItToo) {
 }
 
 }  // namespace
+
+namespace {
+
+using namespace syntorch::cli;
+using namespace syntorch::cli::testing;
+
+// `syntorch graph export`: a zoo model's forward as an IR that simulate --graph runs back.
+TEST(GraphExportCli, AZooModelsForwardIsWrittenAndRunsBack) {
+  const std::string out = (std::filesystem::temp_directory_path() / "syntorch_export_cli.json").string();
+  const Result r = run_cli({"graph", "export", "--model", "llama3.2-1b", "--batch", "2", "--seq", "64", "-o", out});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("llama3.2-1b forward over 2 x 64 tokens (fp16)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("constants"), std::string::npos) << r.out;
+  const Result g = run_cli({"simulate", "--graph", out, "--json", "--hw", "hw_configs/h100_sxm5_80gb.json"});
+  ASSERT_EQ(g.code, kExitOk) << g.err;
+  const nlohmann::json j = nlohmann::json::parse(g.out);
+  EXPECT_EQ(j["model"], "llama3.2-1b");
+  EXPECT_GT(j["aten"]["by_op"]["aten::linear"].get<int>(), 0);
+  EXPECT_GT(j["aten"]["by_op"]["syntorch::rotary_embedding_"].get<int>(), 0);
+  EXPECT_TRUE(j["aten"]["unmodelled"].empty() && j["aten"]["generic_elementwise"].empty()) << j["aten"].dump();
+  std::filesystem::remove(out);
+}
+
+TEST(GraphExportCli, BadRequestsExitTwo) {
+  const std::string out = (std::filesystem::temp_directory_path() / "syntorch_export_bad.json").string();
+  Result r = run_cli({"graph", "export", "--model", "gpt3-125m", "--train", "-o", out});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find("--train"), std::string::npos) << r.err;
+  r = run_cli({"graph", "export", "--model", "gpt3-126m", "-o", out});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find("did you mean"), std::string::npos) << r.err;
+  r = run_cli({"graph", "export", "--model", "gpt3-125m", "--dtype", "fp8", "-o", out});
+  EXPECT_EQ(r.code, kExitBadInput);
+  r = run_cli({"graph", "export", "--model", "gpt3-125m"});
+  EXPECT_EQ(r.code, kExitBadInput);
+  r = run_cli({"graph", "export", "--model", "gpt3-125m", "-o", "/no/such/dir/x.json"});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find("/no/such/dir/x.json"), std::string::npos) << r.err;
+  r = run_cli({"graph"});
+  EXPECT_EQ(r.code, kExitBadInput);
+}
+
+}  // namespace

@@ -62,6 +62,7 @@ void build_app(CLI::App& app, Context& ctx) {
   add_sweep_command(app, ctx);
   add_trace_command(app, ctx);
   add_replay_command(app, ctx);
+  add_graph_command(app, ctx);
   app.footer(zoo_models_text());
   refuse_empty_values(app);
 }

@@ -25,6 +25,7 @@ void add_train_command(CLI::App& app, Context& ctx);
 void add_sweep_command(CLI::App& app, Context& ctx);
 void add_trace_command(CLI::App& app, Context& ctx);
 void add_replay_command(CLI::App& app, Context& ctx);
+void add_graph_command(CLI::App& app, Context& ctx);
 
 // `syntorch replay` as `simulate --graph run.et` runs it (replay_command.cpp).
 int run_replay_workload(const std::string& workload, const std::string& hw, const std::vector<std::string>& sets,

@@ -26,8 +26,19 @@ Lowered sdpa_backward(const Call& c) {
   return out;
 }
 
+// scaled_dot_product_attention itself, as a program calls it (graphs the torch layer exported).
+Lowered sdpa_composite(const Call& c) {
+  std::optional<double> scale;
+  if (c.has("scale")) scale = c.real("scale");
+  return std::vector{torch::scaled_dot_product_attention(c.tensor("query"), c.tensor("key"), c.tensor("value"),
+                                                         c.optional_tensor("attn_mask"), c.real("dropout_p", 0.0),
+                                                         c.boolean("is_causal", false), scale,
+                                                         c.boolean("enable_gqa", false))};
+}
+
 // Positional arguments as ATen's native_functions.yaml declares each overload.
 constexpr Lowering kTable[] = {
+    {"scaled_dot_product_attention", "query key value attn_mask dropout_p is_causal", sdpa_composite},
     {"_scaled_dot_product_flash_attention", "query key value dropout_p is_causal return_debug_mask", sdpa},
     {"_scaled_dot_product_efficient_attention", "query key value attn_bias compute_log_sumexp dropout_p is_causal",
      sdpa},

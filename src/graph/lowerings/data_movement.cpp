@@ -63,7 +63,22 @@ Lowered nll_loss_backward(const Call& c) {
   return std::vector{torch::aten::nll_loss_backward(c.tensor("grad_output"), self)};
 }
 
+Lowered reshape(const Call& c) { return std::vector{c.tensor("self").reshape(c.ints("shape"))}; }
+
+// arange(end) or arange(start, end), in the dtype asked (int64 by default).
+Lowered arange(const Call& c) {
+  const bool both = c.has("end");
+  const std::int64_t start = both ? c.integer("start") : 0;
+  const std::int64_t end = both ? c.integer("end") : c.integer("start");
+  const IrValue* dtype = c.arg("dtype");
+  std::optional<torch::ScalarType> t;
+  if (dtype != nullptr && dtype->kind == IrValue::Kind::typed) t = scalar_type_of(dtype->text);
+  return std::vector{torch::arange(start, end, torch::TensorOptions(t.value_or(torch::kInt64)).device(torch::kCUDA))};
+}
+
 constexpr Lowering kTable[] = {
+    {"reshape", "self shape", reshape},
+    {"arange", "start end step", arange},
     {"embedding", "weight indices padding_idx scale_grad_by_freq sparse", embedding},
     {"embedding_dense_backward", "grad_output indices num_weights padding_idx scale_grad_by_freq",
      embedding_backward},

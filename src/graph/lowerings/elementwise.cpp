@@ -2,6 +2,7 @@
 // or with a number), powers, selection, masking, triangles, dropout.
 #include "syntorch/graph/lowering.hpp"
 #include "syntorch/torch/aten.hpp"
+#include "syntorch/torch/fused.hpp"
 #include "syntorch/torch/ops.hpp"
 
 namespace syntorch::graph::lowerings {
@@ -60,6 +61,19 @@ Lowered dropout(const Call& c) {
   return std::vector{torch::dropout(c.tensor("input"), c.real("p"), c.boolean("train", true)), c.fresh(1)};
 }
 
+Lowered dropout_composite(const Call& c) {
+  return std::vector{torch::dropout(c.tensor("input"), c.real("p"), c.boolean("train", true))};
+}
+
+// The torch layer's fused kernels, as syntorch's own custom operators.
+Lowered silu_and_mul(const Call& c) { return std::vector{torch::fused::silu_and_mul(c.tensor("self"))}; }
+Lowered rotary_embedding_(const Call& c) {
+  Tensor q = c.tensor("query");
+  Tensor k = c.tensor("key");
+  torch::fused::rotary_embedding_(q, k, c.integer("rotary_dim"));
+  return std::vector{q, k};
+}
+
 constexpr Tensor (*eq_s)(const Tensor&, double) = torch::eq;
 constexpr Tensor (*ne_s)(const Tensor&, double) = torch::ne;
 constexpr Tensor (*lt_s)(const Tensor&, double) = torch::lt;
@@ -108,6 +122,9 @@ constexpr Lowering kTable[] = {
     {"tril", "self diagonal", tril},
     {"triu", "self diagonal", triu},
     {"native_dropout", "input p train", dropout},
+    {"dropout", "input p train", dropout_composite},
+    {"silu_and_mul", "self", silu_and_mul},
+    {"rotary_embedding_", "query key rotary_dim", rotary_embedding_},
 };
 
 }  // namespace elementwise_ops

@@ -76,7 +76,28 @@ Lowered batch_norm_backward(const Call& c) {
   return std::vector{dx, dw, db};
 }
 
+Lowered layer_norm_composite(const Call& c) {
+  return std::vector{torch::layer_norm(c.tensor("input"), c.ints("normalized_shape"), c.optional_tensor("weight"),
+                                       c.optional_tensor("bias"), c.real("eps", 1e-5))};
+}
+
+Lowered rms_norm_composite(const Call& c) {
+  std::optional<double> eps;
+  if (c.has("eps")) eps = c.real("eps");
+  return std::vector{torch::rms_norm(c.tensor("input"), c.ints("normalized_shape"), c.optional_tensor("weight"), eps)};
+}
+
+Lowered softmax_composite(const Call& c) {
+  const IrValue* dtype = c.arg("dtype");
+  std::optional<torch::ScalarType> out;
+  if (dtype != nullptr && dtype->kind == IrValue::Kind::typed) out = scalar_type_of(dtype->text);
+  return std::vector{torch::softmax(c.tensor("self"), c.integer("dim"), out)};
+}
+
 constexpr Lowering kTable[] = {
+    {"layer_norm", "input normalized_shape weight bias eps cudnn_enable", layer_norm_composite},
+    {"rms_norm", "input normalized_shape weight eps", rms_norm_composite},
+    {"softmax", "self dim dtype", softmax_composite},
     {"_softmax", "self dim half_to_float", softmax},
     {"_log_softmax", "self dim half_to_float", log_softmax},
     {"_softmax_backward_data", "grad_output output dim input_dtype", softmax_backward},

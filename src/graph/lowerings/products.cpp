@@ -14,7 +14,14 @@ Lowered addmm(const Call& c) {
 // The added input is read in the GEMM's epilogue.
 Lowered baddbmm(const Call& c) { return std::vector{torch::bmm(c.tensor("batch1"), c.tensor("batch2"))}; }
 
+Lowered linear(const Call& c) {
+  return std::vector{torch::nn::functional::linear(c.tensor("input"), c.tensor("weight"), c.optional_tensor("bias"))};
+}
+Lowered matmul(const Call& c) { return std::vector{torch::matmul(c.tensor("self"), c.tensor("other"))}; }
+
 constexpr Lowering kTable[] = {
+    {"linear", "input weight bias", linear},
+    {"matmul", "self other", matmul},
     {"mm", "self mat2", mm},
     {"bmm", "self mat2", bmm},
     {"addmm", "self mat1 mat2", addmm},
