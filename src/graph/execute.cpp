@@ -211,7 +211,7 @@ class NodeRunner {
  public:
   NodeRunner(const Ir& ir, std::vector<Tensor>& env, OpTally& tally) : ir_(ir), env_(env), tally_(tally) {}
 
-  void run(const IrNode& node) {
+  void run(const IrNode& node, const OpForm* form) {
     const std::string_view op = short_name(node.op);
     const std::string name = aten_name(node.op);
     ++tally_.counts[name];
@@ -219,9 +219,18 @@ class NodeRunner {
     for (std::size_t i = 0; i < node.outputs.size(); ++i) {
       if (node.outputs[i] >= 0) outs[i] = &ir_.tensors[static_cast<std::size_t>(node.outputs[i])];
     }
-    if (view_ops().count(op) != 0 && !node.inputs.empty()) {
-      run_view(node, name, outs);
-      return;
+    const Lowering* lowering = find_lowering(op);
+    const Call call(ir_, node, op, lowering_argument_names(op), env_);
+    if (form != nullptr ? !form->view_source.empty() : view_ops().count(op) != 0 && !node.inputs.empty()) {
+      int source = node.inputs.empty() ? -1 : node.inputs[0];
+      if (form != nullptr) {
+        const IrValue* v = call.arg(form->view_source);
+        source = v != nullptr && v->kind == IrValue::Kind::tensor ? v->tensor : -1;
+      }
+      if (source >= 0) {
+        run_view(source, node, name, outs);
+        return;
+      }
     }
     std::vector<Tensor> ins;
     double nbytes = 0;
@@ -230,16 +239,13 @@ class NodeRunner {
       nbytes += bytes_of(ir_.tensors[static_cast<std::size_t>(t)]);
     }
     for (const IrTensor* o : outs) nbytes += o != nullptr ? bytes_of(*o) : 0.0;
-    const Lowering* lowering = find_lowering(op);
-    std::optional<Call> call;
-    call.emplace(ir_, node, op, lowering_argument_names(op), env_);
-    const double flops = op_flops(op, ir_, node, outs, lowering != nullptr ? &*call : nullptr);
+    const double flops = op_flops(op, ir_, node, outs, &call);
     tally_.graph_flops += flops;
     tally_.graph_bytes += nbytes;
     Lowered result;
     if (lowering != nullptr) {
       try {
-        result = lowering->lower(*call);
+        result = lowering->lower(call);
       } catch (const IrArgumentError&) {
         throw;
       } catch (const torch::Error&) {
@@ -247,7 +253,14 @@ class NodeRunner {
         result.reset();
       }
     }
-    const std::vector<int> written_ids = written_by(op, node);
+    std::vector<int> written_ids;
+    if (form != nullptr) {
+      for (const std::string& w : form->written) {
+        if (const IrValue* v = call.arg(w)) collect_indices(*v, written_ids);
+      }
+    } else {
+      written_ids = written_by(op, node);
+    }
     if (!written_ids.empty()) {
       std::vector<Tensor> written;
       for (int t : written_ids) written.push_back(env_[static_cast<std::size_t>(t)]);
@@ -271,7 +284,8 @@ class NodeRunner {
       return;
     }
     if (!result) {
-      const bool factory = node.inputs.empty() || starts_with(op, "new_") || ends_with(op, "_like");
+      const bool factory =
+          form != nullptr ? form->factory : node.inputs.empty() || starts_with(op, "new_") || ends_with(op, "_like");
       std::vector<torch::aten::OutputSpec> specs;
       for (const IrTensor* o : outs) {
         if (o != nullptr) specs.push_back({o->sizes, dtype_of(*o)});
@@ -308,8 +322,8 @@ class NodeRunner {
   }
 
  private:
-  void run_view(const IrNode& node, const std::string& name, const std::vector<const IrTensor*>& outs) {
-    const Tensor& src = env_[static_cast<std::size_t>(node.inputs[0])];
+  void run_view(int source, const IrNode& node, const std::string& name, const std::vector<const IrTensor*>& outs) {
+    const Tensor& src = env_[static_cast<std::size_t>(source)];
     for (std::size_t i = 0; i < outs.size(); ++i) {
       if (outs[i] == nullptr) continue;
       const IrTensor& o = *outs[i];
@@ -375,6 +389,10 @@ void check_executable(const Ir& ir, const std::string& file, Diagnostics& d) {
   }
 }
 
+void run_node(const Ir& ir, const IrNode& node, std::vector<torch::Tensor>& env, OpTally& tally, const OpForm* form) {
+  NodeRunner(ir, env, tally).run(node, form);
+}
+
 void execute_ir(const Ir& ir, OpTally& tally) {
   std::vector<Tensor> env(ir.tensors.size());
   for (const IrWeight& w : ir.weights) {
@@ -385,7 +403,7 @@ void execute_ir(const Ir& ir, OpTally& tally) {
   torch::NoGradGuard no_grad;
   NodeRunner runner(ir, env, tally);
   for (std::size_t i = 0; i < ir.nodes.size(); ++i) {
-    runner.run(ir.nodes[i]);
+    runner.run(ir.nodes[i], nullptr);
     for (int t : drop[i]) env[static_cast<std::size_t>(t)] = Tensor();
   }
 }

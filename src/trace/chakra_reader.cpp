@@ -4,8 +4,7 @@
 #include <map>
 #include <optional>
 
-#include "et_def.pb.h"
-#include "proto_io.hpp"
+#include "chakra_io.hpp"
 #include "syntorch/trace/chakra_writer.hpp"
 
 #include "trace_reader.hpp"
@@ -55,45 +54,20 @@ std::vector<fs::path> chakra_files(const fs::path& path) {
 TraceFileSummary read_chakra(const fs::path& path) {
   const std::vector<fs::path> files = chakra_files(path);
   Tally tally;
-  std::string bytes;
-  et::GlobalMetadata meta;
-  et::Node node;
   for (const fs::path& file : files) {
-    InputFile in(file);
     const auto rank = rank_of(file);
     const std::string process = rank ? fmt::format("rank {}", *rank) : file.filename().string();
-    std::uint64_t messages = 0;
-    const auto bad = [&](std::string_view what) {
-      return TraceFileError(fmt::format("'{}' is not a Chakra execution trace: {} (message {}, byte offset {})",
-                                        file.string(), what, messages + 1, in.offset()));
-    };
-    for (;;) {
-      std::uint64_t length = 0;
-      bool malformed = false;
-      if (!detail::read_varint(in, length, malformed)) {
-        if (malformed) throw bad("truncated length");
-        break;
+    read_chakra_file(file, [&](const et::Node& node, const auto&) {
+      const std::size_t i = tally.track(process + "\n" + et::NodeType_Name(node.type()));
+      TrackSummary& t = tally.tracks()[i];
+      if (t.track.empty()) {
+        t.process = process;
+        t.track = et::NodeType_Name(node.type());
+        if (t.track.empty()) t.track = fmt::format("node type {}", static_cast<int>(node.type()));
       }
-      if (length > kMaxMessageBytes) throw bad(fmt::format("a {}-byte message", length));
-      bytes.resize(length);
-      if (!in.read(bytes.data(), length)) throw bad("the file ends inside a message");
-      if (messages == 0) {
-        if (!meta.ParseFromString(bytes) || meta.version().empty()) throw bad("no GlobalMetadata with a version");
-      } else {
-        if (!node.ParseFromString(bytes)) throw bad("undecodable Node");
-        const std::size_t i = tally.track(process + "\n" + et::NodeType_Name(node.type()));
-        TrackSummary& t = tally.tracks()[i];
-        if (t.track.empty()) {
-          t.process = process;
-          t.track = et::NodeType_Name(node.type());
-          if (t.track.empty()) t.track = fmt::format("node type {}", static_cast<int>(node.type()));
-        }
-        const TimePs begin = node.start_time_micros() * kPsPerUs;
-        tally.event(i, begin, begin + node.duration_micros() * kPsPerUs, true);
-      }
-      ++messages;
-    }
-    if (messages == 0) throw bad("the file is empty");
+      const TimePs begin = node.start_time_micros() * kPsPerUs;
+      tally.event(i, begin, begin + node.duration_micros() * kPsPerUs, true);
+    });
   }
   return tally.finish("chakra", files, 0);
 }

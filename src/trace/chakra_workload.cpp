@@ -9,17 +9,10 @@
 #include <set>
 #include <unordered_set>
 
-#include "et_def.pb.h"
-#include "proto_io.hpp"
+#include "chakra_io.hpp"
 #include "syntorch/trace/trace_file.hpp"
-#include "trace_reader.hpp"
 
 namespace syntorch::trace {
-
-namespace detail {
-std::vector<std::filesystem::path> chakra_files(const std::filesystem::path& path);
-std::optional<std::int64_t> rank_of(const std::filesystem::path& file);
-}  // namespace detail
 
 namespace {
 
@@ -138,9 +131,6 @@ std::map<std::string, std::vector<int>> read_groups(const std::filesystem::path&
 ChakraWorkload read_chakra_workload(const std::filesystem::path& path, const std::filesystem::path& groups_file) {
   ChakraWorkload w;
   const std::vector<std::filesystem::path> files = detail::chakra_files(path);
-  std::string bytes;
-  et::GlobalMetadata meta;
-  et::Node node;
   for (std::size_t i = 0; i < files.size(); ++i) {
     const std::filesystem::path& file = files[i];
     const auto rank = detail::rank_of(file);
@@ -151,34 +141,12 @@ ChakraWorkload read_chakra_workload(const std::filesystem::path& path, const std
                                        path.string(), files.size() - 1, i));
     }
     r.file = file;
-    detail::InputFile in(file);
-    std::uint64_t messages = 0;
-    const auto bad = [&](std::string_view what) {
-      return TraceFileError(fmt::format("'{}' is not a Chakra execution trace: {} (message {}, byte offset {})",
-                                        file.string(), what, messages + 1, in.offset()));
-    };
     std::unordered_set<std::uint64_t> ids;
-    for (;;) {
-      std::uint64_t length = 0;
-      bool malformed = false;
-      if (!detail::read_varint(in, length, malformed)) {
-        if (malformed) throw bad("truncated length");
-        break;
-      }
-      if (length > detail::kMaxMessageBytes) throw bad(fmt::format("a {}-byte message", length));
-      bytes.resize(length);
-      if (!in.read(bytes.data(), length)) throw bad("the file ends inside a message");
-      if (messages == 0) {
-        if (!meta.ParseFromString(bytes) || meta.version().empty()) throw bad("no GlobalMetadata with a version");
-      } else {
-        if (!node.ParseFromString(bytes)) throw bad("undecodable Node");
-        ChakraNode c = from_proto(node);
-        if (!ids.insert(c.id).second) throw bad(fmt::format("a second node with id {}", c.id));
-        r.nodes.push_back(std::move(c));
-      }
-      ++messages;
-    }
-    if (messages == 0) throw bad("the file is empty");
+    detail::read_chakra_file(file, [&](const et::Node& node, const auto& bad) {
+      ChakraNode c = from_proto(node);
+      if (!ids.insert(c.id).second) throw bad(fmt::format("a second node with id {}", c.id));
+      r.nodes.push_back(std::move(c));
+    });
     for (const ChakraNode& c : r.nodes) {
       for (std::uint64_t d : c.deps) {
         if (ids.count(d) == 0) {

@@ -8,8 +8,10 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "syntorch/graph/ir.hpp"
+#include "syntorch/torch/tensor.hpp"
 
 namespace syntorch::graph {
 
@@ -36,6 +38,20 @@ struct OpTally {
 // Checks what running needs before anything runs: every tensor's dtype known. Problems go to
 // `diagnostics` under `file`.
 void check_executable(const Ir& ir, const std::string& file, Diagnostics& diagnostics);
+
+// What an op's schema says of it, when the caller knows (the bridge from real PyTorch reads it
+// from PyTorch): the argument whose memory its outputs view ("" for none), the arguments it
+// writes, whether it makes its outputs from nothing. Without one, the op's name decides (IR
+// files): ATen's view ops, a name ending in '_' (or an `out` argument), no tensor input.
+struct OpForm {
+  std::string view_source;
+  std::vector<std::string> written;
+  bool factory = false;
+};
+
+// Runs one node of `ir` on `env` (a tensor per IR tensor; the node's outputs are filled in).
+void run_node(const Ir& ir, const IrNode& node, std::vector<torch::Tensor>& env, OpTally& tally,
+              const OpForm* form = nullptr);
 
 // Runs the IR on the calling rank (inside runtime::Engine::run). Adds to `tally`. Throws
 // torch::Error naming the node when a lowering refuses its arguments in a way PyTorch would too.

@@ -1,37 +1,39 @@
 """The dispatch mode that hands every ATen op a real PyTorch program runs (on the meta device) to
-syntorch's torch layer, and the tally of what it could and could not model."""
-
-import collections
+syntorch's torch layer, through the same ATen lowering as an IR's nodes (include/syntorch/graph/:
+one table in C++ for both), with what the op's schema says of it."""
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import _syntorch
 
-from . import _lowering, _shapes
-from ._tensors import adopt, mirror_of, run_on_meta, same_layout, sdtype, set_mirror, tensors_in as _tensors
+from . import _shapes
+from ._tensors import adopt, mirror_of, run_on_meta, set_mirror
+
+
+def _dtype_name(dtype):
+    return str(dtype).replace("torch.", "")
 
 
 class _OpInfo:
     """What an op's schema says, worked out once per overload: its arguments and defaults, and
     whether it is a view, an in-place update or a factory."""
 
-    __slots__ = ("name", "short", "args", "view_source", "written", "factory", "lowering")
+    __slots__ = ("op_type", "name", "short", "args", "view_source", "written", "factory")
 
     def __init__(self, func):
         schema = func._schema
+        self.op_type = str(func)
         self.name = schema.name if "::" in schema.name else "aten::" + schema.name
         self.short = self.name.split("::", 1)[1]
         self.args = [(a.name, a.default_value if a.has_default_value() else None) for a in schema.arguments]
-        written = [a.name for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write]
+        self.written = [a.name for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write]
         returns = [r.alias_info for r in schema.returns]
-        self.view_source = None
+        self.view_source = ""
         if self.short in ("_unsafe_view",) or (returns and all(r is not None and not r.is_write for r in returns)):
             self.view_source = schema.arguments[0].name
-        self.written = written
         self.factory = (self.short.endswith("_like") or self.short.startswith("new_")
                         or not any("Tensor" in str(a.type) for a in schema.arguments))
-        self.lowering = _lowering.LOWERINGS.get(self.short)
 
 
 def _bind(info, args, kwargs):
@@ -44,62 +46,22 @@ def _bind(info, args, kwargs):
     return bound
 
 
-def _nbytes(t):
-    return t.numel() * t.element_size()
-
-
-_PRODUCTS = {"mm", "addmm", "bmm", "baddbmm"}
-
-
-def _flops(info, bound, ins, outs):
-    """The op's arithmetic as a FLOP counter counts it: products exactly, attention's two products,
-    one operation per output element otherwise."""
-    if info.short in _PRODUCTS:
-        a = bound.get("mat1", bound.get("batch1", bound.get("self")))
-        return 2.0 * outs[0].numel() * a.shape[-1]
-    if info.short in ("convolution", "convolution_backward") and len(ins) >= 2:
-        weight = bound["weight"]
-        # Each multiply-add pairs an output position of the convolution (a transposed one's input).
-        grad_or_out = (outs[0] if info.short == "convolution" else bound["grad_output"])
-        if bound.get("transposed"):
-            grad_or_out = bound["input"]
-        per_output = 2.0 * weight[0].numel() if weight.dim() > 0 else 0.0  # C_in/groups x kernel, multiply-add
-        f = per_output * grad_or_out.numel()
-        if info.short == "convolution_backward":
-            mask = bound.get("output_mask") or (True, True, True)
-            f *= (1 if mask[0] else 0) + (1 if mask[1] else 0)
-        return f
-    if info.short.startswith("_scaled_dot_product") and len(ins) >= 3:
-        q, k = ins[0], ins[1]
-        f = 4.0 * q.numel() * k.shape[-2]
-        return f * 2.5 if info.short.endswith("_backward") else f
-    return float(sum(o.numel() for o in outs))
+def _cudnn_tf32():
+    """The program's torch.backends.cudnn.allow_tf32, for its fp32 convolutions."""
+    allow = bool(torch.backends.cudnn.allow_tf32)
+    if _syntorch._get_cudnn_allow_tf32() != allow:
+        _syntorch._set_cudnn_allow_tf32(allow)
 
 
 class Tally:
     """How many times each ATen op ran, and the arithmetic and bytes of those that had no model
-    of their own (a generic memory-bound cost stood in)."""
+    of their own (a generic memory-bound cost stood in): kept by the torch layer's side."""
 
     def __init__(self):
-        self.counts = collections.Counter()
-        self.generic = {}  # name -> [count, flops, bytes, elementwise]
-        self.flops = 0.0
-        self.bytes = 0.0
-        self.mismatches = collections.Counter()
+        self._tally = _syntorch._AtenTally()
 
     def summary(self):
-        def rows(elementwise):
-            out = []
-            for name, (count, flops, nbytes, ew) in sorted(self.generic.items()):
-                if ew == elementwise:
-                    out.append({"op": name, "count": count,
-                                "flops_share": flops / self.flops if self.flops else 0.0,
-                                "bytes_share": nbytes / self.bytes if self.bytes else 0.0})
-            return out
-        return {"ops": sum(self.counts.values()), "by_op": dict(sorted(self.counts.items())),
-                "graph_flops": self.flops, "graph_bytes": self.bytes,
-                "generic_elementwise": rows(True), "unmodelled": rows(False),
-                "layout_mismatches": dict(self.mismatches)}
+        return self._tally.summary()
 
 
 class BridgeMode(TorchDispatchMode):
@@ -110,24 +72,33 @@ class BridgeMode(TorchDispatchMode):
         super().__init__()
         self.tally = tally if tally is not None else Tally()
         self._infos = {}
-        self.name = ""
 
-    # --- what the lowerings call ---
     def m(self, t):
+        """t's mirror (a tensor the bridge meets first here is adopted: an input or a parameter)."""
         s = mirror_of(t)
         return s if s is not None else adopt(t, weight=isinstance(t, torch.nn.Parameter))
 
-    def fresh(self, real):
-        """A mirror for an output the op's kernel writes alongside its main one (no kernel of its own)."""
-        if not isinstance(real, torch.Tensor):
-            return None
-        return _syntorch._empty(list(real.shape), sdtype(real.dtype), "cuda")
+    def _encode(self, x):
+        if isinstance(x, torch.Tensor):
+            return self.m(x)
+        if isinstance(x, (list, tuple)):
+            return [self._encode(y) for y in x]
+        if x is None or isinstance(x, (bool, int, float, str)):
+            return x
+        if isinstance(x, torch.dtype):
+            return ("dtype", _dtype_name(x))
+        if isinstance(x, torch.device):
+            return ("device", x.type)
+        if isinstance(x, torch.layout):
+            return ("layout", _dtype_name(x))
+        if isinstance(x, torch.memory_format):
+            return ("memory_format", _dtype_name(x))
+        if hasattr(x, "__index__"):  # a symbolic size of a concrete value
+            return int(x)
+        if hasattr(x, "__float__"):
+            return float(x)
+        return None  # a generator or another object no lowering reads
 
-    @staticmethod
-    def is_tensor(x):
-        return isinstance(x, torch.Tensor)
-
-    # --- the mode ---
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         info = self._infos.get(func)
@@ -147,78 +118,17 @@ class BridgeMode(TorchDispatchMode):
         return out
 
     def _lower(self, info, args, kwargs, out):
-        tally = self.tally
-        tally.counts[info.name] += 1
-        self.name = info.short
-        bound = _bind(info, args, kwargs)
+        if info.short in ("convolution", "convolution_backward"):
+            _cudnn_tf32()
+        bound = {name: self._encode(v) for name, v in _bind(info, args, kwargs).items()}
         slots = _slots(out)
-        outs = [o for o in slots if o is not None]
-        if info.view_source is not None:
-            src = self.m(bound[info.view_source])
-            for o in outs:
-                if sdtype(o.dtype) == src.dtype:
-                    set_mirror(o, _syntorch._aten_as_strided(src, list(o.shape), list(o.stride()), o.storage_offset(),
-                                                             info.name))
-                else:  # a view as another dtype: a mirror of its own
-                    set_mirror(o, self.fresh(o))
-            return
-        ins = _tensors([bound[n] for n, _ in info.args], [])
-        nbytes = sum(_nbytes(t) for t in ins) + sum(_nbytes(t) for t in outs)
-        flops = _flops(info, bound, ins, outs)
-        tally.flops += flops
-        tally.bytes += nbytes
-        try:
-            result = info.lowering(self, bound, out) if info.lowering is not None else None
-        except RuntimeError:
-            # The torch layer refused a form PyTorch accepts (cat's legacy empty operands, ...): the
-            # generic cost stands in, and the op is listed.
-            result = None
-        if info.written:
-            written = _tensors([bound[n] for n in info.written], [])
-            if result is None:
-                _syntorch._aten_memory_bound(info.name, [self.m(t) for t in ins if not any(t is w for w in written)]
-                                             + [self.m(w) for w in written], [], [self.m(w) for w in written])
-            for o in outs:  # an in-place op returns what it wrote
-                if mirror_of(o) is None:
-                    set_mirror(o, self.m(written[0]))
-            return
-        if result is None and not outs:  # a query answered on the host (is_same_size, sym_size, ...)
-            _syntorch._aten_memory_bound(info.name, [], [], [])
-            return
-        if result is None:
-            if info.factory:
-                if info.short.startswith("empty") or info.short.startswith("new_empty"):
-                    result = [self.fresh(o) for o in slots]
-                else:  # a fill or a random generator writing its output
-                    result = _spread(slots, _syntorch._aten_memory_bound(
-                        info.name, [], [(list(o.shape), sdtype(o.dtype)) for o in outs], []))
-            else:
-                result = _syntorch._aten_memory_bound(info.name, [self.m(t) for t in ins],
-                                                      [(list(o.shape), sdtype(o.dtype)) for o in outs], [])
-                result = _spread(slots, result)
-                widest = max((t.numel() for t in ins), default=0)
-                elementwise = info.short.startswith("_foreach_") or all(o.numel() == widest for o in outs)
-                entry = tally.generic.setdefault(info.name, [0, 0.0, 0.0, elementwise])
-                entry[0] += 1
-                entry[1] += flops
-                entry[2] += nbytes
-        self._attach(info, slots, _tensors_or_none(result))
-
-    def _attach(self, info, slots, mirrors):
-        """Gives each real output its mirror: the lowering's result at the same position of the op's
-        return (an output PyTorch left undefined, None, is skipped)."""
-        for i, o in enumerate(slots):
-            if o is None:
-                continue
-            s = mirrors[i] if i < len(mirrors) else None
-            if s is None:
-                s = self.fresh(o)
-            elif s.dtype != sdtype(o.dtype) or tuple(s.size()) != tuple(o.shape):
-                self.tally.mismatches[info.name] += 1
-                s = self.fresh(o)
-            elif not same_layout(o, s):  # the same elements in PyTorch's layout (a permuted output)
-                s = _syntorch._aten_as_strided(s, list(o.shape), list(o.stride()), o.storage_offset(), info.name)
-            set_mirror(o, s)
+        outputs = [None if o is None else (list(o.shape), list(o.stride()), o.storage_offset(), _dtype_name(o.dtype))
+                   for o in slots]
+        made = _syntorch._aten_run(self.tally._tally, info.op_type, bound, outputs, info.view_source, info.written,
+                                   info.factory)
+        for o, s in zip(slots, made):
+            if o is not None and s is not None:
+                set_mirror(o, s)
 
 
 def _slots(out):
@@ -235,17 +145,3 @@ def _slots(out):
                 flat.append(o if isinstance(o, torch.Tensor) else None)
         return flat
     return []
-
-
-def _spread(slots, made):
-    """Mirrors made for the tensor outputs alone, put back at their positions among the slots."""
-    it = iter(made)
-    return [next(it) if o is not None else None for o in slots]
-
-
-def _tensors_or_none(result):
-    if result is None:
-        return []
-    if isinstance(result, (list, tuple)):
-        return list(result)
-    return [result]

@@ -77,20 +77,6 @@ def adopt(t, weight=False):
     return s
 
 
-def same_layout(real, s):
-    return tuple(real.shape) == tuple(s.size()) and tuple(real.stride()) == tuple(s.stride())
-
-
-def tensors_in(x, acc):
-    """The tensors of x (a tensor, or lists and tuples of them and other values), appended to acc."""
-    if isinstance(x, torch.Tensor):
-        acc.append(x)
-    elif isinstance(x, (list, tuple)):
-        for y in x:
-            tensors_in(y, acc)
-    return acc
-
-
 def to_meta_args(x):
     """x with every CPU (non-meta) tensor replaced by a meta tensor of its layout (0-dim ones kept:
     PyTorch mixes them with meta tensors); a replaced tensor's stand-in shares its bridge mirror and
