@@ -69,6 +69,30 @@ const std::array<KernelMetric, 6> kKernel{{
      [](const runtime::Prediction& p) { return per_byte(p.flops, p.hbm_bytes); }},
 }};
 
+double graph_peak_bytes(const GraphRunReport& r) {
+  std::uint64_t peak = 0;
+  for (std::uint64_t b : r.stats.peak_memory_bytes) peak = std::max(peak, b);
+  return static_cast<double>(peak);
+}
+
+const std::array<GraphMetric, 6> kGraph{{
+    {{"time_ms", "ms", "graph time", "the graph's run on one device, from its start to its last kernel's end", "ms", 1,
+      "s", 1e-3},
+     [](const GraphRunReport& r) { return r.stats.simulated_time_s * 1e3; }},
+    {{"achieved_tflops", "TFLOP/s", "achieved FLOP rate", "the graph's kernel FLOPs per second of its time", "TFLOP/s",
+      1, "FLOP/s", 1e12},
+     [](const GraphRunReport& r) { return r.stats.flops / r.stats.simulated_time_s / 1e12; }},
+    {{"kernels", "1", "kernels", "the kernels the graph's ops launched", "", 1, "", 1},
+     [](const GraphRunReport& r) { return static_cast<double>(r.stats.kernels); }},
+    {{"graph_flops", "FLOP", "FLOPs", "the kernels' floating-point operations", "GFLOP", 1e-9, "FLOP", 1},
+     [](const GraphRunReport& r) { return r.stats.flops; }},
+    {{"graph_hbm_bytes", "B", "HBM bytes", "bytes the kernels moved to and from HBM", "GB", 1e-9, "B", 1},
+     [](const GraphRunReport& r) { return r.stats.hbm_bytes; }},
+    {{"graph_peak_memory_bytes", "B", "peak memory", "the most bytes allocated at once on the device", "GB", 1e-9, "B",
+      1},
+     [](const GraphRunReport& r) { return graph_peak_bytes(r); }},
+}};
+
 // As vllm bench serve defines them (serving/metrics.hpp).
 const std::array<ServingMetric, 11> kServing{{
     {{"output_tokens_per_s", "tokens/s", "output token throughput", "output tokens over the run (first arrival to last token)",
@@ -103,6 +127,7 @@ const std::array<ServingMetric, 11> kServing{{
 }  // namespace
 
 std::span<const ServingMetric> serving_metric_table() { return kServing; }
+std::span<const GraphMetric> graph_metric_table() { return kGraph; }
 std::span<const GenerationMetric> generation_metrics() { return kGeneration; }
 std::span<const KernelMetric> kernel_metric_table() { return kKernel; }
 
@@ -114,6 +139,9 @@ const Metric* find_metric(std::string_view name) {
     if (m.info.name == name) return &m.info;
   }
   for (const ServingMetric& m : kServing) {
+    if (m.info.name == name) return &m.info;
+  }
+  for (const GraphMetric& m : kGraph) {
     if (m.info.name == name) return &m.info;
   }
   return nullptr;

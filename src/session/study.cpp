@@ -61,10 +61,50 @@ const std::vector<std::string>& serve_parameters() {
   return p;
 }
 
-const std::vector<std::string>& study_parameters(StudyKind kind) {
-  return kind == StudyKind::simulate ? simulate_parameters() : kind == StudyKind::kernel ? kernel_parameters()
-                                                                                         : serve_parameters();
+const std::vector<std::string>& graph_parameters() {
+  static const std::vector<std::string> p{"hw", "policy", "graph", "framework"};
+  return p;
 }
+
+const std::vector<std::string>& graph_metrics() {
+  static const std::vector<std::string> m = [] {
+    std::vector<std::string> out;
+    for (const GraphMetric& g : graph_metric_table()) out.emplace_back(g.info.name);
+    return out;
+  }();
+  return m;
+}
+
+namespace {
+
+// What a study of each kind is: its name, the parameters and metrics it takes, the metrics it
+// plots when it names none, and the parameters every point needs.
+struct KindSpec {
+  StudyKind kind;
+  const char* name;
+  const std::vector<std::string>& (*parameters)();
+  const std::vector<std::string>& (*metrics)();
+  std::vector<std::string> default_metrics;
+  std::vector<std::string> required;
+};
+
+const std::vector<KindSpec>& kind_table() {
+  static const std::vector<KindSpec> kinds{
+      {StudyKind::simulate, "simulate", simulate_parameters, simulate_metrics, {"tpot_ms", "tokens_per_s", "ttft_ms"},
+       {"hw", "model"}},
+      {StudyKind::kernel, "kernel", kernel_parameters, kernel_metrics, {"time_us", "tflops"}, {"hw", "op"}},
+      {StudyKind::serve, "serve", serve_parameters, serve_metrics,
+       {"ttft_p99_ms", "tpot_p99_ms", "output_tokens_per_s"}, {"hw", "model"}},
+      {StudyKind::graph, "graph", graph_parameters, graph_metrics, {"time_ms", "achieved_tflops"}, {"hw", "graph"}},
+  };
+  return kinds;
+}
+
+const KindSpec& kind_spec(StudyKind kind) { return kind_table()[static_cast<std::size_t>(kind)]; }
+
+}  // namespace
+
+const std::vector<std::string>& study_parameters(StudyKind kind) { return kind_spec(kind).parameters(); }
 
 const std::vector<std::string>& serve_metrics() {
   static const std::vector<std::string> m = [] {
@@ -75,13 +115,9 @@ const std::vector<std::string>& serve_metrics() {
   return m;
 }
 
-const std::vector<std::string>& study_metrics(StudyKind kind) {
-  return kind == StudyKind::simulate ? simulate_metrics() : kind == StudyKind::kernel ? kernel_metrics() : serve_metrics();
-}
+const std::vector<std::string>& study_metrics(StudyKind kind) { return kind_spec(kind).metrics(); }
 
-const char* study_kind_name(StudyKind kind) {
-  return kind == StudyKind::simulate ? "simulate" : kind == StudyKind::kernel ? "kernel" : "serve";
-}
+const char* study_kind_name(StudyKind kind) { return kind_spec(kind).name; }
 
 const std::vector<std::string>& simulate_metrics() {
   static const std::vector<std::string> m = [] {
@@ -172,6 +208,15 @@ std::string check_parameter(StudyKind kind, const std::string& key, const std::s
     session::set_run_parameter(scratch, key, value, d, "study");
     return d.empty() ? "" : d.items()[0].message;
   }
+  if (kind == StudyKind::graph) {
+    if (key == "graph") {
+      const fs::path file = dir / value;
+      return exists_no_throw(file) ? "" : fmt::format("no graph file \"{}\" (looked for {})", value, file.string());
+    }
+    if (key == "framework") {
+      return value == "eager" || value == "native" ? "" : fmt::format("expected eager or native, got \"{}\"", value);
+    }
+  }
   if (kind == StudyKind::serve) {
     Diagnostics d;
     serving::ServeSpec scratch;
@@ -243,9 +288,16 @@ Study load_study(const std::string& path) {
   if (const YAML::Node k = root["kind"]) {
     std::string kind;
     if (scalar(r, k, "/kind", kind)) {
-      if (kind == "kernel") s.kind = StudyKind::kernel;
-      else if (kind == "serve") s.kind = StudyKind::serve;
-      else if (kind != "simulate") r.error(k, "/kind", fmt::format("expected simulate, kernel or serve, got \"{}\"", kind));
+      std::vector<std::string> names;
+      bool found = false;
+      for (const KindSpec& spec : kind_table()) {
+        names.emplace_back(spec.name);
+        if (kind == spec.name) {
+          s.kind = spec.kind;
+          found = true;
+        }
+      }
+      if (!found) r.error(k, "/kind", fmt::format("expected {}, got \"{}\"{}", join(names, ", "), kind, did_you_mean(kind, names)));
     }
   }
   const std::vector<std::string>& params = study_parameters(s.kind);
@@ -383,16 +435,13 @@ Study load_study(const std::string& path) {
       }
     }
   } else {
-    s.metrics = s.kind == StudyKind::simulate ? std::vector<std::string>{"tpot_ms", "tokens_per_s", "ttft_ms"}
-                : s.kind == StudyKind::kernel ? std::vector<std::string>{"time_us", "tflops"}
-                                              : std::vector<std::string>{"ttft_p99_ms", "tpot_p99_ms", "output_tokens_per_s"};
+    s.metrics = kind_spec(s.kind).default_metrics;
   }
   // Required parameters: in the base or varied by an axis.
   auto given = [&](const std::string& key) {
     return s.base.count(key) || std::any_of(s.axes.begin(), s.axes.end(), [&](const Axis& a) { return !a.hw_field && a.key == key; });
   };
-  for (const char* key : s.kind == StudyKind::kernel ? std::vector<const char*>{"hw", "op"}
-                                                    : std::vector<const char*>{"hw", "model"}) {
+  for (const std::string& key : kind_spec(s.kind).required) {
     if (base && base.IsMap() && !given(key)) r.error(base, fmt::format("/base/{}", key), "missing (in base or as an axis)");
   }
   // Kernel studies: the op's shape from the base with each axis value in turn (the others at their

@@ -15,7 +15,9 @@
 #include <thread>
 
 #include "syntorch/hw/config_loader.hpp"
+#include "syntorch/base/input_file.hpp"
 #include "syntorch/hw/machine.hpp"
+#include "syntorch/session/graph_run.hpp"
 #include "syntorch/session/metrics.hpp"
 #include "syntorch/session/simulate.hpp"
 #include "syntorch/runtime/op_params.hpp"
@@ -144,6 +146,29 @@ void serve_point(const Study& study, const Point& point, MachineCache& machines,
   for (const ServingMetric& m : serving_metric_table()) row.metrics.push_back(m.value(r.metrics));
 }
 
+// A model's graph at the point: the IR run on the point's machine (simulate --graph).
+void graph_point(const Study& study, const Point& point, SweepRow& row) {
+  const auto& p = point.params;
+  const fs::path dir = fs::path(study.file).parent_path();
+  RunOptions o;
+  o.hw = (dir / p.at("hw")).string();
+  o.sets = point.sets;
+  if (const auto it = p.find("policy"); it != p.end()) {
+    o.policy = exists_no_throw(dir / it->second) ? (dir / it->second).string() : it->second;
+  }
+  if (const auto it = p.find("framework"); it != p.end()) o.framework = it->second;
+  const GraphRunReport r = simulate_graph(o, (dir / p.at("graph")).string());
+  row.metrics.clear();
+  if (r.stats.oom) {
+    row.status = "oom";
+    row.reason = fmt::format("{} requested for {}", r.stats.oom->requested_bytes, r.stats.oom->requested_for);
+    row.metrics.assign(graph_metrics().size(), kNaN);
+    return;
+  }
+  row.status = "ok";
+  for (const GraphMetric& m : graph_metric_table()) row.metrics.push_back(m.value(r));
+}
+
 std::string format_duration(double s) {
   if (!std::isfinite(s) || s < 0) return "--";
   const auto total = static_cast<long>(s + 0.5);
@@ -156,9 +181,12 @@ SweepRow run_point(const Study& study, const Point& point, std::size_t index, Ma
   row.index = index;
   row.axis_values = point.axis_values;
   try {
-    if (study.kind == StudyKind::simulate) simulate(study, point, machines, row);
-    else if (study.kind == StudyKind::serve) serve_point(study, point, machines, row);
-    else kernel(study, point, machines, row);
+    switch (study.kind) {
+      case StudyKind::simulate: simulate(study, point, machines, row); break;
+      case StudyKind::serve: serve_point(study, point, machines, row); break;
+      case StudyKind::kernel: kernel(study, point, machines, row); break;
+      case StudyKind::graph: graph_point(study, point, row); break;
+    }
   } catch (const InputError& e) {
     row.status = "error";
     row.reason = e.diagnostics().items().empty() ? "invalid input" : e.diagnostics().items()[0].message;

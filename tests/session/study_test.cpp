@@ -156,4 +156,36 @@ axes:
   EXPECT_NE(text.find("bursty"), std::string::npos) << text;
 }
 
+TEST(Study, AGraphStudyRunsAModelsIrOnEachMachine) {
+  const std::string path = study("graph.yaml", R"(kind: graph
+base: {hw: h100.json, graph: gpt.json}
+axes:
+  - {name: HBM bandwidth, hw: /components/gpu/components/hbm/bandwidth, values: [2 TB/s, 8 TB/s]}
+  - {param: framework, values: [eager, native]}
+)");
+  fs::copy(fs::path(SYNTORCH_SOURCE_DIR) / "examples" / "graphs" / "gpt2_2layer_ir.json",
+           fs::path(path).parent_path() / "gpt.json", fs::copy_options::overwrite_existing);
+  const session::Study s = session::load_study(path);
+  EXPECT_EQ(s.kind, session::StudyKind::graph);
+  EXPECT_EQ(s.metrics, (std::vector<std::string>{"time_ms", "achieved_tflops"}));
+  const std::vector<session::SweepRow> rows = session::run_points(s, session::expand(s), {}, session::SweepOptions{});
+  ASSERT_EQ(rows.size(), 4u);
+  for (const auto& r : rows) ASSERT_EQ(r.status, "ok") << r.reason;
+  // Native launches leave the graph to the device: faster, and more so with more bandwidth.
+  EXPECT_LT(rows[1].metrics[0], rows[0].metrics[0]);
+  EXPECT_LT(rows[3].metrics[0], rows[1].metrics[0]);
+  const std::string bad = study("graph_bad.yaml", R"(kind: grpah
+base: {hw: h100.json}
+)");
+  EXPECT_NE(problems(bad).find("did you mean \"graph\""), std::string::npos) << problems(bad);
+  const std::string missing = study("graph_missing.yaml", R"(kind: graph
+base: {hw: h100.json, graph: none.json, framework: jit}
+)");
+  const std::string text = problems(missing);
+  EXPECT_NE(text.find("no graph file \"none.json\""), std::string::npos) << text;
+  EXPECT_NE(text.find("expected eager or native, got \"jit\""), std::string::npos) << text;
+  const std::string no_graph = study("graph_none.yaml", "kind: graph\nbase: {hw: h100.json}\n");
+  EXPECT_NE(problems(no_graph).find("/base/graph: missing"), std::string::npos) << problems(no_graph);
+}
+
 }  // namespace

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "syntorch/runtime/predictor.hpp"
+#include "syntorch/session/graph_run.hpp"
 #include "syntorch/session/serving/metrics.hpp"
 #include "syntorch/session/simulate.hpp"
 
@@ -42,7 +43,14 @@ struct ServingMetric {
   double (*value)(const serving::ServeMetrics& metrics);
 };
 
+// A graph run's metric (`simulate --graph`): its value from the run's report.
+struct GraphMetric {
+  Metric info;
+  double (*value)(const GraphRunReport& report);
+};
+
 std::span<const GenerationMetric> generation_metrics();
+std::span<const GraphMetric> graph_metric_table();
 std::span<const KernelMetric> kernel_metric_table();
 std::span<const ServingMetric> serving_metric_table();
 

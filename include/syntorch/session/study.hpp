@@ -4,7 +4,7 @@
 // points (a cartesian product of the axes, or the axes zipped).
 //
 //   name: hbm-bandwidth-decode
-//   kind: simulate                  # or kernel, or serve
+//   kind: simulate                  # or kernel, serve, graph
 //   base: {hw: ../hw_configs/dgx_h100.json, model: gpt3-175b, tp: 8, batch: 8, ...}
 //   set: {/components/nvlink/latency: 1 us}            # fixed config overrides (optional)
 //   axes:
@@ -24,7 +24,7 @@
 
 namespace syntorch::session {
 
-enum class StudyKind { simulate, kernel, serve };
+enum class StudyKind { simulate, kernel, serve, graph };
 
 // One varied quantity: a hardware config field by JSON pointer, or a run parameter.
 struct Axis {
@@ -58,13 +58,15 @@ struct Point {
 const std::vector<std::string>& simulate_parameters();
 const std::vector<std::string>& kernel_parameters();
 const std::vector<std::string>& serve_parameters();
+const std::vector<std::string>& graph_parameters();  // hw, policy, graph (an IR file), framework
 const std::vector<std::string>& study_parameters(StudyKind kind);
 // The metrics the rows carry, by kind.
 const std::vector<std::string>& simulate_metrics();
 const std::vector<std::string>& kernel_metrics();
 const std::vector<std::string>& serve_metrics();
+const std::vector<std::string>& graph_metrics();
 const std::vector<std::string>& study_metrics(StudyKind kind);
-// The kind's name in study files and results ("simulate", "kernel", "serve").
+// The kind's name in study files and results ("simulate", "kernel", "serve", "graph").
 const char* study_kind_name(StudyKind kind);
 
 // Reads and validates a study; throws InputError listing every problem ("file:line: /key: ...").
