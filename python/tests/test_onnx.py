@@ -80,6 +80,23 @@ def test_symbolic_dimensions_take_their_sizes_from_input_shapes(tmp_path):
         sir.from_onnx(path, input_shapes={"x": [64, 8]})
     with pytest.raises(ValueError, match=r"input_shapes names \['y'\], which are not inputs"):
         sir.from_onnx(path, input_shapes={"x": [1, 16], "y": [1]})
+    # The command line: converted to an IR file with the sizes, then run by the simulator alone.
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import _syntorch
+    out = tmp_path / "dyn_ir.json"
+    proc = subprocess.run([sys.executable, "-m", "syntorch.ir", "convert", str(path), "-o", str(out),
+                           "--input-shapes", "x=64x16"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert sir.IR.load(out).inputs[0].shape == (64, 16)
+    binary = os.path.join(os.path.dirname(os.path.realpath(_syntorch.__file__)), "..", "syntorch")
+    run = subprocess.run([binary, "simulate", "--graph", str(out), "--json"], capture_output=True, text=True)
+    assert run.returncode == 0 and json.loads(run.stdout)["aten"]["by_op"]["aten::addmm"] == 1, run.stderr
+    refused = subprocess.run([binary, "simulate", "--graph", str(path)], capture_output=True, text=True)
+    assert refused.returncode == 2 and "python3 -m syntorch.ir convert" in refused.stderr
 
 
 def test_an_unsupported_op_or_a_bad_file_is_refused_by_name(tmp_path):

@@ -135,13 +135,14 @@ Tensor place(const IrTensor& meta, bool weight) {
     std::int64_t extent = meta.offset;
     if (numel(meta) > 0) {
       extent += 1;
-      for (std::size_t i = 0; i < meta.sizes.size(); ++i) extent += (meta.sizes[i] - 1) * meta.strides[i];
+      const std::vector<std::int64_t> strides = strides_of(meta);
+      for (std::size_t i = 0; i < meta.sizes.size(); ++i) extent += (meta.sizes[i] - 1) * strides[i];
     }
     sizes = {extent};
   }
   Tensor t = weight ? torch::parameter_tensor(sizes, dtype_of(meta), "Parameter")
                     : torch::empty(sizes, torch::TensorOptions(dtype_of(meta)).device(torch::kCUDA));
-  if (!contiguous) t = torch::aten::as_strided(t, meta.sizes, meta.strides, meta.offset);
+  if (!contiguous) t = torch::aten::as_strided(t, meta.sizes, strides_of(meta), meta.offset);
   return t;
 }
 
@@ -155,9 +156,11 @@ double op_flops(std::string_view op, const Ir& ir, const IrNode& node, const std
     return v != nullptr && v->kind == IrValue::Kind::tensor ? &ir.tensors[static_cast<std::size_t>(v->tensor)]
                                                               : nullptr;
   };
-  if ((op == "mm" || op == "addmm" || op == "bmm" || op == "baddbmm") && !outs.empty() && outs[0] != nullptr) {
+  if ((op == "mm" || op == "addmm" || op == "bmm" || op == "baddbmm" || op == "linear" || op == "matmul") &&
+      !outs.empty() && outs[0] != nullptr) {
     const IrTensor* a = meta("mat1");
     if (a == nullptr) a = meta("batch1");
+    if (a == nullptr) a = meta("input");  // linear: the input's last dim is the reduction
     if (a == nullptr) a = meta("self");
     if (a != nullptr && !a->sizes.empty()) return 2.0 * static_cast<double>(numel(*outs[0])) * a->sizes.back();
   }
@@ -175,7 +178,7 @@ double op_flops(std::string_view op, const Ir& ir, const IrNode& node, const std
       return f;
     }
   }
-  if (starts_with(op, "_scaled_dot_product") && node.inputs.size() >= 3) {
+  if ((starts_with(op, "_scaled_dot_product") || op == "scaled_dot_product_attention") && node.inputs.size() >= 3) {
     const IrTensor& q = ir.tensors[static_cast<std::size_t>(node.inputs[0])];
     const IrTensor& k = ir.tensors[static_cast<std::size_t>(node.inputs[1])];
     if (k.sizes.size() >= 2) {
@@ -188,20 +191,15 @@ double op_flops(std::string_view op, const Ir& ir, const IrNode& node, const std
   return f;
 }
 
-void collect_indices(const IrValue& v, std::vector<int>& out) {
-  if (v.kind == IrValue::Kind::tensor) out.push_back(v.tensor);
-  for (const IrValue& x : v.items) collect_indices(x, out);
-}
-
 // What an in-place op writes (IR tensor indices): `self` for a name ending in '_' (add_, copy_,
 // _foreach_mul_), or its `out` arguments.
 std::vector<int> written_by(std::string_view op, const IrNode& node) {
   std::vector<int> out;
   for (const auto& [name, v] : node.kwargs) {
-    if (name == "out") collect_indices(v, out);
+    if (name == "out") collect_tensors(v, out);
   }
   if (out.empty() && ends_with(op, "_") && !starts_with(op, "__") && !node.args.empty()) {
-    collect_indices(node.args[0], out);
+    collect_tensors(node.args[0], out);
   }
   return out;
 }
@@ -256,7 +254,7 @@ class NodeRunner {
     std::vector<int> written_ids;
     if (form != nullptr) {
       for (const std::string& w : form->written) {
-        if (const IrValue* v = call.arg(w)) collect_indices(*v, written_ids);
+        if (const IrValue* v = call.arg(w)) collect_tensors(*v, written_ids);
       }
     } else {
       written_ids = written_by(op, node);
@@ -273,6 +271,11 @@ class NodeRunner {
         }
         read.insert(read.end(), written.begin(), written.end());
         torch::aten::memory_bound(name, read, {}, written);
+        OpTally::Generic& g = tally_.generic[name];  // an in-place update with no model: listed
+        g.count += 1;
+        g.flops += flops;
+        g.bytes += nbytes;
+        g.elementwise = true;
         result = std::vector<Tensor>(outs.size());
         for (std::size_t i = 0; i < outs.size(); ++i) (*result)[i] = written[std::min(i, written.size() - 1)];
       }
@@ -327,10 +330,33 @@ class NodeRunner {
     for (std::size_t i = 0; i < outs.size(); ++i) {
       if (outs[i] == nullptr) continue;
       const IrTensor& o = *outs[i];
-      env_[static_cast<std::size_t>(node.outputs[i])] =
-          dtype_of(o) == src.dtype() ? torch::aten::as_strided(src, o.sizes, strides_of(o), o.offset, name)
-                                     : fresh(o);  // a view as another dtype: a tensor of its own
+      env_[static_cast<std::size_t>(node.outputs[i])] = view_of(src, o, name);
     }
+  }
+
+  // A view of src's memory with o's layout. A complex view of real pairs (view_as_complex) or a
+  // real view of complex numbers (view_as_real) counts its sizes, strides and offset in its own
+  // elements: they are taken back to src's before the view is made. Any other change of dtype
+  // has a tensor of its own.
+  static Tensor view_of(const Tensor& src, const IrTensor& o, const std::string& name) {
+    const torch::ScalarType to = dtype_of(o);
+    const torch::ScalarType from = src.dtype();
+    if (to == from) return torch::aten::as_strided(src, o.sizes, strides_of(o), o.offset, name);
+    const std::vector<std::int64_t> strides = strides_of(o);
+    if (torch::is_complex(to) && !torch::is_complex(from) && torch::to_complex(from) == to) {
+      std::vector<std::int64_t> sizes = o.sizes, real_strides;
+      sizes.push_back(2);
+      for (std::int64_t s : strides) real_strides.push_back(2 * s);
+      real_strides.push_back(1);
+      return torch::view_as_complex(torch::aten::as_strided(src, sizes, real_strides, 2 * o.offset, name));
+    }
+    if (!torch::is_complex(to) && torch::is_complex(from) && torch::to_real(from) == to && !o.sizes.empty() &&
+        o.sizes.back() == 2 && strides.back() == 1 && o.offset % 2 == 0) {
+      std::vector<std::int64_t> sizes(o.sizes.begin(), o.sizes.end() - 1), complex_strides;
+      for (std::size_t i = 0; i + 1 < strides.size(); ++i) complex_strides.push_back(strides[i] / 2);
+      return torch::view_as_real(torch::aten::as_strided(src, sizes, complex_strides, o.offset / 2, name));
+    }
+    return fresh(o);
   }
 
   // Each output its tensor: the lowering's at the same position, checked against the IR's record.

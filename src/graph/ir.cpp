@@ -27,6 +27,11 @@ double IrValue::number() const {
   }
 }
 
+void collect_tensors(const IrValue& v, std::vector<int>& out) {
+  if (v.kind == IrValue::Kind::tensor && v.tensor >= 0) out.push_back(v.tensor);
+  for (const IrValue& x : v.items) collect_tensors(x, out);
+}
+
 int Ir::tensor_index(const std::string& name) const {
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     if (tensors[i].name == name) return static_cast<int>(i);
@@ -141,11 +146,6 @@ struct IrReader {
   }
 };
 
-void collect_tensors(const IrValue& v, std::vector<int>& out) {
-  if (v.kind == IrValue::Kind::tensor && v.tensor >= 0) out.push_back(v.tensor);
-  for (const IrValue& x : v.items) collect_tensors(x, out);
-}
-
 std::vector<std::int64_t> ints(const Json& array, const std::string& at, IrReader& r, bool non_negative) {
   std::vector<std::int64_t> out;
   for (std::size_t i = 0; i < array.size(); ++i) {
@@ -232,6 +232,15 @@ Ir parse_ir(const Json& json, const std::string& file, Diagnostics& d) {
       }
       if (const Json* s = r.typed(t, "shape", at, Json::value_t::array, "a list of sizes")) {
         meta.sizes = ints(*s, at + "/shape", r, true);
+        std::int64_t elements = 1;  // at most 2^50 elements: their bytes fit 64 bits with room
+        for (std::int64_t n : meta.sizes) {
+          if (n > 0 && elements > (std::int64_t{1} << 50) / n) {
+            r.error(at + "/shape", fmt::format("a tensor of more than 2^50 elements ({}): not a shape a device holds",
+                                               describe_json(*s)));
+            break;
+          }
+          elements *= n;
+        }
       }
       if (const Json* dt = r.typed(t, "dtype", at, Json::value_t::string, "a dtype's name")) {
         meta.dtype = dt->get<std::string>();
@@ -345,6 +354,12 @@ Ir parse_ir(const Json& json, const std::string& file, Diagnostics& d) {
           }
           const int t = r.tensor((*x)[j], json_child_pointer(at + "/outputs", j));
           node.outputs.push_back(t);
+          if (t >= 0 && defined[t]) {
+            r.error(json_child_pointer(at + "/outputs", j),
+                    fmt::format("makes tensor '{}', which an input, a weight or an earlier node already made (each "
+                                "tensor is made once; an in-place op's result is a new name)",
+                                ir.tensors[static_cast<std::size_t>(t)].name));
+          }
           if (t >= 0) defined[t] = 1;
         }
       }

@@ -176,7 +176,8 @@ std::optional<torch::ScalarType> scalar_type_of(std::string_view name) {
       {"cfloat", ScalarType::ComplexFloat}, {"complex128", ScalarType::ComplexDouble},
       {"cdouble", ScalarType::ComplexDouble}, {"complex32", ScalarType::Float},
       {"float8_e4m3fn", ScalarType::Float8_e4m3fn}, {"float8_e5m2", ScalarType::Float8_e4m3fn},
-      {"float8_e4m3fnuz", ScalarType::Float8_e4m3fn}, {"float8_e5m2fnuz", ScalarType::Float8_e4m3fn}};
+      {"float8_e4m3fnuz", ScalarType::Float8_e4m3fn}, {"float8_e5m2fnuz", ScalarType::Float8_e4m3fn},
+      {"float4_e2m1fn_x2", ScalarType::Float4}};
   const auto it = kNames.find(name);
   if (it == kNames.end()) return std::nullopt;
   return it->second;

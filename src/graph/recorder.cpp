@@ -145,17 +145,8 @@ void IrRecorder::record(std::string_view op, std::span<const torch::RecordedArg>
   }
   // Trailing None positional arguments are their defaults: left out, as PyTorch's calls leave them.
   while (!node.args.empty() && node.args.back().kind == IrValue::Kind::none) node.args.pop_back();
-  std::vector<int> reads;
-  for (const IrValue& v : node.args) {
-    if (v.kind == IrValue::Kind::tensor) reads.push_back(v.tensor);
-    for (const IrValue& x : v.items) {
-      if (x.kind == IrValue::Kind::tensor) reads.push_back(x.tensor);
-    }
-  }
-  for (const auto& [name, v] : node.kwargs) {
-    if (v.kind == IrValue::Kind::tensor) reads.push_back(v.tensor);
-  }
-  node.inputs = reads;
+  for (const IrValue& v : node.args) collect_tensors(v, node.inputs);
+  for (const auto& [name, v] : node.kwargs) collect_tensors(v, node.inputs);
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     if (!outputs[i].defined()) {
       node.outputs.push_back(-1);

@@ -6,13 +6,6 @@
 
 namespace syntorch::session {
 
-namespace {
-void collect(const AtenValue& v, std::vector<int>& out) {
-  if (v.kind == AtenValue::Kind::tensor) out.push_back(v.tensor);
-  for (const AtenValue& x : v.items) collect(x, out);
-}
-}  // namespace
-
 std::vector<torch::Tensor> run_aten_op(AtenTally& tally, const std::string& op,
                                        const std::vector<std::pair<std::string, AtenValue>>& args,
                                        const std::vector<torch::Tensor>& tensors,
@@ -35,7 +28,7 @@ std::vector<torch::Tensor> run_aten_op(AtenTally& tally, const std::string& op,
   node.op = op;
   node.name = op;
   node.kwargs = args;
-  for (const auto& [name, v] : node.kwargs) collect(v, node.inputs);
+  for (const auto& [name, v] : node.kwargs) graph::collect_tensors(v, node.inputs);
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     if (!outputs[i]) {
       node.outputs.push_back(-1);

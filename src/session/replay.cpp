@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <numeric>
+#include <set>
 #include <limits>
 #include <queue>
 #include <unordered_map>
@@ -79,6 +81,79 @@ const std::vector<int>& members_of(const ChakraNode& n, const ChakraWorkload& w,
   return w.groups.at(n.pg_name);
 }
 
+const char* collective_name(int comm_type) {
+  static constexpr const char* kNames[] = {"all-reduce", "reduce", "all-gather", "gather", "scatter", "broadcast",
+                                           "all-to-all", "reduce-scatter", "reduce-scatter", "barrier"};
+  return comm_type >= 0 && comm_type < 10 ? kNames[comm_type] : "collective";
+}
+
+// Every member of a group runs the same collectives in the same order, and every send has its
+// receive (same peers, same bytes, in order): otherwise the ranks would wait for each other for
+// ever. Refused here, naming the group or the pair.
+void check_matching(const ChakraWorkload& w, const std::string& file) {
+  Diagnostics d;
+  const int world = static_cast<int>(w.ranks.size());
+  // group name -> rank -> its collectives' types in issue order
+  std::map<std::string, std::map<int, std::vector<int>>> calls;
+  std::map<std::pair<int, int>, std::vector<std::uint64_t>> sends, recvs;  // (from, to) -> bytes in order
+  for (const ChakraRank& r : w.ranks) {
+    for (std::size_t i : issue_order(r)) {
+      const ChakraNode& n = r.nodes[i];
+      if (n.is_cpu_op) continue;
+      if (n.type == ChakraNode::Type::collective) {
+        const std::size_t members = n.pg_name.empty() ? w.ranks.size() : w.groups.at(n.pg_name).size();
+        if (members >= 2) calls[n.pg_name][r.rank].push_back(n.comm_type);
+      } else if (n.type == ChakraNode::Type::send) {
+        sends[{r.rank, n.comm_dst}].push_back(n.comm_size);
+      } else if (n.type == ChakraNode::Type::recv) {
+        recvs[{n.comm_src, r.rank}].push_back(n.comm_size);
+      }
+    }
+  }
+  for (const auto& [group, by_rank] : calls) {
+    std::vector<int> members;
+    if (group.empty()) {
+      for (int m = 0; m < world; ++m) members.push_back(m);
+    } else {
+      members = w.groups.at(group);
+    }
+    const std::vector<int> none;
+    const auto of = [&](int m) -> const std::vector<int>& {
+      const auto it = by_rank.find(m);
+      return it == by_rank.end() ? none : it->second;
+    };
+    const std::vector<int>& first = of(members.front());
+    for (int m : members) {
+      const std::vector<int>& mine = of(m);
+      if (mine == first) continue;
+      std::size_t k = 0;
+      while (k < mine.size() && k < first.size() && mine[k] == first[k]) ++k;
+      d.error(file, group.empty() ? "all ranks" : "process group '" + group + "'",
+              fmt::format("rank {} runs {} collectives and rank {} runs {}; they part at the {}th ({} on rank {}, {} on "
+                          "rank {}): the ranks would wait for each other for ever",
+                          members.front(), first.size(), m, mine.size(), k + 1,
+                          k < first.size() ? collective_name(first[k]) : "none", members.front(),
+                          k < mine.size() ? collective_name(mine[k]) : "none", m));
+      break;
+    }
+  }
+  std::set<std::pair<int, int>> pairs;
+  for (const auto& [p, v] : sends) pairs.insert(p);
+  for (const auto& [p, v] : recvs) pairs.insert(p);
+  for (const auto& p : pairs) {
+    const std::vector<std::uint64_t> s = sends.count(p) ? sends.at(p) : std::vector<std::uint64_t>{};
+    const std::vector<std::uint64_t> r = recvs.count(p) ? recvs.at(p) : std::vector<std::uint64_t>{};
+    if (s != r) {
+      d.error(file, fmt::format("rank {} to rank {}", p.first, p.second),
+              fmt::format("{} sends ({} bytes in all) against {} receives ({} bytes): every send needs its receive of "
+                          "the same size, in order",
+                          s.size(), std::accumulate(s.begin(), s.end(), std::uint64_t{0}), r.size(),
+                          std::accumulate(r.begin(), r.end(), std::uint64_t{0})));
+    }
+  }
+  if (!d.empty()) throw InputError(std::move(d));
+}
+
 // Everything a replay needs checked before any rank runs.
 void check_workload(const ChakraWorkload& w, const hw::Machine& machine, const std::string& file) {
   Diagnostics d;
@@ -119,7 +194,15 @@ void check_workload(const ChakraWorkload& w, const hw::Machine& machine, const s
       }
     }
   }
+  for (const auto& [name, ranks] : w.groups) {
+    for (int m : ranks) {
+      if (m >= world) {
+        d.error(w.groups_file.string(), "/" + name, fmt::format("names rank {}, past the trace's {} ranks", m, world));
+      }
+    }
+  }
   if (!d.empty()) throw InputError(std::move(d));
+  check_matching(w, file);
 }
 
 // One rank's program: its nodes issued in dependency order on a stream per kind of work.
@@ -250,7 +333,6 @@ ReplayReport simulate_replay(const ReplayOptions& options) {
     throw InputError(std::move(d));
   }
   Run run(options.run);
-  check_workload(w, run.machine(), options.workload);
   for (const ChakraRank& r : w.ranks) {
     try {
       static_cast<void>(issue_order(r));
@@ -260,6 +342,7 @@ ReplayReport simulate_replay(const ReplayOptions& options) {
       throw InputError(std::move(d));
     }
   }
+  check_workload(w, run.machine(), options.workload);
   ReplayReport report;
   report.ranks = static_cast<int>(w.ranks.size());
   std::uint64_t first_us = std::numeric_limits<std::uint64_t>::max(), last_us = 0;
@@ -276,15 +359,21 @@ ReplayReport simulate_replay(const ReplayOptions& options) {
         report.recorded_compute_s += static_cast<double>(n.duration_us) * 1e-6;
       }
       first_us = std::min(first_us, n.start_us);
-      last_us = std::max(last_us, n.start_us + n.duration_us);
+      last_us = std::max(last_us, n.start_us + n.duration_us);  // each at most a year: no overflow
     }
   }
   report.recorded_span_s = last_us > first_us ? static_cast<double>(last_us - first_us) * 1e-6 : 0.0;
   std::vector<RankReplay> programs;
   for (const ChakraRank& r : w.ranks) programs.emplace_back(w, r);
-  report.stats = run.run_programs(report.ranks, [&](int rank) {
-    programs[static_cast<std::size_t>(rank)].run(*runtime::current_rank());
-  }, false);
+  try {
+    report.stats = run.run_programs(report.ranks, [&](int rank) {
+      programs[static_cast<std::size_t>(rank)].run(*runtime::current_rank());
+    }, false);
+  } catch (const std::logic_error& e) {  // ranks left waiting for each other: the trace's, not ours
+    Diagnostics d;
+    d.error(options.workload, "", fmt::format("the ranks' communication does not match: {}", e.what()));
+    throw InputError(std::move(d));
+  }
   return report;
 }
 

@@ -4,7 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <fstream>
+#include <stdexcept>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <unordered_set>
@@ -44,6 +46,16 @@ double number_of(const et::AttributeProto& a) {
   }
 }
 
+// An attribute's value as an integer in [lo, hi]; std::range_error naming it otherwise (NaN, inf
+// or out of range).
+std::int64_t integer_of(const et::AttributeProto& a, double lo, double hi) {
+  const double v = number_of(a);
+  if (!std::isfinite(v) || v < lo || v > hi) {
+    throw std::range_error(fmt::format("attribute {} is {}, expected an integer from {} to {}", a.name(), v, lo, hi));
+  }
+  return static_cast<std::int64_t>(v);
+}
+
 ChakraNode::Type type_of(et::NodeType t) {
   switch (t) {
     case et::COMP_NODE: return ChakraNode::Type::compute;
@@ -79,18 +91,18 @@ ChakraNode from_proto(const et::Node& n) {
     } else if (k == "tensor_size") {
       c.tensor_size = number_of(a);
     } else if (k == "comm_type") {
-      c.comm_type = static_cast<int>(number_of(a));
+      c.comm_type = static_cast<int>(integer_of(a, 0, 1 << 20));
     } else if (k == "comm_size") {
-      c.comm_size = static_cast<std::uint64_t>(std::max(0.0, number_of(a)));
+      c.comm_size = static_cast<std::uint64_t>(integer_of(a, 0, 9.0e15));  // bytes: up to petabytes
     } else if (k == "pg_name") {
       c.pg_name = a.value_case() == et::AttributeProto::kStringVal ? a.string_val()
-                                                                   : fmt::format("{}", static_cast<std::int64_t>(number_of(a)));
+                                                                   : fmt::format("{}", integer_of(a, -9.0e15, 9.0e15));
     } else if (k == "comm_src") {
-      c.comm_src = static_cast<int>(number_of(a));
+      c.comm_src = static_cast<int>(integer_of(a, -1, 1 << 24));
     } else if (k == "comm_dst") {
-      c.comm_dst = static_cast<int>(number_of(a));
+      c.comm_dst = static_cast<int>(integer_of(a, -1, 1 << 24));
     } else if (k == "comm_tag") {
-      c.comm_tag = static_cast<int>(number_of(a));
+      c.comm_tag = static_cast<int>(integer_of(a, -2147483648.0, 2147483647.0));
     }
   }
   return c;
@@ -120,6 +132,12 @@ std::map<std::string, std::vector<int>> read_groups(const std::filesystem::path&
         throw TraceFileError(fmt::format("'{}': /{}: expected non-negative rank numbers, found {}", file.string(), name,
                                          r.dump()));
       }
+      if (r.get<std::int64_t>() > (1 << 24)) {
+        throw TraceFileError(fmt::format("'{}': /{}: rank {} is out of range", file.string(), name, r.dump()));
+      }
+      if (std::find(g.begin(), g.end(), r.get<int>()) != g.end()) {
+        throw TraceFileError(fmt::format("'{}': /{}: rank {} is listed twice", file.string(), name, r.get<int>()));
+      }
       g.push_back(r.get<int>());
     }
   }
@@ -143,7 +161,18 @@ ChakraWorkload read_chakra_workload(const std::filesystem::path& path, const std
     r.file = file;
     std::unordered_set<std::uint64_t> ids;
     detail::read_chakra_file(file, [&](const et::Node& node, const auto& bad) {
-      ChakraNode c = from_proto(node);
+      ChakraNode c;
+      try {
+        c = from_proto(node);
+      } catch (const std::range_error& e) {
+        throw bad(fmt::format("node {} ({}): {}", node.id(), node.name(), e.what()));
+      }
+      // Recorded times past a year are not times (and would overflow picoseconds).
+      constexpr std::uint64_t kMaxMicros = std::uint64_t{365} * 24 * 3600 * 1'000'000;
+      if (c.duration_us > kMaxMicros || c.start_us > kMaxMicros) {
+        throw bad(fmt::format("node {} ({}): start {} us, duration {} us: expected at most a year", c.id, c.name,
+                              c.start_us, c.duration_us));
+      }
       if (!ids.insert(c.id).second) throw bad(fmt::format("a second node with id {}", c.id));
       r.nodes.push_back(std::move(c));
     });

@@ -87,9 +87,12 @@ TEST_F(GraphExecute, InPlaceUpdatesWriteTheirSelfAndFactoriesMakeTheirOutputs) {
                       {"x"}, std::vector<std::string>{}, {"z", "e"});
   OpTally tally;
   execute_ir(ir, tally);
-  // ones: a fill; add_: the elementwise add (a lowering); empty: no kernel.
+  // ones: a fill; add_: an in-place update with no lowering of its own, one memory-bound pass over
+  // what it reads and writes, listed; empty: no kernel.
   ASSERT_EQ(rank.launches.size(), 2u);
-  EXPECT_TRUE(tally.generic.empty());
+  ASSERT_EQ(tally.generic.size(), 1u);
+  EXPECT_EQ(tally.generic.at("aten::add_").count, 1);
+  EXPECT_TRUE(tally.generic.at("aten::add_").elementwise);
 }
 
 TEST_F(GraphExecute, IntermediatesAreFreedAfterTheirLastUse) {
@@ -142,6 +145,33 @@ TEST(GraphLowerings, EveryFamilyIsInTheTable) {
   EXPECT_EQ(find_lowering("erf"), nullptr);
   EXPECT_EQ(scalar_type_of("bfloat16"), torch::kBFloat16);
   EXPECT_FALSE(scalar_type_of("float128"));
+}
+
+}  // namespace
+}  // namespace syntorch::graph
+
+namespace syntorch::graph {
+namespace {
+
+class GraphViews : public torch::testing::OnRank {};
+
+// A strided input given an offset but no strides is placed with contiguous strides from its
+// offset; complex views of real pairs keep aliasing their memory.
+TEST_F(GraphViews, OffsetsWithoutStridesAndComplexViewsArePlacedAsViews) {
+  const Json j = Json::parse(R"({"format": "syntorch-ir", "version": 1, "model": "T", "producer": {},
+    "inputs": ["x"], "outputs": ["c"], "weights": [],
+    "tensors": {"x": {"shape": [4, 8], "dtype": "float32", "stride": [], "offset": 8},
+                "c": {"shape": [4, 4], "dtype": "complex64", "stride": [4, 1], "offset": 0, "producer": "v"}},
+    "nodes": [{"name": "v", "op": "aten.view_as_complex.default", "args": [{"tensor": "x"}], "kwargs": {},
+               "outputs": ["c"]}]})");
+  Diagnostics d;
+  const Ir ir = parse_ir(j, "t.json", d);
+  ASSERT_TRUE(d.empty()) << d.to_string();
+  OpTally tally;
+  execute_ir(ir, tally);
+  EXPECT_TRUE(rank.launches.empty());          // a view: no kernel
+  EXPECT_EQ(rank.allocations, 1);              // only x's storage (8 + 32 floats): the view aliases it
+  EXPECT_EQ(rank.peak_bytes, (8u + 32u) * 4u);
 }
 
 }  // namespace

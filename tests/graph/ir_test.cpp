@@ -98,6 +98,16 @@ TEST(Ir, NamesEachProblemWithItsPath) {
   j["nodes"][2]["args"][1] = {{"tensor", "a"}, {"dtype", "b"}};
   EXPECT_NE(problems(j).find("expected one of tensor, float, dtype"), std::string::npos);
   EXPECT_NE(problems(Json::array()).find("expected a syntorch IR"), std::string::npos);
+  j = small_ir();
+  j["nodes"][2]["outputs"][0] = "mm_0";
+  EXPECT_NE(problems(j).find("/nodes/2/outputs/0: makes tensor 'mm_0', which an input, a weight or an earlier node "
+                             "already made"),
+            std::string::npos)
+      << problems(j);
+  j = small_ir();
+  j["tensors"]["mm_0"]["shape"] = {1 << 30, 1 << 30, 8};
+  EXPECT_NE(problems(j).find("/tensors/mm_0/shape: a tensor of more than 2^50 elements"), std::string::npos)
+      << problems(j);
 }
 
 TEST(Ir, LoadNamesAFileThatIsNotJson) {

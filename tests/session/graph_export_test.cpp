@@ -64,6 +64,9 @@ TEST_P(GraphExport, TheExportedForwardRunsAsTheZooModelDoes) {
   EXPECT_EQ(from_ir.stats.kernels, zoo.kernels);
   EXPECT_NEAR(from_ir.stats.simulated_time_s, zoo.simulated_time_s, 0.01 * zoo.simulated_time_s);
   EXPECT_NEAR(from_ir.stats.flops, zoo.flops, 1e-6 * zoo.flops);
+  // Tensors live as long in the graph's run as in the model's (each freed after its last use).
+  const double peak = static_cast<double>(zoo.peak_memory_bytes[0]);
+  EXPECT_NEAR(static_cast<double>(from_ir.stats.peak_memory_bytes[0]), peak, 0.01 * peak);
   EXPECT_TRUE(from_ir.tally.generic.empty()) << from_ir.tally.to_json().dump();
   fs::remove(file);
 }

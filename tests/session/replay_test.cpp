@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <google/protobuf/util/delimited_message_util.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -177,6 +178,64 @@ TEST(Replay, BadTracesAreNamed) {
   std::ofstream(d / "junk.0.et") << "not a trace at all";
   EXPECT_NE(message(d / "junk.et").find("is not a Chakra execution trace"), std::string::npos);
   EXPECT_NE(message(d / "none.et").find("no such file"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace syntorch::session
+
+namespace syntorch::session {
+namespace {
+
+TEST(Replay, RanksWhoseCommunicationCannotMeetAreRefusedBeforeRunning) {
+  const fs::path d = fresh_dir("mismatch");
+  auto message = [&](const fs::path& w) {
+    try {
+      replay(w);
+    } catch (const InputError& e) {
+      return e.diagnostics().to_string();
+    }
+    return std::string();
+  };
+  // Rank 0 all-reduces twice, rank 1 once.
+  for (int r = 0; r < 2; ++r) {
+    std::vector<et::Node> nodes;
+    for (int k = 0; k < (r == 0 ? 2 : 1); ++k) {
+      et::Node n = node(static_cast<std::uint64_t>(k + 1), "ar", et::COMM_COLL_NODE);
+      attr(n, "comm_type", 0);
+      attr(n, "comm_size", 1024);
+      nodes.push_back(n);
+    }
+    write_rank(d / ("c." + std::to_string(r) + ".et"), nodes);
+  }
+  std::string m = message(d / "c.et");
+  EXPECT_NE(m.find("all ranks: rank 0 runs 2 collectives and rank 1 runs 1"), std::string::npos) << m;
+  // A send whose receive wants another size.
+  et::Node send = node(1, "send", et::COMM_SEND_NODE);
+  attr(send, "comm_dst", 1);
+  attr(send, "comm_size", 4096);
+  et::Node recv = node(1, "recv", et::COMM_RECV_NODE);
+  attr(recv, "comm_src", 0);
+  attr(recv, "comm_size", 1024);
+  write_rank(d / "p.0.et", {send});
+  write_rank(d / "p.1.et", {recv});
+  m = message(d / "p.et");
+  EXPECT_NE(m.find("rank 0 to rank 1: 1 sends (4096 bytes in all) against 1 receives (1024 bytes)"), std::string::npos)
+      << m;
+  // A groups file naming ranks the trace lacks, or one twice; a duration past a year; a NaN size.
+  write_rank(d / "g.0.et", {node(1, "x", et::COMP_NODE)});
+  write_rank(d / "g.1.et", {node(1, "x", et::COMP_NODE)});
+  std::ofstream(d / "g.comm_groups.json") << R"({"1": [0, 5]})";
+  EXPECT_NE(message(d / "g.et").find("names rank 5, past the trace's 2 ranks"), std::string::npos) << message(d / "g.et");
+  std::ofstream(d / "g.comm_groups.json") << R"({"1": [0, 0]})";
+  EXPECT_NE(message(d / "g.et").find("rank 0 is listed twice"), std::string::npos) << message(d / "g.et");
+  write_rank(d / "long.0.et", {node(1, "x", et::COMP_NODE, {}, std::uint64_t{1} << 62)});
+  EXPECT_NE(message(d / "long.et").find("expected at most a year"), std::string::npos) << message(d / "long.et");
+  et::Node nan = node(1, "ar", et::COMM_COLL_NODE);
+  et::AttributeProto* size = nan.add_attr();
+  size->set_name("comm_size");
+  size->set_double_val(std::nan(""));
+  write_rank(d / "nan.0.et", {nan});
+  EXPECT_NE(message(d / "nan.et").find("attribute comm_size is nan"), std::string::npos) << message(d / "nan.et");
 }
 
 }  // namespace

@@ -63,6 +63,12 @@ int run_export(const ExportFlags& f, Context& ctx) {
                            f.model, e.stats.machine, size(e.stats.oom->requested_bytes), e.stats.oom->requested_for);
     return kExitOom;
   }
+  if (e.constants > 0) {
+    ctx.err << fmt::format("{}: {} tensors the forward read came from ops the torch layer's recorder does not record "
+                           "yet (their kernels would be missing from the graph); the model cannot be exported yet\n",
+                           f.model, e.constants);
+    return kExitBadInput;
+  }
   try {
     graph::save_ir(e.ir, f.out);
   } catch (const InputError& x) {
@@ -72,9 +78,6 @@ int run_export(const ExportFlags& f, Context& ctx) {
   ctx.out << fmt::format("{}: {} forward over {} x {} tokens ({}): {} nodes, {} weights, {} tensors\n", f.out,
                          e.ir.model, f.batch, f.seq, f.dtype, e.ir.nodes.size(), e.ir.weights.size(),
                          e.ir.tensors.size());
-  if (e.constants > 0) {
-    ctx.out << fmt::format("  {} tensors came from outside the recorded ops (kept as constants)\n", e.constants);
-  }
   return kExitOk;
 }
 

@@ -135,17 +135,23 @@ void print_graph_report(std::ostream& out, const session::GraphRunReport& r, con
   out << fmt::format("  simulated {} kernels ({} events) in {:.2f} s\n", s.kernels, s.events, wall_s);
 }
 
+// --framework as given, else `fallback` (a graph from a PyTorch program: eager; a recorded
+// trace, whose gaps are already in its times: native).
+std::string framework_flag(const SimulateOptions& o, const char* fallback) {
+  const auto& table = session::generation_parameters();
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    if (table[i].key == "framework" && o.params.options[i]->count() > 0) return o.params.text[i];
+  }
+  return fallback;
+}
+
 int run_graph(const SimulateOptions& o, Context& ctx) {
   session::RunOptions run;
   run.hw = o.hw.empty() ? default_hw_config("dgx_h100.json") : o.hw;
   run.sets = o.sets;
   run.policy = o.policy;
   run.trace = o.trace.file;
-  for (std::size_t i = 0; i < session::generation_parameters().size(); ++i) {
-    if (session::generation_parameters()[i].key == "framework" && o.params.options[i]->count() > 0) {
-      run.framework = o.params.text[i];
-    }
-  }
+  run.framework = framework_flag(o, "eager");
   const auto start = std::chrono::steady_clock::now();
   session::GraphRunReport report;
   try {
@@ -175,13 +181,15 @@ int run_graph(const SimulateOptions& o, Context& ctx) {
 
 int run_simulate(const SimulateOptions& o, Context& ctx) {
   if (o.graph.size() > 3 && o.graph.compare(o.graph.size() - 3, 3, ".et") == 0) {  // a Chakra trace: replayed
-    std::string framework = "native";
-    for (std::size_t i = 0; i < session::generation_parameters().size(); ++i) {
-      if (session::generation_parameters()[i].key == "framework" && o.params.options[i]->count() > 0) {
-        framework = o.params.text[i];
-      }
-    }
-    return run_replay_workload(o.graph, o.hw, o.sets, o.policy, framework, o.trace.file, "", o.json, ctx);
+    return run_replay_workload(o.graph, o.hw, o.sets, o.policy, framework_flag(o, "native"), o.trace.file, "", o.json,
+                               ctx);
+  }
+  if (o.graph.size() > 5 && o.graph.compare(o.graph.size() - 5, 5, ".onnx") == 0) {
+    ctx.err << fmt::format("--graph: {} is an ONNX model; the simulator reads syntorch IR files. Convert it first "
+                           "(needs Debian's python3-torch and python3-onnx): python3 -m syntorch.ir convert {} -o "
+                           "model_ir.json [--input-shapes name=8x1024], then --graph model_ir.json\n",
+                           o.graph, o.graph);
+    return kExitBadInput;
   }
   if (!o.graph.empty()) return run_graph(o, ctx);
   Diagnostics d;

@@ -76,6 +76,9 @@ struct Ir {
   int tensor_index(const std::string& name) const;  // -1 when absent
 };
 
+// The tensors an argument names (lists included), appended to `out` in order.
+void collect_tensors(const IrValue& value, std::vector<int>& out);
+
 // Parses and checks an IR's JSON: the format and version, every field's type, tensor names that
 // exist, nodes that read only what exists before them. Problems go to `diagnostics` under `file`
 // with the JSON path; the IR is meaningful only when none were added.

@@ -1,5 +1,7 @@
 """python -m syntorch.ir report IR.json [--out report.md] [--mermaid dag.mmd]: an IR's statistics
-and DAG as markdown (to stdout without --out); python -m syntorch.ir simulate IR.json [--hw CONFIG]; an ONNX model (.onnx) is read as its IR."""
+and DAG as markdown (to stdout without --out); python -m syntorch.ir simulate IR.json [--hw CONFIG];
+python -m syntorch.ir convert model.onnx -o model_ir.json: an ONNX model as an IR file (what
+`syntorch simulate --graph` runs). An ONNX model (.onnx) is read as its IR everywhere."""
 
 import argparse
 import json
@@ -15,11 +17,14 @@ def main(argv=None):
     rep.add_argument("ir")
     rep.add_argument("--out", help="markdown file to write (default: stdout)")
     rep.add_argument("--mermaid", help="also write the DAG alone to this file")
+    conv = sub.add_parser("convert", help="write an ONNX model (or an IR) as an IR JSON file")
+    conv.add_argument("ir")
+    conv.add_argument("-o", "--out", required=True, help="the IR JSON file to write")
     sim = sub.add_parser("simulate", help="simulate the IR on a machine; prints the report as JSON")
     sim.add_argument("ir")
     sim.add_argument("--hw", help="hardware config (default: the bundled H100)")
     sim.add_argument("--trace", help="trace file to write")
-    for sp in (rep, sim):
+    for sp in (rep, sim, conv):
         sp.add_argument("--input-shapes", default="",
                         help="an ONNX model's symbolic input sizes: name=8x1024[,name=...]")
     args = parser.parse_args(argv)
@@ -38,6 +43,14 @@ def main(argv=None):
     except (ValueError, NotImplementedError, ImportError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    if args.command == "convert":
+        try:
+            ir.save(args.out)
+        except OSError as e:
+            print(f"error: {args.out}: {e.strerror}", file=sys.stderr)
+            return 2
+        print(f"{args.out}: {ir.model or 'graph'}: {len(ir.nodes)} nodes, {len(ir.weights)} weights")
+        return 0
     if args.command == "report":
         text = report_markdown(ir)
         if args.out:
