@@ -8,12 +8,9 @@
 
 namespace syntorch::session {
 
-GraphRunReport simulate_graph(const RunOptions& options, const std::string& graph_file) {
-  const graph::Ir ir = graph::load_ir(graph_file);
-  Diagnostics d;
-  graph::check_executable(ir, graph_file, d);
-  if (!d.empty()) throw InputError(std::move(d));
-  Run run(options);
+namespace {
+
+GraphRunReport described(const graph::Ir& ir) {
   GraphRunReport report;
   report.model = ir.model;
   report.nodes = ir.nodes.size();
@@ -24,12 +21,48 @@ GraphRunReport simulate_graph(const RunOptions& options, const std::string& grap
     for (std::int64_t s : t.sizes) n *= static_cast<double>(s);
     report.weight_bytes += n * torch::element_bits(graph::scalar_type_of(t.dtype).value_or(torch::kFloat)) / 8.0;
   }
+  return report;
+}
+
+// An IR whose arguments its ops cannot read, as an input error naming the file.
+[[noreturn]] void bad_argument(const std::string& file, const graph::IrArgumentError& e) {
+  Diagnostics bad;
+  bad.error(file, "", e.what());
+  throw InputError(std::move(bad));
+}
+
+}  // namespace
+
+graph::Ir load_graph(const std::string& graph_file) {
+  graph::Ir ir = graph::load_ir(graph_file);
+  Diagnostics d;
+  graph::check_executable(ir, graph_file, d);
+  if (!d.empty()) throw InputError(std::move(d));
+  return ir;
+}
+
+GraphRunReport simulate_graph(const RunOptions& options, const std::string& graph_file) {
+  const graph::Ir ir = load_graph(graph_file);
+  Run run(options);
+  GraphRunReport report = described(ir);
   try {
     report.stats = run.run_programs(1, [&](int) { graph::execute_ir(ir, report.tally); }, false);
   } catch (const graph::IrArgumentError& e) {
-    Diagnostics bad;
-    bad.error(graph_file, "", e.what());
-    throw InputError(std::move(bad));
+    bad_argument(graph_file, e);
+  }
+  return report;
+}
+
+GraphRunReport simulate_graph(const hw::Machine& machine, const runtime::KernelPolicy& policy, const graph::Ir& ir,
+                              runtime::Framework framework) {
+  GraphRunReport report = described(ir);
+  runtime::EngineOptions options;
+  options.framework = framework;
+  runtime::Engine engine(machine, policy, 1, options);
+  try {
+    report.stats = run_stats(engine.run([&](runtime::RankContext&) { graph::execute_ir(ir, report.tally); }), machine);
+  } catch (const graph::IrArgumentError& e) {
+    bad_argument(ir.model, e);
   }
   return report;
 }

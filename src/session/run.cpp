@@ -61,7 +61,9 @@ RunStats Run::run_programs(int world, const std::function<void(int rank)>& progr
   return stats(result);
 }
 
-RunStats Run::stats(const runtime::EngineResult& r) const {
+RunStats Run::stats(const runtime::EngineResult& r) const { return run_stats(r, *machine_); }
+
+RunStats run_stats(const runtime::EngineResult& r, const hw::Machine& machine) {
   RunStats s;
   s.simulated_time_s = static_cast<double>(r.end_ps) * 1e-12;
   for (const auto& rank : r.ranks) {
@@ -73,8 +75,8 @@ RunStats Run::stats(const runtime::EngineResult& r) const {
   }
   s.events = r.events;
   s.oom = r.oom;
-  s.device = machine_->devices().empty() ? "" : machine_->devices()[0].name;
-  s.machine = machine_->name();
+  s.device = machine.devices().empty() ? "" : machine.devices()[0].name;
+  s.machine = machine.name();
   if (!r.ranks.empty()) {
     for (const auto& step : r.ranks[0].steps) {
       s.steps.push_back({step.name, static_cast<double>(step.begin_ps) * 1e-12, static_cast<double>(step.end_ps) * 1e-12});

@@ -14,6 +14,7 @@
 #include "syntorch/hw/machine.hpp"
 #include "syntorch/runtime/op_params.hpp"
 #include "syntorch/runtime/predictor.hpp"
+#include "syntorch/session/graph_run.hpp"
 #include "syntorch/session/serving/serve.hpp"
 #include "syntorch/session/simulate.hpp"
 #include "syntorch/session/train.hpp"
@@ -121,6 +122,8 @@ class Validator {
       predict_train(row, where);
     } else if (row.op == "serve") {
       predict_serve(row, where);
+    } else if (row.op == "graph") {
+      predict_graph(row, where);
     } else if (row.op.starts_with("pytorch_")) {
       mark(row, "unsupported",
            "a real PyTorch model's row (torchvision's): python -m syntorch.pytorch validate FILE runs it through the bridge");
@@ -317,6 +320,49 @@ class Validator {
     record(row, scale, [&] { return metric->value(report->metrics); });
   }
 
+  // A `graph` row: a model's IR (graph=, relative to the measurements file) run once on the
+  // row's machine, as `simulate --graph` runs it; metric latency in a time unit. Params also
+  // framework=eager|native (default eager: the graph of a PyTorch program) and policy=.
+  void predict_graph(ValidationRow& row, const std::string& where) {
+    const double scale = row.metric == "latency" ? unit_to_seconds(row.unit) : 0;
+    if (scale == 0) {
+      mark(row, "unsupported", fmt::format("metric {} in {} is not predicted for graph (latency in ns/us/ms/s is)",
+                                           row.metric, row.unit));
+      return;
+    }
+    Diagnostics d;
+    const std::string dir = std::filesystem::path(o_.file).parent_path().string();
+    std::string file;
+    runtime::Framework framework = runtime::Framework::eager;
+    runtime::KernelPolicy policy;
+    for (const KeyValue& kv : params(row, where, d)) {
+      if (kv.key == "graph") {
+        file = (std::filesystem::path(dir) / kv.value).string();
+      } else if (kv.key == "framework" && (kv.value == "eager" || kv.value == "native")) {
+        framework = kv.value == "eager" ? runtime::Framework::eager : runtime::Framework::native;
+      } else if (kv.key == "framework") {
+        d.error(where, "framework", fmt::format("expected eager or native, got \"{}\"", kv.value));
+      } else if (kv.key == "policy") {
+        policy = runtime::KernelPolicy::load(kv.value, d, where + ": policy", dir);
+      } else {
+        const std::vector<std::string> valid{"graph", "framework", "policy"};
+        d.error(where, kv.key, fmt::format("graph takes no parameter \"{}\"{} (valid: {})", kv.key,
+                                           did_you_mean(kv.key, valid), join(valid)));
+      }
+    }
+    if (file.empty() && d.empty()) d.error(where, "graph", "graph needs graph= (an IR file)");
+    const hw::Machine* m = d.empty() ? machine(row, where, d) : nullptr;
+    if (!d.empty()) {
+      fail(row, d);
+      return;
+    }
+    const GraphRunReport* report = run_once(graph_runs_, row, [&] {
+      return simulate_graph(*m, policy, load_graph(file), framework);
+    });
+    if (!report) return;
+    record(row, scale, [&] { return report->stats.simulated_time_s; });
+  }
+
   // A simulated run rows share: its report, or why there is none.
   template <class Report>
   struct Run {
@@ -334,6 +380,11 @@ class Validator {
         run.report = std::make_shared<const Report>(simulate());
         if constexpr (requires { run.report->oom_reason; }) {
           if (run.report->oom) run.error = "out of memory: " + run.report->oom_reason;
+        } else if constexpr (requires { run.report->stats.oom; }) {
+          if (run.report->stats.oom) {
+            run.error = fmt::format("simulated out of memory: {} bytes requested for {}",
+                                    run.report->stats.oom->requested_bytes, run.report->stats.oom->requested_for);
+          }
         } else if (run.report->oom) {
           run.error = fmt::format("simulated out of memory on rank {}", run.report->engine.oom->rank);
         }
@@ -356,6 +407,7 @@ class Validator {
   std::map<std::string, Run<RunReport>> runs_;          // by hw and params
   std::map<std::string, Run<TrainReport>> train_runs_;  // by hw and params
   std::map<std::string, Run<serving::ServeReport>> serve_runs_;  // by hw and params
+  std::map<std::string, Run<GraphRunReport>> graph_runs_;  // by hw and params
   std::map<std::string, double> op_times_;   // by hw, op and params: seconds
 };
 
@@ -396,6 +448,7 @@ std::string validation_family(const std::string& op) {
   if (op == "generate") return "generate";
   if (op == "train") return "train";
   if (op == "serve") return "serve";
+  if (op == "graph") return "graph";
   return "layernorm/softmax/gelu";
 }
 

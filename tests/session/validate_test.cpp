@@ -105,6 +105,33 @@ TEST(Validate, ServeRowsReadOneRunAndDeploymentsRunEveryReplica) {
   EXPECT_EQ(session::validation_family("serve"), "serve");
 }
 
+TEST(Validate, GraphRowsRunAModelsIrOnTheRowsMachine) {
+  std::filesystem::copy(source("examples/graphs/gpt2_2layer_ir.json"),
+                        std::filesystem::temp_directory_path() / "syntorch_validate_gpt.json",
+                        std::filesystem::copy_options::overwrite_existing);
+  const std::string file = write("syntorch_validate_graph.csv",
+                                 std::string(kHeader) +
+                                     "N,graph,h100_sxm5_80gb,graph=syntorch_validate_gpt.json framework=native,latency,1.4,ms,x\n"
+                                     "E,graph,h100_sxm5_80gb,graph=syntorch_validate_gpt.json,latency,2.4,ms,x\n"
+                                     "A,graph,a100_sxm4_80gb,graph=syntorch_validate_gpt.json framework=native,latency,1,ms,x\n"
+                                     "M,graph,h100_sxm5_80gb,graph=none.json,latency,1,ms,x\n"
+                                     "K,graph,h100_sxm5_80gb,graph=syntorch_validate_gpt.json framework=jit,latency,1,ms,x\n"
+                                     "U,graph,h100_sxm5_80gb,graph=syntorch_validate_gpt.json,throughput,1,tokens/s,x\n");
+  session::ValidateOptions o;
+  o.file = file;
+  o.hw_dir = source("hw_configs");
+  const session::ValidationReport r = session::validate_measurements(o);
+  ASSERT_EQ(r.rows.size(), 6u);
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(r.rows[i].status, "ok") << r.rows[i].id << ": " << r.rows[i].reason;
+  EXPECT_LT(r.rows[0].predicted, r.rows[1].predicted);  // native launches: the device's time alone
+  EXPECT_GT(r.rows[2].predicted, r.rows[0].predicted);  // an A100 is slower than an H100
+  EXPECT_EQ(r.rows[3].status, "error");
+  EXPECT_NE(r.rows[3].reason.find("none.json: no such file"), std::string::npos) << r.rows[3].reason;
+  EXPECT_NE(r.rows[4].reason.find("expected eager or native, got \"jit\""), std::string::npos) << r.rows[4].reason;
+  EXPECT_EQ(r.rows[5].status, "unsupported");
+  EXPECT_EQ(session::validation_family("graph"), "graph");
+}
+
 TEST(Validate, AMalformedFileIsRejectedWholeNamingEachLine) {
   const std::string file = write("syntorch_validate_bad.csv", std::string(kHeader) + "A,gemm,x\nB,gemm,a100,m=1,latency,-3,ms,x\n");
   session::ValidateOptions o;

@@ -8,6 +8,9 @@
 #include <string>
 
 #include "syntorch/graph/execute.hpp"
+#include "syntorch/graph/ir.hpp"
+#include "syntorch/hw/machine.hpp"
+#include "syntorch/runtime/policy.hpp"
 #include "syntorch/session/run.hpp"
 
 namespace syntorch::session {
@@ -25,6 +28,13 @@ struct GraphRunReport {
 // expected and found), then runs it on the machine `options` names. A simulated out-of-memory is
 // a report whose stats carry it, not an error.
 GraphRunReport simulate_graph(const RunOptions& options, const std::string& graph_file);
+
+// The same for an IR already read, on a loaded machine and policy (validation rows): no trace.
+GraphRunReport simulate_graph(const hw::Machine& machine, const runtime::KernelPolicy& policy, const graph::Ir& ir,
+                              runtime::Framework framework);
+// Reads and checks an IR file for a run (InputError naming the file, the JSON path, what was
+// expected and found).
+graph::Ir load_graph(const std::string& graph_file);
 
 // The report as JSON: status ("ok" or "oom"), the graph's name and size, simulated time,
 // kernels, FLOPs, HBM bytes, peak memory per device, and the op tally under "aten".

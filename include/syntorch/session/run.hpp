@@ -56,6 +56,9 @@ struct RunStats {
   std::vector<Step> steps;  // rank 0's top-level record_function spans
 };
 
+// What an engine's result measured, summed over its ranks, on `machine`.
+RunStats run_stats(const runtime::EngineResult& result, const hw::Machine& machine);
+
 class Run {
  public:
   // Throws InputError for a bad config, override, framework or policy.
