@@ -65,4 +65,6 @@ GraphExport export_graph(const RunOptions& machine, const GraphExportSpec& spec)
   return out;
 }
 
+void save_graph(const GraphExport& exported, const std::string& path) { graph::save_ir(exported.ir, path); }
+
 }  // namespace syntorch::session

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "syntorch/runtime/rank_context.hpp"
+#include "syntorch/torch/cuda.hpp"
 #include "syntorch/trace/chakra_workload.hpp"
 #include "syntorch/trace/trace_file.hpp"
 
@@ -303,11 +304,8 @@ class RankReplay {
         case ChakraNode::Type::send: ctx.send(n.comm_dst, n.comm_size, n.name); break;
         case ChakraNode::Type::recv: ctx.recv(n.comm_src, n.comm_size, n.name); break;
         default: {
-          runtime::OpDesc op;
-          op.kind = runtime::OpKind::replay;
-          op.duration_ps = n.duration_us * 1'000'000;
-          op.elements = static_cast<std::uint64_t>(std::max(0.0, n.num_ops));
-          ctx.launch(op, n.name.empty() ? std::string_view("replay") : std::string_view(n.name));
+          torch::cuda::replay_kernel(static_cast<double>(n.duration_us) * 1e-6, n.num_ops, n.tensor_size,
+                                     n.name.empty() ? std::string_view("replay") : std::string_view(n.name));
         }
       }
       if (needs_event[i]) event_of[i] = ctx.record_event(s);

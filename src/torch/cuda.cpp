@@ -19,6 +19,10 @@ void synchronize() {
   if (runtime::RankContext* ctx = runtime::current_rank()) ctx->synchronize("cuda::synchronize");
 }
 
+void replay_kernel(double duration_s, double flops, double bytes, std::string_view name) {
+  if (runtime::RankContext* ctx = runtime::current_rank()) ctx->launch(runtime::replay_op(duration_s, flops, bytes), name);
+}
+
 namespace {
 os::AllocatorStats stats() {
   const runtime::RankContext* ctx = runtime::current_rank();

@@ -4,7 +4,9 @@
 namespace syntorch::torch {
 
 namespace {
+// Per thread: each rank's program runs on a thread of its own, and records (or not) on its own.
 thread_local OpRecorder* t_recorder = nullptr;
+// Per thread: how deep the thread is in public ops (only the outermost records).
 thread_local int t_depth = 0;
 }  // namespace
 

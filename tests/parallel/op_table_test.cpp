@@ -15,6 +15,7 @@
 #include "syntorch/parallel/distributed.hpp"
 #include "syntorch/runtime/op_params.hpp"
 #include "syntorch/runtime/predictor.hpp"
+#include "syntorch/torch/cuda.hpp"
 #include "syntorch/torch/fused.hpp"
 #include "syntorch/torch/ops.hpp"
 #include "syntorch/torch/optim.hpp"
@@ -66,7 +67,7 @@ runtime::OpDesc small_op(OpKind k) {
       {"rows", "64"},    {"cols", "1024"}, {"elements", "4096"}, {"tokens", "64"}, {"hidden", "1024"},
       {"vocab", "5000"}, {"ranks", "8"},   {"bytes", "1 MiB"}, {"rotary_dim", "32"}, {"top_k", "2"},
       {"groups", "8"},   {"tensors", "4"}, {"momentum", "1"}, {"inputs", "2"}, {"page_tokens", "16"},
-      {"window", "9"},   {"stride", "1"},  {"channels_last", "true"}};
+      {"window", "9"},   {"stride", "1"},  {"channels_last", "true"}, {"duration_ps", "20000000"}};
   std::map<std::string, std::string> params;
   for (const std::string& key : runtime::op_param_keys(k)) {
     EXPECT_TRUE(kValues.count(key)) << runtime::op_name(k) << " has a parameter this test does not know: " << key;
@@ -181,6 +182,7 @@ TEST(OpTable, EveryKindHasAFunctionInTheTorchOrParallelApi) {
   (void)parallel::reduce_scatter(x, group);
   parallel::send(x, 1);
   (void)parallel::all_to_all(x, {2, 2}, {1, 3}, group);
+  torch::cuda::replay_kernel(20e-6, 4096, 1 << 20, "recorded");  // a replayed trace's kernel
   auto [routing, experts] = torch::fused::topk_softmax(torch::empty({4, 8}), 2);
   (void)torch::topk(x, 3);
   auto routed = torch::fused::moe_permute(x, experts);

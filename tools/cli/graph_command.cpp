@@ -8,7 +8,6 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "syntorch/base/dtype.hpp"
-#include "syntorch/graph/ir.hpp"
 #include "syntorch/session/graph_export.hpp"
 
 namespace syntorch::cli {
@@ -70,7 +69,7 @@ int run_export(const ExportFlags& f, Context& ctx) {
     return kExitBadInput;
   }
   try {
-    graph::save_ir(e.ir, f.out);
+    session::save_graph(e, f.out);
   } catch (const InputError& x) {
     ctx.err << x.diagnostics().to_string();
     return kExitBadInput;

@@ -130,6 +130,10 @@ struct OpDescHash {
   }
 };
 
+// A replay op (a recorded trace's kernel) of `duration_s` seconds, `flops` and `bytes` as recorded
+// (negative or non-finite values count as 0).
+OpDesc replay_op(double duration_s, double flops, double bytes);
+
 // The attention heads a paged_attention op runs over, as its description needs them.
 struct PagedAttentionShape {
   std::uint64_t heads = 0, kv_heads = 0, head_dim = 0, page_tokens = 0;

@@ -30,4 +30,7 @@ struct GraphExport {
 // loaded.
 GraphExport export_graph(const RunOptions& machine, const GraphExportSpec& spec);
 
+// Writes an exported graph's IR to `path` (InputError naming the path when it cannot).
+void save_graph(const GraphExport& exported, const std::string& path);
+
 }  // namespace syntorch::session

@@ -85,6 +85,11 @@ class Event {
 // (RankContext::synchronize("cuda::synchronize")). Nothing outside a simulation.
 void synchronize();
 
+// syntorch extension: a kernel of a recorded trace (a Chakra execution trace's compute node, as
+// `syntorch replay` issues them) on the current stream, running for its recorded duration with its
+// recorded FLOPs and bytes. Nothing outside a simulation.
+void replay_kernel(double duration_s, double flops, double bytes, std::string_view name);
+
 // Policy as code while the program runs (the xpuruntime design's set_kernel_policy): ops launched
 // from now on are lowered by `policy`. Throws runtime::InputError for a collective protocol the
 // machine lacks. Nothing outside a simulation.

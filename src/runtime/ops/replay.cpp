@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "op_type.hpp"
 
@@ -15,7 +16,8 @@ namespace syntorch::runtime::ops {
 
 namespace {
 constexpr OpParam kParams[] = {{"duration_ps", "the recorded duration, in picoseconds", &OpDesc::duration_ps},
-                               {"elements", "the recorded FLOPs (0 when unknown)", &OpDesc::elements}};
+                               {"elements", "the recorded FLOPs (0 when unknown)", &OpDesc::elements},
+                               {"bytes", "the recorded bytes its tensors hold (0 when unknown)", &OpDesc::bytes}};
 constexpr std::string_view kImpls[] = {"auto", "recorded"};
 }  // namespace
 
@@ -25,9 +27,12 @@ extern constinit const OpType replay_op{
     .params = kParams,
     .implementations = kImpls,
     .check = [](const OpDesc&, OpCheck&) {},  // a zero duration is a point carrying dependencies
-    .describe = [](const OpDesc& op) { return fmt::format("replay duration_ps={} flops={}", op.duration_ps, op.elements); },
+    .describe =
+        [](const OpDesc& op) {
+          return fmt::format("replay duration_ps={} flops={} bytes={}", op.duration_ps, op.elements, op.bytes);
+        },
     .flops = [](const OpDesc& op) { return static_cast<double>(op.elements); },
-    .min_bytes = [](const OpDesc&) { return 0.0; },
+    .min_bytes = [](const OpDesc& op) { return static_cast<double>(op.bytes); },
     .lower =
         [](const OpDesc& op, const detail::LowerContext& ctx) {
           Kernel k;
@@ -47,3 +52,19 @@ extern constinit const OpType replay_op{
 };
 
 }  // namespace syntorch::runtime::ops
+
+namespace syntorch::runtime {
+
+OpDesc replay_op(double duration_s, double flops, double bytes) {
+  const auto count = [](double v, double scale) {
+    return std::isfinite(v) && v > 0 ? static_cast<std::uint64_t>(std::min(v * scale, 1.8e19)) : std::uint64_t{0};
+  };
+  OpDesc op;
+  op.kind = OpKind::replay;
+  op.duration_ps = count(duration_s, 1e12);
+  op.elements = count(flops, 1);
+  op.bytes = count(bytes, 1);
+  return op;
+}
+
+}  // namespace syntorch::runtime
