@@ -195,7 +195,7 @@ struct LoweringTable {
 
   LoweringTable() {
     for (auto family : {lowerings::products, lowerings::attention, lowerings::norms, lowerings::elementwise,
-                        lowerings::data_movement, lowerings::reductions, lowerings::vision}) {
+                        lowerings::data_movement, lowerings::reductions, lowerings::vision, lowerings::moe}) {
       for (const Lowering& l : family()) {
         Entry e{&l, {}};
         std::string_view s = l.schema;

@@ -189,7 +189,7 @@ OpDesc moe_rows_op(OpKind kind, std::int64_t tokens, std::int64_t dim, std::int6
 }
 }  // namespace
 
-std::tuple<Tensor, Tensor> topk_softmax(const Tensor& gating_output, std::int64_t k) {
+std::tuple<Tensor, Tensor> topk_softmax_unrecorded(const Tensor& gating_output, std::int64_t k) {
   detail::no_backward({&gating_output}, "topk_softmax");
   const char* op = "topk_softmax";
   const auto [tokens, experts] = matrix_of(gating_output, op, "gating_output", "[tokens, experts]");
@@ -203,7 +203,16 @@ std::tuple<Tensor, Tensor> topk_softmax(const Tensor& gating_output, std::int64_
   return {std::move(weights), std::move(ids)};
 }
 
-Tensor moe_permute(const Tensor& hidden, const Tensor& expert_ids) {
+std::tuple<Tensor, Tensor> topk_softmax(const Tensor& gating_output, std::int64_t k) {
+  RecordOpScope scope;
+  auto [weights, ids] = topk_softmax_unrecorded(gating_output, k);
+  if (scope.recording()) {
+    record_op("syntorch.topk_softmax.default", {RecordedArg::of(gating_output), RecordedArg::of(k)}, {weights, ids});
+  }
+  return {weights, ids};
+}
+
+Tensor moe_permute_unrecorded(const Tensor& hidden, const Tensor& expert_ids) {
   detail::no_backward({&hidden}, "moe_permute");
   const char* op = "moe_permute";
   const auto [tokens, dim] = matrix_of(hidden, op, "hidden", "[tokens, dim]");
@@ -218,7 +227,16 @@ Tensor moe_permute(const Tensor& hidden, const Tensor& expert_ids) {
   return out;
 }
 
-Tensor moe_unpermute(const Tensor& expert_output, const Tensor& routing_weights) {
+Tensor moe_permute(const Tensor& hidden, const Tensor& expert_ids) {
+  RecordOpScope scope;
+  Tensor out = moe_permute_unrecorded(hidden, expert_ids);
+  if (scope.recording()) {
+    record_op("syntorch.moe_permute.default", {RecordedArg::of(hidden), RecordedArg::of(expert_ids)}, {out});
+  }
+  return out;
+}
+
+Tensor moe_unpermute_unrecorded(const Tensor& expert_output, const Tensor& routing_weights) {
   detail::no_backward({&expert_output, &routing_weights}, "moe_unpermute");
   const char* op = "moe_unpermute";
   const auto [rows, dim] = matrix_of(expert_output, op, "expert_output", "[tokens x k, dim]");
@@ -234,7 +252,17 @@ Tensor moe_unpermute(const Tensor& expert_output, const Tensor& routing_weights)
   return out;
 }
 
-Tensor grouped_mm(const Tensor& input, const Tensor& weight, const std::vector<std::int64_t>& group_rows) {
+Tensor moe_unpermute(const Tensor& expert_output, const Tensor& routing_weights) {
+  RecordOpScope scope;
+  Tensor out = moe_unpermute_unrecorded(expert_output, routing_weights);
+  if (scope.recording()) {
+    record_op("syntorch.moe_unpermute.default", {RecordedArg::of(expert_output), RecordedArg::of(routing_weights)},
+              {out});
+  }
+  return out;
+}
+
+Tensor grouped_mm_unrecorded(const Tensor& input, const Tensor& weight, const std::vector<std::int64_t>& group_rows) {
   detail::no_backward({&input, &weight}, "grouped_mm");
   const char* op = "grouped_mm";
   detail::check_defined(input, op, "input");
@@ -274,6 +302,16 @@ Tensor grouped_mm(const Tensor& input, const Tensor& weight, const std::vector<s
     const bool even = std::all_of(group_rows.begin(), group_rows.end(), [&](std::int64_t r) { return r == group_rows[0]; });
     if (!even) o.splits.assign(group_rows.begin(), group_rows.end());
     detail::dispatch(ctx, o, "syntorch::grouped_mm", x.device, rows == 0 || out_features == 0);
+  }
+  return out;
+}
+
+Tensor grouped_mm(const Tensor& input, const Tensor& weight, const std::vector<std::int64_t>& group_rows) {
+  RecordOpScope scope;
+  Tensor out = grouped_mm_unrecorded(input, weight, group_rows);
+  if (scope.recording()) {
+    record_op("syntorch.grouped_mm.default",
+              {RecordedArg::of(input), RecordedArg::of(weight), RecordedArg::of(IntArrayRef(group_rows))}, {out});
   }
   return out;
 }

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "syntorch/graph/execute.hpp"
@@ -56,7 +57,8 @@ TEST_P(GraphExport, TheExportedForwardRunsAsTheZooModelDoes) {
   const graph::IrTensor& logits = e.ir.tensors[static_cast<std::size_t>(e.ir.outputs[0])];
   EXPECT_EQ(logits.sizes[0], 2);
   EXPECT_EQ(logits.sizes[1], 128);
-  const fs::path file = fs::temp_directory_path() / (std::string("syntorch_export_") + GetParam() + ".json");
+  const fs::path file = fs::temp_directory_path() /
+                        ("syntorch_export_" + std::to_string(std::hash<std::string>{}(GetParam())) + ".json");
   graph::save_ir(e.ir, file.string());
   EXPECT_EQ(graph::ir_to_json(graph::load_ir(file.string())), graph::ir_to_json(e.ir));
   const GraphRunReport from_ir = simulate_graph(machine(), file.string());
@@ -64,14 +66,18 @@ TEST_P(GraphExport, TheExportedForwardRunsAsTheZooModelDoes) {
   EXPECT_EQ(from_ir.stats.kernels, zoo.kernels);
   EXPECT_NEAR(from_ir.stats.simulated_time_s, zoo.simulated_time_s, 0.01 * zoo.simulated_time_s);
   EXPECT_NEAR(from_ir.stats.flops, zoo.flops, 1e-6 * zoo.flops);
-  // Tensors live as long in the graph's run as in the model's (each freed after its last use).
+  // Tensors live about as long in the graph's run as in the model's: the graph frees each at its
+  // last use, the C++ model at the end of the scope that holds it (a small MoE's routing weights
+  // for one block: 1 MiB).
   const double peak = static_cast<double>(zoo.peak_memory_bytes[0]);
-  EXPECT_NEAR(static_cast<double>(from_ir.stats.peak_memory_bytes[0]), peak, 0.01 * peak);
+  EXPECT_NEAR(static_cast<double>(from_ir.stats.peak_memory_bytes[0]), peak, std::max(0.01 * peak, 2.0 * (1 << 20)));
   EXPECT_TRUE(from_ir.tally.generic.empty()) << from_ir.tally.to_json().dump();
   fs::remove(file);
 }
 
-INSTANTIATE_TEST_SUITE_P(Zoo, GraphExport, ::testing::Values("gpt3-125m", "llama3.2-1b"));
+INSTANTIATE_TEST_SUITE_P(Zoo, GraphExport,
+                         ::testing::Values("gpt3-125m", "llama3.2-1b",
+                                           "llama:layers=2,hidden=512,heads=8,kv_heads=2,ffn=1024,vocab=4096,experts=4,top_k=2"));
 
 TEST(GraphExportErrors, BadRequestsAreNamed) {
   GraphExportSpec spec;

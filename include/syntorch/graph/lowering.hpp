@@ -111,6 +111,7 @@ std::span<const Lowering> elementwise();
 std::span<const Lowering> data_movement();
 std::span<const Lowering> reductions();
 std::span<const Lowering> vision();
+std::span<const Lowering> moe();
 }  // namespace lowerings
 
 }  // namespace syntorch::graph
