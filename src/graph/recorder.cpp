@@ -33,13 +33,12 @@ int IrRecorder::add_tensor(const torch::Tensor& t, const std::string& name, cons
   meta.producer = producer;
   const int i = static_cast<int>(ir_.tensors.size());
   ir_.tensors.push_back(std::move(meta));
-  index_[t.unsafe_get_impl()] = i;
-  held_.push_back(t);
+  index_[t.unique_id()] = i;
   return i;
 }
 
 void IrRecorder::add_weight(const std::string& name, const torch::Tensor& t, const std::string& kind) {
-  const auto it = index_.find(t.unsafe_get_impl());
+  const auto it = index_.find(t.unique_id());
   if (it != index_.end()) {
     for (IrWeight& w : ir_.weights) {
       if (w.tensor == it->second) w.aliases.push_back(name);
@@ -58,7 +57,7 @@ void IrRecorder::add_input(const torch::Tensor& t) {
 }
 
 int IrRecorder::name_of(const torch::Tensor& t) {
-  const auto it = index_.find(t.unsafe_get_impl());
+  const auto it = index_.find(t.unique_id());
   if (it != index_.end()) return it->second;
   // Made outside the recorded ops (a tensor the program built itself): a constant.
   const std::string name = fmt::format("constant_{}", constants_++);
@@ -158,10 +157,7 @@ void IrRecorder::record(std::string_view op, std::span<const torch::RecordedArg>
   ir_.nodes.push_back(std::move(node));
 }
 
-void IrRecorder::discard() {
-  index_.clear();
-  held_.clear();
-}
+void IrRecorder::discard() { index_.clear(); }
 
 Ir IrRecorder::finish(const std::vector<torch::Tensor>& outputs, const std::string& model) {
   for (const torch::Tensor& t : outputs) ir_.outputs.push_back(name_of(t));
@@ -170,7 +166,6 @@ Ir IrRecorder::finish(const std::vector<torch::Tensor>& outputs, const std::stri
   Ir out = std::move(ir_);
   ir_ = Ir{};
   index_.clear();
-  held_.clear();
   return out;
 }
 

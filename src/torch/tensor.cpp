@@ -40,13 +40,18 @@ thread_local ImplPool t_pool;  // constructed on first use
 }  // namespace
 
 TensorImpl* new_impl() {
+  static std::atomic<std::uint64_t> serials{0};
+  const std::uint64_t serial = serials.fetch_add(1, std::memory_order_relaxed) + 1;
   if (t_pool_state != PoolState::destroyed && !t_pool.free.empty()) {
     TensorImpl* impl = t_pool.free.back();
     t_pool.free.pop_back();
     impl->refs.store(1, std::memory_order_relaxed);
+    impl->serial = serial;
     return impl;
   }
-  return new TensorImpl;
+  auto* impl = new TensorImpl;
+  impl->serial = serial;
+  return impl;
 }
 
 void recycle(TensorImpl* impl) noexcept {

@@ -26,7 +26,8 @@ class IrRecorder : public torch::OpRecorder {
   // Tensors the program read that no recorded op made and that were neither weights nor inputs:
   // kept as weights of kind "constant" (their shapes are known, their values are not).
   std::size_t constants() const { return constants_; }
-  // Lets go of every tensor met (they belong to the run: it must outlive them).
+  // Forgets every tensor met (it holds none: tensors are named by their unique ids, so the
+  // program's tensors live exactly as long as without a recorder).
   void discard();
 
  private:
@@ -35,8 +36,7 @@ class IrRecorder : public torch::OpRecorder {
   IrValue value_of(const torch::RecordedArg& a);
 
   Ir ir_;
-  std::unordered_map<const void*, int> index_;  // a tensor's implementation -> its current IR tensor
-  std::vector<torch::Tensor> held_;             // every tensor named, kept so no address is reused
+  std::unordered_map<std::uint64_t, int> index_;  // a tensor's unique id -> its current IR tensor
   std::unordered_map<std::string, int> per_op_;
   std::size_t constants_ = 0;
 };

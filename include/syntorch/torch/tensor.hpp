@@ -46,6 +46,7 @@ struct TensorImpl {
   AutogradMeta* autograd = nullptr;  // owned; null for tensors that never required a gradient
   std::vector<std::int64_t> sizes;
   std::vector<std::int64_t> strides;
+  std::uint64_t serial = 0;  // unique over the process's tensors (implementations are reused)
 };
 
 // Drops one reference; the last one frees the memory (or the reference to the base).
@@ -207,6 +208,9 @@ class Tensor {
   void register_post_accumulate_grad_hook(std::function<void(Tensor&)> hook);
 
   detail::TensorImpl* unsafe_get_impl() const { return impl_; }
+  // syntorch extension: a number no other tensor object of this process has had or will have
+  // (a graph recorder names tensors by it). 0 for an undefined tensor.
+  std::uint64_t unique_id() const { return impl_ != nullptr ? impl_->serial : 0; }
 
  private:
   const detail::TensorImpl& checked() const;
