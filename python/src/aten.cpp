@@ -3,6 +3,7 @@
 // norm as syntorch.torch's functional layer calls them, and cuDNN's TF32 switch.
 #include "bindings.hpp"
 #include "syntorch/session/aten_ops.hpp"
+#include "syntorch/session/graph_capture.hpp"
 
 namespace syntorch::python {
 
@@ -81,6 +82,16 @@ void bind_aten(py::module_& m) {
     for (const Tensor& t : made) result.append(t.defined() ? py::cast(t) : py::none());
     return result;
   }, py::call_guard<RequireRun>());
+  // A syntorch.torch program's graph as it runs (syntorch.ir.extract_ir).
+  py::class_<session::GraphCapture>(m, "_GraphCapture")
+      .def(py::init<>())
+      .def("add_weight", &session::GraphCapture::add_weight)
+      .def("add_input", &session::GraphCapture::add_input)
+      .def("start", &session::GraphCapture::start)
+      .def("finish", [](session::GraphCapture& c, const std::vector<Tensor>& outputs, const std::string& model) {
+        return c.finish(outputs, model).dump();
+      })
+      .def_property_readonly("constants", &session::GraphCapture::constants);
   m.def("_aten_as_strided", [](const Tensor& self, const std::vector<std::int64_t>& sizes,
                                const std::vector<std::int64_t>& strides, std::int64_t offset, const std::string& name) {
     return torch::aten::as_strided(self, sizes_of(sizes), sizes_of(strides), offset, name);

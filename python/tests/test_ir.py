@@ -177,6 +177,44 @@ def test_a_zoo_models_exported_graph_loads_validates_and_runs(tmp_path):
     assert report["aten"]["ops"] == len(ir.nodes) and report["kernels"] > 0
 
 
+def test_a_syntorch_torch_models_graph_is_extracted_and_runs_as_the_model_does(tmp_path):
+    """The same GPT written once against PyTorch's API: run with syntorch.torch, its IR extracted
+    from the syntorch.torch model and from the real PyTorch model, each IR run by the simulator
+    alone: the same time within 1%."""
+    import syntorch
+    import syntorch.torch as storch
+    sizes = dict(vocab=50304, d=768, heads=12, layers=2, block=1024)
+    syntorch.init(console=False)
+    model = make_gpt(storch, **sizes)
+    idx = storch.randint(0, sizes["vocab"], (8, 1024), device="cuda")
+    model.eval()
+    with storch.no_grad():
+        loss = model(idx, idx)
+    del loss
+    own = syntorch.trace_manager.stats()
+    syntorch.init(console=False)
+    model = make_gpt(storch, **sizes)
+    idx = storch.randint(0, sizes["vocab"], (8, 1024), device="cuda")
+    ir = torch_ir.extract_ir(model, (idx, idx))
+    syntorch.trace_manager.stats()
+    assert [w.kind for w in ir.weights].count("constant") == 0
+    tied = [w for w in ir.weights if "wte.weight" in [w.name] + w.aliases][0]  # one weight under both names
+    assert {"wte.weight", "head.weight"} <= {tied.name, *tied.aliases}
+    by_op = sir.statistics(ir)["by_op"]
+    assert by_op["aten.linear.default"] == 4 * 2 + 1 and by_op["aten.cross_entropy_loss.default"] == 1
+    path = tmp_path / "storch_gpt.json"
+    ir.save(path)
+    _schema_check(path)
+    from_ir = syntorch.simulate_graph(path)
+    assert from_ir["aten"]["unmodelled"] == [] and from_ir["aten"]["generic_elementwise"] == []
+    assert from_ir["simulated_time_s"] == pytest.approx(own["simulated_time_s"], rel=0.01)
+    real = make_gpt(torch, **sizes)
+    ridx = torch.randint(0, sizes["vocab"], (8, 1024))
+    real_path = tmp_path / "torch_gpt.json"
+    sir.extract_ir(real, (ridx, ridx)).save(real_path)
+    assert syntorch.simulate_graph(real_path)["simulated_time_s"] == pytest.approx(own["simulated_time_s"], rel=0.01)
+
+
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_the_simulator_alone_runs_every_design_model_as_the_bridge_does(name, tmp_path):
     import syntorch

@@ -4,6 +4,7 @@
 #include "grad.hpp"
 #include "internal.hpp"
 #include "syntorch/torch/ops.hpp"
+#include "syntorch/torch/record.hpp"
 
 namespace syntorch::torch {
 
@@ -135,7 +136,10 @@ Tensor nll_loss(const Tensor& log_probs_arg, const Tensor& target) {
 
 Tensor cross_entropy(const Tensor& input, const Tensor& target) {
   detail::check_defined(input, "cross_entropy", "input");
-  return nll_loss(torch::log_softmax(input, -1), target);
+  RecordOpScope scope;
+  Tensor out = nll_loss(torch::log_softmax(input, -1), target);
+  if (scope.recording()) record_op("aten.cross_entropy_loss.default", {RecordedArg::of(input), RecordedArg::of(target)}, {out});
+  return out;
 }
 
 }  // namespace nn::functional

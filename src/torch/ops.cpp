@@ -41,10 +41,36 @@ Tensor factory(IntArrayRef sizes, const TensorOptions& options, std::string_view
 
 }  // namespace
 
-Tensor empty(IntArrayRef sizes, TensorOptions options) { return factory(sizes, options, "aten::empty", false); }
-Tensor zeros(IntArrayRef sizes, TensorOptions options) { return factory(sizes, options, "aten::zeros", true); }
-Tensor ones(IntArrayRef sizes, TensorOptions options) { return factory(sizes, options, "aten::ones", true); }
-Tensor full(IntArrayRef sizes, double, TensorOptions options) { return factory(sizes, options, "aten::full", true); }
+namespace {
+// A factory recorded as ATen records it: its sizes (and fill value), its dtype.
+Tensor recorded_factory(IntArrayRef sizes, const TensorOptions& options, const char* aten, bool fill, const char* op,
+                        std::optional<double> value = std::nullopt) {
+  RecordOpScope scope;
+  Tensor out = factory(sizes, options, aten, fill);
+  if (scope.recording()) {
+    if (value) {
+      record_op(op, {RecordedArg::of(sizes), RecordedArg::of_real(*value), RecordedArg::of(options.dtype()).keyword("dtype")},
+                {out});
+    } else {
+      record_op(op, {RecordedArg::of(sizes), RecordedArg::of(options.dtype()).keyword("dtype")}, {out});
+    }
+  }
+  return out;
+}
+}  // namespace
+
+Tensor empty(IntArrayRef sizes, TensorOptions options) {
+  return recorded_factory(sizes, options, "aten::empty", false, "aten.empty.memory_format");
+}
+Tensor zeros(IntArrayRef sizes, TensorOptions options) {
+  return recorded_factory(sizes, options, "aten::zeros", true, "aten.zeros.default");
+}
+Tensor ones(IntArrayRef sizes, TensorOptions options) {
+  return recorded_factory(sizes, options, "aten::ones", true, "aten.ones.default");
+}
+Tensor full(IntArrayRef sizes, double value, TensorOptions options) {
+  return recorded_factory(sizes, options, "aten::full", true, "aten.full.default", value);
+}
 Tensor randn(IntArrayRef sizes, TensorOptions options) { return factory(sizes, options, "aten::randn", true); }
 Tensor rand(IntArrayRef sizes, TensorOptions options) { return factory(sizes, options, "aten::rand", true); }
 Tensor randint(std::int64_t low, std::int64_t high, IntArrayRef sizes, TensorOptions options) {
@@ -342,15 +368,32 @@ Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
 Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
 Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
-Tensor operator+(const Tensor& a, double) { return unary(a, OpKind::add, "add", "aten::add"); }
-Tensor operator-(const Tensor& a, double) { return unary(a, OpKind::sub, "sub", "aten::sub"); }
-Tensor operator*(const Tensor& a, double) { return unary(a, OpKind::mul, "mul", "aten::mul"); }
-Tensor operator/(const Tensor& a, double) { return unary(a, OpKind::div, "div", "aten::div"); }
-Tensor operator+(double, const Tensor& b) { return unary(b, OpKind::add, "add", "aten::add"); }
-Tensor operator-(double, const Tensor& b) { return unary(b, OpKind::sub, "rsub", "aten::rsub"); }
-Tensor operator*(double, const Tensor& b) { return unary(b, OpKind::mul, "mul", "aten::mul"); }
+namespace {
+// A tensor-with-number op, recorded as ATen records it (the number as `other`).
+Tensor scalar_op(const Tensor& a, double s, OpKind kind, const char* op, std::string_view aten, const char* recorded) {
+  RecordOpScope scope;
+  Tensor out = unary(a, kind, op, aten);
+  if (scope.recording()) record_op(recorded, {RecordedArg::of(a), RecordedArg::of_real(s)}, {out});
+  return out;
+}
+}  // namespace
+
+Tensor operator+(const Tensor& a, double s) { return scalar_op(a, s, OpKind::add, "add", "aten::add", "aten.add.Tensor"); }
+Tensor operator-(const Tensor& a, double s) { return scalar_op(a, s, OpKind::sub, "sub", "aten::sub", "aten.sub.Tensor"); }
+Tensor operator*(const Tensor& a, double s) { return scalar_op(a, s, OpKind::mul, "mul", "aten::mul", "aten.mul.Tensor"); }
+Tensor operator/(const Tensor& a, double s) { return scalar_op(a, s, OpKind::div, "div", "aten::div", "aten.div.Tensor"); }
+Tensor operator+(double s, const Tensor& b) { return scalar_op(b, s, OpKind::add, "add", "aten::add", "aten.add.Tensor"); }
+Tensor operator-(double s, const Tensor& b) {
+  return scalar_op(b, s, OpKind::sub, "rsub", "aten::rsub", "aten.rsub.Scalar");
+}
+Tensor operator*(double s, const Tensor& b) { return scalar_op(b, s, OpKind::mul, "mul", "aten::mul", "aten.mul.Tensor"); }
 // s / b as PyTorch's __rtruediv__ computes it: reciprocal(b) * s.
-Tensor operator/(double s, const Tensor& b) { return unary(b, OpKind::div, "reciprocal", "aten::reciprocal") * s; }
+Tensor operator/(double s, const Tensor& b) {
+  RecordOpScope scope;
+  Tensor out = unary(b, OpKind::div, "reciprocal", "aten::reciprocal") * s;
+  if (scope.recording()) record_op("aten.div.Tensor", {RecordedArg::of_real(s), RecordedArg::of(b)}, {out});
+  return out;
+}
 Tensor operator-(const Tensor& a) { return unary(a, OpKind::neg, "neg", "aten::neg"); }
 
 Tensor& Tensor::add_(const Tensor& other) { return inplace(*this, other, OpKind::add, "add_", "aten::add_"); }
@@ -1001,7 +1044,14 @@ Tensor softmax(const Tensor& x, std::int64_t dim, std::optional<ScalarType> dtyp
 }
 
 Tensor log_softmax(const Tensor& x, std::int64_t dim, std::optional<ScalarType> dtype) {
-  return rowwise(x, dim, autocast::fp32_output_dtype(x, dtype), OpKind::softmax, "log_softmax", "aten::log_softmax");
+  RecordOpScope scope;
+  Tensor out =
+      rowwise(x, dim, autocast::fp32_output_dtype(x, dtype), OpKind::softmax, "log_softmax", "aten::log_softmax");
+  if (scope.recording()) {
+    record_op("aten.log_softmax.int",
+              {RecordedArg::of(x), RecordedArg::of(dim), dtype ? RecordedArg::of(*dtype) : RecordedArg::none()}, {out});
+  }
+  return out;
 }
 
 Tensor layer_norm_unrecorded(const Tensor& x_arg, IntArrayRef normalized_shape, const Tensor& weight_arg, const Tensor& bias_arg,

@@ -6,6 +6,7 @@
 #include "grad.hpp"
 #include "internal.hpp"
 #include "syntorch/torch/ops.hpp"
+#include "syntorch/torch/record.hpp"
 
 namespace syntorch::torch {
 
@@ -57,18 +58,78 @@ Tensor masked_grad(const Tensor& g, IntArrayRef sizes, std::string_view aten) {
 
 }  // namespace
 
-Tensor eq(const Tensor& a, const Tensor& b) { return compare(a, b, "eq", "aten::eq"); }
-Tensor ne(const Tensor& a, const Tensor& b) { return compare(a, b, "ne", "aten::ne"); }
-Tensor lt(const Tensor& a, const Tensor& b) { return compare(a, b, "lt", "aten::lt"); }
-Tensor le(const Tensor& a, const Tensor& b) { return compare(a, b, "le", "aten::le"); }
-Tensor gt(const Tensor& a, const Tensor& b) { return compare(a, b, "gt", "aten::gt"); }
-Tensor ge(const Tensor& a, const Tensor& b) { return compare(a, b, "ge", "aten::ge"); }
-Tensor eq(const Tensor& a, double) { return compare_scalar(a, "eq", "aten::eq"); }
-Tensor ne(const Tensor& a, double) { return compare_scalar(a, "ne", "aten::ne"); }
-Tensor lt(const Tensor& a, double) { return compare_scalar(a, "lt", "aten::lt"); }
-Tensor le(const Tensor& a, double) { return compare_scalar(a, "le", "aten::le"); }
-Tensor gt(const Tensor& a, double) { return compare_scalar(a, "gt", "aten::gt"); }
-Tensor ge(const Tensor& a, double) { return compare_scalar(a, "ge", "aten::ge"); }
+Tensor eq(const Tensor& a, const Tensor& b) {
+  RecordOpScope scope;
+  Tensor out = compare(a, b, "eq", "aten::eq");
+  if (scope.recording()) record_op("aten.eq.Tensor", {RecordedArg::of(a), RecordedArg::of(b)}, {out});
+  return out;
+}
+Tensor ne(const Tensor& a, const Tensor& b) {
+  RecordOpScope scope;
+  Tensor out = compare(a, b, "ne", "aten::ne");
+  if (scope.recording()) record_op("aten.ne.Tensor", {RecordedArg::of(a), RecordedArg::of(b)}, {out});
+  return out;
+}
+Tensor lt(const Tensor& a, const Tensor& b) {
+  RecordOpScope scope;
+  Tensor out = compare(a, b, "lt", "aten::lt");
+  if (scope.recording()) record_op("aten.lt.Tensor", {RecordedArg::of(a), RecordedArg::of(b)}, {out});
+  return out;
+}
+Tensor le(const Tensor& a, const Tensor& b) {
+  RecordOpScope scope;
+  Tensor out = compare(a, b, "le", "aten::le");
+  if (scope.recording()) record_op("aten.le.Tensor", {RecordedArg::of(a), RecordedArg::of(b)}, {out});
+  return out;
+}
+Tensor gt(const Tensor& a, const Tensor& b) {
+  RecordOpScope scope;
+  Tensor out = compare(a, b, "gt", "aten::gt");
+  if (scope.recording()) record_op("aten.gt.Tensor", {RecordedArg::of(a), RecordedArg::of(b)}, {out});
+  return out;
+}
+Tensor ge(const Tensor& a, const Tensor& b) {
+  RecordOpScope scope;
+  Tensor out = compare(a, b, "ge", "aten::ge");
+  if (scope.recording()) record_op("aten.ge.Tensor", {RecordedArg::of(a), RecordedArg::of(b)}, {out});
+  return out;
+}
+Tensor eq(const Tensor& a, double b) {
+  RecordOpScope scope;
+  Tensor out = compare_scalar(a, "eq", "aten::eq");
+  if (scope.recording()) record_op("aten.eq.Scalar", {RecordedArg::of(a), RecordedArg::of_real(b)}, {out});
+  return out;
+}
+Tensor ne(const Tensor& a, double b) {
+  RecordOpScope scope;
+  Tensor out = compare_scalar(a, "ne", "aten::ne");
+  if (scope.recording()) record_op("aten.ne.Scalar", {RecordedArg::of(a), RecordedArg::of_real(b)}, {out});
+  return out;
+}
+Tensor lt(const Tensor& a, double b) {
+  RecordOpScope scope;
+  Tensor out = compare_scalar(a, "lt", "aten::lt");
+  if (scope.recording()) record_op("aten.lt.Scalar", {RecordedArg::of(a), RecordedArg::of_real(b)}, {out});
+  return out;
+}
+Tensor le(const Tensor& a, double b) {
+  RecordOpScope scope;
+  Tensor out = compare_scalar(a, "le", "aten::le");
+  if (scope.recording()) record_op("aten.le.Scalar", {RecordedArg::of(a), RecordedArg::of_real(b)}, {out});
+  return out;
+}
+Tensor gt(const Tensor& a, double b) {
+  RecordOpScope scope;
+  Tensor out = compare_scalar(a, "gt", "aten::gt");
+  if (scope.recording()) record_op("aten.gt.Scalar", {RecordedArg::of(a), RecordedArg::of_real(b)}, {out});
+  return out;
+}
+Tensor ge(const Tensor& a, double b) {
+  RecordOpScope scope;
+  Tensor out = compare_scalar(a, "ge", "aten::ge");
+  if (scope.recording()) record_op("aten.ge.Scalar", {RecordedArg::of(a), RecordedArg::of_real(b)}, {out});
+  return out;
+}
 
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   const char* op = "where";
@@ -90,8 +151,9 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   return out;
 }
 
-Tensor masked_fill(const Tensor& x, const Tensor& mask, double) {
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
   const char* op = "masked_fill";
+  RecordOpScope scope;
   detail::check_defined(x, op, "self");
   check_mask(mask, op);
   detail::check_same_device(x, mask, op);
@@ -109,6 +171,9 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double) {
     autograd::record("MaskedFillBackward0", {&x}, {&out}, {mask}, [sx](Grads& g, Grads& saved, const Node&) {
       return Grads{detail::sum_to(masked_fill(g[0], saved[0], 0.0), sx)};
     });
+  }
+  if (scope.recording()) {
+    record_op("aten.masked_fill.Scalar", {RecordedArg::of(x), RecordedArg::of(mask), RecordedArg::of_real(value)}, {out});
   }
   return out;
 }
@@ -145,8 +210,18 @@ Tensor triangle(const Tensor& x, const char* op, std::string_view aten) {
 }
 }  // namespace
 
-Tensor tril(const Tensor& x, std::int64_t) { return triangle(x, "tril", "aten::tril"); }
-Tensor triu(const Tensor& x, std::int64_t) { return triangle(x, "triu", "aten::triu"); }
+Tensor tril(const Tensor& x, std::int64_t diagonal) {
+  RecordOpScope scope;
+  Tensor out = triangle(x, "tril", "aten::tril");
+  if (scope.recording()) record_op("aten.tril.default", {RecordedArg::of(x), RecordedArg::of(diagonal)}, {out});
+  return out;
+}
+Tensor triu(const Tensor& x, std::int64_t diagonal) {
+  RecordOpScope scope;
+  Tensor out = triangle(x, "triu", "aten::triu");
+  if (scope.recording()) record_op("aten.triu.default", {RecordedArg::of(x), RecordedArg::of(diagonal)}, {out});
+  return out;
+}
 
 namespace {
 std::int64_t checked_index_dim(const Tensor& x, std::int64_t dim, const Tensor& index, const char* op) {

@@ -97,13 +97,62 @@ def flatten_outputs(out):
     return [None]
 
 
-def extract_ir(model, example_inputs, example_kwargs=None):
-    """The weight-free graph of `model` (a real torch.nn.Module, on the meta device or the CPU:
-    only shapes are taken) called on `example_inputs`: every ATen op of its forward (in
-    inference: no gradients), every tensor's shape and dtype, the weights by state_dict name, the
-    graph inputs (the tensors among the example inputs, in order) and outputs."""
-    from syntorch.pytorch import _functional_call, _meta_state, _to_meta
+def _flat_syntorch(x, acc):
+    import _syntorch
+    if isinstance(x, _syntorch.Tensor):
+        acc.append(x)
+    elif isinstance(x, (list, tuple)):
+        for y in x:
+            _flat_syntorch(y, acc)
+    elif isinstance(x, dict):
+        for y in x.values():
+            _flat_syntorch(y, acc)
+    return acc
 
+
+def _extract_syntorch(model, example_inputs, example_kwargs):
+    """A syntorch.torch model's graph: its forward run once, in eval mode and without gradients,
+    with the torch layer's op recorder on (the ops `syntorch graph export` records)."""
+    import json
+
+    import _syntorch
+    import syntorch.torch as storch
+
+    if isinstance(example_inputs, (_syntorch.Tensor, dict)) or not isinstance(example_inputs, (tuple, list)):
+        example_inputs = (example_inputs,)
+    kwargs = dict(example_kwargs or {})
+    capture = _syntorch._GraphCapture()
+    for name, p in model.named_parameters(remove_duplicate=False):
+        capture.add_weight(name, p, "parameter")
+    for name, b in model.named_buffers(remove_duplicate=False):
+        capture.add_weight(name, b, "buffer")
+    for t in _flat_syntorch(list(example_inputs) + list(kwargs.values()), []):
+        capture.add_input(t)
+    was_training = model.training
+    model.eval()
+    out = None
+    capture.start()
+    try:
+        with storch.no_grad():
+            out = model(*example_inputs, **kwargs)
+    finally:
+        text = capture.finish(_flat_syntorch(out, []) if out is not None else [], type(model).__name__)
+        model.train(was_training)
+    return IR.from_dict(json.loads(text), where=f"{type(model).__name__} (syntorch.torch)")
+
+
+def extract_ir(model, example_inputs, example_kwargs=None):
+    """The weight-free graph of `model` called on `example_inputs`: every ATen op of its forward
+    (in inference: no gradients), every tensor's shape and dtype, the weights by state_dict name,
+    the graph inputs (the tensors among the example inputs, in order) and outputs. `model` is a
+    real torch.nn.Module (on the meta device or the CPU: only shapes are taken), or a
+    syntorch.torch one (its ops as the torch layer records them, fused kernels as syntorch
+    operators)."""
+    from syntorch.pytorch import _functional_call, _meta_state, _to_meta
+    from syntorch.torch.nn import Module as _SyntorchModule
+
+    if isinstance(model, _SyntorchModule):
+        return _extract_syntorch(model, example_inputs, example_kwargs)
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"extract_ir: model must be a torch.nn.Module, got {type(model).__name__}")
     if isinstance(example_inputs, (torch.Tensor, dict)) or not isinstance(example_inputs, (tuple, list)):

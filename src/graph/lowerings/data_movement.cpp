@@ -76,8 +76,31 @@ Lowered arange(const Call& c) {
   return std::vector{torch::arange(start, end, torch::TensorOptions(t.value_or(torch::kInt64)).device(torch::kCUDA))};
 }
 
+// Factories as the torch layer makes them: a new tensor, filled by one kernel (empty: none).
+torch::TensorOptions factory_options(const Call& c) {
+  const IrValue* dtype = c.arg("dtype");
+  std::optional<torch::ScalarType> t;
+  if (dtype != nullptr && dtype->kind == IrValue::Kind::typed) t = scalar_type_of(dtype->text);
+  return torch::TensorOptions(t.value_or(torch::get_default_dtype())).device(torch::kCUDA);
+}
+Lowered empty(const Call& c) { return std::vector{torch::empty(c.ints("size"), factory_options(c))}; }
+Lowered zeros(const Call& c) { return std::vector{torch::zeros(c.ints("size"), factory_options(c))}; }
+Lowered ones(const Call& c) { return std::vector{torch::ones(c.ints("size"), factory_options(c))}; }
+Lowered full(const Call& c) {
+  return std::vector{torch::full(c.ints("size"), c.real("fill_value"), factory_options(c))};
+}
+
+Lowered cross_entropy(const Call& c) {
+  return std::vector{torch::nn::functional::cross_entropy(c.tensor("self"), c.tensor("target"))};
+}
+
 constexpr Lowering kTable[] = {
     {"reshape", "self shape", reshape},
+    {"empty", "size", empty},
+    {"zeros", "size", zeros},
+    {"ones", "size", ones},
+    {"full", "size fill_value", full},
+    {"cross_entropy_loss", "self target weight reduction ignore_index label_smoothing", cross_entropy},
     {"arange", "start end step", arange},
     {"embedding", "weight indices padding_idx scale_grad_by_freq sparse", embedding},
     {"embedding_dense_backward", "grad_output indices num_weights padding_idx scale_grad_by_freq",

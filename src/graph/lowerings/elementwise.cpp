@@ -39,6 +39,12 @@ Lowered binary(const Call& c) {
   return std::vector{TS(c.tensor("self"), c.real("other"))};
 }
 
+// A number minus a tensor (rsub's self is the tensor).
+Lowered rsub(const Call& c) {
+  if (!c.is_tensor("self") || c.is_tensor("other")) return std::nullopt;
+  return std::vector{c.real("other") - c.tensor("self")};
+}
+
 Tensor add_scalar(const Tensor& a, double b) { return a + b; }
 Tensor sub_scalar(const Tensor& a, double b) { return a - b; }
 Tensor mul_scalar(const Tensor& a, double b) { return a * b; }
@@ -109,6 +115,7 @@ constexpr Lowering kTable[] = {
     {"pow", "self exponent", pow},
     {"add", "self other", binary<torch::add, add_scalar>},
     {"sub", "self other", binary<torch::sub, sub_scalar>},
+    {"rsub", "self other", rsub},
     {"mul", "self other", binary<torch::mul, mul_scalar>},
     {"div", "self other", binary<torch::div, div_scalar>},
     {"eq", "self other", binary<eq_t, eq_s>},

@@ -87,6 +87,13 @@ Lowered rms_norm_composite(const Call& c) {
   return std::vector{torch::rms_norm(c.tensor("input"), c.ints("normalized_shape"), c.optional_tensor("weight"), eps)};
 }
 
+Lowered log_softmax_composite(const Call& c) {
+  const IrValue* dtype = c.arg("dtype");
+  std::optional<torch::ScalarType> out;
+  if (dtype != nullptr && dtype->kind == IrValue::Kind::typed) out = scalar_type_of(dtype->text);
+  return std::vector{torch::log_softmax(c.tensor("self"), c.integer("dim"), out)};
+}
+
 Lowered softmax_composite(const Call& c) {
   const IrValue* dtype = c.arg("dtype");
   std::optional<torch::ScalarType> out;
@@ -98,6 +105,7 @@ constexpr Lowering kTable[] = {
     {"layer_norm", "input normalized_shape weight bias eps cudnn_enable", layer_norm_composite},
     {"rms_norm", "input normalized_shape weight eps", rms_norm_composite},
     {"softmax", "self dim dtype", softmax_composite},
+    {"log_softmax", "self dim dtype", log_softmax_composite},
     {"_softmax", "self dim half_to_float", softmax},
     {"_log_softmax", "self dim half_to_float", log_softmax},
     {"_softmax_backward_data", "grad_output output dim input_dtype", softmax_backward},
