@@ -27,6 +27,23 @@ Tensor as_strided(const Tensor& self, IntArrayRef sizes, IntArrayRef strides, st
   return detail::make_view(self, sizes, strides, storage_offset);
 }
 
+Tensor activation_(std::string_view activation, const Tensor& self, std::string_view name) {
+  static constexpr std::pair<std::string_view, OpKind> kinds[] = {{"gelu", OpKind::gelu},
+                                                                  {"silu", OpKind::silu},
+                                                                  {"relu", OpKind::relu},
+                                                                  {"tanh", OpKind::tanh},
+                                                                  {"sigmoid", OpKind::sigmoid}};
+  detail::check_defined(self, "activation_", "self");
+  for (const auto& [fn, kind] : kinds) {
+    if (fn != activation) continue;
+    const auto& x = impl_of(self);
+    detail::dispatch(runtime::current_rank(), detail::elementwise_op(kind, x.numel, x.dtype), name, x.device,
+                     x.numel == 0);
+    return self;
+  }
+  fail("activation_: no kernel for activation '{}' (expected relu, silu, gelu, sigmoid or tanh)", activation);
+}
+
 Tensor activation_backward(std::string_view forward, const Tensor& grad, const Tensor& saved, std::string_view name) {
   static constexpr std::pair<std::string_view, OpKind> kinds[] = {
       {"gelu", OpKind::gelu_backward}, {"silu", OpKind::silu_backward}, {"relu", OpKind::relu_backward},

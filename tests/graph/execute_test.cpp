@@ -80,19 +80,22 @@ TEST_F(GraphExecute, AnOpWithNoModelIsOneMemoryBoundPassAndListed) {
 
 TEST_F(GraphExecute, InPlaceUpdatesWriteTheirSelfAndFactoriesMakeTheirOutputs) {
   const Ir ir = build({{"x", {{256}, "float32"}}, {"y", {{256}, "float32"}}, {"z", {{256}, "float32"}},
-                       {"e", {{16}, "float32"}}},
+                       {"w", {{256}, "float32"}}, {"e", {{16}, "float32"}}},
                       {node("ones_0", "aten.ones.default", {Json::array({256})}, {"y"}),
                        node("add__0", "aten.add_.Tensor", {ref("y"), ref("x")}, {"z"}),
+                       node("exp__0", "aten.exp_.default", {ref("z")}, {"w"}),
                        node("empty_0", "aten.empty.memory_format", {Json::array({16})}, {"e"})},
-                      {"x"}, std::vector<std::string>{}, {"z", "e"});
+                      {"x"}, std::vector<std::string>{}, {"w", "e"});
   OpTally tally;
   execute_ir(ir, tally);
-  // ones: a fill; add_: an in-place update with no lowering of its own, one memory-bound pass over
-  // what it reads and writes, listed; empty: no kernel.
-  ASSERT_EQ(rank.launches.size(), 2u);
+  // ones: a fill; add_: the in-place add; exp_: an in-place update with no lowering of its own,
+  // one memory-bound pass over what it reads and writes, listed; empty: no kernel.
+  ASSERT_EQ(rank.launches.size(), 3u);
+  EXPECT_EQ(rank.launches[1].op.kind, runtime::OpKind::add);
   ASSERT_EQ(tally.generic.size(), 1u);
-  EXPECT_EQ(tally.generic.at("aten::add_").count, 1);
-  EXPECT_TRUE(tally.generic.at("aten::add_").elementwise);
+  EXPECT_EQ(tally.generic.at("aten::exp_").count, 1);
+  EXPECT_TRUE(tally.generic.at("aten::exp_").elementwise);
+  EXPECT_EQ(rank.peak_bytes, 2u * 256 * 4 + 16 * 4);  // x, y and e: the in-place ops allocate nothing
 }
 
 TEST_F(GraphExecute, IntermediatesAreFreedAfterTheirLastUse) {

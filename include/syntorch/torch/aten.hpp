@@ -58,6 +58,11 @@ Tensor nll_loss_backward(const Tensor& grad, const Tensor& self);
 // embedding_dense_backward: the table's gradient, num_weights rows.
 Tensor embedding_dense_backward(const Tensor& grad, std::int64_t num_weights);
 
+// An activation applied in place (relu_, silu_, gelu_, sigmoid_, tanh_): its elementwise kernel
+// reading and writing self, named `name`. `activation` is "relu", "silu", "gelu", "sigmoid" or
+// "tanh"; self is returned.
+Tensor activation_(std::string_view activation, const Tensor& self, std::string_view name);
+
 // A reduction of self into a new tensor of out_sizes and out_dtype (sum, mean, amax, norm, ...):
 // one reduction kernel named `name`.
 Tensor reduce(const Tensor& self, IntArrayRef out_sizes, ScalarType out_dtype, std::string_view name);

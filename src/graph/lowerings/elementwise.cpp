@@ -39,6 +39,25 @@ Lowered binary(const Call& c) {
   return std::vector{TS(c.tensor("self"), c.real("other"))};
 }
 
+// In-place arithmetic (add_, sub_, mul_, div_ with a tensor or a number): one elementwise kernel
+// writing self, as the torch layer's in-place ops run it.
+template <Tensor& (Tensor::*TT)(const Tensor&), Tensor& (Tensor::*TS)(double)>
+Lowered inplace_binary(const Call& c) {
+  Tensor self = c.tensor("self");
+  if (c.is_tensor("other")) {
+    (self.*TT)(c.tensor("other"));
+  } else {
+    (self.*TS)(c.real("other"));
+  }
+  return std::vector{self};
+}
+
+// An activation in place (relu_, ...): its elementwise kernel over self.
+Lowered activation_inplace(const Call& c) {
+  const std::string_view op = c.op();
+  return std::vector{torch::aten::activation_(op.substr(0, op.size() - 1), c.tensor("self"), c.aten_name())};
+}
+
 // A number minus a tensor (rsub's self is the tensor).
 Lowered rsub(const Call& c) {
   if (!c.is_tensor("self") || c.is_tensor("other")) return std::nullopt;
@@ -116,6 +135,15 @@ constexpr Lowering kTable[] = {
     {"add", "self other", binary<torch::add, add_scalar>},
     {"sub", "self other", binary<torch::sub, sub_scalar>},
     {"rsub", "self other", rsub},
+    {"add_", "self other", inplace_binary<&Tensor::add_, &Tensor::add_>},
+    {"sub_", "self other", inplace_binary<&Tensor::sub_, &Tensor::sub_>},
+    {"mul_", "self other", inplace_binary<&Tensor::mul_, &Tensor::mul_>},
+    {"div_", "self other", inplace_binary<&Tensor::div_, &Tensor::div_>},
+    {"relu_", "self", activation_inplace},
+    {"silu_", "self", activation_inplace},
+    {"gelu_", "self", activation_inplace},
+    {"sigmoid_", "self", activation_inplace},
+    {"tanh_", "self", activation_inplace},
     {"mul", "self other", binary<torch::mul, mul_scalar>},
     {"div", "self other", binary<torch::div, div_scalar>},
     {"eq", "self other", binary<eq_t, eq_s>},
