@@ -232,10 +232,4 @@ std::span<const std::string_view> lowering_argument_names(std::string_view op) {
   return it->second.names;
 }
 
-std::vector<std::string> lowered_ops() {
-  std::vector<std::string> out;
-  for (const auto& [op, e] : table().entries) out.emplace_back(op);
-  return out;
-}
-
 }  // namespace syntorch::graph

@@ -72,7 +72,6 @@ ChakraNode from_proto(const et::Node& n) {
   ChakraNode c;
   c.id = n.id();
   c.name = n.name();
-  c.raw_type = static_cast<int>(n.type());
   c.type = type_of(n.type());
   for (std::uint64_t d : n.data_deps()) c.deps.push_back(d);
   for (std::uint64_t d : n.ctrl_deps()) {
@@ -80,8 +79,6 @@ ChakraNode from_proto(const et::Node& n) {
   }
   c.start_us = n.start_time_micros();
   c.duration_us = n.duration_micros();
-  c.input_shapes = n.inputs().shapes();
-  c.input_types = n.inputs().types();
   for (const et::AttributeProto& a : n.attr()) {
     const std::string& k = a.name();
     if (k == "is_cpu_op") {
@@ -101,8 +98,6 @@ ChakraNode from_proto(const et::Node& n) {
       c.comm_src = static_cast<int>(integer_of(a, -1, 1 << 24));
     } else if (k == "comm_dst") {
       c.comm_dst = static_cast<int>(integer_of(a, -1, 1 << 24));
-    } else if (k == "comm_tag") {
-      c.comm_tag = static_cast<int>(integer_of(a, -2147483648.0, 2147483647.0));
     }
   }
   return c;

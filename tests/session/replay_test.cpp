@@ -68,6 +68,16 @@ ReplayReport replay(const fs::path& workload, const std::string& hw = config("dg
   return simulate_replay(o);
 }
 
+// Why a replay of `workload` is refused ("" when it is not).
+std::string message(const fs::path& workload) {
+  try {
+    replay(workload);
+  } catch (const InputError& e) {
+    return e.diagnostics().to_string();
+  }
+  return std::string();
+}
+
 TEST(Replay, AstraSimsMicrobenchmarkFormRunsOnTheMachinesNetwork) {
   // As ASTRA-sim's examples/workload/microbenchmarks: one collective node per rank, id 0, no group.
   const fs::path d = fresh_dir("micro");
@@ -141,14 +151,6 @@ TEST(Replay, SyntorchsOwnTracesReplayToTheRunTheyCameFrom) {
 
 TEST(Replay, BadTracesAreNamed) {
   const fs::path d = fresh_dir("bad");
-  auto message = [&](const fs::path& w) {
-    try {
-      replay(w);
-    } catch (const InputError& e) {
-      return e.diagnostics().to_string();
-    }
-    return std::string();
-  };
   // A group the groups file lacks, and a collective the replay cannot run.
   for (int r = 0; r < 2; ++r) {
     et::Node a = node(1, "ar", et::COMM_COLL_NODE);
@@ -188,14 +190,6 @@ namespace {
 
 TEST(Replay, RanksWhoseCommunicationCannotMeetAreRefusedBeforeRunning) {
   const fs::path d = fresh_dir("mismatch");
-  auto message = [&](const fs::path& w) {
-    try {
-      replay(w);
-    } catch (const InputError& e) {
-      return e.diagnostics().to_string();
-    }
-    return std::string();
-  };
   // Rank 0 all-reduces twice, rank 1 once.
   for (int r = 0; r < 2; ++r) {
     std::vector<et::Node> nodes;

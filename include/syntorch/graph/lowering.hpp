@@ -95,8 +95,6 @@ struct Lowering {
 const Lowering* find_lowering(std::string_view op);
 // The names of an op's positional arguments from its schema (empty for an op with no lowering).
 std::span<const std::string_view> lowering_argument_names(std::string_view op);
-// Every op with a lowering, sorted.
-std::vector<std::string> lowered_ops();
 
 // The torch layer's dtype for an IR dtype name ("float16", "int64", "bool"); dtypes with no exact
 // counterpart stand in by size (uint8 as int8, int16 as float16). nullopt for a name PyTorch lacks.

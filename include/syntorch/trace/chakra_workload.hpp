@@ -18,7 +18,6 @@ struct ChakraNode {
   std::uint64_t id = 0;
   std::string name;
   Type type = Type::other;
-  int raw_type = 0;                   // the NodeType as the file has it
   std::vector<std::uint64_t> deps;    // data and control dependencies, in the file's order
   std::uint64_t start_us = 0;
   std::uint64_t duration_us = 0;
@@ -28,8 +27,7 @@ struct ChakraNode {
   int comm_type = -1;                 // CollectiveCommType (-1 when absent)
   std::uint64_t comm_size = 0;        // bytes
   std::string pg_name;                // the process group ("" for all ranks)
-  int comm_src = -1, comm_dst = -1, comm_tag = 0;
-  std::string input_shapes, input_types;  // PyTorch-derived nodes' inputs, as the converter writes them
+  int comm_src = -1, comm_dst = -1;
 };
 
 struct ChakraRank {
