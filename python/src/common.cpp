@@ -40,8 +40,10 @@ torch::TensorOptions options_of(std::optional<torch::ScalarType> dtype, const st
     o = o.device(torch::Device(torch::kCPU));
   } else if (device == "cuda" || device.rfind("cuda:", 0) == 0) {
     o = o.device(torch::Device(torch::kCUDA));
+  } else if (device == "meta") {
+    o = o.device(torch::Device(torch::kMeta));
   } else {
-    throw std::invalid_argument("Expected one of cpu, cuda device type at start of device string: " + device);
+    throw std::invalid_argument("Expected one of cpu, cuda, meta device type at start of device string: " + device);
   }
   return o;
 }

@@ -1,5 +1,6 @@
-// torch.cuda and torch.backends: streams, events, graphs, memory statistics, synchronisation,
-// and the attention backends' and matmul precision's switches; the simulated host clock.
+// torch.cuda and torch.backends: streams, events, graphs, memory statistics and the allocator,
+// synchronisation, device properties, and the attention backends' and matmul precision's
+// switches; the simulated host clock; torch.profiler's trace windows.
 
 #include "bindings.hpp"
 
@@ -52,6 +53,42 @@ void bind_cuda(py::module_& m) {
   m.def("cuda_memory_reserved", &torch::cuda::memory_reserved);
   m.def("cuda_max_memory_reserved", &torch::cuda::max_memory_reserved);
   m.def("cuda_empty_cache", &torch::cuda::empty_cache);
+  // torch.profiler.profile's windows of this rank's trace.
+  m.def("profiler_start_window", &torch::profiler::start_window, py::arg("path"), py::call_guard<RequireRun>());
+  m.def("profiler_stop_window", &torch::profiler::stop_window, py::arg("window"), py::call_guard<RequireRun>());
+  // Host work in another process (a DataLoader's workers): it costs this rank's host nothing.
+  struct ElsewhereScope {
+    std::optional<torch::HostWorkElsewhereGuard> guard;
+  };
+  py::class_<ElsewhereScope>(m, "_HostWorkElsewhere")
+      .def(py::init<>())
+      .def("__enter__", [](ElsewhereScope& s) { s.guard.emplace(); })
+      .def("__exit__", [](ElsewhereScope& s, py::args) { s.guard.reset(); return false; });
+  m.def("cuda_reset_peak_memory_stats", &torch::cuda::reset_peak_memory_stats);
+  m.def("cuda_set_caching_allocator", &torch::cuda::set_caching_allocator, py::arg("enabled"));
+  // The allocator's statistics by PyTorch's memory_stats() keys (the "all" pool).
+  m.def("cuda_memory_stats", [] {
+    const os::AllocatorStats s = torch::cuda::memory_stats();
+    py::dict d;
+    d["allocated_bytes.all.current"] = s.allocated_bytes;
+    d["allocated_bytes.all.peak"] = s.peak_allocated_bytes;
+    d["reserved_bytes.all.current"] = s.reserved_bytes;
+    d["reserved_bytes.all.peak"] = s.peak_reserved_bytes;
+    d["requested_bytes.all.current"] = s.requested_bytes;
+    d["active_bytes.all.current"] = s.allocated_bytes;
+    d["segment.all.current"] = s.segments;
+    d["allocation.all.allocated"] = s.allocations;
+    d["num_alloc_retries"] = 0;
+    d["num_ooms"] = s.ooms;
+    d["num_device_alloc"] = s.device_allocations;
+    d["num_device_free"] = s.device_frees;
+    d["num_cache_hits"] = s.cache_hits;
+    return d;
+  });
+  m.def("cuda_device_properties", [] {
+    const auto p = torch::cuda::get_device_properties();
+    return py::make_tuple(p.name, p.total_memory_bytes, p.multi_processor_count, p.l2_cache_bytes, p.clock_hz, p.bf16);
+  });
   // torch.backends.cuda's scaled_dot_product_attention switches, by PyTorch's names.
   static const std::map<std::string, torch::SdpBackend> kSdp{{"flash", torch::SdpBackend::flash},
                                                              {"mem_efficient", torch::SdpBackend::mem_efficient},

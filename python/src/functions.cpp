@@ -91,6 +91,9 @@ void bind_functions(py::module_& m) {
   m.def("linear", [](const Tensor& x, const Tensor& w, std::optional<Tensor> b) {
     return torch::nn::functional::linear(x, w, b.value_or(Tensor()));
   }, py::arg("input"), py::arg("weight"), py::arg("bias") = py::none(), py::call_guard<RequireRun>());
+  m.def("_pad", [](const Tensor& input, const std::vector<std::int64_t>& pad, double value) {
+    return torch::nn::functional::pad(input, sizes_of(pad), value);
+  }, py::call_guard<RequireRun>());
   m.def("embedding", [](const Tensor& indices, const Tensor& weight) { return torch::embedding(weight, indices); }, py::call_guard<RequireRun>());
   m.def("dropout", &torch::dropout, py::arg("input"), py::arg("p") = 0.5, py::arg("train") = true, py::call_guard<RequireRun>());
   m.def("argmax", &torch::argmax, py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false, py::call_guard<RequireRun>());

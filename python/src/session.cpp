@@ -22,7 +22,9 @@ namespace {
 
 session::RunOptions run_options(const std::string& hw, const std::vector<std::string>& sets, const std::string& framework,
                                 const std::string& trace, const std::string& policy, bool console) {
-  return {.hw = hw, .sets = sets, .framework = framework, .trace = trace, .policy = policy, .console = console};
+  // Python programs may profile (torch.profiler.profile): their runs always trace.
+  return {.hw = hw, .sets = sets, .framework = framework, .trace = trace, .policy = policy, .console = console,
+          .profiling = true};
 }
 
 // What trace_manager.stats() returns.

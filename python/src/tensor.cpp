@@ -83,8 +83,9 @@ void bind_tensor(py::module_& m) {
            py::arg("dim") = py::none())
       .def("narrow", &Tensor::narrow)
       .def("_slice", &Tensor::slice)
-      .def("item", [](const Tensor& t) -> py::object {
-        // Values are not simulated: the copy to the host and the wait happen, the value is 0.
+      .def("_item", [](const Tensor& t) -> py::object {
+        // Values are not simulated: the copy to the host and the wait happen, the value is 0
+        // (Tensor.item in Python warns or raises as the run's value mode says).
         const double v = t.item<double>();
         if (t.is_floating_point()) return py::float_(v);
         if (t.dtype() == torch::kBool) return py::bool_(false);
@@ -102,10 +103,13 @@ void bind_tensor(py::module_& m) {
       .def("contiguous", &Tensor::contiguous, py::call_guard<RequireRun>())
       .def("clone", &Tensor::clone, py::call_guard<RequireRun>())
       .def("_to_dtype", [](const Tensor& t, torch::ScalarType d) { return t.to(d); }, py::call_guard<RequireRun>())
-      .def("_to_device", [](const Tensor& t, const std::string& device) {
-        return t.to(options_of(std::nullopt, device).device());
-      }, py::call_guard<RequireRun>())
-      .def("copy_", &Tensor::copy_, py::return_value_policy::reference_internal, py::call_guard<RequireRun>())
+      .def("_to_device", [](const Tensor& t, const std::string& device, bool non_blocking) {
+        return t.to(options_of(std::nullopt, device).device(), non_blocking);
+      }, py::arg("device"), py::arg("non_blocking") = false, py::call_guard<RequireRun>())
+      .def("copy_", &Tensor::copy_, py::arg("src"), py::arg("non_blocking") = false,
+           py::return_value_policy::reference_internal, py::call_guard<RequireRun>())
+      .def("pin_memory", &Tensor::pin_memory, py::call_guard<RequireRun>())
+      .def("is_pinned", &Tensor::is_pinned)
       .def("fill_", &Tensor::fill_, py::return_value_policy::reference_internal, py::call_guard<RequireRun>())
       .def("zero_", &Tensor::zero_, py::return_value_policy::reference_internal, py::call_guard<RequireRun>())
       .def("__add__", [](const Tensor& a, const Tensor& b) { return a + b; }, py::call_guard<RequireRun>())
@@ -159,8 +163,9 @@ void bind_tensor(py::module_& m) {
       {"_randn", &torch::randn}, {"_rand", &torch::rand}};
   for (const auto& [name, make] : factories) {
     m.def(name, [make = make](const std::vector<std::int64_t>& s, std::optional<torch::ScalarType> dt,
-                              const std::string& dev) { return make(sizes_of(s), options_of(dt, dev)); },
-          py::call_guard<RequireRun>());
+                              const std::string& dev, bool pin_memory) {
+      return make(sizes_of(s), options_of(dt, dev).pinned_memory(pin_memory));
+    }, py::arg("sizes"), py::arg("dtype"), py::arg("device"), py::arg("pin_memory") = false, py::call_guard<RequireRun>());
   }
   m.def("_randint", [](std::int64_t low, std::int64_t high, const std::vector<std::int64_t>& s,
                        torch::ScalarType dt, const std::string& dev) {

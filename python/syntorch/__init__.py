@@ -18,8 +18,12 @@ import threading
 
 import _syntorch
 
+from syntorch._values import (ValuePlaceholderWarning, set_value_mode, value_mode, value_reads,  # noqa: F401
+                              clear_value_reads)
+
 __all__ = ["init", "launch", "trace_manager", "current_session", "profile", "KernelPolicy", "set_kernel_policy",
-           "get_kernel_policy", "clear_kernel_policy", "simulate", "simulate_graph", "replay", "train", "serve"]
+           "get_kernel_policy", "clear_kernel_policy", "simulate", "simulate_graph", "replay", "train", "serve",
+           "ValuePlaceholderWarning", "set_value_mode", "value_mode", "value_reads", "clear_value_reads"]
 
 _here = os.path.dirname(os.path.abspath(__file__))
 _session = None
@@ -60,6 +64,7 @@ def init(hw=None, set=(), framework="eager", trace=None, policy=None, console=Tr
                                 str(policy) if policy is not None else "", bool(console))
     # Kept only once they made a run: a refused init() leaves later implicit runs on the last good one.
     _session, _session_thread, _init_args = session, threading.get_ident(), args
+    clear_value_reads()  # each run lists its own
     _policy = policy if isinstance(policy, KernelPolicy) or policy is None else KernelPolicy._from_text(str(policy))
     return _session
 
@@ -85,6 +90,7 @@ class KernelPolicy:
 
     def __init__(self, **choices):
         self._entries = {}
+        self.preferences = {key: str(value) for key, value in choices.items()}  # as given (the design's)
         for key, value in choices.items():
             for op in _POLICY_OPS.get(key, (key,)):
                 self._entries[op] = str(value)
@@ -93,6 +99,8 @@ class KernelPolicy:
     def _from_text(cls, text):
         p = cls()
         p._text = text
+        if "=" in text and not os.path.isfile(text):
+            p.preferences = dict(part.split("=", 1) for part in text.split(",") if "=" in part)
         return p
 
     def __str__(self):
@@ -123,12 +131,15 @@ def set_kernel_policy(policy=None, **choices):
 
 
 def get_kernel_policy():
-    return _policy if _policy is not None else KernelPolicy()
+    """The policy set last (its .preferences: op -> kernel as given), or None when none is set."""
+    return _policy
 
 
 def clear_kernel_policy():
     """Back to `auto` for every op: the fastest implementation the device supports."""
+    global _policy
     set_kernel_policy(KernelPolicy())
+    _policy = None
 
 
 _rank_local = threading.local()  # .rank: this thread is a rank of a many-rank run (syntorch.run)
@@ -301,36 +312,6 @@ def current_session():
     return _session
 
 
-class profile:
-    """Profiles what runs inside it into a trace, as torch.profiler's export_chrome_trace does:
-
-        with syntorch.profile(export_chrome_trace="trace.json"):
-            model(x)
-
-    The block runs as a run of its own on the machine of the last init() (ended on leaving it,
-    when the trace is written complete); `stats` holds what it measured. The format follows the
-    file's extension (.json, .json.gz, .pftrace, .et)."""
-
-    def __init__(self, export_chrome_trace=None, **init_args):
-        if export_chrome_trace is None:
-            raise TypeError("profile() needs export_chrome_trace=PATH")
-        self.path = str(export_chrome_trace)
-        self.init_args = init_args
-        self.stats = None
-
-    def __enter__(self):
-        args = dict(_init_args)
-        args.update(self.init_args)
-        args["trace"] = self.path
-        init(**args)
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        if exc_type is None:  # an error in the block is the one to see, not the run's end
-            self.stats = trace_manager.stats()
-        return False
-
-
 class _TraceManager:
     """What the run measured. stats() ends the run (the simulation waits for every op issued)."""
 
@@ -341,7 +322,9 @@ class _TraceManager:
         if _session is None:
             raise RuntimeError("syntorch: no run has started (call syntorch.init() or issue an op)")
         _check_thread()
-        return _session.finish()
+        stats = _session.finish()
+        stats["value_reads"] = value_reads()
+        return stats
 
     def dump(self, format="console", path=None):
         s = self.stats()
@@ -354,6 +337,9 @@ class _TraceManager:
                  f"  FLOPs            {s['flops']:.4g}",
                  f"  HBM bytes        {s['hbm_bytes']:.4g}",
                  f"  peak memory      {', '.join(f'{b / 2**20:.1f} MiB' for b in s['peak_memory_bytes'])}"]
+        if s["value_reads"]:
+            lines += ["", "  values read (the simulator computes none: placeholders were returned):"]
+            lines += [f"    {r['file']}:{r['line']}  {r['kind']} x{r['count']}" for r in s["value_reads"]]
         ops = _session.console().rstrip()
         if ops:
             lines += ["", ops]
@@ -378,3 +364,9 @@ def _finish_at_exit():
             _session.finish()
         except Exception:
             pass
+
+
+# The xpuruntime extension's names, offered by syntorch too (syntorch.xpuruntime.pytorch).
+from syntorch.xpuruntime.pytorch import (autocast, capture_graph, CUDAGraphWrapper, ops, set_allocator,  # noqa: E402
+                                         reset_allocator, profile)
+__all__ += ["autocast", "capture_graph", "CUDAGraphWrapper", "ops", "set_allocator", "reset_allocator"]

@@ -15,7 +15,8 @@ MODULES = ["syntorch", "syntorch.torch", "syntorch.torch.nn", "syntorch.torch.nn
            "syntorch.torch.nn.utils", "syntorch.torch.nn.attention", "syntorch.torch.optim", "syntorch.torch.optim.lr_scheduler",
            "syntorch.torch.amp", "syntorch.torch.autograd", "syntorch.torch.cuda", "syntorch.torch.profiler",
            "syntorch.torch.distributed", "syntorch.torch.backends.cuda", "syntorch.torch.backends.cudnn",
-           "syntorch.torch.utils.checkpoint",
+           "syntorch.torch.utils.checkpoint", "syntorch.torch.utils.data", "syntorch.torch.utils.data.distributed",
+           "syntorch.xpuruntime", "syntorch.xpuruntime.pytorch", "syntorch.xpuruntime.pytorch.ops",
            "syntorch.parallel", "syntorch.clock", "syntorch.run", "syntorch.pytorch",
            "syntorch.ir"]
 

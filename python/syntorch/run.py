@@ -5,7 +5,8 @@
         script.py [args...]
 
 Inside the run `import torch` (torch.nn, torch.nn.functional, torch.cuda, torch.optim,
-torch.distributed, ...) resolves to syntorch's, so the script needs no edits; a PyTorch function
+torch.distributed, torch.utils.data, ...) and `import xpuruntime.pytorch` resolve to syntorch's,
+so the script needs no edits; a PyTorch function
 or argument syntorch lacks raises NotImplementedError naming it. The run's summary (simulated
 time, kernels, memory, and every op and kernel by name) is printed to stderr at the end."""
 
@@ -17,7 +18,8 @@ import sys
 
 _SUBMODULES = ("nn", "nn.functional", "nn.init", "nn.utils", "nn.attention", "nn.parallel", "cuda", "optim", "optim.lr_scheduler",
                "amp", "autograd", "profiler", "distributed", "backends", "backends.cuda", "backends.cudnn", "utils",
-               "utils.checkpoint")
+               "utils.checkpoint", "utils.data", "utils.data.distributed", "utils.data.dataloader")
+_XPURUNTIME = ("", ".pytorch", ".pytorch.ops")
 
 
 def alias_torch():
@@ -28,6 +30,10 @@ def alias_torch():
         module = importlib.import_module("syntorch.torch." + name)
         sys.modules["torch." + name] = module
     torch.distributed = sys.modules["torch.distributed"]
+    torch.set_default_device("cpu")  # PyTorch's: a script moves its model and data to "cuda" itself
+    # The xpuruntime extension of the design, as syntorch provides it.
+    for name in _XPURUNTIME:
+        sys.modules["xpuruntime" + name] = importlib.import_module("syntorch.xpuruntime" + name)
     return torch
 
 

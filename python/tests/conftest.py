@@ -19,6 +19,7 @@ _listed = set()
 def _note(key, fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        __tracebackhide__ = True  # not the program's frame (call sites skip it, as pytest's tracebacks do)
         _called.add(key)
         return fn(*args, **kwargs)
     return wrapper

@@ -106,13 +106,13 @@ std::optional<CachingAllocator::Block> CachingAllocator::allocate(std::uint64_t 
   FreeIndex& free_blocks = pool(small);
   std::uint32_t id = kNone;
   // Best fit among cached blocks.
-  auto it = free_blocks.lower_bound({size, 0, 0});
+  auto it = caching_ ? free_blocks.lower_bound({size, 0, 0}) : free_blocks.end();
   if (it != free_blocks.end()) {
     id = std::get<2>(*it);
     free_blocks.erase(it);
     ++stats_.cache_hits;
   } else {
-    const std::uint64_t seg = segment_size(size);
+    const std::uint64_t seg = caching_ ? segment_size(size) : size;
     auto fresh = take_from_device(seg, small);
     if (!fresh) {
       empty_cache();  // as PyTorch does before reporting OOM
@@ -127,7 +127,7 @@ std::optional<CachingAllocator::Block> CachingAllocator::allocate(std::uint64_t 
   // Split off the remainder when it is worth keeping.
   Node& n = nodes_[id];
   const std::uint64_t remaining = n.size - size;
-  if ((small && remaining >= kRound) || (!small && remaining > kSmallRequest)) {
+  if (caching_ && ((small && remaining >= kRound) || (!small && remaining > kSmallRequest))) {
     const std::uint32_t rest_id = new_node();
     Node& b = nodes_[id];  // new_node may have moved the vector
     Node& rest = nodes_[rest_id];
@@ -197,7 +197,32 @@ void CachingAllocator::free(std::uint32_t id) {
     absorb(pv, cur);
     cur = pv;
   }
+  if (!caching_ && nodes_[cur].prev == kNone && nodes_[cur].next == kNone) {
+    release_segment(cur);  // a whole segment again: back to the device (cudaFree)
+    return;
+  }
   free_blocks.insert({nodes_[cur].size, nodes_[cur].address, cur});
+}
+
+void CachingAllocator::release_segment(std::uint32_t id) {
+  const Node& n = nodes_[id];
+  device_release(n.address, n.size);
+  stats_.reserved_bytes -= n.size;
+  --stats_.segments;
+  ++stats_.device_frees;
+  nodes_[id].live = false;
+  free_nodes_.push_back(id);
+}
+
+void CachingAllocator::set_caching(bool caching) {
+  caching_ = caching;
+  if (!caching_) empty_cache();
+}
+
+void CachingAllocator::reset_peak_stats() {
+  stats_.peak_allocated_bytes = stats_.allocated_bytes;
+  stats_.peak_reserved_bytes = stats_.reserved_bytes;
+  stats_.peak_allocated_by_use = stats_.allocated_by_use;
 }
 
 void CachingAllocator::empty_cache() {
@@ -207,12 +232,7 @@ void CachingAllocator::empty_cache() {
       const Node& n = nodes_[id];
       // A free block with no neighbours is a whole segment.
       if (n.prev == kNone && n.next == kNone) {
-        device_release(n.address, n.size);
-        stats_.reserved_bytes -= n.size;
-        --stats_.segments;
-        ++stats_.device_frees;
-        nodes_[id].live = false;
-        free_nodes_.push_back(id);
+        release_segment(id);
         it = index->erase(it);
       } else {
         ++it;

@@ -70,6 +70,19 @@ std::string lower_case(std::string text) {
   return text;
 }
 
+// Other names for implementations, as other runtimes spell them (the xpuruntime design's): cuBLAS's
+// own heuristic choice is auto's (the fastest library kernel); "torch" attention is PyTorch's own
+// scaled_dot_product_attention dispatch, which auto follows (its backend switches included).
+struct ImplAlias {
+  OpKind op;
+  std::string_view alias;
+  std::string_view impl;
+};
+constexpr ImplAlias kImplAliases[] = {
+    {OpKind::gemm, "cublas", "auto"},  {OpKind::bmm, "cublas", "auto"}, {OpKind::attention, "torch", "auto"},
+    {OpKind::attention, "sdpa", "auto"},
+};
+
 // Adds op -> impl[:suffix] after checking both: the suffix is a precision for an op that computes
 // and the library's protocol for a collective. Problems name `where` and `path`.
 void add_entry(KernelPolicy& p, const std::string& op_text, const std::string& impl_text,
@@ -82,6 +95,12 @@ void add_entry(KernelPolicy& p, const std::string& op_text, const std::string& i
     return;
   }
   const auto impls = KernelPolicy::implementations(*op);
+  for (const ImplAlias& a : kImplAliases) {
+    if (a.op == *op && a.alias == impl_text) {
+      add_entry(p, op_text, std::string(a.impl), precision_text, d, where, path);
+      return;
+    }
+  }
   if (is_collective(*op)) {
     // NCCL_ALGO's names in any case (Ring, NVLS, CollNet), as NCCL reads them.
     const std::string lower = lower_case(impl_text);

@@ -50,7 +50,9 @@ void generate(const models::Model& built_from, const GenerateOptions& o) {
   std::vector<torch::Tensor> tokens(static_cast<std::size_t>(micro));
   if (st.is_first_stage()) {
     for (auto& t : tokens) {
-      t = torch::empty({mb, o.input_tokens}, torch::TensorOptions(torch::kInt64).device(torch::kCPU)).to(torch::kCUDA);
+      // Pinned, copied without a host wait.
+      t = torch::empty({mb, o.input_tokens}, torch::TensorOptions(torch::kInt64).device(torch::kCPU).pinned_memory(true))
+              .to(torch::kCUDA, /*non_blocking=*/true);
     }
   }
   // Prefill groups: sequences of a micro-batch whose prompts fit max_num_tokens together.

@@ -24,7 +24,8 @@ Run::Run(const RunOptions& o) {
   if (!pd.empty()) throw InputError(std::move(pd));
   if (!o.trace.empty()) recorder_.attach(trace::open_trace_writer(o.trace, std::nullopt));
   if (o.console) recorder_.attach(std::make_unique<trace::ConsoleSummary>(console_text_, 12));
-  if (recorder_.enabled()) engine_options_.recorder = &recorder_;
+  if (recorder_.enabled() || o.profiling) engine_options_.recorder = &recorder_;
+  engine_options_.profiling = o.profiling;
 }
 
 Run::~Run() = default;

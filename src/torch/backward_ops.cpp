@@ -82,7 +82,7 @@ std::tuple<Tensor, Tensor, Tensor> attention_backward(const Tensor& grad, const 
     o.sdp_backends = sdp_backends;
     const bool empty = qi.numel == 0 || ki.numel == 0;
     // The kernels' own memory while they run (unfused: dP and dS).
-    const std::uint64_t transient_bytes = empty || qi.device.is_cpu() ? 0 : ctx->op_memory(o).workspace_bytes;
+    const std::uint64_t transient_bytes = empty || !qi.device.is_cuda() ? 0 : ctx->op_memory(o).workspace_bytes;
     Tensor workspace;
     if (transient_bytes > 0) {
       workspace = make_tensor(ctx, {static_cast<std::int64_t>(transient_bytes)}, ScalarType::Bool, qi.device,

@@ -38,6 +38,17 @@ std::pair<std::uint64_t, std::uint64_t> mem_get_info() {
   const os::AllocatorStats s = stats();
   return {s.capacity_bytes - std::min(s.capacity_bytes, s.reserved_bytes), s.capacity_bytes};
 }
+os::AllocatorStats memory_stats() { return stats(); }
+void reset_peak_memory_stats() {
+  if (runtime::RankContext* ctx = runtime::current_rank()) ctx->reset_peak_memory_stats();
+}
+void set_caching_allocator(bool enabled) {
+  if (runtime::RankContext* ctx = runtime::current_rank()) ctx->set_caching_allocator(enabled);
+}
+runtime::RankContext::DeviceProperties get_device_properties() {
+  const runtime::RankContext* ctx = runtime::current_rank();
+  return ctx ? ctx->device_properties() : runtime::RankContext::DeviceProperties{};
+}
 void empty_cache() {
   if (runtime::RankContext* ctx = runtime::current_rank()) ctx->empty_cache();
 }

@@ -105,8 +105,13 @@ Sizes& scratch(int slot);
 inline void dispatch(runtime::RankContext* context, const runtime::OpDesc& op, std::string_view name, Device device,
                      bool empty) {
   if (!context) return;
-  if (device.is_cpu() || empty) {
+  if (!device.is_cuda() || empty) {  // host and meta tensors: the framework's dispatch, no kernel
     context->host_op(name);
+    // A copy in host memory (a concatenation or stack of host tensors, as a DataLoader's collate
+    // makes; a clone) costs the host its bytes at its memcpy rate.
+    if (device.is_cpu() && !empty && op.kind == runtime::OpKind::copy) {
+      context->stage_host_copy(op.elements * dtype_bits(op.dtype) / 8, name);
+    }
   } else {
     context->launch(op, name);
   }

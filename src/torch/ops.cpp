@@ -26,7 +26,11 @@ namespace {
 // A factory: a new tensor, then a fill kernel (a copy of numel elements) unless `fill` is null.
 Tensor factory(IntArrayRef sizes, const TensorOptions& options, std::string_view name, bool fill) {
   runtime::RankContext* ctx = runtime::current_rank();
+  if (options.pinned_memory() && !options.device().is_cpu()) {
+    fail("{}: pin_memory is only for CPU tensors, not '{}' ones", name, options.device().str());
+  }
   Tensor out = detail::make_tensor(ctx, sizes, options.dtype(), options.device(), name);
+  out.unsafe_get_impl()->pinned = options.pinned_memory();
   if (ctx) {
     const auto& o = impl_of(out);
     if (fill) {
@@ -1363,7 +1367,7 @@ Tensor scaled_dot_product_attention_unrecorded(const Tensor& query_arg, const Te
     // The implementation's own memory (RankContext::op_memory): held around the launch, and what
     // it leaves for the backward kept with the autograd node when there is one.
     const runtime::RankContext::OpMemory extra =
-        empty || q.device.is_cpu() ? runtime::RankContext::OpMemory{} : ctx->op_memory(o);
+        empty || !q.device.is_cuda() ? runtime::RankContext::OpMemory{} : ctx->op_memory(o);
     const std::uint64_t transient_bytes = extra.workspace_bytes + (backward ? 0 : extra.saved_bytes);
     Tensor workspace;
     if (transient_bytes > 0) {

@@ -847,28 +847,54 @@ Tensor Tensor::to(ScalarType dtype) const {
   return out;
 }
 
-Tensor Tensor::to(Device device) const {
+namespace {
+// A copy between host and device memory as PyTorch's copy_ makes it (Tensor::to's comment).
+void host_device_copy(runtime::RankContext* ctx, std::uint64_t bytes, bool to_device, bool host_pinned,
+                      bool non_blocking, std::string_view name) {
+  if (to_device) {
+    if (!host_pinned) ctx->stage_host_copy(bytes, "pageable staging");
+    ctx->copy_host_to_device(bytes, name);
+    if (!non_blocking) ctx->synchronize_stream(ctx->current_stream());
+    return;
+  }
+  ctx->copy_device_to_host(bytes, name);
+  if (host_pinned && non_blocking) return;
+  ctx->synchronize(name);
+  if (!host_pinned) ctx->stage_host_copy(bytes, "pageable staging");
+}
+}  // namespace
+
+Tensor Tensor::pin_memory() const {
+  const auto& s = checked();
+  if (!s.device.is_cpu()) fail("pin_memory: cannot pin a '{}' tensor: only dense CPU tensors can be pinned", s.device.str());
+  if (s.pinned) return *this;
+  runtime::RankContext* ctx = runtime::current_rank();
+  Tensor out = detail::make_tensor(ctx, s.sizes, s.dtype, s.device, "aten::pin_memory");
+  out.impl_->pinned = true;
+  if (ctx) ctx->stage_host_copy(out.nbytes(), "aten::pin_memory");
+  return out;
+}
+
+Tensor Tensor::to(Device device, bool non_blocking) const {
   const auto& s = checked();
   if (s.device.type() == device.type()) return *this;
+  if (s.device.is_meta()) fail("Cannot copy out of meta tensor; no data! Please consider using to_empty()");
   detail::no_backward({this}, "to(device)");
   runtime::RankContext* ctx = runtime::current_rank();
   Tensor out = detail::make_tensor(ctx, s.sizes, s.dtype, device, "aten::to");
   if (ctx) {
     const std::uint64_t bytes = out.nbytes();
-    if (bytes == 0) {
+    if (bytes == 0 || device.is_meta()) {
       ctx->host_op("aten::to");
-    } else if (device.is_cuda()) {
-      ctx->copy_host_to_device(bytes, "aten::to");
     } else {
-      // Into pageable host memory: the host waits for the copy.
-      ctx->copy_device_to_host(bytes, "aten::to");
-      ctx->synchronize("aten::to");
+      // A new host tensor is pageable (as PyTorch's to("cpu") without pin_memory).
+      host_device_copy(ctx, bytes, device.is_cuda(), device.is_cuda() && s.pinned, non_blocking, "aten::to");
     }
   }
   return out;
 }
 
-Tensor& Tensor::copy_(const Tensor& src) {
+Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
   const auto& s = checked();
   RecordOpScope scope;
   if (scope.recording()) record_op("aten.copy_.default", {RecordedArg::of(*this), RecordedArg::of(src)}, {*this});
@@ -900,13 +926,13 @@ Tensor& Tensor::copy_(const Tensor& src) {
   if (s.device.type() == from.device.type()) {
     detail::dispatch(ctx, detail::elementwise_op(runtime::OpKind::copy, s.numel, s.dtype), "aten::copy_", s.device,
                      s.numel == 0);
-  } else if (nbytes() == 0) {
+  } else if (from.device.is_meta()) {
+    fail("copy_: cannot copy out of meta tensor; no data!");
+  } else if (nbytes() == 0 || s.device.is_meta()) {
     ctx->host_op("aten::copy_");
-  } else if (s.device.is_cuda()) {
-    ctx->copy_host_to_device(nbytes(), "aten::copy_");
   } else {
-    ctx->copy_device_to_host(nbytes(), "aten::copy_");
-    ctx->synchronize("aten::copy_");
+    const bool to_device = s.device.is_cuda();
+    host_device_copy(ctx, nbytes(), to_device, to_device ? from.pinned : s.pinned, non_blocking, "aten::copy_");
   }
   return *this;
 }
@@ -921,14 +947,14 @@ Tensor& Tensor::fill_(double) {
 void Tensor::item_sync() const {
   const auto& s = checked();
   if (s.numel != 1) fail("item: a Tensor with {} elements cannot be converted to Scalar", s.numel);
+  if (s.device.is_meta()) fail("Tensor.item() cannot be called on meta tensors");
   runtime::RankContext* ctx = runtime::current_rank();
   if (!ctx) return;
   if (s.device.is_cpu()) {
     ctx->host_op("aten::item");
     return;
   }
-  ctx->copy_device_to_host(nbytes(), "aten::item");
-  ctx->synchronize("aten::item");
+  host_device_copy(ctx, nbytes(), false, false, false, "aten::item");
 }
 
 // --- Math members: the free functions ---

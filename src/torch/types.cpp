@@ -117,7 +117,7 @@ void set_default_dtype(ScalarType t) { t_default_dtype = t; }
 ScalarType get_default_dtype() { return t_default_dtype; }
 
 std::string Device::str() const {
-  const char* type = type_ == DeviceType::CUDA ? "cuda" : "cpu";
+  const char* type = type_ == DeviceType::CUDA ? "cuda" : type_ == DeviceType::Meta ? "meta" : "cpu";
   return index_ < 0 ? std::string(type) : fmt::format("{}:{}", type, index_);
 }
 

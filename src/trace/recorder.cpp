@@ -18,6 +18,13 @@ void Recorder::attach(Sink& sink) {
   sinks_.push_back(&sink);
 }
 
+void Recorder::detach(Sink& sink) {
+  const auto it = std::find(sinks_.begin(), sinks_.end(), &sink);
+  if (it == sinks_.end()) throw std::invalid_argument("trace::Recorder::detach: sink is not attached");
+  sinks_.erase(it);
+  sink.finish();
+}
+
 Sink& Recorder::attach(std::unique_ptr<Sink> sink) {
   if (!sink) throw std::invalid_argument("trace::Recorder::attach: null sink");
   Sink& ref = *sink;

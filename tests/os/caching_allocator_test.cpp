@@ -130,5 +130,29 @@ TEST(CachingAllocator, InvariantsHoldUnderRandomUse) {
   EXPECT_EQ(a.stats().reserved_bytes, 0u);
 }
 
+TEST(CachingAllocator, WithoutCachingEachTensorIsASegmentGivenBackOnFree) {
+  CachingAllocator a(80 * MiB);
+  const auto cached = a.allocate(1000);
+  ASSERT_TRUE(cached);
+  a.free(cached->id);
+  EXPECT_EQ(a.stats().segments, 1u);  // kept in the cache
+  a.set_caching(false);                // turning caching off empties the cache
+  EXPECT_FALSE(a.caching());
+  EXPECT_EQ(a.stats().segments, 0u);
+  const auto x = a.allocate(1000);
+  const auto y = a.allocate(3 * MiB);
+  ASSERT_TRUE(x && y);
+  EXPECT_EQ(a.stats().reserved_bytes, 1024u + 3 * MiB);  // each its own rounded size
+  EXPECT_EQ(a.stats().device_allocations, 3u);
+  a.free(x->id);
+  a.free(y->id);
+  EXPECT_EQ(a.stats().reserved_bytes, 0u);
+  EXPECT_EQ(a.stats().device_frees, 3u);
+  a.set_caching(true);
+  a.reset_peak_stats();
+  EXPECT_EQ(a.stats().peak_allocated_bytes, 0u);
+  EXPECT_EQ(a.stats().peak_reserved_bytes, 0u);
+}
+
 }  // namespace
 }  // namespace syntorch::os

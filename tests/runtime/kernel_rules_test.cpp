@@ -821,11 +821,17 @@ TEST(Policy, ParsesCliFilesAndRejectsUnknownNames) {
   EXPECT_EQ(p.entry(OpKind::gemm).precision, DType::bf16);
   EXPECT_EQ(p.entry(OpKind::softmax).impl, "auto");
   Diagnostics bad;
-  KernelPolicy::parse("atention=flash_v2,gemm=cublas,allreduce", bad);
+  KernelPolicy::parse("atention=flash_v2,gemm=cublaslt,allreduce", bad);
   const std::string text = bad.to_string();
   EXPECT_NE(text.find("unknown op \"atention\", did you mean \"attention\"?"), std::string::npos) << text;
-  EXPECT_NE(text.find("unknown implementation \"cublas\" for gemm, did you mean \"cublasLt\"? (valid: auto, cublasLt, tiled, splitk, gemv)"),
+  EXPECT_NE(text.find("unknown implementation \"cublaslt\" for gemm, did you mean \"cublasLt\"? (valid: auto, cublasLt, tiled, splitk, gemv)"),
             std::string::npos) << text;
+  // Other runtimes' names for implementations: cuBLAS's own choice is auto's, as is PyTorch's attention.
+  Diagnostics aliases;
+  const KernelPolicy a = KernelPolicy::parse("gemm=cublas,bmm=cublas,attention=torch", aliases);
+  EXPECT_TRUE(aliases.empty()) << aliases.to_string();
+  EXPECT_EQ(a.entry(OpKind::gemm).impl, "auto");
+  EXPECT_EQ(a.entry(OpKind::attention).impl, "auto");
   EXPECT_NE(text.find("expected op=implementation"), std::string::npos) << text;
   const auto dir = std::filesystem::temp_directory_path();
   std::ofstream(dir / "policy.yaml") << "gemm: tiled\nattention:\n  impl: unfused\n  precision: bf16\n";

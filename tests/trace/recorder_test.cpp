@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "recording_sink.hpp"
+#include "syntorch/trace/process_filter.hpp"
 
 namespace syntorch::trace {
 namespace {
@@ -55,6 +56,44 @@ TEST(Recorder, LateSinkLearnsEveryProcessAndTrackBeforeAnyEvent) {
   EXPECT_EQ(late.log, (std::vector<std::string>{
                           "begin", "process 3 rank 3 7", "track 0 counter pid=3 tid=0 HBM allocated unit=bytes sort=0",
                           "track 1 thread pid=3 tid=2 stream 7 unit= sort=1", "span 1 gemm kernel 10 20"}));
+}
+
+TEST(Recorder, ADetachedSinkIsFinishedAndHearsNoMore) {
+  Recorder rec;
+  rec.add_process(1, "rank 0");
+  const TrackId host = rec.add_thread_track(1, 1, "host");
+  RecordingSink window;
+  rec.attach(window);
+  rec.span(host, "aten::mm", "op", 0, 5);
+  rec.detach(window);
+  rec.span(host, "aten::relu", "op", 5, 6);
+  EXPECT_EQ(window.log, (std::vector<std::string>{"begin", "process 1 rank 0 1",
+                                                  "track 0 thread pid=1 tid=1 host unit= sort=0",
+                                                  "span 0 aten::mm op 0 5", "finish"}));
+  EXPECT_THROW(rec.detach(window), std::invalid_argument);
+}
+
+TEST(ProcessFilter, PassesOnOneProcesssTracksAndEventsOnly) {
+  Recorder rec;
+  RecordingSink out;
+  ProcessFilter filter(2, {&out});
+  rec.attach(filter);
+  rec.add_process(1, "rank 0");
+  rec.add_process(2, "rank 1");
+  const TrackId a = rec.add_thread_track(1, 1, "host");
+  const TrackId b = rec.add_thread_track(2, 1, "host");
+  const TrackId c = rec.add_counter_track(2, "HBM", "bytes");
+  rec.span(a, "mine not", "op", 0, 1);
+  rec.span(b, "mine", "op", 0, 1);
+  rec.counter(c, 1, 2);
+  rec.instant(a, "not", "mem", 1);
+  rec.flow_begin(7, a, 0);
+  rec.flow_end(7, b, 1);
+  rec.finish();
+  EXPECT_EQ(out.log, (std::vector<std::string>{"begin", "process 2 rank 1 2",
+                                               "track 1 thread pid=2 tid=1 host unit= sort=0",
+                                               "track 2 counter pid=2 tid=0 HBM unit=bytes sort=1",
+                                               "span 1 mine op 0 1", "counter 2 1 2", "flow 2 7 1 1", "finish"}));
 }
 
 TEST(Recorder, FansOutEveryEventToEverySinkInCallOrder) {

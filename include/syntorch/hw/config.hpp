@@ -83,6 +83,10 @@ struct HostSpec {
   double launch_latency_s = 0;  // from enqueue to the kernel starting on an idle device
   double sync_latency_s = 0;    // from the device finishing to the host noticing
   double graph_launch_s = 0;    // host time to launch one captured graph
+  double device_malloc_s = 0;   // host time of one cudaMalloc (a segment or, uncached, a tensor); 0 = free
+  double device_free_s = 0;     // host time of one cudaFree, after the device sync it implies; 0 = free
+  double memcpy_bandwidth_bytes_per_s = 0;  // the host's copy rate between pageable memory and a pinned
+                                            // staging buffer (pageable transfers); 0 = no staging cost
   double memory_bytes = 0;      // host DRAM; 0 = not given
 };
 

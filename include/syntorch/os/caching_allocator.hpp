@@ -8,6 +8,9 @@
 // neighbours of their segment. Only when no cached block fits is a new segment taken from the
 // device; if the device is full, the cache is emptied and the request retried. Running out is a
 // result (nullopt), with counters to explain it, never an exception.
+// With caching off (set_caching(false), PyTorch's PYTORCH_NO_CUDA_MEMORY_CACHING) every request
+// takes a segment of its own rounded size from the device and free() gives it straight back: one
+// cudaMalloc and one cudaFree per tensor, which device_allocations and device_frees count.
 // Invariants: allocated <= reserved <= capacity; every byte of a segment is in exactly one block.
 
 #include <array>
@@ -73,6 +76,11 @@ class CachingAllocator {
   void set_use(std::uint32_t id, MemoryUse use);
   // Gives every entirely free segment back to the device.
   void empty_cache();
+  // Caching on (the default) or off (see above). Turning it off empties the cache.
+  void set_caching(bool caching);
+  bool caching() const { return caching_; }
+  // The peaks restart from what is in use now (torch.cuda.reset_peak_memory_stats).
+  void reset_peak_stats();
 
   const AllocatorStats& stats() const { return stats_; }
   // The size a request is rounded to.
@@ -100,6 +108,7 @@ class CachingAllocator {
   std::optional<std::uint32_t> take_from_device(std::uint64_t size, bool small);
   bool device_range(std::uint64_t size, std::uint64_t& address);
   void device_release(std::uint64_t address, std::uint64_t size);
+  void release_segment(std::uint32_t id);  // a whole free segment (not in a free index) back to the device
 
   std::vector<Node> nodes_;
   std::vector<std::uint32_t> free_nodes_;
@@ -108,6 +117,7 @@ class CachingAllocator {
   // The device's own address space: free ranges (address -> size), first fit, coalesced.
   std::set<std::pair<std::uint64_t, std::uint64_t>> device_free_;
   AllocatorStats stats_;
+  bool caching_ = true;
 };
 
 }  // namespace syntorch::os

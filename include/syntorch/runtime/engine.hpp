@@ -110,6 +110,9 @@ struct EngineOptions {
   Framework framework = Framework::eager;
   std::size_t streams_per_rank = 1;
   trace::Recorder* recorder = nullptr;  // events when set and enabled
+  // Trace into `recorder` even while no sink is attached: a program's profiler windows
+  // (RankContext::trace_window_begin) attach theirs as it runs.
+  bool profiling = false;
   TraceLevel trace_level = TraceLevel::kernel;
   // Identical replicas simulated once: mirror_of[r] is the rank whose program stands for rank r
   // (r itself: simulated). A mirrored rank runs no program; it joins every collective its

@@ -66,6 +66,21 @@ class RankContext {
   // friends), and torch.cuda.empty_cache(): cached segments holding no live block go back.
   virtual os::AllocatorStats memory_stats() const = 0;
   virtual void empty_cache() = 0;
+  // torch.cuda.reset_peak_memory_stats: the peaks restart from what is in use now.
+  virtual void reset_peak_memory_stats() {}
+  // The caching allocator on (the default) or off: off, every tensor is its own cudaMalloc and
+  // cudaFree, each with its host cost (the allocator ablation; PYTORCH_NO_CUDA_MEMORY_CACHING).
+  virtual void set_caching_allocator(bool enabled) { (void)enabled; }
+  // What torch.cuda.get_device_properties reports of this rank's device.
+  struct DeviceProperties {
+    std::string name;                 // the machine's name
+    std::uint64_t total_memory_bytes = 0;
+    std::uint32_t multi_processor_count = 0;
+    std::uint64_t l2_cache_bytes = 0;
+    double clock_hz = 0;
+    bool bf16 = false;                // its matrix units take bfloat16
+  };
+  virtual DeviceProperties device_properties() const { return {}; }
 
   // Policy as code while the program runs: ops launched from now on are lowered by `policy`
   // (those already launched keep their kernels; collectives keep the run's policy). Throws
@@ -104,6 +119,13 @@ class RankContext {
 
   // An op that runs on the host only (a view, a reshape): it costs dispatch time, no kernel.
   virtual void host_op(std::string_view name) = 0;
+  // While set, host-only work (host_op, stage_host_copy) costs this rank's host nothing: it runs
+  // in another process, as a DataLoader's workers load and collate batches. Returns the previous
+  // setting.
+  virtual bool set_host_work_elsewhere(bool elsewhere) {
+    (void)elsewhere;
+    return false;
+  }
 
   // Collectives among `group` (this rank must be a member). op.bytes is this rank's buffer.
   virtual void collective(const OpDesc& op, GroupId group, std::string_view name) = 0;
@@ -112,6 +134,10 @@ class RankContext {
   virtual void send(int peer, std::uint64_t bytes, std::string_view name) = 0;
   virtual void recv(int peer, std::uint64_t bytes, std::string_view name) = 0;
   // A host <-> device copy over the host link (pinned memory, on the current stream).
+  // stage_host_copy is the host's part of a copy from or to pageable memory: `bytes` copied
+  // between it and a pinned staging buffer at the host's memcpy rate (host time only), as the
+  // CUDA driver stages pageable transfers.
+  virtual void stage_host_copy(std::uint64_t bytes, std::string_view name) { (void)bytes, (void)name; }
   virtual void copy_host_to_device(std::uint64_t bytes, std::string_view name) = 0;
   virtual void copy_device_to_host(std::uint64_t bytes, std::string_view name) = 0;
   // One-sided copies of `bytes` between this rank's device and global rank `peer`'s over the
@@ -150,6 +176,21 @@ class RankContext {
   // Model structure marks (a layer, a generation step): spans on the host timeline in traces.
   virtual void scope_begin(std::string_view name) = 0;
   virtual void scope_end() = 0;
+
+  // A profiler's window (torch.profiler.profile): from trace_window_begin the rank's own trace
+  // events (its host ops, device work and memory) also go to a Chrome JSON trace at `path`;
+  // trace_window_end waits for the device (as stopping a profiler does), then for the simulator
+  // to reach that point, closes the file and returns the window's summary table (ops and kernels
+  // by name with count and time). Throws std::logic_error where the run keeps no trace or while
+  // capturing a graph, std::runtime_error when the file cannot be written.
+  virtual std::uint64_t trace_window_begin(const std::string& path) {
+    (void)path;
+    throw std::logic_error("this run cannot profile: it keeps no trace");
+  }
+  virtual std::string trace_window_end(std::uint64_t window) {
+    (void)window;
+    throw std::logic_error("this run cannot profile: it keeps no trace");
+  }
 
   // Registers a process group over global ranks (the same call on every member, in the same
   // order, gives the same id).

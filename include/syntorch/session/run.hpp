@@ -33,6 +33,8 @@ struct RunOptions {
   std::string trace;              // a trace file to write as the run goes ("" for none)
   std::string policy;             // "op=impl,..." or a policy file ("" for none)
   bool console = false;           // keep the ops and kernels by name for console()
+  bool profiling = false;         // the program may open profiler windows (RankContext::trace_window_begin):
+                                  // the engine traces even with no trace file or console
 };
 
 // What a finished run measured, summed over its ranks.

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "syntorch/runtime/policy.hpp"
+#include "syntorch/runtime/rank_context.hpp"
 
 namespace syntorch::torch::cuda {
 
@@ -111,6 +112,15 @@ void empty_cache();
 // (free, total) bytes of this rank's device, as torch.cuda.mem_get_info: total its capacity, free
 // what the caching allocator has not reserved ((0, 0) outside a simulation).
 std::pair<std::uint64_t, std::uint64_t> mem_get_info();
+// All the allocator's statistics (torch.cuda.memory_stats), and the peaks restarted from what is
+// in use now (reset_peak_memory_stats). Empty outside a simulation.
+os::AllocatorStats memory_stats();
+void reset_peak_memory_stats();
+// The caching allocator on (the default) or off: off, each tensor is a cudaMalloc and a cudaFree
+// of its own, with their host costs (the hardware config's host device_malloc and device_free).
+void set_caching_allocator(bool enabled);
+// torch.cuda.get_device_properties of this rank's device (empty outside a simulation).
+runtime::RankContext::DeviceProperties get_device_properties();
 
 // at::cuda::CUDAGraph: the ops launched between capture_begin and capture_end are recorded, not
 // run (their memory is allocated then, and stays the graph's as long as the program holds the

@@ -47,6 +47,7 @@ struct TensorImpl {
   std::vector<std::int64_t> sizes;
   std::vector<std::int64_t> strides;
   std::uint64_t serial = 0;  // unique over the process's tensors (implementations are reused)
+  bool pinned = false;       // host memory that is page-locked (pin_memory): copies need no staging
 };
 
 // Drops one reference; the last one frees the memory (or the reference to the base).
@@ -135,17 +136,24 @@ class Tensor {
   Tensor contiguous() const;  // itself when already contiguous
   Tensor clone() const;
   // To another dtype (a copy kernel with the new dtype's element size) or device (a host<->device
-  // copy; to the host, the host waits for it, as a pageable copy does). Itself when unchanged.
+  // copy over the host link). Itself when unchanged. As PyTorch's copies: the host waits for the
+  // copy (a stream synchronisation) unless non_blocking; pageable host memory is staged through a
+  // pinned buffer by the host (its memcpy time: stage_host_copy), and a copy into pageable memory
+  // is always waited for. Only a pinned source copied non_blocking overlaps the host's work.
   Tensor to(ScalarType dtype) const;
-  Tensor to(Device device) const;
-  Tensor to(DeviceType device) const { return to(Device(device)); }
+  Tensor to(Device device, bool non_blocking = false) const;
+  Tensor to(DeviceType device, bool non_blocking = false) const { return to(Device(device), non_blocking); }
   Tensor cpu() const { return to(Device(DeviceType::CPU)); }
   Tensor cuda() const { return to(Device(DeviceType::CUDA)); }
   Tensor half() const { return to(ScalarType::Half); }
   Tensor to_float() const { return to(ScalarType::Float); }
   // In place: copies src (broadcast to this tensor's shape) into this tensor's memory, e.g. a new
   // K/V block into a slice of a preallocated cache. A copy kernel of numel() elements.
-  Tensor& copy_(const Tensor& src);
+  Tensor& copy_(const Tensor& src, bool non_blocking = false);
+  // A host tensor in page-locked memory (a new one and a host copy into it; itself when already
+  // pinned), and whether it is. torch::Error for a device tensor.
+  Tensor pin_memory() const;
+  bool is_pinned() const { return checked().pinned; }
   Tensor& fill_(double value);  // a copy kernel of numel() elements
   Tensor& zero_() { return fill_(0.0); }
 

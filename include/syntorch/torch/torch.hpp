@@ -14,6 +14,7 @@
 #include "syntorch/torch/module.hpp"
 #include "syntorch/torch/modules.hpp"
 #include "syntorch/torch/ops.hpp"
+#include "syntorch/torch/profiler.hpp"
 #include "syntorch/torch/tensor.hpp"
 #include "syntorch/torch/types.hpp"
 #include "syntorch/torch/utils.hpp"

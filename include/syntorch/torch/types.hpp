@@ -113,9 +113,12 @@ class DefaultDtypeGuard {
 
 // Where a tensor lives: the simulated device of the current rank (CUDA), or host memory (CPU),
 // which the simulation does not allocate and whose ops are host-side only (no kernel).
-enum class DeviceType : std::uint8_t { CPU, CUDA };
+// Meta: shapes and dtypes only, as PyTorch's meta device (no memory, no kernels: a model built
+// there is materialised with to_empty).
+enum class DeviceType : std::uint8_t { CPU, CUDA, Meta };
 inline constexpr DeviceType kCPU = DeviceType::CPU;
 inline constexpr DeviceType kCUDA = DeviceType::CUDA;
+inline constexpr DeviceType kMeta = DeviceType::Meta;
 
 // A device and its index (-1: the current one).
 class Device {
@@ -125,7 +128,8 @@ class Device {
   constexpr int index() const { return index_; }
   constexpr bool is_cuda() const { return type_ == DeviceType::CUDA; }
   constexpr bool is_cpu() const { return type_ == DeviceType::CPU; }
-  std::string str() const;  // "cuda", "cuda:1", "cpu"
+  constexpr bool is_meta() const { return type_ == DeviceType::Meta; }
+  std::string str() const;  // "cuda", "cuda:1", "cpu", "meta"
   friend constexpr bool operator==(Device a, Device b) { return a.type_ == b.type_ && a.index_ == b.index_; }
 
  private:
@@ -160,6 +164,13 @@ class TensorOptions {
     return o;
   }
   bool requires_grad() const { return requires_grad_; }
+  // A host tensor in page-locked memory (torch::empty(..., opts.pinned_memory(true))).
+  TensorOptions pinned_memory(bool pinned) const {
+    TensorOptions o = *this;
+    o.pinned_memory_ = pinned;
+    return o;
+  }
+  bool pinned_memory() const { return pinned_memory_; }
 
   ScalarType dtype() const { return dtype_ ? *dtype_ : get_default_dtype(); }
   Device device() const { return device_; }
@@ -168,6 +179,7 @@ class TensorOptions {
  private:
   std::optional<ScalarType> dtype_;
   bool requires_grad_ = false;
+  bool pinned_memory_ = false;
   Device device_{DeviceType::CUDA};
 };
 

@@ -54,4 +54,18 @@ using MemoryUse = os::MemoryUse;
 Tensor parameter_tensor(IntArrayRef sizes, ScalarType dtype, std::string_view what);
 using MemoryUseGuard = runtime::MemoryUseGuard;
 
+// syntorch extension: host-only work in its scope (host tensors' ops, their copies) runs in another
+// process and costs this rank's host nothing, as a DataLoader's workers load and collate batches.
+class HostWorkElsewhereGuard {
+ public:
+  HostWorkElsewhereGuard();
+  ~HostWorkElsewhereGuard();
+  HostWorkElsewhereGuard(const HostWorkElsewhereGuard&) = delete;
+  HostWorkElsewhereGuard& operator=(const HostWorkElsewhereGuard&) = delete;
+
+ private:
+  runtime::RankContext* context_;
+  bool previous_ = false;
+};
+
 }  // namespace syntorch::torch

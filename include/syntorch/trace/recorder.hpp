@@ -37,6 +37,9 @@ class Recorder {
   // Attaches a sink (not owned; it must outlive the recorder's use of it): calls its begin(),
   // then replays every process and track declared so far, so a late sink misses only events.
   void attach(Sink& sink);
+  // Detaches a sink attached with attach(Sink&) and finishes it: a window of the run's events
+  // (a profiler's). Throws std::invalid_argument when it is not attached.
+  void detach(Sink& sink);
   // Attaches a sink that the recorder owns; returns it for later inspection.
   Sink& attach(std::unique_ptr<Sink> sink);
 

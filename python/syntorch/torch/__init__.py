@@ -1,6 +1,7 @@
 """PyTorch's names over syntorch's meta tensors: `import syntorch.torch as torch`."""
 
 import builtins as _builtins
+import sys as _sys
 
 import _syntorch
 from _syntorch import (Tensor, dtype, float64, double, float32, float, float16, half, bfloat16, float8_e4m3fn,
@@ -32,13 +33,26 @@ import threading as _threading
 
 
 class _DeviceStack(_threading.local):
-    """The factories' default device, per thread (each rank of a many-rank run is a thread)."""
+    """The factories' device set by `with torch.device(...)` blocks, per thread (each rank of a
+    many-rank run is a thread); outside them the process's default (set_default_device)."""
 
     def __init__(self):
-        self.stack = ["cuda"]
+        self.stack = []
 
 
 _default_device = _DeviceStack()
+# syntorch's default is the simulated GPU, so that a few lines of syntorch.torch compute on it;
+# `python -m syntorch.run` sets PyTorch's ("cpu") for the unmodified scripts it runs.
+_process_device = ["cuda"]
+
+
+def set_default_device(device):
+    """The device factories make tensors on when not told (None: syntorch's default, "cuda")."""
+    _process_device[0] = "cuda" if device is None else str(globals()["device"](device))
+
+
+def get_default_device():
+    return globals()["device"](_default_device.stack[-1] if _default_device.stack else _process_device[0])
 
 
 class device:
@@ -51,8 +65,8 @@ class device:
         if ":" in name:
             name, idx = name.split(":", 1)
             index = _builtins.int(idx)
-        if name not in ("cuda", "cpu"):
-            raise RuntimeError(f"Expected one of cpu, cuda device type at start of device string: {type}")
+        if name not in ("cuda", "cpu", "meta"):
+            raise RuntimeError(f"Expected one of cpu, cuda, meta device type at start of device string: {type}")
         self.type, self.index = name, index
 
     def __str__(self):
@@ -77,7 +91,9 @@ class device:
 
 
 def _device_name(d):
-    return str(device(d)) if d is not None else _default_device.stack[-1]
+    if d is not None:
+        return str(device(d))
+    return _default_device.stack[-1] if _default_device.stack else _process_device[0]
 
 
 def _ints(args):
@@ -108,14 +124,19 @@ def _grad(out, requires_grad):
     return out
 
 
-def _unsupported_factory_args(name, out=None, layout=None, pin_memory=False, memory_format=None):
+def _unsupported_factory_args(name, out=None, layout=None, memory_format=None):
     """Factory arguments the simulator does not model: refused by name unless left at their default."""
     for arg, value in (("out", out), ("layout", layout), ("memory_format", memory_format)):
         if value is not None:
             raise NotImplementedError(f"torch.{name}: argument '{arg}' is not supported (got {value!r})")
-    if pin_memory:
-        raise NotImplementedError(f"torch.{name}: pin_memory=True is not supported (pinned host memory is not "
-                                  "modelled)")
+
+
+def _pinned(name, device, pin_memory):
+    """pin_memory=True: page-locked host memory, which only a CPU tensor can have (PyTorch's error)."""
+    if pin_memory and device != "cpu":
+        raise RuntimeError(f"torch.{name}: pin_memory=True is only for CPU tensors (device {device!r}): "
+                           "Only dense CPU tensors can be pinned")
+    return _builtins.bool(pin_memory)
 
 
 def _factory(make, name):
@@ -125,9 +146,11 @@ def _factory(make, name):
             size = (kwargs.pop("size"),)
         if kwargs:
             raise TypeError(f"{name}() got an unexpected keyword argument '{next(iter(kwargs))}'")
-        _unsupported_factory_args(name, out, layout, pin_memory, memory_format)
+        _unsupported_factory_args(name, out, layout, memory_format)
         _syntorch_package.current_session()
-        return _grad(make(_sizes(size), dtype, _device_name(device)), requires_grad)
+        name_of_device = _device_name("cpu" if pin_memory and device is None else device)
+        return _grad(make(_sizes(size), dtype, name_of_device, _pinned(name, name_of_device, pin_memory)),
+                     requires_grad)
     factory.__name__ = name
     return factory
 
@@ -177,8 +200,8 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     if dtype is None:
         dtype = (bool, int64, get_default_dtype())[kind]
     _syntorch_package.current_session()
-    out = _syntorch._empty(shape, dtype, "cpu")
-    name = _device_name(device)
+    name = _device_name("cpu" if pin_memory and device is None else device)
+    out = _syntorch._empty(shape, dtype, "cpu", _pinned("tensor", name, pin_memory))
     if name != "cpu":
         out = out._to_device(name)
     return _grad(out, requires_grad)
@@ -334,17 +357,27 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
 # Tensor methods in PyTorch's spellings, over the extension's fixed-signature ones (sizes as
 # *args or one sequence; -1 infers a size, as view and reshape do).
 
-def _to(self, *args, dtype=None, device=None, **_ignored):
+def _to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, memory_format=None):
+    """Tensor.to(dtype), to(device), to(device, dtype), to(other), with non_blocking (a pinned
+    source's copy then overlaps the host's work) and copy (a new tensor even when nothing changes)."""
     out = self
-    for a in args:
+    for i, a in enumerate(args):
         if isinstance(a, _syntorch.dtype):
             dtype = a
         elif isinstance(a, (str, _device_class)):
             device = a
+        elif isinstance(a, Tensor):
+            dtype, device = a.dtype, a.device
+        elif isinstance(a, _builtins.bool) and i > 0:
+            non_blocking = a
+        else:
+            raise TypeError(f"to() received an invalid combination of arguments: got {type(a).__name__}")
+    if device is not None:
+        out = out._to_device(_device_name(device), non_blocking)
     if dtype is not None:
         out = out._to_dtype(dtype)
-    if device is not None:
-        out = out._to_device(_device_name(device))
+    if copy and out is self:
+        out = self.clone()
     return out
 
 
@@ -352,8 +385,6 @@ _device_class = device
 Tensor.device = property(lambda self: device(self._device))
 # view, reshape, permute and expand take PyTorch's *size or (size,) in the extension itself.
 Tensor.to = _to
-Tensor.cuda = lambda self, device=None: self._to_device("cuda")
-Tensor.cpu = lambda self: self._to_device("cpu")
 Tensor.half = lambda self: self._to_dtype(float16)
 Tensor.float = lambda self: self._to_dtype(float32)
 Tensor.bfloat16 = lambda self: self._to_dtype(bfloat16)
@@ -580,3 +611,7 @@ def _tensor_getattr(self, name):
 Tensor.__getattr__ = _tensor_getattr
 Tensor.__getitem__ = _index
 Tensor.__setitem__ = _setindex
+
+from . import _methods, _extras  # noqa: E402
+_methods._install(_sys.modules[__name__])
+_extras._install(_sys.modules[__name__])

@@ -92,6 +92,73 @@ def empty_cache():
     _syntorch.cuda_empty_cache()
 
 
+def memory_stats(device=None):
+    """The simulated caching allocator's statistics by PyTorch's keys ("allocated_bytes.all.current",
+    "allocated_bytes.all.peak", "reserved_bytes.all.current", "reserved_bytes.all.peak",
+    "requested_bytes.all.current", "segment.all.current", "allocation.all.allocated", "num_ooms",
+    ...; num_device_alloc and num_device_free count cudaMalloc and cudaFree calls)."""
+    import _syntorch
+    return dict(sorted(_syntorch.cuda_memory_stats().items()))
+
+
+def reset_peak_memory_stats(device=None):
+    """The peaks (max_memory_allocated, max_memory_reserved) restart from what is in use now."""
+    import _syntorch
+    _syntorch.cuda_reset_peak_memory_stats()
+
+
+reset_max_memory_allocated = reset_peak_memory_stats
+
+
+def mem_get_info(device=None):
+    """(free, total) bytes of the simulated device: total its memory, free what the caching
+    allocator has not reserved."""
+    stats = memory_stats()
+    total = get_device_properties(device).total_memory
+    return total - stats["reserved_bytes.all.current"], total
+
+
+class _CudaDeviceProperties:
+    """What get_device_properties returns: name, total_memory (bytes), multi_processor_count,
+    L2_cache_size (bytes) and clock_rate (kHz) of the simulated device, from its hardware config."""
+
+    def __init__(self, name, total_memory, multi_processor_count, l2_cache_size, clock_hz, bf16):
+        self.name = name
+        self.total_memory = total_memory
+        self.multi_processor_count = multi_processor_count
+        self.L2_cache_size = l2_cache_size
+        self.clock_rate = int(clock_hz / 1e3)
+        self.is_integrated = False
+        self._bf16 = bf16
+
+    def __repr__(self):
+        return (f"_CudaDeviceProperties(name='{self.name}', total_memory={self.total_memory // 2**20}MB, "
+                f"multi_processor_count={self.multi_processor_count}, L2_cache_size={self.L2_cache_size // 2**20}MB)")
+
+
+def get_device_properties(device=None):
+    import _syntorch
+    import syntorch
+    syntorch.current_session()
+    _check_device(device)
+    return _CudaDeviceProperties(*_syntorch.cuda_device_properties())
+
+
+def get_device_name(device=None):
+    return get_device_properties(device).name
+
+
+def is_bf16_supported(including_emulation=True):
+    """Whether the simulated device's matrix units take bfloat16 (its hardware config says)."""
+    return get_device_properties()._bf16
+
+
+def _check_device(device):
+    index = _index(device) if not hasattr(device, "type") else device.index
+    if index is not None and not 0 <= index < device_count():
+        raise RuntimeError(f"Invalid device id {index}: the run has {device_count()} device(s)")
+
+
 def memory_summary(device=None, abbreviated=False):
     mib = 2 ** 20
     return ("|  syntorch simulated memory summary  |\n"

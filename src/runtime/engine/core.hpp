@@ -26,6 +26,9 @@ struct HostCosts {
   sim::TimePs latency_ps = 0;   // from a launch call's end until the device may start the work
   sim::TimePs graph_ps = 0;     // one graph launch
   sim::TimePs sync_ps = 0;      // the host noticing the device is done
+  sim::TimePs malloc_ps = 0;    // one cudaMalloc
+  sim::TimePs free_ps = 0;      // one cudaFree (after the device sync it implies)
+  double memcpy_bytes_per_ps = 0;  // pageable <-> pinned staging copies; 0 = free
 };
 
 // Each rank's streams: `compute` compute streams (0 is the default), then one for sends and one

@@ -164,7 +164,7 @@ void Engine::prepare() {
   Impl& e = *impl_;
   detail::EngineCore& core = e.core;
   if (!e.ranks.empty()) throw std::logic_error("an Engine runs once");
-  if (core.options.recorder != nullptr && core.options.recorder->enabled()) {
+  if (core.options.recorder != nullptr && (core.options.recorder->enabled() || core.options.profiling)) {
     core.tracer = std::make_unique<detail::EngineTrace>(*core.options.recorder, core.options.trace_level);
     core.trace_memory = core.tracer->memory();
     core.trace_device = core.tracer->device_work();
@@ -187,6 +187,9 @@ void Engine::prepare() {
   costs.latency_ps = units::seconds_to_ps(host_spec.launch_latency_s);
   costs.graph_ps = units::seconds_to_ps(host_spec.graph_launch_s);
   costs.sync_ps = units::seconds_to_ps(host_spec.sync_latency_s);
+  costs.malloc_ps = units::seconds_to_ps(host_spec.device_malloc_s);
+  costs.free_ps = units::seconds_to_ps(host_spec.device_free_s);
+  costs.memcpy_bytes_per_ps = host_spec.memcpy_bandwidth_bytes_per_s * 1e-12;
 
   for (int r = 0; r < core.world_size; ++r) {
     if (core.mirrored(r)) continue;

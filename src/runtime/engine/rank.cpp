@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "communicator.hpp"
 
@@ -55,7 +56,9 @@ const CommCall* Rank::intern_call(const CommCall& call) {
 // ---- memory ----
 
 std::uint32_t Rank::allocate(std::uint64_t bytes, os::MemoryUse use, std::string_view what) {
+  const os::AllocatorStats before = allocator_.stats();
   auto block = allocator_.allocate(bytes, use);
+  charge_device_memory_calls(before);
   if (!block) {
     OomReport report;
     report.rank = index_;
@@ -81,11 +84,68 @@ std::uint32_t Rank::allocate(std::uint64_t bytes, os::MemoryUse use, std::string
 }
 
 void Rank::free(std::uint32_t handle) {
+  const os::AllocatorStats before = allocator_.stats();
   allocator_.free(handle);
+  quietly([&] { charge_device_memory_calls(before); });
   if (handle < live_.size()) {
     if (trace_memory_) quietly([&] { mark_memory(false, live_[handle], handle); });
     live_[handle] = Live{};
   }
+}
+
+void Rank::empty_cache() {
+  const os::AllocatorStats before = allocator_.stats();
+  allocator_.empty_cache();
+  charge_device_memory_calls(before);
+}
+
+void Rank::set_caching_allocator(bool enabled) {
+  const os::AllocatorStats before = allocator_.stats();
+  allocator_.set_caching(enabled);
+  charge_device_memory_calls(before);
+}
+
+// cudaMalloc costs the host its time; cudaFree first waits for the device (it synchronises), then
+// costs its time. Memory is taken when the program runs, so these bypass graph capture (a graph's
+// pool is allocated while capturing); with no cost configured nothing is pushed.
+void Rank::charge_device_memory_calls(const os::AllocatorStats& before) {
+  const os::AllocatorStats& after = allocator_.stats();
+  const std::uint64_t mallocs = after.device_allocations - before.device_allocations;
+  const std::uint64_t frees = after.device_frees - before.device_frees;
+  if (frees > 0 && core_.costs.free_ps > 0) {
+    os::HostAction sync;
+    sync.op = os::HostAction::Sync{};
+    if (tracer_) sync.set_note<&Rank::note_span>(this, intern("cudaFree (device sync)"));
+    queue_.push(sync);
+    os::HostAction a;
+    a.host_ps = core_.costs.free_ps * frees;
+    if (tracer_) a.set_note<&Rank::note_span>(this, intern("cudaFree"));
+    queue_.push(a);
+  }
+  if (mallocs > 0 && core_.costs.malloc_ps > 0) {
+    os::HostAction a;
+    a.host_ps = core_.costs.malloc_ps * mallocs;
+    if (tracer_) a.set_note<&Rank::note_span>(this, intern("cudaMalloc"));
+    queue_.push(a);
+  }
+}
+
+RankContext::DeviceProperties Rank::device_properties() const {
+  const hw::Device& d = core_.machine.devices()[device_];
+  return {.name = core_.machine.config().name,
+          .total_memory_bytes = allocator_.stats().capacity_bytes,
+          .multi_processor_count = d.compute.units,
+          .l2_cache_bytes = static_cast<std::uint64_t>(d.cache.size_bytes),
+          .clock_hz = d.compute.clock_hz,
+          .bf16 = d.compute.matrix_ops_per_cycle.count(DType::bf16) > 0};
+}
+
+void Rank::stage_host_copy(std::uint64_t bytes, std::string_view name) {
+  if (host_elsewhere_ || core_.costs.memcpy_bytes_per_ps <= 0 || bytes == 0) return;
+  os::HostAction a;
+  a.host_ps = static_cast<sim::TimePs>(std::ceil(static_cast<double>(bytes) / core_.costs.memcpy_bytes_per_ps));
+  if (tracer_) a.set_note<&Rank::note_span>(this, intern(name));
+  push(a);
 }
 
 // A zero-cost host action that shows an allocation or free at its place on the host timeline.
@@ -189,6 +249,7 @@ RankContext::OpMemory Rank::op_memory(const OpDesc& op) {
 }
 
 void Rank::host_op(std::string_view name) {
+  if (host_elsewhere_) return;
   if (!tracer_) {
     // Nothing to show: its time goes to the next action (none while capturing a graph).
     if (!graph_.capturing()) queue_.add_host_time(core_.costs.dispatch_ps);

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -27,6 +28,8 @@
 #include "syntorch/os/host_thread.hpp"
 #include "syntorch/os/stream.hpp"
 #include "syntorch/runtime/rank_context.hpp"
+#include "syntorch/trace/console_summary.hpp"
+#include "syntorch/trace/process_filter.hpp"
 
 namespace syntorch::runtime::detail {
 
@@ -73,11 +76,16 @@ class Rank final : public RankContext {
   void free(std::uint32_t handle) override;
   os::AllocatorStats memory_stats() const override { return allocator_.stats(); }
   void set_memory_use(std::uint32_t handle, os::MemoryUse use) override { allocator_.set_use(handle, use); }
-  void empty_cache() override { allocator_.empty_cache(); }
+  void empty_cache() override;
+  void reset_peak_memory_stats() override { allocator_.reset_peak_stats(); }
+  void set_caching_allocator(bool enabled) override;
+  DeviceProperties device_properties() const override;
+  void stage_host_copy(std::uint64_t bytes, std::string_view name) override;
   void set_policy(const KernelPolicy& policy) override;
   void launch(const OpDesc& op, std::string_view name) override;
   OpMemory op_memory(const OpDesc& op) override;
   void host_op(std::string_view name) override;
+  bool set_host_work_elsewhere(bool elsewhere) override { return std::exchange(host_elsewhere_, elsewhere); }
   void collective(const OpDesc& op, GroupId group, std::string_view name) override;
   void send(int peer, std::uint64_t bytes, std::string_view name) override;
   void recv(int peer, std::uint64_t bytes, std::string_view name) override;
@@ -105,6 +113,8 @@ class Rank final : public RankContext {
   void sleep_until_s(double time_s) override;
   double event_time_s(std::uint64_t event) override;
   bool stream_idle(std::uint32_t stream) override;
+  std::uint64_t trace_window_begin(const std::string& path) override;
+  std::string trace_window_end(std::uint64_t window) override;
 
   // ---- the simulator's side ----
   // Builds the streams and host thread (before the program starts).
@@ -199,6 +209,8 @@ class Rank final : public RankContext {
     }
   }
   void mark_memory(bool allocated, const Live& l, std::uint32_t handle);
+  // The host cost of the cudaMalloc and cudaFree calls the allocator made since `before`.
+  void charge_device_memory_calls(const os::AllocatorStats& before);
   const std::vector<LoweredKernel>& lower(const OpDesc& op);
   template <class Describe>
   const OpRecord* op_record(std::string_view name, const void* what, const OpDesc* op, Describe&& describe);
@@ -244,8 +256,22 @@ class Rank final : public RankContext {
   std::uint32_t current_stream_ = 0;
   std::uint32_t next_stream_ = 0;   // the id the next new stream gets
   std::uint64_t events_recorded_ = 0;
+  bool host_elsewhere_ = false;  // set_host_work_elsewhere
   std::exception_ptr error_;
   std::optional<OomReport> oom_;
+  // Profiler windows (profiler.cpp): made here, then used by the simulator only through the
+  // actions that carry them (a deque: they never move).
+  struct TraceWindow {
+    std::unique_ptr<trace::Sink> writer;
+    std::ostringstream summary_text;
+    std::unique_ptr<trace::ConsoleSummary> summary;
+    std::unique_ptr<trace::ProcessFilter> filter;
+    bool open = false;
+    std::string error;  // a failure to write the file, for the program to throw
+  };
+  std::deque<TraceWindow> windows_;
+  void note_window_begin(const TraceWindow& w, const os::HostAction& a, sim::TimePs begin, sim::TimePs end);
+  void note_window_end(const TraceWindow& w, const os::HostAction& a, sim::TimePs begin, sim::TimePs end);
 
   // ---- consumer side ----
   std::vector<std::unique_ptr<os::Stream>> streams_;

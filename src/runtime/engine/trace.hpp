@@ -59,6 +59,11 @@ class EngineTrace {
   void memory_event(int rank, sim::TimePs at_ps, bool allocate, std::string_view what, std::uint64_t bytes,
                     std::uint64_t allocated_bytes, std::uint64_t reserved_bytes, std::uint64_t id);
 
+  // A window of the run's events in `sink` (a profiler's): attached now, detached (and finished)
+  // at window_end. Only the simulator's thread calls these.
+  void window_begin(trace::Sink& sink) { recorder_.attach(sink); }
+  void window_end(trace::Sink& sink) { recorder_.detach(sink); }
+
   // Writes what is held back (memory instants of the last nanosecond); at the end of a run.
   void finish();
 

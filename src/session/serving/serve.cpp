@@ -153,7 +153,9 @@ void serving_program(const hw::Machine& machine, const runtime::KernelPolicy& po
   // host; the draft's stay on the device for its next pass (the host waits for them all the same).
   auto step = [&](models::CausalLM& lm, std::vector<models::PagedKVCache>& caches, const models::PackedBatch& batch,
                   std::int64_t tokens, std::int64_t sampling, bool graph, bool to_host = true) {
-    torch::Tensor ids = torch::empty({1, tokens}, torch::TensorOptions(torch::kInt64).device(torch::kCPU)).to(torch::kCUDA);
+    // The batch's token ids, from pinned memory without a host wait (as vLLM's input preparation).
+    torch::Tensor ids = torch::empty({1, tokens}, torch::TensorOptions(torch::kInt64).device(torch::kCPU).pinned_memory(true))
+                            .to(torch::kCUDA, /*non_blocking=*/true);
     torch::cuda::CUDAGraph g;
     if (graph) g.capture_begin();
     torch::Tensor x = lm.embed(ids, 0);

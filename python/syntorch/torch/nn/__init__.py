@@ -46,11 +46,59 @@ def _affine(module, shape, affine, bias, device, dtype):
         object.__setattr__(module, "bias", None)
 
 
+class RemovableHandle:
+    """What register_*_hook returns: remove() takes the hook out (also on leaving a with block)."""
+
+    _next_id = 0
+
+    def __init__(self, hooks):
+        self._hooks = hooks
+        self.id = RemovableHandle._next_id
+        RemovableHandle._next_id += 1
+
+    def remove(self):
+        self._hooks.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+        return False
+
+
+def _add_hook(hooks, value, prepend=False):
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = value
+    if prepend:
+        hooks.move_to_end(handle.id, last=False)
+    return handle
+
+
+class _IncompatibleKeys(tuple):
+    """load_state_dict's result: (missing_keys, unexpected_keys), also by name."""
+
+    def __new__(cls, missing_keys, unexpected_keys):
+        return super().__new__(cls, (missing_keys, unexpected_keys))
+
+    missing_keys = property(lambda self: self[0])
+    unexpected_keys = property(lambda self: self[1])
+
+    def __repr__(self):
+        if not self[0] and not self[1]:
+            return "<All keys matched successfully>"
+        return f"_IncompatibleKeys(missing_keys={self[0]}, unexpected_keys={self[1]})"
+
+
 class Module:
     def __init__(self):
         object.__setattr__(self, "_parameters", OrderedDict())
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_non_persistent_buffers_set", set())
+        for hooks in ("_forward_pre_hooks", "_forward_hooks", "_state_dict_pre_hooks", "_state_dict_hooks",
+                      "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks"):
+            object.__setattr__(self, hooks, OrderedDict())
         object.__setattr__(self, "training", True)
 
     def __setattr__(self, name, value):
@@ -87,19 +135,106 @@ class Module:
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def register_buffer(self, name, tensor, persistent=True):
+        """A buffer (state that is not a parameter); a non-persistent one stays out of state_dict()."""
+        self._check_name(name, "buffer")
+        if tensor is not None and not isinstance(tensor, _syntorch.Tensor):
+            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
+                            "(torch Tensor or None required)")
         self._register(self._buffers, name, tensor)
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
 
     def register_parameter(self, name, param):
+        self._check_name(name, "parameter")
+        if param is not None and not isinstance(param, _syntorch.Tensor):
+            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
+                            "(torch.nn.Parameter or None required)")
         self._register(self._parameters, name, param)
 
     def add_module(self, name, module):
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        self._check_name(name, "module")
         self._register(self._modules, name, module)
+
+    register_module = add_module
+
+    def _check_name(self, name, what):
+        if "_parameters" not in self.__dict__:
+            raise AttributeError(f"cannot assign {what} before Module.__init__() call")
+        if not isinstance(name, str):
+            raise TypeError(f"{what} name should be a string. Got {type(name).__name__}")
+        if "." in name or name == "":
+            raise KeyError(f"{what} name can't contain \".\" or be empty, got {name!r}")
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f"Module [{type(self).__name__}] is missing the required \"forward\" function")
 
+    # --- hooks, as PyTorch's: pre-hooks may replace the arguments, hooks the output ---
+
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        return _add_hook(self._forward_pre_hooks, (hook, with_kwargs), prepend)
+
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
+        return _add_hook(self._forward_hooks, (hook, with_kwargs, always_call), prepend)
+
+    def register_state_dict_pre_hook(self, hook):
+        """hook(module, prefix, keep_vars) before the module's entries are added."""
+        return _add_hook(self._state_dict_pre_hooks, hook)
+
+    def _register_state_dict_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata) after them; it may return a new dict."""
+        return _add_hook(self._state_dict_hooks, hook)
+
+    register_state_dict_post_hook = _register_state_dict_hook
+
+    def register_load_state_dict_pre_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+        error_msgs) before the module's entries are loaded (it may edit state_dict)."""
+        return _add_hook(self._load_state_dict_pre_hooks, hook)
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module=False):
+        if with_module:
+            return self.register_load_state_dict_pre_hook(hook)
+        return _add_hook(self._load_state_dict_pre_hooks, lambda module, *args: hook(*args))
+
+    def register_load_state_dict_post_hook(self, hook):
+        """hook(module, incompatible_keys) after load_state_dict (it may edit the key lists)."""
+        return _add_hook(self._load_state_dict_post_hooks, hook)
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        raise NotImplementedError("Module.register_full_backward_hook is not supported (tensor hooks: "
+                                  "register_post_accumulate_grad_hook)")
+
     def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
+        if not (self._forward_pre_hooks or self._forward_hooks):
+            return self.forward(*args, **kwargs)
+        for hook, with_kwargs in list(self._forward_pre_hooks.values()):
+            if with_kwargs:
+                result = hook(self, args, kwargs)
+                if result is not None:
+                    if not (isinstance(result, tuple) and len(result) == 2):
+                        raise RuntimeError("forward pre-hook must return None or a tuple of (new_args, new_kwargs), "
+                                           f"but got {result}.")
+                    args, kwargs = result
+            else:
+                result = hook(self, args)
+                if result is not None:
+                    args = result if isinstance(result, tuple) else (result,)
+        try:
+            output = self.forward(*args, **kwargs)
+        except BaseException:
+            for hook, with_kwargs, always_call in list(self._forward_hooks.values()):
+                if always_call:
+                    hook(self, args, kwargs, None) if with_kwargs else hook(self, args, None)
+            raise
+        for hook, with_kwargs, _ in list(self._forward_hooks.values()):
+            result = hook(self, args, kwargs, output) if with_kwargs else hook(self, args, output)
+            if result is not None:
+                output = result
+        return output
 
     def named_modules(self, memo=None, prefix="", remove_duplicate=True):
         """Each module once (a shared one under its first name), as PyTorch's."""
@@ -119,7 +254,35 @@ class Module:
             yield m
 
     def children(self):
-        return iter(self._modules.values())
+        return (m for _, m in self.named_children())
+
+    def named_children(self):
+        seen = set()
+        for name, m in self._modules.items():
+            if m is not None and id(m) not in seen:
+                seen.add(id(m))
+                yield name, m
+
+    def get_submodule(self, target):
+        module = self
+        for item in target.split(".") if target else ():
+            if item not in module._modules:
+                raise AttributeError(f"{type(module).__name__} has no attribute `{item}`")
+            module = module._modules[item]
+        return module
+
+    def _get_tensor(self, target, store, what):
+        module_path, _, name = target.rpartition(".")
+        module = self.get_submodule(module_path)
+        if name not in getattr(module, store):
+            raise AttributeError(f"{type(module).__name__} has no {what} `{name}`")
+        return getattr(module, store)[name]
+
+    def get_parameter(self, target):
+        return self._get_tensor(target, "_parameters", "parameter")
+
+    def get_buffer(self, target):
+        return self._get_tensor(target, "_buffers", "buffer")
 
     def _named(self, store, prefix, remove_duplicate=True):
         """The tensors of `store` over the module tree; a tensor held twice (tied weights) once
@@ -132,27 +295,138 @@ class Module:
                 seen.add(id(t))
                 yield (f"{mname}.{name}" if mname else name), t
 
+    def _own(self, store, prefix):
+        for name, t in getattr(self, store).items():
+            if t is not None:
+                yield (f"{prefix}.{name}" if prefix else name), t
+
     def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
         if not recurse:
-            raise NotImplementedError("Module.named_parameters: recurse=False is not supported")
+            return self._own("_parameters", prefix)
         return self._named("_parameters", prefix, remove_duplicate)
 
-    def parameters(self):
-        return (p for _, p in self.named_parameters())
+    def parameters(self, recurse=True):
+        return (p for _, p in self.named_parameters(recurse=recurse))
 
     def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
         if not recurse:
-            raise NotImplementedError("Module.named_buffers: recurse=False is not supported")
+            return self._own("_buffers", prefix)
         return self._named("_buffers", prefix, remove_duplicate)
 
-    def buffers(self):
-        return (b for _, b in self.named_buffers())
+    def buffers(self, recurse=True):
+        return (b for _, b in self.named_buffers(recurse=recurse))
 
-    def state_dict(self):
-        # Every name, a tied weight under each of its names (as PyTorch's state_dict).
-        out = OrderedDict(self.named_parameters(remove_duplicate=False))
-        out.update(self.named_buffers(remove_duplicate=False))
-        return out
+    def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
+        """Every parameter and persistent buffer by its dotted name (a tied weight under each of its
+        names), detached unless keep_vars, with the state-dict hooks run, as PyTorch's."""
+        if args:  # the old positional form state_dict(destination, prefix, keep_vars)
+            destination, prefix, keep_vars = (list(args) + [destination, prefix, keep_vars][len(args):])[:3]
+        if destination is None:
+            destination = OrderedDict()
+        for hook in list(self._state_dict_pre_hooks.values()):
+            hook(self, prefix, keep_vars)
+        for name, t in self._parameters.items():
+            if t is not None:
+                destination[prefix + name] = t if keep_vars else t.detach()
+        for name, t in self._buffers.items():
+            if t is not None and name not in self._non_persistent_buffers_set:
+                destination[prefix + name] = t if keep_vars else t.detach()
+        for name, m in self._modules.items():
+            if m is not None:
+                m.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
+        for hook in list(self._state_dict_hooks.values()):
+            result = hook(self, destination, prefix, {})
+            if result is not None:
+                destination = result
+        return destination
+
+    def load_state_dict(self, state_dict, strict=True, assign=False):
+        """Copies each entry into the parameter or buffer of its name (a copy kernel, or a
+        host-to-device copy for a checkpoint on the host), as PyTorch's: a shape mismatch is an
+        error; with strict, so are missing and unexpected keys. assign=True takes the given tensors
+        instead of copying. Returns (missing_keys, unexpected_keys)."""
+        import syntorch.torch as torch
+        if not hasattr(state_dict, "keys"):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        state_dict = OrderedDict(state_dict)
+        missing, unexpected, errors = [], [], []
+
+        def load(module, prefix):
+            for hook in list(module._load_state_dict_pre_hooks.values()):
+                hook(module, state_dict, prefix, {}, strict, missing, unexpected, errors)
+            own = [(n, t, "_parameters") for n, t in module._parameters.items() if t is not None]
+            own += [(n, t, "_buffers") for n, t in module._buffers.items()
+                    if t is not None and n not in module._non_persistent_buffers_set]
+            for name, t, store in own:
+                key = prefix + name
+                if key not in state_dict:
+                    missing.append(key)
+                    continue
+                value = state_dict[key]
+                if not isinstance(value, _syntorch.Tensor):
+                    errors.append(f'While copying the parameter named "{key}", expected torch.Tensor or '
+                                  f"Tensor-like object from checkpoint but received {type(value)}")
+                    continue
+                if list(value.shape) != list(t.shape):
+                    errors.append(f"size mismatch for {key}: copying a param with shape {value.shape} from "
+                                  f"checkpoint, the shape in current model is {t.shape}.")
+                    continue
+                if assign:
+                    if t.requires_grad and value.is_floating_point() and not value.requires_grad:
+                        value.requires_grad_(True)
+                    module._register(getattr(module, store), name, value)
+                else:
+                    with torch.no_grad():
+                        t.copy_(value)
+            for name, m in module._modules.items():
+                if m is not None:
+                    load(m, prefix + name + ".")
+
+        load(self, "")
+        expected = set(self.state_dict(keep_vars=True).keys())
+        unexpected.extend(k for k in state_dict if k not in expected)
+        result = _IncompatibleKeys(missing, unexpected)
+        for m in self.modules():
+            for hook in list(m._load_state_dict_post_hooks.values()):
+                hook(m, result)
+        if strict:
+            if unexpected:
+                errors.insert(0, "Unexpected key(s) in state_dict: " + ", ".join(f'"{k}"' for k in unexpected) + ". ")
+            if missing:
+                errors.insert(0, "Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + ". ")
+        if errors:
+            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t" + "\n\t".join(errors))
+        return result
+
+    def to_empty(self, *, device, recurse=True):
+        """Every parameter and buffer replaced by an uninitialised tensor of its shape and dtype on
+        `device` (memory allocated, nothing copied): how a model built on the meta device is
+        materialised."""
+        import syntorch.torch as torch
+        for m in (self.modules() if recurse else (self,)):
+            for store in (m._parameters, m._buffers):
+                for k, v in store.items():
+                    if v is None:
+                        continue
+                    out = torch.empty(*v.shape, dtype=v.dtype, device=device)
+                    if v.requires_grad:
+                        out.requires_grad_(True)
+                    m._register(store, k, out)
+        return self
+
+    def extra_repr(self):
+        return ""
+
+    def __repr__(self):
+        lines = []
+        for name, m in self._modules.items():
+            text = repr(m).replace("\n", "\n  ")
+            lines.append(f"({name}): {text}")
+        extra = self.extra_repr()
+        if not lines:
+            return f"{type(self).__name__}({extra})"
+        body = "\n  ".join(([extra] if extra else []) + lines)
+        return f"{type(self).__name__}(\n  {body}\n)"
 
     def apply(self, fn):
         for m in self.children():
@@ -282,13 +556,21 @@ class GELU(Module):
 
 
 class SiLU(Module):
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
     def forward(self, x):
-        return functional.silu(x)
+        return functional.silu(x, self.inplace)
 
 
 class ReLU(Module):
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
     def forward(self, x):
-        return functional.relu(x)
+        return functional.relu(x, self.inplace)
 
 
 class Dropout(Module):
@@ -517,3 +799,8 @@ class ModuleDict(Module):
 
 
 from . import parallel  # noqa: E402,F401  (after Module: it subclasses it)
+
+
+from .activation import Tanh, Sigmoid, Softmax, LogSoftmax  # noqa: E402
+from .loss import (CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, SmoothL1Loss, BCEWithLogitsLoss,  # noqa: E402
+                   BCELoss)

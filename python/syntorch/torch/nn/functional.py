@@ -4,12 +4,21 @@ import _syntorch
 from syntorch._unsupported import module_getattr as _module_getattr
 
 __getattr__ = _module_getattr("torch.nn.functional")
-from _syntorch import relu, silu, tanh, sigmoid, scaled_dot_product_attention  # noqa: F401
+from _syntorch import tanh, sigmoid, scaled_dot_product_attention  # noqa: F401
 # scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
 # scale=None, enable_gqa=False), as PyTorch's
 
 
 from _syntorch import linear  # noqa: E402  linear(input, weight, bias=None), as PyTorch's
+
+
+def relu(input, inplace=False):
+    """inplace=True writes into input's memory in PyTorch; the kernel is the same."""
+    return _syntorch.relu(input)
+
+
+def silu(input, inplace=False):
+    return _syntorch.silu(input)
 
 
 def gelu(input, approximate="none"):
@@ -22,6 +31,28 @@ def softmax(input, dim=None, dtype=None):
 
 def log_softmax(input, dim=None, dtype=None):
     return _syntorch.log_softmax(input, -1 if dim is None else dim, dtype)
+
+
+def pad(input, pad, mode="constant", value=None):
+    """Pads the last dims by (before, after) counts, last dim first; negative counts crop. Every
+    mode writes the padded output in one kernel, as PyTorch's; reflect, replicate and circular
+    differ from constant in values only (not simulated), and need pads the input can give."""
+    pad = list(pad)
+    if len(pad) % 2 or len(pad) // 2 > input.dim():
+        raise RuntimeError(f"Padding length must be divisible by 2 and at most twice the input's dims "
+                           f"({input.dim()}), got {len(pad)}")
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unsupported padding mode: {mode}")
+    if mode != "constant":
+        if value not in (None, 0, 0.0):
+            raise ValueError(f"Padding mode \"{mode}\" doesn't take in value argument.")
+        for i in range(len(pad) // 2):
+            size = input.shape[-1 - i]
+            if mode == "reflect" and max(pad[2 * i], pad[2 * i + 1]) >= size:
+                raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "
+                                   f"but got: padding ({pad[2 * i]}, {pad[2 * i + 1]}) at dimension {input.dim() - 1 - i} "
+                                   f"of input {list(input.shape)}")
+    return _syntorch._pad(input, pad, float(value or 0.0))
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
@@ -40,25 +71,123 @@ def dropout(input, p=0.5, training=True, inplace=False):
     return _syntorch.dropout(input, p, training)
 
 
+def _reduce(loss, reduction, name):
+    """A per-element loss reduced as PyTorch's `reduction` says (one reduction kernel, or none)."""
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{name}: {reduction} is not a valid value for reduction (expected 'mean', 'sum' or 'none')")
+
+
+def _legacy_reduction(size_average, reduce, reduction):
+    """size_average and reduce, PyTorch's deprecated spellings of reduction."""
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    return ("mean" if size_average else "sum") if reduce else "none"
+
+
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
                   label_smoothing=0.0):
-    """log_softmax over the classes, then nll_loss (mean reduction)."""
-    for name, value, default in (("weight", weight, None), ("size_average", size_average, None),
-                                 ("reduce", reduce, None), ("reduction", reduction, "mean"),
-                                 ("label_smoothing", label_smoothing, 0.0)):
-        if value != default:
-            raise NotImplementedError(f"torch.nn.functional.cross_entropy: argument {name!r} is not supported "
-                                      f"(got {value!r})")
-    if input.dim() != 2:
-        raise NotImplementedError("torch.nn.functional.cross_entropy: only [N, C] inputs are supported; flatten "
-                                  "the leading dims with .view(-1, C)")
-    return _syntorch.cross_entropy(input, target)
+    """log_softmax over the classes (dim 1), then the negative log-likelihood of the targets
+    (class indices). [N, C] inputs run as PyTorch's kernels do (a log_softmax, an nll_loss); [N, C,
+    d1, ...] ones are moved to [N * d1 * ..., C] first (a copy PyTorch does not make). ignore_index
+    and a class weight change values only (not simulated), not the kernels' cost;
+    label_smoothing adds the mean over classes of the log-probabilities (one more reduction)."""
+    import syntorch.torch as torch
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if target.dtype.is_floating_point:
+        raise NotImplementedError("torch.nn.functional.cross_entropy: class probabilities as targets are not supported; "
+                                  "give class indices")
+    if input.dim() == 1:
+        input, target = input.unsqueeze(0), target.unsqueeze(0)
+    elif input.dim() > 2:
+        classes = input.shape[1]
+        input = input.movedim(1, -1).reshape(-1, classes)
+        target = target.reshape(-1)
+    elif input.dim() != 2:
+        raise RuntimeError(f"cross_entropy: expected an input of 1 or more dims, got {input.dim()}")
+    if target.dim() != 1 or target.shape[0] != input.shape[0]:
+        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
+                         f"({target.shape[0] if target.dim() else 1}).")
+    if reduction == "mean" and label_smoothing == 0.0:
+        return _syntorch.cross_entropy(input, target)
+    logp = log_softmax(input, 1)
+    loss = nll_loss(logp, target, reduction=reduction)
+    if label_smoothing > 0.0:
+        smooth = _reduce(-logp.mean(1), reduction, "cross_entropy")
+        loss = loss * (1.0 - label_smoothing) + smooth * label_smoothing
+    return loss
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
-    if weight is not None or reduction != "mean":
-        raise NotImplementedError("torch.nn.functional.nll_loss: only the unweighted mean is supported")
-    return _syntorch.nll_loss(input, target)
+    """The negative log-likelihood of class indices under log-probabilities [N, C]: with
+    reduction "mean" PyTorch's fused kernel; "sum" and "none" as a gather of the N values (then a
+    sum). ignore_index and weight change values only."""
+    import syntorch.torch as torch
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if input.dim() != 2:
+        raise NotImplementedError("torch.nn.functional.nll_loss: only [N, C] inputs are supported; flatten "
+                                  "the leading dims with .view(-1, C)")
+    if reduction == "mean":
+        return _syntorch.nll_loss(input, target)
+    picked = -input[torch.arange(input.shape[0], device=input.device), target]
+    return _reduce(picked, reduction, "nll_loss")
+
+
+def _pointwise_loss(name, per_element):
+    def loss(input, target, size_average=None, reduce=None, reduction="mean", **kwargs):
+        reduction = _legacy_reduction(size_average, reduce, reduction)
+        if list(input.shape) != list(target.shape):
+            import warnings
+            warnings.warn(f"Using a target size ({list(target.shape)}) that is different to the input size "
+                          f"({list(input.shape)}). This will likely lead to incorrect results due to broadcasting.",
+                          stacklevel=2)
+        return _reduce(per_element(input, target, **kwargs), reduction, name)
+    loss.__name__ = name
+    return loss
+
+
+def _mse(input, target):
+    d = input - target
+    return d * d
+
+
+def _l1(input, target):
+    return (input - target).abs()
+
+
+def _smooth_l1(input, target, beta=1.0):
+    d = (input - target).abs()
+    return _syntorch.where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta) if beta > 0 else d
+
+
+def _bce_logits(input, target, weight=None, pos_weight=None):
+    # max(x, 0) - x t + log(1 + exp(-|x|)), the stable form
+    loss = input.clamp(min=0.0) - input * target + ((-input.abs()).exp() + 1.0).log()
+    if pos_weight is not None:
+        loss = loss * pos_weight
+    return loss * weight if weight is not None else loss
+
+
+def _bce(input, target, weight=None):
+    loss = -(target * input.clamp(min=1e-12).log() + (1.0 - target) * (1.0 - input).clamp(min=1e-12).log())
+    return loss * weight if weight is not None else loss
+
+
+# Losses PyTorch runs as a pointwise kernel and a reduction; here composed of the pointwise ops
+# (a few kernels where PyTorch fuses them into one).
+mse_loss = _pointwise_loss("mse_loss", _mse)
+l1_loss = _pointwise_loss("l1_loss", _l1)
+smooth_l1_loss = _pointwise_loss("smooth_l1_loss", _smooth_l1)
+binary_cross_entropy_with_logits = _pointwise_loss("binary_cross_entropy_with_logits", _bce_logits)
+binary_cross_entropy = _pointwise_loss("binary_cross_entropy", _bce)
 
 
 # --- convolutions, batch norm, pooling, resampling (docs/torch.md) ---

@@ -1,0 +1,570 @@
+"""The PyTorch API breadth real model and training code uses: loss and activation modules, Tensor
+methods, module hooks and state dicts, the meta device, torch.profiler windows, torch.cuda's
+device queries and memory statistics, value reads, pinned memory and the DataLoader."""
+
+import json
+import os
+import warnings
+
+import pytest
+
+import syntorch
+import syntorch.clock
+import syntorch.torch as torch
+import syntorch.torch.nn as nn
+import syntorch.torch.nn.functional as F
+from syntorch.torch.utils.data import (DataLoader, Dataset, IterableDataset, TensorDataset, RandomSampler,
+                                       SequentialSampler, BatchSampler, Subset, ConcatDataset, SubsetRandomSampler,
+                                       random_split, default_collate, DistributedSampler)
+
+SOURCE = os.environ.get("SYNTORCH_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def config(name):
+    return os.path.join(SOURCE, "hw_configs", name)
+
+
+def kernel_names(stats_text):
+    return stats_text
+
+
+def test_loss_and_activation_modules_run_their_kernels_with_pytorchs_reductions():
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    logits = torch.randn(8, 10, requires_grad=True)
+    target = torch.randint(0, 10, (8,))
+    assert nn.CrossEntropyLoss()(logits, target).shape == ()
+    assert nn.CrossEntropyLoss(reduction="none")(logits, target).shape == (8,)
+    assert nn.CrossEntropyLoss(reduction="sum", label_smoothing=0.1)(logits, target).shape == ()
+    assert F.cross_entropy(torch.randn(2, 10, 5), torch.randint(0, 10, (2, 5))).shape == ()  # [N, C, d]
+    loss = nn.CrossEntropyLoss(ignore_index=0)(logits, target)
+    loss.backward()
+    assert logits.grad.shape == (8, 10)
+    assert nn.NLLLoss()(F.log_softmax(logits, 1), target).shape == ()
+    assert nn.NLLLoss(reduction="none")(F.log_softmax(logits, 1), target).shape == (8,)
+    x, y = torch.randn(4, 3), torch.randn(4, 3)
+    for module in (nn.MSELoss(), nn.L1Loss(), nn.SmoothL1Loss(beta=0.5), nn.BCEWithLogitsLoss(),
+                   nn.BCELoss(reduction="sum")):
+        assert module(x, y).shape == ()
+    assert nn.MSELoss(reduction="none")(x, y).shape == (4, 3)
+    assert F.mse_loss(x, y, size_average=False).shape == ()  # the legacy spelling of reduction="sum"
+    assert F.l1_loss(x, y).shape == () and F.smooth_l1_loss(x, y).shape == ()
+    assert F.binary_cross_entropy(x, y).shape == () and F.binary_cross_entropy_with_logits(x, y).shape == ()
+    with pytest.raises(ValueError, match="not a valid value for reduction"):
+        F.mse_loss(x, y, reduction="avg")
+    with pytest.raises(ValueError, match="batch_size"):
+        F.cross_entropy(torch.randn(4, 10), torch.randint(0, 10, (3,)))
+    for module, shape in ((nn.Tanh(), (4, 3)), (nn.Sigmoid(), (4, 3)), (nn.Softmax(dim=-1), (4, 3)),
+                          (nn.LogSoftmax(dim=1), (4, 3)), (nn.ReLU(inplace=True), (4, 3)), (nn.SiLU(), (4, 3))):
+        assert module(x).shape == shape
+    assert F.relu(x, inplace=True).shape == (4, 3) and F.silu(x).shape == (4, 3)
+    syntorch.trace_manager.stats()
+
+
+def test_tensor_methods_in_pytorchs_spellings():
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    x = torch.randn(2, 3, 4)
+    assert x.relu().shape == x.sigmoid().shape == x.tanh().shape == (2, 3, 4)
+    assert x.T.shape == (4, 3, 2) and x.mT.shape == (2, 4, 3) and torch.randn(5).T.shape == (5,)
+    assert x.data.shape == (2, 3, 4) and not x.data.requires_grad
+    with pytest.raises(NotImplementedError):
+        x.data = torch.randn(2, 3, 4)
+    z = torch.view_as_complex(torch.randn(3, 2))
+    assert z.real.shape == (3,) and z.imag.shape == (3,) and z.real.dtype == torch.float32
+    assert x.real is x
+    with pytest.raises(RuntimeError, match="non-complex"):
+        x.imag
+    assert x.double().dtype == torch.float64 and x.long().dtype == torch.int64
+    assert x.int().dtype == torch.int32 and x.bool().dtype == torch.bool
+    assert x.nelement() == 24 and x.ndimension() == 3
+    assert x.neg().shape == x.negative().shape == (2, 3, 4)
+    assert x.add(x, alpha=2).shape == x.sub(x).shape == x.mul(2.0).shape == x.div(x).shape == (2, 3, 4)
+    assert x.multiply(x).shape == x.divide(2.0).shape == x.subtract(x).shape == (2, 3, 4)
+    assert [t.shape for t in x.unbind(1)] == [(2, 4)] * 3 and len(torch.unbind(x)) == 2
+    assert x.movedim(0, -1).shape == (3, 4, 2) and torch.movedim(x, (0, 1), (2, 0)).shape == (3, 4, 2)
+    assert x.moveaxis(2, 0).shape == (4, 2, 3) and torch.moveaxis(x, 1, 0).shape == (3, 2, 4)
+    assert x.repeat(2, 1, 1).shape == (4, 3, 4) and x.repeat(3, 1, 1, 2).shape == (3, 2, 3, 8)
+    with pytest.raises(RuntimeError, match="repeat dims"):
+        x.repeat(2)
+    for fill in (x.uniform_, x.normal_, x.bernoulli_, x.exponential_, x.random_):
+        assert fill() is x
+    assert not x.is_meta and not x.is_cpu and torch.randn(2, device="cpu").is_cpu
+    assert x.to(x).dtype == x.dtype and x.to("cuda", torch.float16).dtype == torch.float16
+    assert x.to(torch.float32, copy=True) is not x
+    syntorch.trace_manager.stats()
+
+
+def test_module_hooks_run_as_pytorchs_and_can_be_removed():
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    seen = []
+    pre = model[0].register_forward_pre_hook(lambda m, args: (args[0] * 2.0,))
+    post = model[2].register_forward_hook(lambda m, args, out: seen.append(out.shape))
+    kw = model[2].register_forward_hook(lambda m, args, kwargs, out: out.relu(), with_kwargs=True, prepend=True)
+    kwpre = model[2].register_forward_pre_hook(lambda m, args, kwargs: (args, kwargs), with_kwargs=True)
+    y = model(torch.randn(3, 4))
+    assert y.shape == (3, 2) and seen == [(3, 2)]
+    for handle in (pre, post, kw, kwpre):
+        handle.remove()
+    with model[0].register_forward_hook(lambda m, a, o: seen.append("ctx")):
+        model(torch.randn(3, 4))
+    model(torch.randn(3, 4))
+    assert seen == [(3, 2), "ctx"]
+
+    class Failing(nn.Module):
+        def forward(self, x):
+            raise ValueError("boom")
+
+    failing, called = Failing(), []
+    failing.register_forward_hook(lambda m, a, o: called.append(o), always_call=True)
+    with pytest.raises(ValueError):
+        failing(torch.randn(1))
+    assert called == [None]
+    with pytest.raises(NotImplementedError):
+        model.register_full_backward_hook(lambda *a: None)
+    syntorch.trace_manager.stats()
+
+
+def test_state_dicts_load_with_shape_checks_strict_mode_and_hooks():
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+            self.register_buffer("steps", torch.zeros(1))
+            self.register_buffer("scratch", torch.zeros(2), persistent=False)
+
+        def forward(self, x):
+            return self.fc(x)
+
+    a, b = Net(), Net()
+    sd = a.state_dict()
+    assert list(sd) == ["steps", "fc.weight", "fc.bias"] and not sd["fc.weight"].requires_grad
+    assert a.state_dict(keep_vars=True)["fc.weight"].requires_grad
+    assert a.state_dict(prefix="m.").keys() == {"m.fc.weight", "m.fc.bias", "m.steps"}
+    events = []
+    b.register_load_state_dict_pre_hook(lambda m, *args: events.append("pre"))
+    b.fc._register_load_state_dict_pre_hook(lambda *args: events.append("fc-pre"))
+    b.register_load_state_dict_post_hook(lambda m, keys: events.append(("post", tuple(keys.missing_keys))))
+    result = b.load_state_dict(sd)
+    assert result.missing_keys == [] and result.unexpected_keys == [] and "All keys matched" in repr(result)
+    assert events == ["pre", "fc-pre", ("post", ())]
+    with pytest.raises(RuntimeError, match="size mismatch for fc.weight"):
+        b.load_state_dict({**sd, "fc.weight": torch.randn(3, 4)})
+    partial = {k: v for k, v in sd.items() if k != "steps"}
+    partial["extra"] = torch.randn(1)
+    with pytest.raises(RuntimeError, match='Missing key\\(s\\) in state_dict: "steps"'):
+        b.load_state_dict(partial)
+    keys = b.load_state_dict(partial, strict=False)
+    assert keys.missing_keys == ["steps"] and keys.unexpected_keys == ["extra"] and "extra" in repr(keys)
+    host = {k: v.cpu() for k, v in sd.items()}  # a checkpoint on the host: copied to the device
+    b.load_state_dict(host, assign=False)
+    fresh = {k: torch.randn(*v.shape) for k, v in sd.items()}
+    b.load_state_dict(fresh, assign=True)
+    assert b.fc.weight is fresh["fc.weight"] and b.fc.weight.requires_grad
+    with pytest.raises(TypeError):
+        b.load_state_dict([1, 2])
+    pre_seen, post_seen = [], []
+    b.register_state_dict_pre_hook(lambda m, prefix, keep_vars: pre_seen.append(prefix))
+    b._register_state_dict_hook(lambda m, d, prefix, meta: post_seen.append(len(d)))
+    b.register_state_dict_post_hook(lambda m, d, prefix, meta: None)
+    b.state_dict()
+    assert pre_seen == [""] and post_seen == [3]
+    # Registration helpers and lookups.
+    b.register_parameter("extra_p", nn.Parameter(torch.randn(2)))
+    b.register_module("head", nn.Linear(4, 1))
+    assert b.get_parameter("fc.weight") is b.fc.weight and b.get_buffer("steps").shape == (1,)
+    assert b.get_submodule("head") is b.head and [n for n, _ in b.named_children()] == ["fc", "head"]
+    assert [n for n, _ in b.named_parameters(recurse=False)] == ["extra_p"]
+    assert len(list(b.parameters(recurse=False))) == 1 and len(list(b.buffers(recurse=False))) == 2
+    assert [n for n, _ in b.named_buffers(recurse=False)] == ["steps", "scratch"]
+    with pytest.raises(AttributeError):
+        b.get_submodule("nothing")
+    with pytest.raises(KeyError):
+        b.register_buffer("a.b", torch.zeros(1))
+    with pytest.raises(TypeError):
+        b.register_parameter("p", 3)
+    assert "Linear" in repr(b) and b.extra_repr() == ""
+    syntorch.trace_manager.stats()
+
+
+def test_a_model_built_on_the_meta_device_is_materialised_with_to_empty():
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    with torch.device("meta"):
+        model = nn.Linear(1024, 1024)
+    assert model.weight.is_meta and model.weight.device.type == "meta"
+    assert torch.cuda.memory_allocated() == 0  # nothing on the device
+    with pytest.raises(RuntimeError, match="meta"):
+        model.weight.to("cuda")
+    with pytest.raises(RuntimeError, match="meta"):
+        model.weight.sum().item()
+    model.to_empty(device="cuda")
+    assert model.weight.device.type == "cuda" and model.weight.requires_grad
+    assert torch.cuda.memory_allocated() >= 1024 * 1024 * 4
+    assert model(torch.randn(8, 1024)).shape == (8, 1024)
+    syntorch.trace_manager.stats()
+
+
+def test_the_profiler_records_a_window_of_the_run_as_pytorchs_does(tmp_path):
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    w = torch.randn(512, 512)
+    torch.randn(512, 512) @ w  # before the window
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                            torch.profiler.ProfilerActivity.CUDA],
+                                record_shapes=True, profile_memory=True) as prof:
+        with torch.profiler.record_function("my_block"):
+            y = torch.relu(torch.randn(512, 512) @ w)
+    path = prof.export_chrome_trace(str(tmp_path / "trace.json"))
+    events = json.load(open(path))["traceEvents"]
+    names = {e.get("name") for e in events}
+    assert "aten::relu" in names and "my_block" in names and "ProfilerStep#0" in names
+    assert any("gemm" in (e.get("name") or "").lower() or e.get("cat") == "kernel" for e in events)
+    table = prof.key_averages().table(sort_by="cuda_time_total", row_limit=10)
+    assert "aten::relu" in table and str(prof.key_averages()) == table
+    # A schedule: windows on the active steps only, each handed to on_trace_ready.
+    ready = []
+    sched = torch.profiler.schedule(wait=1, warmup=1, active=2, repeat=1)
+    assert [sched(i) for i in range(6)] == [torch.profiler.ProfilerAction.NONE, torch.profiler.ProfilerAction.WARMUP,
+                                            torch.profiler.ProfilerAction.RECORD,
+                                            torch.profiler.ProfilerAction.RECORD_AND_SAVE,
+                                            torch.profiler.ProfilerAction.NONE, torch.profiler.ProfilerAction.NONE]
+    handler = torch.profiler.tensorboard_trace_handler(str(tmp_path / "tb"), worker_name="w")
+    with torch.profiler.profile(schedule=sched, on_trace_ready=lambda p: (ready.append(p.step_num), handler(p))) as p:
+        for _ in range(6):
+            y = y @ w
+            p.step()
+    assert ready == [4]
+    assert os.listdir(tmp_path / "tb") == ["w.4.pt.trace.json"]
+    with pytest.raises(RuntimeError, match="no window"):
+        torch.profiler.profile().export_chrome_trace(str(tmp_path / "x.json"))
+    with pytest.raises(TypeError):
+        torch.profiler.profile(activities=["cuda"])
+    with pytest.raises(NotImplementedError):
+        torch.profiler.profile(execution_trace_observer=object())
+    syntorch.trace_manager.stats()
+
+
+def test_cuda_reports_the_simulated_device_and_its_allocator():
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    props = torch.cuda.get_device_properties(0)
+    assert props.total_memory == 80 * 10 ** 9 or props.total_memory > 79 * 2 ** 30
+    assert props.multi_processor_count == 132 and "H100" in props.name and "MB" in repr(props)
+    assert torch.cuda.get_device_name() == props.name and torch.cuda.is_bf16_supported()
+    with pytest.raises(RuntimeError, match="Invalid device id"):
+        torch.cuda.get_device_properties(3)
+    big = torch.empty(64 * 2 ** 20, dtype=torch.uint8 if hasattr(torch, "uint8") else torch.int8)
+    stats = torch.cuda.memory_stats()
+    assert stats["allocated_bytes.all.current"] == torch.cuda.memory_allocated() >= 64 * 2 ** 20
+    assert stats["reserved_bytes.all.peak"] >= stats["reserved_bytes.all.current"] > 0
+    del big
+    assert torch.cuda.max_memory_allocated() >= 64 * 2 ** 20
+    torch.cuda.reset_peak_memory_stats()
+    assert torch.cuda.max_memory_allocated() == torch.cuda.memory_allocated()
+    torch.cuda.reset_max_memory_allocated()
+    free, total = torch.cuda.mem_get_info()
+    assert 0 < free <= total == props.total_memory
+    syntorch.trace_manager.stats()
+
+
+def test_value_reads_return_placeholders_warn_once_per_site_and_are_listed(tmp_path):
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    syntorch.clear_value_reads()
+    loss = torch.randn(4, 4).mean()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        values = [loss.item() for _ in range(3)]
+    assert values == [0.0] * 3
+    assert len([w for w in caught if issubclass(w.category, syntorch.ValuePlaceholderWarning)]) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert torch.randn(2, 3).tolist() == [[0.0] * 3] * 2
+        assert torch.randint(0, 5, (2,), device="cpu").numpy().tolist() == [0, 0]
+        assert bool(torch.ones(1, dtype=torch.bool)) is False and float(loss) == 0.0 and int(loss) == 0
+        assert f"{loss:.3f}" == "0.000" and torch.zeros(1, dtype=torch.int64).item() == 0
+    reads = syntorch.value_reads()
+    assert reads[0]["kind"] == "item" and reads[0]["count"] == 3 and reads[0]["file"] == __file__
+    assert {r["kind"] for r in reads} >= {"item", "tolist", "numpy", "bool", "float", "int", "format"}
+    assert syntorch.trace_manager.stats()["value_reads"] == reads
+    with pytest.raises(TypeError, match="numpy"):
+        torch.randn(2).numpy()
+    with pytest.raises(RuntimeError, match="ambiguous"):
+        bool(torch.randn(2))
+    with pytest.raises(ValueError, match="one element"):
+        float(torch.randn(2))
+    syntorch.set_value_mode("strict")
+    try:
+        assert syntorch.value_mode() == "strict"
+        with pytest.raises(RuntimeError, match="strict value mode"):
+            torch.randn(1).item()
+    finally:
+        syntorch.set_value_mode("placeholder")
+    with pytest.raises(ValueError, match="placeholder"):
+        syntorch.set_value_mode("functional-please")
+    syntorch.trace_manager.stats()
+
+
+def test_pinned_non_blocking_copies_overlap_and_pageable_ones_wait():
+    def run(pinned, non_blocking):
+        syntorch.init(hw=config("h100_sxm5_80gb.json"))
+        w = torch.randn(4096, 4096)
+        batch = torch.empty(64, 2 ** 20, device="cpu", pin_memory=pinned)  # 256 MiB
+        assert batch.is_pinned() == pinned
+        for _ in range(4):
+            w = w @ w  # the device is busy while the batch goes over
+        x = batch.to("cuda", non_blocking=non_blocking)
+        t_host = syntorch.clock.now()
+        torch.cuda.synchronize()
+        return t_host, syntorch.trace_manager.stats()["simulated_time_s"]
+
+    async_host, async_total = run(True, True)
+    sync_host, sync_total = run(True, False)
+    pageable_host, pageable_total = run(False, True)
+    assert async_host < sync_host  # the host ran ahead of a non-blocking pinned copy
+    assert pageable_total > sync_total  # staged through a pinned buffer by the host: slower
+    assert pageable_host > async_host
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    assert torch.randn(4, device="cpu").pin_memory().is_pinned()
+    with pytest.raises(RuntimeError, match="pinned"):
+        torch.empty(4, device="cuda", pin_memory=True)
+    with pytest.raises(RuntimeError, match="pin"):
+        torch.randn(4).pin_memory()
+    assert torch.tensor([1, 2], pin_memory=True).is_pinned()
+    syntorch.trace_manager.stats()
+
+
+class Squares(Dataset):
+    def __init__(self, n):
+        self.n = n
+
+    def __getitem__(self, i):
+        return torch.randn(3, 32, 32, device="cpu"), i % 10
+
+    def __len__(self):
+        return self.n
+
+
+class Stream(IterableDataset):
+    def __iter__(self):
+        for i in range(5):
+            yield {"x": torch.randn(4, device="cpu"), "y": float(i)}
+
+    def __len__(self):
+        return 5
+
+
+def test_the_dataloader_batches_as_pytorchs_with_the_host_time_of_loading():
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    loader = DataLoader(Squares(10), batch_size=4, shuffle=True, drop_last=False)
+    batches = list(loader)
+    assert len(loader) == 3 and [b[0].shape for b in batches] == [(4, 3, 32, 32)] * 2 + [(2, 3, 32, 32)]
+    assert batches[0][1].dtype == torch.int64 and batches[0][1].shape == (4,)
+    first = [list(RandomSampler(range(10), generator=None))]
+    assert first == [list(RandomSampler(range(10)))]  # deterministic
+    assert len(RandomSampler(range(10), replacement=True, num_samples=4)) == 4
+    assert list(SequentialSampler(range(3))) == [0, 1, 2]
+    assert list(BatchSampler(range(5), 2, drop_last=True)) == [[0, 1], [2, 3]]
+    assert sorted(SubsetRandomSampler([1, 5, 7])) == [1, 5, 7]
+    ds = TensorDataset(torch.randn(6, 2, device="cpu"), torch.randint(0, 2, (6,), device="cpu"))
+    assert len(ds) == 6 and ds[1][0].shape == (2,)
+    a, b = random_split(ds, [4, 2])
+    assert len(a) == 4 and len(b) == 2 and isinstance(a, Subset)
+    assert [len(s) for s in random_split(ds, [0.5, 0.5])] == [3, 3]
+    assert len(ConcatDataset([ds, ds])) == 12 and len(ds + ds) == 12 and (ds + ds)[-1][0].shape == (2,)
+    assert default_collate([(torch.randn(2, device="cpu"), 1.0)] * 3)[0].shape == (3, 2)
+    stream = list(DataLoader(Stream(), batch_size=2))
+    assert [s["x"].shape for s in stream] == [(2, 4), (2, 4), (1, 4)] and len(DataLoader(Stream(), batch_size=2)) == 3
+    assert list(DataLoader(ds, batch_size=None))[0][0].shape == (2,)
+    samplers = [list(DistributedSampler(range(10), num_replicas=4, rank=r, shuffle=False)) for r in range(4)]
+    assert samplers[0] == [0, 4, 8] and samplers[3] == [3, 7, 1]  # padded to equal shares
+    s = DistributedSampler(range(10), num_replicas=2, rank=1, drop_last=True)
+    s.set_epoch(1)
+    assert len(s) == 5 and len(list(s)) == 5
+    with pytest.raises(ValueError):
+        DataLoader(ds, sampler=SequentialSampler(ds), shuffle=True)
+    with pytest.raises(ValueError):
+        DistributedSampler(range(4), num_replicas=2, rank=2)
+    syntorch.trace_manager.stats()
+
+    def host_time(**loader_args):
+        syntorch.init(hw=config("h100_sxm5_80gb.json"))
+        for x, y in DataLoader(Squares(64), batch_size=32, **loader_args):
+            x.to("cuda", non_blocking=True)
+        return syntorch.clock.now()
+
+    inline, workers = host_time(num_workers=0), host_time(num_workers=4)
+    pinned_by_workers = host_time(num_workers=4, pin_memory=True)
+    # Collation costs the host unless workers do it; pinned batches (pinned by PyTorch's pin-memory
+    # thread) go over without the host staging them.
+    assert pinned_by_workers < workers < inline
+    syntorch.trace_manager.stats()
+
+
+# --- the xpuruntime extension as designed ---
+
+def test_xpuruntime_policy_names_and_preferences():
+    import syntorch.xpuruntime as xrt
+    import syntorch.xpuruntime.pytorch as xrt_torch
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    xrt_torch.clear_kernel_policy()
+    assert xrt_torch.get_kernel_policy() is None and syntorch.get_kernel_policy() is None
+    xrt_torch.set_kernel_policy(matmul="cublasLt", attention="flash_v2")
+    policy = xrt_torch.get_kernel_policy()
+    assert policy.preferences == {"matmul": "cublasLt", "attention": "flash_v2"}
+    xrt.set_kernel_policy(xrt.KernelPolicy(matmul="cublas", attention="torch"))  # the design's names
+    a = torch.randn(256, 256, dtype=torch.float16)
+    a @ a
+    xrt_torch.set_kernel_policy()  # neither: cleared
+    assert xrt.get_kernel_policy() is None
+    syntorch.set_kernel_policy("gemm=cublas")
+    assert syntorch.get_kernel_policy().preferences == {"gemm": "cublas"}
+    xrt.clear_kernel_policy()
+    with pytest.raises(ValueError, match="unknown implementation"):
+        xrt_torch.set_kernel_policy(matmul="cublasXt")
+    syntorch.trace_manager.stats()
+
+
+def test_xpuruntime_fused_ops_graphs_autocast_and_capture_range():
+    import syntorch.xpuruntime.pytorch as xrt_torch
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    q = torch.randn(2, 8, 128, 64, dtype=torch.float16)
+    assert xrt_torch.ops.fused_attention(q, q, q, is_causal=True).shape == (2, 8, 128, 64)
+    xrt_torch.set_kernel_policy(attention="torch")
+    assert xrt_torch.ops.fused_attention(q, q, q).shape == (2, 8, 128, 64)
+    xrt_torch.set_kernel_policy(attention="flash_v3")
+    with pytest.raises(ValueError, match="Unknown attention kernel"):
+        xrt_torch.ops.fused_attention(q, q, q)
+    xrt_torch.clear_kernel_policy()
+    with pytest.raises(RuntimeError, match="4D"):
+        xrt_torch.ops.fused_attention(q[0], q[0], q[0])
+    x = torch.randn(16, 1024)
+    w, b = torch.randn(1024), torch.randn(1024)
+    assert xrt_torch.ops.fused_layernorm(x, [1024], w, b).shape == (16, 1024)
+    lin = nn.Linear(1024, 1024)
+    with xrt_torch.autocast(dtype=torch.bfloat16):
+        assert lin(x).dtype == torch.bfloat16
+    with xrt_torch.autocast(enabled=False):
+        assert lin(x).dtype == torch.float32
+    graph = xrt_torch.CUDAGraphWrapper()
+    with pytest.raises(RuntimeError, match="not captured"):
+        graph.replay()
+    with xrt_torch.capture_graph(warmup_iters=3):
+        assert graph.capture(lambda t: lin(t), x).shape == (16, 1024)
+    for _ in range(3):
+        graph.replay()
+    with pytest.raises(ValueError):
+        with xrt_torch.capture_graph(warmup_iters=-1):
+            pass
+    steps = [s["name"] for s in syntorch.trace_manager.stats()["steps"]]
+    assert "cuda_graph_capture" in steps
+
+
+def test_xpuruntime_allocator_ablation_pays_cuda_malloc_and_free_per_tensor():
+    import syntorch.xpuruntime.pytorch as xrt_torch
+
+    def train(caching):
+        syntorch.init(hw=config("h100_sxm5_80gb.json"))
+        xrt_torch.set_allocator(enabled=caching)
+        model = nn.Sequential(nn.Linear(1024, 4096), nn.GELU(), nn.Linear(4096, 1024))
+        opt = torch.optim.AdamW(model.parameters())
+        for _ in range(3):
+            loss = model(torch.randn(64, 1024)).float().mean()
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+        stats = torch.cuda.memory_stats()
+        xrt_torch.reset_allocator()
+        return stats, syntorch.trace_manager.stats()["simulated_time_s"]
+
+    (cached, t_cached), (uncached, t_uncached) = train(True), train(False)
+    assert uncached["num_device_alloc"] > 5 * cached["num_device_alloc"]
+    assert uncached["num_device_free"] > 10 and cached["num_device_free"] == 0
+    assert t_uncached > 1.5 * t_cached  # each cudaFree waits for the device
+
+
+def test_the_designs_training_examples_run_as_written(tmp_path):
+    import subprocess
+    import sys
+    for script in ("basic_loop.py", "cuda_graph.py"):
+        path = os.path.join(SOURCE, "examples", "xpuruntime_design", script)
+        trace = tmp_path / (script + ".json")
+        r = subprocess.run([sys.executable, "-m", "syntorch.run", "--trace", str(trace), path], capture_output=True,
+                           text=True, cwd=SOURCE)
+        assert r.returncode == 0, r.stderr
+        assert "conv implicit_gemm" in r.stderr and "aten::convolution_backward" in r.stderr, r.stderr
+        launches = trace.read_text().count('"cudaGraphLaunch"')
+        assert launches == (4 if script == "cuda_graph.py" else 0)  # one per batch of the dataloader
+
+
+def test_torch_functions_and_constants_model_code_reaches_for():
+    import numpy as np
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    x = torch.randn(2, 3, 4)
+    assert torch.flatten(x, 1).shape == (2, 12) and torch.is_tensor(x) and not torch.is_tensor(3)
+    assert torch.is_floating_point(x) and torch.numel(x) == 24
+    assert torch.from_numpy(np.zeros((3, 2), dtype=np.float32)).shape == (3, 2)
+    assert torch.from_numpy(np.zeros(4, dtype=np.int64)).dtype == torch.int64
+    with pytest.raises(TypeError, match="can't convert"):
+        torch.from_numpy(np.zeros(2, dtype=np.uint16))
+    assert torch.as_tensor(x) is x and torch.as_tensor(x, dtype=torch.float16).dtype == torch.float16
+    assert torch.as_tensor([1, 2, 3]).shape == (3,) and torch.as_tensor(np.ones((2, 2)), device="cuda").is_cuda
+    assert torch.eye(3).shape == (3, 3) and torch.eye(2, 5).shape == (2, 5)
+    assert torch.linspace(0, 1, steps=7).shape == (7,) and torch.randperm(10).dtype == torch.int64
+    assert torch.normal(0.0, 1.0, size=(3,)).shape == (3,) and torch.normal(x, 1.0).shape == x.shape
+    assert torch.normal(0.0, x).shape == x.shape
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert torch.equal(x, x) and not torch.equal(x, torch.randn(2))
+    assert torch.Size([2, 3]) == (2, 3) and torch.Size((2, 3)).numel() == 6 and "Size" in repr(torch.Size([1]))
+    assert torch.finfo(torch.float16).max == 65504.0 and torch.finfo().bits == 32
+    assert torch.finfo(torch.bfloat16).eps == 0.0078125 and torch.finfo(torch.float32).min < 0
+    assert torch.iinfo(torch.int32).max == 2 ** 31 - 1 and torch.iinfo(torch.int8).min == -128
+    with pytest.raises(TypeError):
+        torch.finfo(torch.int32)
+    with pytest.raises(TypeError):
+        torch.iinfo(torch.float32)
+    g = torch.Generator().manual_seed(7)
+    assert g.initial_seed() == 7 == g.seed() and g.get_state().shape == (8,) and g.set_state(None) is g
+    assert abs(torch.pi - 3.14159) < 1e-5 and torch.e > 2.7 and torch.inf > 1e300 and torch.nan != torch.nan
+    assert torch.__version__.startswith("2.")
+    assert x.type() == "torch.cuda.FloatTensor" and x.type(torch.float16).dtype == torch.float16
+    assert torch.get_default_device().type == "cuda"
+    torch.set_default_device("cpu")
+    try:
+        assert torch.randn(2).device.type == "cpu" and torch.get_default_device() == "cpu"
+        with torch.device("cuda"):
+            assert torch.randn(2).is_cuda
+    finally:
+        torch.set_default_device(None)
+    assert F.pad(x, (1, 2)).shape == (2, 3, 7) and F.pad(x, (1, 1, 2, 2), value=1.0).shape == (2, 7, 6)
+    assert F.pad(x, (1, 1), mode="reflect").shape == (2, 3, 6) and F.pad(x, (-1, 0)).shape == (2, 3, 3)
+    with pytest.raises(RuntimeError, match="Padding size"):
+        F.pad(x, (4, 0), mode="reflect")
+    with pytest.raises(RuntimeError, match="divisible by 2"):
+        F.pad(x, (1,))
+    with pytest.raises(NotImplementedError):
+        F.pad(x, (1, 1), mode="wrap")
+    handle = nn.Linear(2, 2).register_forward_hook(lambda *a: None)
+    assert isinstance(handle, nn.RemovableHandle)
+    assert isinstance(SequentialSampler(range(2)), torch.utils.data.Sampler)
+    assert torch.utils.data.default_convert(3) == 3 and torch.utils.data.get_worker_info() is None
+    assert torch.utils.data.distributed.Sampler is torch.utils.data.Sampler
+    syntorch.trace_manager.stats()
+
+
+def test_syntorch_offers_the_extensions_names_and_its_profile_writes_two_traces(tmp_path):
+    import syntorch.xpuruntime.pytorch as xrt_torch
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    syntorch.set_allocator(enabled=True)
+    lin = nn.Linear(256, 256)
+    with syntorch.autocast(dtype=torch.float16):
+        with syntorch.capture_graph():
+            assert lin(torch.randn(4, 256)).dtype == torch.float16
+    syntorch.reset_allocator()
+    path = tmp_path / "step.json"
+    with xrt_torch.profile(export_chrome_trace=str(path)) as prof:
+        lin(torch.randn(4, 256))
+    assert "aten::linear" in prof.key_averages().table()
+    assert json.load(open(path))["traceEvents"] and "xpuruntime" in json.load(open(tmp_path / "step_xrt.json"))
+    assert list(torch.utils.data.Sampler(range(3)).__class__.__mro__)[0] is torch.utils.data.Sampler
+    assert torch.utils.data.distributed.Sampler(None) is not None
+    syntorch.trace_manager.stats()
