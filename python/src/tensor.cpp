@@ -110,6 +110,12 @@ void bind_tensor(py::module_& m) {
            py::return_value_policy::reference_internal, py::call_guard<RequireRun>())
       .def("pin_memory", &Tensor::pin_memory, py::call_guard<RequireRun>())
       .def("is_pinned", &Tensor::is_pinned)
+      .def_property_readonly("_storage_id", &Tensor::storage_id)
+      .def("storage_offset", &Tensor::storage_offset)
+      .def("_as_strided", [](const Tensor& t, const std::vector<std::int64_t>& sizes,
+                             const std::vector<std::int64_t>& strides, std::int64_t offset) {
+        return torch::aten::as_strided(t, sizes_of(sizes), sizes_of(strides), offset);
+      }, py::call_guard<RequireRun>())
       .def("fill_", &Tensor::fill_, py::return_value_policy::reference_internal, py::call_guard<RequireRun>())
       .def("zero_", &Tensor::zero_, py::return_value_policy::reference_internal, py::call_guard<RequireRun>())
       .def("__add__", [](const Tensor& a, const Tensor& b) { return a + b; }, py::call_guard<RequireRun>())

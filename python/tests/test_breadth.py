@@ -568,3 +568,163 @@ def test_syntorch_offers_the_extensions_names_and_its_profile_writes_two_traces(
     assert list(torch.utils.data.Sampler(range(3)).__class__.__mro__)[0] is torch.utils.data.Sampler
     assert torch.utils.data.distributed.Sampler(None) is not None
     syntorch.trace_manager.stats()
+
+
+def test_checkpoints_keep_shapes_and_cost_the_copies_torch_save_and_load_make(tmp_path):
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+
+    class Tied(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(1000, 64)
+            self.head = nn.Linear(64, 1000, bias=False)
+            self.head.weight = self.emb.weight
+
+    model = Tied()
+    opt_state = {"step": 7, "lr": 3e-4}
+    path = tmp_path / "ckpt.pt"
+    torch.save({"model": model.state_dict(), "opt": opt_state, "shape": torch.Size([2, 3])}, path)
+    ckpt = torch.load(path)
+    assert ckpt["opt"] == opt_state and ckpt["shape"] == (2, 3)
+    assert ckpt["model"]["emb.weight"].shape == (1000, 64) and ckpt["model"]["emb.weight"].is_cuda
+    assert ckpt["model"]["emb.weight"] is ckpt["model"]["head.weight"]  # tied, as saved
+    assert not Tied().load_state_dict(ckpt["model"]).missing_keys
+    host = torch.load(path, map_location="cpu")
+    assert host["model"]["emb.weight"].device.type == "cpu"
+    assert torch.load(path, map_location={"cuda": "meta"})["model"]["emb.weight"].is_meta
+    buf = __import__("io").BytesIO()
+    torch.save(nn.Parameter(torch.randn(3)), buf)
+    buf.seek(0)
+    assert torch.load(buf).requires_grad
+    (tmp_path / "bad.pt").write_bytes(b"not a zip")
+    with pytest.raises(RuntimeError, match="not a zip"):
+        torch.load(tmp_path / "bad.pt")
+    with pytest.raises(NotImplementedError):
+        torch.save({}, tmp_path / "x.pt", pickle_module=json)
+    stats = syntorch.trace_manager.stats()
+    assert stats["kernels"] >= 1
+
+
+def test_a_real_pytorch_checkpoint_loads_its_shapes_and_dtypes(tmp_path):
+    import subprocess
+    import sys
+    path = tmp_path / "real.pt"
+    code = ("import torch, collections\n"
+            "sd = collections.OrderedDict(w=torch.zeros(4, 3, dtype=torch.float16), n=torch.zeros(5, dtype=torch.int64))\n"
+            f"torch.save({{'state_dict': sd, 'epoch': 2, 'p': torch.nn.Parameter(torch.zeros(2))}}, {str(path)!r})\n")
+    made = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if made.returncode != 0:
+        pytest.skip("PyTorch is not installed: " + made.stderr[-200:])
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    ckpt = torch.load(path, map_location="cuda")
+    assert ckpt["epoch"] == 2 and list(ckpt["state_dict"]) == ["w", "n"]
+    assert ckpt["state_dict"]["w"].shape == (4, 3) and ckpt["state_dict"]["w"].dtype == torch.float16
+    assert ckpt["state_dict"]["n"].dtype == torch.int64 and ckpt["state_dict"]["w"].is_cuda
+    assert ckpt["p"].requires_grad and ckpt["p"].shape == (2,)
+    assert torch.load(path)["state_dict"]["w"].device.type == "cpu"  # saved from the host: stays there
+    syntorch.trace_manager.stats()
+
+
+def test_data_ptr_tells_tensors_that_share_memory():
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    x = torch.randn(4, 4)
+    assert x.data_ptr() == x.view(16).data_ptr() == x.detach().data_ptr() and x.storage_offset() == 0
+    assert x[1].data_ptr() == x.data_ptr() + 16 and x.clone().data_ptr() != x.data_ptr()
+    syntorch.trace_manager.stats()
+
+
+def test_einsum_contracts_pairs_as_batched_matrix_products():
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    q, k = torch.randn(2, 8, 128, 64), torch.randn(2, 8, 256, 64)
+    assert torch.einsum("bhid,bhjd->bhij", q, k).shape == (2, 8, 128, 256)
+    assert torch.einsum("b h i d, b h j d -> b h i j", q, k).shape == (2, 8, 128, 256)
+    assert torch.einsum("...id,...jd->...ij", q, k).shape == (2, 8, 128, 256)
+    assert torch.einsum("ij,jk", torch.randn(3, 4), torch.randn(4, 5)).shape == (3, 5)  # implicit output
+    assert torch.einsum("ij->j", torch.randn(3, 4)).shape == (4,) and torch.einsum("ij->ji", [torch.randn(3, 4)]).shape == (4, 3)
+    assert torch.einsum("i,j->ij", torch.randn(3), torch.randn(4)).shape == (3, 4)
+    assert torch.einsum("i,i->", torch.randn(3), torch.randn(3)).shape == ()
+    assert torch.einsum("bn,anm,bm->ba", torch.randn(2, 3), torch.randn(5, 3, 4), torch.randn(2, 4)).shape == (2, 5)
+    assert torch.einsum("bij,bjk->bik", torch.randn(1, 3, 4), torch.randn(6, 4, 5)).shape == (6, 3, 5)  # broadcast
+    with pytest.raises(RuntimeError, match="operands"):
+        torch.einsum("ij,jk->ik", torch.randn(3, 4))
+    with pytest.raises(RuntimeError, match="subscripts"):
+        torch.einsum("ijk->i", torch.randn(3, 4))
+    with pytest.raises(NotImplementedError, match="diagonal"):
+        torch.einsum("ii->i", torch.randn(3, 3))
+    with pytest.raises(RuntimeError, match="broadcast"):
+        torch.einsum("ij,ij->i", torch.randn(3, 4), torch.randn(3, 5))
+    with pytest.raises(RuntimeError, match="at least one"):
+        torch.einsum("i")
+    with pytest.raises(RuntimeError, match="invalid subscript"):
+        torch.einsum("i1->i", torch.randn(3, 3))
+    syntorch.trace_manager.stats()
+    # The attention-score contraction is one batched GEMM of its FLOPs.
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    q, k = torch.randn(2, 8, 128, 64), torch.randn(2, 8, 256, 64)
+    before = syntorch.trace_manager.stats()["flops"]
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    q, k = torch.randn(2, 8, 128, 64), torch.randn(2, 8, 256, 64)
+    torch.einsum("bhid,bhjd->bhij", q, k)
+    assert syntorch.trace_manager.stats()["flops"] - before >= 2 * 2 * 8 * 128 * 256 * 64
+
+
+def test_views_layouts_and_small_modules_model_code_uses():
+    import syntorch.torch.utils._pytree as pytree
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    x, y = torch.meshgrid(torch.arange(3), torch.arange(4), indexing="ij")
+    assert x.shape == y.shape == (3, 4)
+    x, y = torch.meshgrid([torch.arange(3), torch.arange(4)], indexing="xy")
+    assert x.shape == y.shape == (4, 3)
+    with pytest.raises(ValueError):
+        torch.meshgrid(torch.arange(3), indexing="yx")
+    with pytest.raises(RuntimeError, match="1D"):
+        torch.meshgrid(torch.randn(2, 2))
+    t = torch.randn(2, 10)
+    assert t.unfold(1, 4, 2).shape == (2, 4, 4) and t.unfold(1, 4, 2).stride() == (10, 2, 1)
+    with pytest.raises(RuntimeError, match="maximum size"):
+        t.unfold(1, 11, 1)
+    with pytest.raises(RuntimeError, match="step"):
+        t.unfold(1, 2, 0)
+    assert t.unflatten(1, (2, 5)).shape == (2, 2, 5) and torch.unflatten(t, -1, (5, 2)).shape == (2, 5, 2)
+    assert t.as_strided((5, 2), (2, 1)).shape == (5, 2) and torch.as_strided(t, (2, 2), (1, 2), 1).storage_offset() == 1
+    img = torch.randn(8, 3, 32, 32)
+    cl = img.contiguous(memory_format=torch.channels_last)
+    assert cl.is_contiguous(memory_format=torch.channels_last) and not img.is_contiguous(memory_format=torch.channels_last)
+    assert cl.stride() == (3072, 1, 96, 3) and cl.contiguous(memory_format=torch.channels_last) is cl
+    assert img.to(memory_format=torch.channels_last).stride() == (3072, 1, 96, 3)
+    assert img.contiguous(memory_format=torch.contiguous_format) is img and img.contiguous(torch.preserve_format) is img
+    assert not t.is_contiguous(memory_format=torch.channels_last_3d) and repr(torch.channels_last) == "torch.channels_last"
+    with pytest.raises(RuntimeError, match="rank 4"):
+        t.contiguous(memory_format=torch.channels_last)
+    conv = nn.Conv2d(3, 8, 3).to(memory_format=torch.channels_last)
+    assert conv.weight.is_contiguous(memory_format=torch.channels_last) and conv.bias.shape == (8,)
+    assert torch.empty(2, memory_format=torch.contiguous_format).shape == (2,)
+    assert torch.FloatTensor(2, 3).shape == (2, 3) and torch.LongTensor([1, 2]).dtype == torch.int64
+    assert torch.HalfTensor(4).dtype == torch.float16 and torch.DoubleTensor([0.5]).dtype == torch.float64
+    assert torch.BFloat16Tensor(1).dtype == torch.bfloat16 and torch.IntTensor(2).dtype == torch.int32
+    assert torch.BoolTensor(2).dtype == torch.bool and torch.CharTensor(2).dtype == torch.int8
+    fn = lambda a: a  # noqa: E731
+    assert torch.jit.script(fn) is fn and torch.jit.trace(fn, (t,)) is fn and torch.jit.unused(fn) is fn
+    assert torch.jit.ignore(fn) is fn and torch.jit.ignore(drop=True)(fn) is fn
+    assert not torch.jit.is_scripting() and not torch.jit.is_tracing()
+    assert not torch.compiler.is_compiling() and not torch.compiler.is_dynamo_compiling()
+    assert not torch.backends.mps.is_available() and not torch.backends.mps.is_built()
+    opt = torch.optim.SGD(nn.Linear(2, 2).parameters(), lr=1.0)
+    for cls, kwargs, lr_after_3 in ((torch.optim.lr_scheduler.StepLR, {"step_size": 2, "gamma": 0.5}, 0.5),
+                                   (torch.optim.lr_scheduler.MultiStepLR, {"milestones": [1, 3]}, 0.01),
+                                   (torch.optim.lr_scheduler.ExponentialLR, {"gamma": 0.5}, 0.125),
+                                   (torch.optim.lr_scheduler.LinearLR, {"start_factor": 0.25, "total_iters": 3}, 1.0)):
+        opt.param_groups[0]["lr"] = 1.0
+        sched = cls(opt, **kwargs)
+        for _ in range(3):
+            sched.step()
+        assert sched.get_last_lr()[0] == pytest.approx(lr_after_3)
+    Point = __import__("collections").namedtuple("Point", "x y")
+    tree = {"a": [1, (2, 3)], "b": Point(4, {"c": 5})}
+    leaves, spec = pytree.tree_flatten(tree)
+    assert leaves == [1, 2, 3, 4, 5] and pytree.tree_unflatten(leaves, spec) == tree and "TreeSpec" in repr(spec)
+    assert pytree.tree_map(lambda v: v * 2, tree)["b"].x == 8 and pytree.tree_leaves([1, [2]]) == [1, 2]
+    with pytest.raises(ValueError):
+        pytree.tree_unflatten([1], spec)
+    assert pytree.LeafSpec().num_leaves == 1
+    syntorch.trace_manager.stats()

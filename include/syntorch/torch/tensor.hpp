@@ -219,6 +219,9 @@ class Tensor {
   // syntorch extension: a number no other tensor object of this process has had or will have
   // (a graph recorder names tensors by it). 0 for an undefined tensor.
   std::uint64_t unique_id() const { return impl_ != nullptr ? impl_->serial : 0; }
+  // syntorch extension: the unique_id of the tensor that owns this one's memory (its base, for a
+  // view; itself otherwise): two tensors share storage exactly when these are equal.
+  std::uint64_t storage_id() const { return checked().base != nullptr ? checked().base->serial : checked().serial; }
 
  private:
   const detail::TensorImpl& checked() const;

@@ -28,6 +28,10 @@ from . import profiler  # noqa: E402
 from . import distributed  # noqa: E402
 from . import backends  # noqa: E402
 from . import utils  # noqa: E402
+from . import serialization  # noqa: E402
+from . import jit  # noqa: E402
+from . import compiler  # noqa: E402
+from .serialization import save, load  # noqa: E402
 
 import threading as _threading
 
@@ -125,7 +129,10 @@ def _grad(out, requires_grad):
 
 
 def _unsupported_factory_args(name, out=None, layout=None, memory_format=None):
-    """Factory arguments the simulator does not model: refused by name unless left at their default."""
+    """Factory arguments the simulator does not model: refused by name unless left at their default
+    (a memory format other than the contiguous one included)."""
+    if memory_format is not None and getattr(memory_format, "name", None) in ("contiguous_format", "preserve_format"):
+        memory_format = None
     for arg, value in (("out", out), ("layout", layout), ("memory_format", memory_format)):
         if value is not None:
             raise NotImplementedError(f"torch.{name}: argument '{arg}' is not supported (got {value!r})")
@@ -376,6 +383,8 @@ def _to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, me
         out = out._to_device(_device_name(device), non_blocking)
     if dtype is not None:
         out = out._to_dtype(dtype)
+    if memory_format is not None:
+        out = out._in_format(memory_format)
     if copy and out is self:
         out = self.clone()
     return out

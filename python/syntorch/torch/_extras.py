@@ -177,3 +177,129 @@ def _install(torch):
         return self.to(dtype)
 
     Tensor.type = tensor_type
+
+    from ._einsum import einsum
+    torch.einsum = einsum
+
+    def meshgrid(*tensors, indexing="ij"):
+        """Views of the 1-D inputs expanded over the grid (no kernel), as PyTorch's."""
+        if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+            tensors = tuple(tensors[0])
+        if indexing not in ("ij", "xy"):
+            raise ValueError(f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}')
+        for t in tensors:
+            if t.dim() > 1:
+                raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t.dim()}D")
+        flat = [t.reshape(-1) for t in tensors]
+        swap = indexing == "xy" and len(flat) >= 2
+        if swap:
+            flat[0], flat[1] = flat[1], flat[0]
+        shape = [t.shape[0] for t in flat]
+        out = []
+        for i, t in enumerate(flat):
+            view = [1] * len(flat)
+            view[i] = shape[i]
+            out.append(t.view(*view).expand(*shape))
+        if swap:
+            out[0], out[1] = out[1], out[0]
+        return tuple(out)
+
+    torch.meshgrid = meshgrid
+
+    def as_strided(input, size, stride, storage_offset=None):
+        return input._as_strided(list(size), list(stride),
+                                 input.storage_offset() if storage_offset is None else storage_offset)
+
+    torch.as_strided = as_strided
+    Tensor.as_strided = as_strided
+
+    def unfold(self, dimension, size, step):
+        """Windows of `size` every `step` along dimension, as a new last dim: a view."""
+        n = self.dim()
+        d = dimension % builtins.max(n, 1)
+        length = self.shape[d] if n else 1
+        if size > length:
+            raise RuntimeError(f"maximum size for tensor at dimension {d} is {length} but size is {size}")
+        if step <= 0:
+            raise RuntimeError(f"step is {step} but must be > 0")
+        sizes, strides = list(self.shape), list(self.stride())
+        windows = (length - size) // step + 1
+        inner = strides[d] if n else 1
+        sizes[d:d + 1] = [windows] if n else []
+        strides[d:d + 1] = [inner * step] if n else []
+        return self._as_strided(sizes + [size], strides + [inner], self.storage_offset())
+
+    Tensor.unfold = unfold
+
+    def unflatten(self, dim, sizes):
+        d = dim % self.dim()
+        sizes = list(sizes)
+        return self.view(*(list(self.shape[:d]) + sizes + list(self.shape[d + 1:])))
+
+    Tensor.unflatten = unflatten
+    torch.unflatten = unflatten
+
+    # Memory formats: the layouts a tensor may be asked for (only the strides' order changes;
+    # convolutions run channels-last tensors without transposing them, as cuDNN does).
+    for name in ("preserve_format", "contiguous_format", "channels_last", "channels_last_3d"):
+        setattr(torch, name, _MemoryFormat(name))
+    contiguous = Tensor.contiguous
+    is_contiguous = Tensor.is_contiguous
+
+    def in_format(self, memory_format):
+        """self laid out in memory_format: itself when it is already, else one copy kernel."""
+        if memory_format is None or memory_format.name == "preserve_format":
+            return self
+        if memory_format.name == "contiguous_format":
+            return self if is_contiguous(self) else contiguous(self)
+        rank = 4 if memory_format.name == "channels_last" else 5
+        if self.dim() != rank:
+            raise RuntimeError(f"required rank {rank} tensor to use {memory_format.name} format")
+        if Tensor.is_contiguous(self, memory_format):
+            return self
+        last = [0] + list(range(2, rank)) + [1]
+        back = [0, rank - 1] + list(range(1, rank - 1))
+        return contiguous(self.permute(*last)).permute(*back)
+
+    def tensor_contiguous(self, memory_format=None):
+        """self when already laid out so (the same object, as PyTorch's), else a copy."""
+        if memory_format is not None:
+            return in_format(self, memory_format)
+        return self if is_contiguous(self) else contiguous(self)
+
+    def tensor_is_contiguous(self, memory_format=None):
+        if memory_format is None or memory_format.name in ("contiguous_format", "preserve_format"):
+            return is_contiguous(self)
+        rank = 4 if memory_format.name == "channels_last" else 5
+        if self.dim() != rank:
+            return False
+        last = [0] + list(range(2, rank)) + [1]
+        return is_contiguous(self.permute(*last))
+
+    Tensor.contiguous = tensor_contiguous
+    Tensor.is_contiguous = tensor_is_contiguous
+    Tensor._in_format = in_format
+
+    # The legacy typed constructors: torch.FloatTensor(2, 3) is an uninitialised host tensor.
+    for name, dtype in (("FloatTensor", torch.float32), ("DoubleTensor", torch.float64), ("HalfTensor", torch.float16),
+                        ("BFloat16Tensor", torch.bfloat16), ("LongTensor", torch.int64), ("IntTensor", torch.int32),
+                        ("BoolTensor", torch.bool), ("CharTensor", torch.int8)):
+        setattr(torch, name, _legacy_constructor(name, dtype))
+
+
+class _MemoryFormat:
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"torch.{self.name}"
+
+
+def _legacy_constructor(name, dtype):
+    def make(*args, device=None):
+        import syntorch.torch as torch
+        if len(args) == 1 and isinstance(args[0], (list, tuple)) and not isinstance(args[0], Size):
+            return torch.tensor(args[0], dtype=dtype, device=device or "cpu")
+        return torch.empty(*args, dtype=dtype, device=device or "cpu")
+    make.__name__ = name
+    return make

@@ -28,6 +28,13 @@ def _install(torch):
                         ("bool", torch.bool)):
         setattr(T, name, (lambda d: lambda self, memory_format=None: self._to_dtype(d))(dtype))
     T.nelement = lambda self: self.numel()
+
+    def data_ptr(self):
+        """A number unique to this tensor's storage plus its byte offset there (tensors sharing
+        memory compare as in PyTorch); not the simulated device address."""
+        return (self._storage_id << 24) + self.storage_offset() * self.element_size()
+
+    T.data_ptr = data_ptr
     T.ndimension = lambda self: self.dim()
 
     def t_all(self):

@@ -6,5 +6,6 @@ from syntorch._unsupported import module_getattr as _module_getattr
 
 from . import cuda  # noqa: E402
 from . import cudnn  # noqa: E402
+from . import mps  # noqa: E402
 
 __getattr__ = _module_getattr("torch.backends")

@@ -444,8 +444,9 @@ class Module:
 
     def to(self, *args, **kwargs):
         # As PyTorch: a dtype applies to floating-point tensors only (integer buffers such as
-        # position ids keep theirs); a device to all.
+        # position ids keep theirs); a device to all; a memory format to 4-D and 5-D tensors.
         dtype = kwargs.pop("dtype", None)
+        memory_format = kwargs.pop("memory_format", None)
         rest = []
         for a in args:
             if isinstance(a, _syntorch.dtype):
@@ -465,6 +466,8 @@ class Module:
                             out = out.to(dtype)
                         if rest or kwargs:
                             out = out.to(*rest, **kwargs)
+                        if memory_format is not None and out.dim() in (4, 5):
+                            out = out.to(memory_format=memory_format)
                     if out is not v and v.requires_grad:
                         out.requires_grad_(True)
                     m._register(store, k, out)
