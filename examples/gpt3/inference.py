@@ -111,6 +111,7 @@ def main(argv=None):
     p.add_argument("--tp", type=int, default=1)
     p.add_argument("--hw", default=None, help="hardware config JSON (default: the bundled H100)")
     p.add_argument("--trace", default=None, help="trace file (.pftrace, .json, .et)")
+    p.add_argument("--set", action="append", default=[], metavar="/PTR=VALUE", help="override a config field")
     p.add_argument("--all-ranks", action="store_true",
                    help="run every rank's program (by default rank 0's runs and the other ranks, which run the "
                         "same program on the same shapes, mirror it: the same simulated times, 1/tp of the work)")
@@ -123,7 +124,7 @@ def main(argv=None):
         p.error(f"--tp: {args.model}'s {heads} heads do not split over {args.tp} ranks")
 
     try:
-        stats = syntorch.launch(lambda rank: generate(args, rank), args.tp, hw=args.hw, trace=args.trace,
+        stats = syntorch.launch(lambda rank: generate(args, rank), args.tp, hw=args.hw, set=args.set, trace=args.trace,
                                 console=False, mirror=not args.all_ranks)
     except (ValueError, FileNotFoundError) as e:
         p.exit(2, f"{p.prog}: {e}\n")

@@ -59,6 +59,7 @@ void bind_distributed(py::module_& m);  // torch.distributed
 void bind_tensor(py::module_& m);       // dtypes, Tensor, factories
 void bind_autograd(py::module_& m);     // grad mode, backward, checkpoint, parameters
 void bind_functions(py::module_& m);    // the torch functions
+void bind_reductions(py::module_& m);   // reductions, scans, sorts, gathers, scatters
 void bind_optim(py::module_& m);        // optimizers, autocast, GradScaler, record_function
 void bind_cuda(py::module_& m);         // torch.cuda, torch.backends
 void bind_aten(py::module_& m);         // ATen's ops by name, for the bridge from real PyTorch

@@ -37,6 +37,7 @@ PYBIND11_MODULE(_syntorch, m) {
   bind_tensor(m);
   bind_autograd(m);
   bind_functions(m);
+  bind_reductions(m);
   bind_optim(m);
   bind_cuda(m);
   bind_aten(m);

@@ -728,3 +728,69 @@ def test_views_layouts_and_small_modules_model_code_uses():
         pytree.tree_unflatten([1], spec)
     assert pytree.LeafSpec().num_leaves == 1
     syntorch.trace_manager.stats()
+
+
+def test_reductions_scans_sorts_and_indexed_ops_in_pytorchs_overloads():
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    x = torch.randn(4, 8, requires_grad=True)
+    assert x.max().shape == () and torch.max(x, x).shape == (4, 8) and torch.min(x, x).shape == (4, 8)
+    values, indices = x.max(1)
+    assert values.shape == (4,) and indices.dtype == torch.int64 and x.max(dim=1, keepdim=True).indices.shape == (4, 1)
+    assert x.min().shape == () and x.min(0).values.shape == (8,) and torch.min(x, 1, True).values.shape == (4, 1)
+    assert x.amax(-1).shape == (4,) and x.amin((0, 1)).shape == () and torch.amax(x, 0, keepdim=True).shape == (1, 8)
+    assert torch.amin(x, 1).shape == (4,)
+    assert x.all().dtype == torch.bool and x.any(1).shape == (4,) and torch.all(x, 0).shape == (8,)
+    assert torch.any(x).shape == ()
+    assert x.norm().shape == () and x.norm(dim=-1).shape == (4,) and torch.norm(x, 1, dim=0, keepdim=True).shape == (1, 8)
+    assert torch.linalg.vector_norm(x, dim=1).shape == (4,) and torch.linalg.vector_norm(x, float("inf")).shape == ()
+    assert torch.linalg.norm(x).shape == () and x.norm(dtype=torch.float64).dtype == torch.float64
+    with pytest.raises(NotImplementedError):
+        torch.norm(x, "nuc")
+    with pytest.raises(NotImplementedError):
+        torch.linalg.norm(x, "fro", (0, 1))
+    assert x.cumsum(1).shape == (4, 8) and torch.cumsum(x, 0, dtype=torch.float64).dtype == torch.float64
+    s = x.sort(descending=True)
+    assert s.values.shape == (4, 8) and s.indices.dtype == torch.int64 and torch.sort(x, 0).values.shape == (4, 8)
+    assert x.argsort().dtype == torch.int64 and torch.argsort(x, 0, descending=True).shape == (4, 8)
+    assert x.median().shape == () and x.median(1).values.shape == (4,) and torch.median(x, 0, True).values.shape == (1, 8)
+    idx = torch.randint(0, 8, (4, 3))
+    assert x.gather(1, idx).shape == (4, 3) and torch.gather(x, 1, idx).shape == (4, 3)
+    z = torch.zeros(4, 8)
+    assert z.scatter_(1, idx, 1.0) is z and z.scatter_(1, idx, torch.randn(4, 3)) is z
+    assert z.scatter_add_(1, idx, torch.randn(4, 3)) is z and z.scatter(1, idx, value=2.0).shape == (4, 8)
+    assert torch.scatter(z, 1, idx, torch.randn(4, 3)).shape == (4, 8) and z.scatter_add(1, idx, torch.randn(4, 3)).shape == (4, 8)
+    assert torch.scatter_add(z, 1, idx, torch.randn(4, 3)).shape == (4, 8) and z.index_select(0, idx[0]).shape == (3, 8)
+    assert torch.maximum(x, x).shape == x.maximum(x).shape == torch.fmax(x, x).shape == (4, 8)
+    assert torch.minimum(x, x).shape == x.minimum(x).shape == torch.fmin(x, x).shape == (4, 8)
+    assert torch.logsumexp(x, -1).shape == (4,) and x.logsumexp((0, 1)).shape == () and x.logsumexp(1, True).shape == (4, 1)
+    assert x.var(1).shape == (4,) and x.std().shape == () and torch.var(x, 0, keepdim=True).shape == (1, 8)
+    assert torch.std(x, 1).shape == (4,)
+    assert torch.lerp(x, x, 0.5).shape == x.lerp(x, 0.5).shape == (4, 8)
+    assert x.flip(0).shape == torch.flip(x, [0, 1]).shape == x.roll(1).shape == torch.roll(x, 1, 0).shape == (4, 8)
+    with pytest.raises(IndexError):
+        x.flip(2)
+    assert x.square().shape == torch.square(x).shape == (4, 8)
+    for name in ("sign", "round", "floor", "ceil", "trunc"):
+        assert getattr(x, name)().shape == getattr(torch, name)(x).shape == (4, 8)
+    assert x.clamp_min(0.0).shape == torch.clamp_max(x, 1.0).shape == x.clamp_max(1.0).shape == (4, 8)
+    assert torch.clamp_min(x, 0.0).shape == (4, 8)
+    y = torch.randn(4, 8)
+    for name in ("clamp_", "clamp_min_", "clamp_max_", "triu_", "tril_", "sign_", "round_", "floor_", "ceil_",
+                 "square_"):
+        method = getattr(y, name)
+        args = {"clamp_": (0.0,), "clamp_min_": (0.0,), "clamp_max_": (1.0,)}.get(name, ())
+        assert method(*args) is y
+    assert y.lerp_(y, 0.1) is y
+    (x.max() + x.norm() + x.cumsum(1).sum() + x.sort().values.sum() + x.gather(1, idx).sum() +
+     F.leaky_relu(x).sum() + x.amax(1).sum() + torch.maximum(x, x).sum()).backward()
+    assert x.grad.shape == (4, 8)
+    assert F.leaky_relu(x, 0.2).shape == nn.LeakyReLU(0.1)(x).shape == (4, 8)
+    assert F.softplus(x).shape == nn.Softplus(beta=2.0)(x).shape == (4, 8)
+    assert F.hardswish(x).shape == nn.Hardswish()(x).shape == (4, 8)
+    assert F.normalize(x, dim=-1).shape == (4, 8) and F.cosine_similarity(x, x).shape == (4,)
+    logp, p = F.log_softmax(x, -1), F.softmax(x, -1)
+    assert F.kl_div(logp, p, reduction="batchmean").shape == () and F.kl_div(logp, logp, log_target=True).shape == ()
+    assert F.kl_div(logp, p, reduction="none").shape == (4, 8)
+    img = torch.randn(2, 3, 8, 8)
+    assert F.dropout2d(img).shape == nn.Dropout2d(0.2)(img).shape == (2, 3, 8, 8)
+    syntorch.trace_manager.stats()

@@ -375,8 +375,8 @@ def test_unsupported_names_raise_not_implemented_but_hasattr_still_works():
         torch.fft
     with pytest.raises(NotImplementedError, match="torch.nn.functional.grid_sample"):
         F.grid_sample
-    with pytest.raises(NotImplementedError, match="torch.Tensor.cumsum"):
-        torch.randn(3).cumsum
+    with pytest.raises(NotImplementedError, match="torch.Tensor.stft"):
+        torch.randn(3).stft
     assert not hasattr(torch, "compile") and not hasattr(nn, "LSTM")
     with pytest.raises(NotImplementedError, match="world of 4"):
         torch.distributed.init_process_group("nccl", world_size=4, rank=0)
@@ -613,7 +613,10 @@ def test_the_python_gpt3_and_the_zoo_gpt3_take_the_same_simulated_time():
     same times and kernels, whether every rank's Python program runs or rank 0's is mirrored."""
     script = os.path.join(SOURCE, "examples", "gpt3", "inference.py")
     dgx = os.path.join(SOURCE, "hw_configs", "dgx_h100.json")
-    common = ["--model", "gpt3-350m", "--tp", "2", "--batch", "3", "--hw", dgx]
+    # The program and the zoo model take different segments from the device (the program holds its
+    # tensors a little differently): their cudaMalloc costs aside, the runs are the same.
+    common = ["--model", "gpt3-350m", "--tp", "2", "--batch", "3", "--hw", dgx,
+              "--set", "/components/host/device_malloc=0 us", "--set", "/components/host/device_free=0 us"]
     py = [subprocess.run([sys.executable, script, *common, "--num_input_tokens", "300", "--num_output_tokens", "4",
                           *extra], capture_output=True, text=True, cwd=SOURCE, check=True).stdout
           for extra in ([], ["--all-ranks"])]

@@ -189,6 +189,22 @@ TEST(OpTable, EveryKindHasAFunctionInTheTorchOrParallelApi) {
   auto expert_out = torch::fused::grouped_mm(routed, torch::empty({2, 32, 64}), {5, 3});
   (void)torch::fused::moe_unpermute(torch::empty({8, 64}), routing);
   (void)expert_out;
+  // Reductions, scans, sorts, indexed ops and the other elementwise kinds.
+  (void)torch::amax(x, {1});
+  (void)torch::all(x);
+  (void)torch::norm(x, 2.0, {1});
+  (void)torch::cumsum(x, 1);
+  (void)torch::sort(x, 1);
+  auto index = torch::empty({4, 8}, torch::kInt64);
+  (void)torch::gather(x, 1, index);
+  (void)torch::scatter(x, 1, index, torch::empty({4, 8}));
+  (void)torch::maximum(x, x);
+  (void)torch::sign(x);
+  (void)torch::round(x);
+  {
+    auto leaf = torch::empty({4, 64}).requires_grad_();
+    torch::sum(torch::leaky_relu(leaf, 0.1)).backward();
+  }
   {
     // The backward kinds through autograd, the optimizer kinds through torch::optim.
     auto w = torch::empty({64, 64}).requires_grad_();

@@ -36,7 +36,9 @@ namespace syntorch::runtime {
   X(attention_backward) X(layernorm_backward) X(rmsnorm_backward)  /* backward (autograd) */  \
   X(softmax_backward) X(swiglu_backward) X(embedding_backward)                                \
   X(gelu_backward) X(silu_backward) X(relu_backward) X(tanh_backward) X(sigmoid_backward)     \
-  X(sum)                                                           /* reductions */           \
+  X(sum) X(amax) X(all) X(norm) X(cumsum) X(sort)                 /* reductions, scans, sorts */ \
+  X(gather) X(scatter)                                             /* indexed reads and writes */ \
+  X(maximum) X(sign) X(round) X(leaky_relu) X(leaky_relu_backward) /* more elementwise */      \
   X(adam) X(sgd) X(foreach)                                        /* optimizer steps */           \
   X(replay)                                                        /* a recorded kernel, replayed */
 

@@ -97,6 +97,45 @@ Tensor argmax(const Tensor& x, std::optional<std::int64_t> dim = std::nullopt, b
 std::tuple<Tensor, Tensor> topk(const Tensor& x, std::int64_t k, std::int64_t dim = -1, bool largest = true,
                                 bool sorted = true);
 
+// --- More reductions, scans, sorts, gathers and scatters (reduce_ops.cpp) ---
+// The largest (smallest) value over `dims` (all of them when empty): one amax op (rows of the
+// kept elements, columns of the reduced ones, as sum). max(x)/min(x) over all elements; with a
+// dim, the values and their int64 positions, from the same pass.
+Tensor amax(const Tensor& x, IntArrayRef dims = {}, bool keepdim = false);
+Tensor amin(const Tensor& x, IntArrayRef dims = {}, bool keepdim = false);
+Tensor max(const Tensor& x);
+Tensor min(const Tensor& x);
+std::tuple<Tensor, Tensor> max(const Tensor& x, std::int64_t dim, bool keepdim = false);
+std::tuple<Tensor, Tensor> min(const Tensor& x, std::int64_t dim, bool keepdim = false);
+// Whether all (any) elements over `dims` (all when empty) are non-zero: Bool, one all op.
+Tensor all(const Tensor& x, IntArrayRef dims = {}, bool keepdim = false);
+Tensor any(const Tensor& x, IntArrayRef dims = {}, bool keepdim = false);
+// The vector p-norm over `dims` (torch.linalg.vector_norm, Tensor.norm): one norm op.
+Tensor norm(const Tensor& x, double p = 2.0, IntArrayRef dims = {}, bool keepdim = false);
+// The running sum along dim (integers and bools accumulate in Long): one scan.
+Tensor cumsum(const Tensor& x, std::int64_t dim, std::optional<ScalarType> dtype = std::nullopt);
+// Each row along dim sorted (values and int64 positions): one segmented radix sort.
+std::tuple<Tensor, Tensor> sort(const Tensor& x, std::int64_t dim = -1, bool descending = false);
+Tensor argsort(const Tensor& x, std::int64_t dim = -1, bool descending = false);
+// out[...] = x[index along dim] (index of x's rank): one gather op over the index's elements.
+// scatter_ writes src (or a value) at the positions index gives; scatter_add_ adds src there.
+Tensor gather(const Tensor& x, std::int64_t dim, const Tensor& index);
+Tensor& scatter_(Tensor& x, std::int64_t dim, const Tensor& index, const Tensor& src);
+Tensor& scatter_(Tensor& x, std::int64_t dim, const Tensor& index, double value);
+Tensor& scatter_add_(Tensor& x, std::int64_t dim, const Tensor& index, const Tensor& src);
+Tensor scatter(const Tensor& x, std::int64_t dim, const Tensor& index, const Tensor& src);
+Tensor scatter_add(const Tensor& x, std::int64_t dim, const Tensor& index, const Tensor& src);
+// Elementwise: the larger (smaller) of two broadcast operands; the sign; rounding to integral
+// values; leaky_relu (x, or slope * x where negative).
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+Tensor sign(const Tensor& x);
+Tensor round(const Tensor& x);
+Tensor floor(const Tensor& x);
+Tensor ceil(const Tensor& x);
+Tensor trunc(const Tensor& x);
+Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
+
 // --- Comparisons, selection, masking and sampling (select_ops.cpp) ---
 // Elementwise comparisons with broadcasting (or against a number): Bool outputs, no gradient.
 Tensor eq(const Tensor& a, const Tensor& b);

@@ -186,7 +186,7 @@ def _shape_and_kind(data):
         if not data:
             return [0], 0
         parts = [_shape_and_kind(d) for d in data]
-        if any(p[0] != parts[0][0] for p in parts):
+        if _builtins.any(p[0] != parts[0][0] for p in parts):
             raise ValueError(f"expected sequence of length {parts[0][0]} at dim 1 (got a ragged list)")
         return [len(data)] + parts[0][0], _builtins.max(p[1] for p in parts)
     if isinstance(data, _builtins.bool):
@@ -485,7 +485,7 @@ def _basic_index(self, key):
 def _index(self, key):
     if type(key) is not tuple:
         key = (key,)
-    if len(key) <= self.dim() and all(type(k) is slice or type(k) is _builtins.int for k in key):
+    if len(key) <= self.dim() and _builtins.all(type(k) is slice or type(k) is _builtins.int for k in key):
         return _basic_index(self, key)
     consumed = _builtins.sum(1 for k in key if k is not None and k is not Ellipsis)
     if _builtins.sum(1 for k in key if k is Ellipsis) > 1:
@@ -561,7 +561,7 @@ def _setindex(self, key, value):
     advanced = [i for i, k in enumerate(keys) if isinstance(k, (list, Tensor))]
     if len(advanced) > 1:
         # Several indices broadcast together (x[rows, cols] = v): index_put_ over the basic view.
-        if any(not isinstance(k, (list, Tensor, slice)) or (type(k) is slice and k != slice(None)) for k in keys):
+        if _builtins.any(not isinstance(k, (list, Tensor, slice)) or (type(k) is slice and k != slice(None)) for k in keys):
             raise NotImplementedError("index assignment with several list or tensor indices takes only whole-dim "
                                       "slices (:) beside them")
         indices = [_index_tensor(k, self.size(d), self.device) if isinstance(k, (list, Tensor)) else None
@@ -572,7 +572,7 @@ def _setindex(self, key, value):
         return
     if advanced:
         # One advanced index after basic ones: index_copy_ into that dim of the basic view.
-        if any(k is Ellipsis or k is None for k in keys[:advanced[0]]):
+        if _builtins.any(k is Ellipsis or k is None for k in keys[:advanced[0]]):
             raise NotImplementedError("index assignment with a list or tensor index after ... or None is not "
                                       "supported")
         dim = advanced[0]
@@ -621,6 +621,8 @@ Tensor.__getattr__ = _tensor_getattr
 Tensor.__getitem__ = _index
 Tensor.__setitem__ = _setindex
 
-from . import _methods, _extras  # noqa: E402
+from . import _methods, _extras, _reductions  # noqa: E402
 _methods._install(_sys.modules[__name__])
 _extras._install(_sys.modules[__name__])
+_reductions._install(_sys.modules[__name__])
+from . import linalg  # noqa: E402

@@ -86,6 +86,23 @@ struct ElementwiseCost {
 };
 std::vector<Kernel> lower_elementwise(const OpDesc& op, const LowerContext& cx, ElementwiseCost cost);
 
+// A row-wise pass over [rows, cols]: every input read once with `ops_per_input` operations; a
+// reduction writes `outputs_per_row` elements (and `index_bytes_per_row` of int64 positions) per
+// row, a scan writes every element.
+struct RowPassCost {
+  double ops_per_input;
+  double outputs_per_row;
+  double index_bytes_per_row = 0;
+  bool scan = false;
+};
+std::vector<Kernel> lower_row_pass(const OpDesc& op, const LowerContext& cx, RowPassCost cost);
+// sort: each row's values sorted with their int64 positions, as CUB's segmented radix sort runs
+// (a pass per 8 bits of key, each reading and writing keys and positions).
+std::vector<Kernel> lower_sort(const OpDesc& op, const LowerContext& cx);
+// gather and scatter over `elements` index positions: each reads its int64 index and one value
+// (random access within the source), and writes one value.
+std::vector<Kernel> lower_indexed(const OpDesc& op, const LowerContext& cx);
+
 // One streaming pass over `elements`: a vectorised grid-stride kernel reading and writing the
 // given bytes per element (each as its own dtype: an fp32 upcast reads 2 and writes 4) with
 // `ops_per_element` fp32 operations. The pieces of composed (eager) implementations.

@@ -166,6 +166,29 @@ constexpr OpType rowwise_type(OpKind kind, std::string_view name) {
   };
 }
 
+// A row-wise pass over [rows, cols] of the given cost (a reduction or a scan; kernels/reduce.cpp).
+template <detail::RowPassCost Cost>
+constexpr OpType row_pass_type(OpKind kind, std::string_view name) {
+  return OpType{
+      .kind = kind,
+      .name = name,
+      .params = kRowsParams,
+      .implementations = kFusedOnly,
+      .check = &check_rows,
+      .describe = &describe_rows,
+      .flops = [](const OpDesc& op) { return rows_elements(op) * Cost.ops_per_input; },
+      .min_bytes =
+          [](const OpDesc& op) {
+            const double e = element_bytes(op.dtype);
+            const double written = Cost.scan ? rows_elements(op) * e
+                                             : static_cast<double>(op.rows) * (e * Cost.outputs_per_row +
+                                                                               Cost.index_bytes_per_row);
+            return rows_elements(op) * e + written;
+          },
+      .lower = [](const OpDesc& op, const detail::LowerContext& cx) { return detail::lower_row_pass(op, cx, Cost); },
+  };
+}
+
 // A normalisation over [rows, cols], or its backward: the row-wise op with implementations to
 // choose among, lowered by `Lower` (kernels/norm.cpp: lower_norm, lower_norm_backward).
 template <detail::RowCost Cost,

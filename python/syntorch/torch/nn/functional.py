@@ -21,6 +21,50 @@ def silu(input, inplace=False):
     return _syntorch.silu(input)
 
 
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    return _syntorch._leaky_relu(input, negative_slope)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta x)) / beta: composed here (three kernels; PyTorch's is one)."""
+    x = input * beta if beta != 1.0 else input
+    out = (x.exp() + 1.0).log()
+    return out / beta if beta != 1.0 else out
+
+
+def hardswish(input, inplace=False):
+    """x * relu6(x + 3) / 6, composed (PyTorch's is one kernel)."""
+    return input * (input + 3.0).clamp(0.0, 6.0) / 6.0
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """input / max(||input||_p along dim, eps): a norm, a clamp and a divide, as PyTorch's."""
+    import syntorch.torch as torch
+    return input / torch.norm(input, p, dim, keepdim=True).clamp(min=eps)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """The product's sum over dim over the norms' product, composed."""
+    import syntorch.torch as torch
+    dot = (x1 * x2).sum(dim=dim)
+    return dot / (torch.norm(x1, 2.0, dim) * torch.norm(x2, 2.0, dim)).clamp(min=eps)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """target * (log target - input) per element (exp(target) * (target - input) with log_target),
+    then the reduction ("batchmean": the sum over the batch size), composed."""
+    per = (target.exp() * (target - input)) if log_target else target * (target.log() - input)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if reduction == "batchmean":
+        return per.sum() / float(input.shape[0])
+    return _reduce(per, reduction, "kl_div")
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Whole channels dropped: the dropout kernel over the input."""
+    return _syntorch.dropout(input, p, training)
+
+
 def gelu(input, approximate="none"):
     return _syntorch.gelu(input, approximate)
 
