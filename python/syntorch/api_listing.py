@@ -16,6 +16,9 @@ MODULES = ["syntorch", "syntorch.torch", "syntorch.torch.nn", "syntorch.torch.nn
            "syntorch.torch.amp", "syntorch.torch.autograd", "syntorch.torch.cuda", "syntorch.torch.profiler",
            "syntorch.torch.distributed", "syntorch.torch.backends.cuda", "syntorch.torch.backends.cudnn",
            "syntorch.torch.utils.checkpoint", "syntorch.torch.utils.data", "syntorch.torch.utils.data.distributed",
+           "syntorch.torch.serialization", "syntorch.torch.linalg", "syntorch.torch.distributions",
+           "syntorch.torch.jit", "syntorch.torch.compiler", "syntorch.torch.backends.mps", "syntorch.torch.nn.utils.rnn",
+           "syntorch.torch.utils._pytree",
            "syntorch.xpuruntime", "syntorch.xpuruntime.pytorch", "syntorch.xpuruntime.pytorch.ops",
            "syntorch.parallel", "syntorch.clock", "syntorch.run", "syntorch.pytorch",
            "syntorch.ir"]

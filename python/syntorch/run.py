@@ -19,7 +19,8 @@ import sys
 _SUBMODULES = ("nn", "nn.functional", "nn.init", "nn.utils", "nn.attention", "nn.parallel", "cuda", "optim", "optim.lr_scheduler",
                "amp", "autograd", "profiler", "distributed", "backends", "backends.cuda", "backends.cudnn", "utils",
                "utils.checkpoint", "utils.data", "utils.data.distributed", "utils.data.dataloader",
-               "serialization", "jit", "compiler", "backends.mps", "utils._pytree", "linalg")
+               "serialization", "jit", "compiler", "backends.mps", "utils._pytree", "linalg",
+               "distributions", "nn.utils.rnn")
 _XPURUNTIME = ("", ".pytorch", ".pytorch.ops")
 
 

@@ -593,9 +593,9 @@ def test_checkpoints_keep_shapes_and_cost_the_copies_torch_save_and_load_make(tm
     assert host["model"]["emb.weight"].device.type == "cpu"
     assert torch.load(path, map_location={"cuda": "meta"})["model"]["emb.weight"].is_meta
     buf = __import__("io").BytesIO()
-    torch.save(nn.Parameter(torch.randn(3)), buf)
+    torch.serialization.save(nn.Parameter(torch.randn(3)), buf)  # where PyTorch defines them
     buf.seek(0)
-    assert torch.load(buf).requires_grad
+    assert torch.serialization.load(buf).requires_grad
     (tmp_path / "bad.pt").write_bytes(b"not a zip")
     with pytest.raises(RuntimeError, match="not a zip"):
         torch.load(tmp_path / "bad.pt")
@@ -793,4 +793,49 @@ def test_reductions_scans_sorts_and_indexed_ops_in_pytorchs_overloads():
     assert F.kl_div(logp, p, reduction="none").shape == (4, 8)
     img = torch.randn(2, 3, 8, 8)
     assert F.dropout2d(img).shape == nn.Dropout2d(0.2)(img).shape == (2, 3, 8, 8)
+    syntorch.trace_manager.stats()
+
+
+def test_multihead_attention_padding_distributions_and_distance_helpers():
+    from syntorch.torch.nn.utils.rnn import pad_sequence
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    mha = nn.MultiheadAttention(64, 8, batch_first=True)
+    x = torch.randn(2, 10, 64)
+    out, weights = mha(x, x, x)
+    assert out.shape == (2, 10, 64) and weights.shape == (2, 10, 10)
+    out, weights = mha(x, x, x, need_weights=False, key_padding_mask=torch.zeros(2, 10, dtype=torch.bool))
+    assert out.shape == (2, 10, 64) and weights is None
+    cross = nn.MultiheadAttention(64, 8, kdim=32, vdim=32, bias=False)
+    out, weights = cross(torch.randn(10, 2, 64), torch.randn(7, 2, 32), torch.randn(7, 2, 32),
+                         average_attn_weights=False, attn_mask=torch.zeros(10, 7))
+    assert out.shape == (10, 2, 64) and weights.shape == (2, 8, 10, 7)
+    out, weights = mha(torch.randn(10, 64), torch.randn(10, 64), torch.randn(10, 64))  # unbatched
+    assert out.shape == (10, 64) and weights.shape == (10, 10)
+    with pytest.raises(AssertionError):
+        nn.MultiheadAttention(64, 7)
+    with pytest.raises(NotImplementedError):
+        nn.MultiheadAttention(64, 8, add_bias_kv=True)
+    assert pad_sequence([torch.randn(3, 4), torch.randn(5, 4)]).shape == (5, 2, 4)
+    assert pad_sequence([torch.randn(3), torch.randn(5)], batch_first=True, padding_side="left").shape == (2, 5)
+    with pytest.raises(RuntimeError, match="empty"):
+        pad_sequence([])
+    with pytest.raises(RuntimeError, match="beyond their first dim"):
+        pad_sequence([torch.randn(3, 4), torch.randn(3, 5)])
+    with pytest.raises(ValueError):
+        pad_sequence([torch.randn(3)], padding_side="middle")
+    dist = torch.distributions.Categorical(logits=torch.randn(4, 6))
+    assert dist.sample().shape == (4,) and dist.sample((3,)).shape == (3, 4) and dist.param_shape == (4, 6)
+    assert dist.log_prob(torch.randint(0, 6, (4,))).shape == (4,) and dist.entropy().shape == (4,)
+    assert torch.distributions.Categorical(probs=torch.rand(6)).sample().shape == ()
+    with pytest.raises(ValueError):
+        torch.distributions.Categorical()
+    assert torch.diag(torch.randn(3)).shape == (3, 3) and torch.diag(torch.randn(3), 1).shape == (4, 4)
+    assert torch.diag(torch.randn(3, 4)).shape == (3,) and torch.diag(torch.randn(4, 4), -1).shape == (3,)
+    with pytest.raises(RuntimeError, match="1D or 2D"):
+        torch.diag(torch.randn(2, 2, 2))
+    assert torch.trapezoid(torch.randn(5)).shape == () and torch.trapezoid(torch.randn(3, 5), dx=0.1).shape == (3,)
+    assert torch.trapezoid(torch.randn(5), torch.randn(5)).shape == ()
+    assert torch.cdist(torch.randn(2, 5, 3), torch.randn(2, 7, 3)).shape == (2, 5, 7)
+    with pytest.raises(NotImplementedError):
+        torch.cdist(torch.randn(5, 3), torch.randn(7, 3), p=1.0)
     syntorch.trace_manager.stats()

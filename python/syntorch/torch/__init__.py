@@ -626,3 +626,4 @@ _methods._install(_sys.modules[__name__])
 _extras._install(_sys.modules[__name__])
 _reductions._install(_sys.modules[__name__])
 from . import linalg  # noqa: E402
+from . import distributions  # noqa: E402

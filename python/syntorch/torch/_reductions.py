@@ -149,8 +149,43 @@ def _install(torch):
     def square(input):
         return torch.pow(input, 2)
 
+    def diag(input, diagonal=0):
+        """A vector's diagonal matrix (a fill and a copy), or a matrix's diagonal (a view)."""
+        if input.dim() == 1:
+            n = input.shape[0] + builtins.abs(diagonal)
+            out = torch.zeros(n, n, dtype=input.dtype, device=input.device)
+            out.as_strided((input.shape[0],), (n + 1,), builtins.max(diagonal, 0) + builtins.max(-diagonal, 0) * n
+                           ).copy_(input)
+            return out
+        if input.dim() != 2:
+            raise RuntimeError("diag(): Supports 1D or 2D tensors. Got {}D".format(input.dim()))
+        rows, cols = input.shape
+        start = (0, diagonal) if diagonal >= 0 else (-diagonal, 0)
+        length = builtins.max(0, builtins.min(rows - start[0], cols - start[1]))
+        s0, s1 = input.stride()
+        return input.as_strided((length,), (s0 + s1,), input.storage_offset() + start[0] * s0 + start[1] * s1)
+
+    def trapezoid(y, x=None, *, dx=None, dim=-1):
+        """The trapezoid rule along dim: neighbours summed, halved and summed (composed)."""
+        n = y.shape[dim]
+        pairs = y.narrow(dim, 1, n - 1) + y.narrow(dim, 0, n - 1)
+        if x is not None:
+            pairs = pairs * (x.narrow(dim, 1, n - 1) - x.narrow(dim, 0, n - 1))
+            return pairs.sum(dim=dim) * 0.5
+        return pairs.sum(dim=dim) * (0.5 * (1.0 if dx is None else dx))
+
+    def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+        """Pairwise distances: for p = 2 as PyTorch's matrix-product path (the squared norms, one
+        batched product, their sum clamped, a root); other p are not supported."""
+        if p != 2.0:
+            raise NotImplementedError(f"torch.cdist: p={p} is not supported (p=2 is)")
+        a = (x1 * x1).sum(dim=-1, keepdim=True)
+        b = (x2 * x2).sum(dim=-1, keepdim=True)
+        cross = torch.matmul(x1, x2.transpose(-2, -1))
+        return (a - 2.0 * cross + b.transpose(-2, -1)).clamp(min=0.0).sqrt()
+
     for fn in (max, min, amax, amin, all, any, norm, cumsum, sort, argsort, median, gather, scatter, scatter_add,
-               maximum, minimum, logsumexp, var, std, lerp, flip, roll, square):
+               maximum, minimum, logsumexp, var, std, lerp, flip, roll, square, diag, trapezoid, cdist):
         setattr(torch, fn.__name__, fn)
     def elementwise(name):
         op = getattr(_syntorch, "_" + name)

@@ -804,6 +804,7 @@ class ModuleDict(Module):
 from . import parallel  # noqa: E402,F401  (after Module: it subclasses it)
 
 
-from .activation import Tanh, Sigmoid, Softmax, LogSoftmax, LeakyReLU, Softplus, Hardswish, Dropout2d  # noqa: E402
+from .activation import (Tanh, Sigmoid, Softmax, LogSoftmax, LeakyReLU, Softplus, Hardswish, Dropout2d,  # noqa: E402
+                         MultiheadAttention)
 from .loss import (CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, SmoothL1Loss, BCEWithLogitsLoss,  # noqa: E402
                    BCELoss)

@@ -1,6 +1,8 @@
-"""torch.nn.utils: gradient clipping."""
+"""torch.nn.utils: gradient clipping, and padding sequences (rnn)."""
 
 import _syntorch
+
+from . import rnn  # noqa: F401
 
 
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
