@@ -2,6 +2,8 @@
 
 #include "bindings.hpp"
 
+#include <set>
+
 #include "syntorch/parallel/training.hpp"
 
 namespace syntorch::python {
@@ -45,6 +47,38 @@ void bind_autograd(py::module_& m) {
     for (const Tensor& t : outs) back.push_back(t.defined() ? std::optional<Tensor>(t) : std::nullopt);
     return back;
   }, py::arg("function"), py::arg("inputs"), py::call_guard<RequireRun>());
+  // torch.autograd.Function: `outputs` (made by the Python forward with grad mode off) become the
+  // outputs of a node over `inputs` whose backward calls `backward` (Python: a list of output
+  // gradients, None where undefined, to one gradient or None per input). Node names must outlive
+  // the graph: interned.
+  m.def("_record_function", [](const std::string& name, const std::vector<Tensor>& inputs, std::vector<Tensor> outputs,
+                               const py::function& backward) {
+    static std::set<std::string> names;  // guarded by the interpreter's lock
+    const std::string& interned = *names.insert(name).first;
+    std::shared_ptr<py::function> held(new py::function(backward), [](py::function* f) {
+      py::gil_scoped_acquire gil;
+      delete f;
+    });
+    std::vector<const Tensor*> in;
+    for (const Tensor& t : inputs) in.push_back(&t);
+    std::vector<Tensor*> out;
+    for (Tensor& t : outputs) out.push_back(&t);
+    const std::size_t n_inputs = inputs.size();
+    torch::autograd::record(interned, in, out, {},
+                            [held, n_inputs](std::vector<Tensor>& grads, std::vector<Tensor>&, const torch::autograd::Node&) {
+      py::gil_scoped_acquire gil;
+      py::list g;
+      for (const Tensor& t : grads) g.append(t.defined() ? py::cast(t) : py::none());
+      std::vector<Tensor> result;
+      for (const auto& r : (*held)(g).cast<std::vector<std::optional<Tensor>>>()) result.push_back(r.value_or(Tensor()));
+      if (result.size() != n_inputs) {
+        throw torch::Error("function backward returned an incorrect number of gradients (expected " +
+                           std::to_string(n_inputs) + ", got " + std::to_string(result.size()) + ")");
+      }
+      return result;
+    });
+    return outputs;
+  }, py::arg("name"), py::arg("inputs"), py::arg("outputs"), py::arg("backward"));
   // A module parameter: allocated under weights (memory reports), requiring grad.
   m.def("_parameter", [](const std::vector<std::int64_t>& s, std::optional<torch::ScalarType> dt,
                          const std::string& dev, bool requires_grad) {

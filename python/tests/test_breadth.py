@@ -839,3 +839,68 @@ def test_multihead_attention_padding_distributions_and_distance_helpers():
     with pytest.raises(NotImplementedError):
         torch.cdist(torch.randn(5, 3), torch.randn(7, 3), p=1.0)
     syntorch.trace_manager.stats()
+
+
+def test_custom_autograd_functions_run_their_own_backward():
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    calls = []
+
+    class Scale(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, factor):
+            assert not torch.is_grad_enabled()
+            ctx.save_for_backward(x)
+            ctx.factor = factor
+            return x * factor
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            calls.append((ctx.needs_input_grad, x.shape))
+            return grad * ctx.factor, None
+
+    x = torch.randn(4, 4, requires_grad=True)
+    y = Scale.apply(x, 2.0)
+    assert y.requires_grad and y.grad_fn == "ScaleBackward"
+    y.sum().backward()
+    assert x.grad.shape == (4, 4) and calls == [((True, False), (4, 4))]
+    with torch.no_grad():
+        assert not Scale.apply(x, 2.0).requires_grad
+
+    class Split(torch.autograd.Function):
+        @staticmethod
+        def forward(a):
+            return a, a * 2.0
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.set_materialize_grads(True)
+            ctx.mark_dirty()
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            return g1 + g2
+
+    z = torch.randn(3, requires_grad=True)
+    first, second = Split.apply(z)
+    assert first is not z and first.requires_grad
+    second.sum().backward()  # the unused output's gradient is materialised as zeros
+    assert z.grad.shape == (3,)
+
+    class Bad(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.mark_non_differentiable()
+            return a + b
+
+        @staticmethod
+        def backward(ctx, g):
+            return (g,)
+
+    with pytest.raises(RuntimeError, match="incorrect number of gradients"):
+        Bad.apply(torch.randn(2, requires_grad=True), torch.randn(2)).sum().backward()
+    with pytest.raises(NotImplementedError):
+        torch.autograd.Function.forward(None)
+    with pytest.raises(NotImplementedError):
+        torch.autograd.Function.backward(None)
+    syntorch.trace_manager.stats()

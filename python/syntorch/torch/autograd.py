@@ -19,3 +19,79 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
                                   "gradient or none")
     _syntorch.autograd_backward(list(tensors), None if grad_tensors is None else list(grad_tensors),
                                 bool(retain_graph))
+
+
+class FunctionCtx:
+    """What forward leaves for backward: saved tensors, which inputs need a gradient, and any
+    attribute the function sets on it."""
+
+    def __init__(self):
+        self.saved_tensors = ()
+        self.needs_input_grad = ()
+        self.materialize_grads = True
+        self._non_differentiable = set()
+
+    def save_for_backward(self, *tensors):
+        self.saved_tensors = tuple(tensors)
+
+    def mark_non_differentiable(self, *tensors):
+        self._non_differentiable.update(id(t) for t in tensors)
+
+    def mark_dirty(self, *tensors):
+        pass
+
+    def set_materialize_grads(self, value):
+        self.materialize_grads = bool(value)
+
+
+class Function:
+    """torch.autograd.Function: forward(ctx, *args) runs with grad mode off; its tensor outputs
+    get a node whose backward calls backward(ctx, *grad_outputs), which returns a gradient (or None)
+    per forward argument, as PyTorch's. The setup_context style (forward(*args) with
+    setup_context(ctx, inputs, output)) works too."""
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("You must implement either the backward or vjp method for your custom "
+                                  "autograd.Function to use it with backward mode AD.")
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        import syntorch.torch as torch
+        ctx = FunctionCtx()
+        ctx.needs_input_grad = tuple(isinstance(a, _syntorch.Tensor) and a.requires_grad for a in args)
+        separate = hasattr(cls, "setup_context")
+        with torch.no_grad():
+            output = cls.forward(*args, **kwargs) if separate else cls.forward(ctx, *args, **kwargs)
+        if separate:
+            cls.setup_context(ctx, args, output)
+        if not (torch.is_grad_enabled() and any(ctx.needs_input_grad)):
+            return output
+        outputs = output if isinstance(output, tuple) else (output,)
+        inputs = [a for a in args if isinstance(a, _syntorch.Tensor)]
+        positions = [i for i, a in enumerate(args) if isinstance(a, _syntorch.Tensor)]
+        # An output that is an input (returned as is) gets a view of its own for the history.
+        fresh = [o.view_as(o) if any(o is a for a in inputs) else o for o in outputs]
+        differentiable = [o for o in fresh if isinstance(o, _syntorch.Tensor) and id(o) not in ctx._non_differentiable
+                          and (o.is_floating_point() or o.is_complex())]
+
+        def backward(grads):
+            if ctx.materialize_grads:
+                grads = [g if g is not None else torch.zeros_like(o) for g, o in zip(grads, differentiable)]
+            result = cls.backward(ctx, *grads)
+            result = result if isinstance(result, tuple) else (result,)
+            if len(result) < len(args):
+                raise RuntimeError(f"function {cls.__name__}Backward returned an incorrect number of gradients "
+                                   f"(expected {len(args)}, got {len(result)})")
+            return [result[i] for i in positions]
+
+        if differentiable:
+            _syntorch._record_function(cls.__name__ + "Backward", inputs, differentiable, backward)
+        if isinstance(output, tuple):
+            return tuple(fresh)
+        return fresh[0]
+
