@@ -18,6 +18,14 @@ void bind_optim(py::module_& m) {
       .def("step", &optim::Optimizer::step, py::call_guard<RequireRun>())
       .def("zero_grad", &optim::Optimizer::zero_grad, py::arg("set_to_none") = true, py::call_guard<RequireRun>())
       .def("state_bytes", &optim::Optimizer::state_bytes)
+      .def("_state_tensors", [](const optim::Optimizer& o) {
+        std::vector<std::vector<std::optional<Tensor>>> out;
+        for (const auto& slot : o.state_tensors()) {
+          auto& row = out.emplace_back();
+          for (const Tensor& t : slot) row.push_back(t.defined() ? std::optional<Tensor>(t) : std::nullopt);
+        }
+        return out;
+      })
       .def_property_readonly("supports_amp_scaling", &optim::Optimizer::supports_amp_scaling);
   py::class_<optim::SGD, optim::Optimizer>(m, "_SGD")
       .def(py::init([](std::vector<Tensor> params, double lr, double momentum, double weight_decay, bool foreach,

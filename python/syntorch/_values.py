@@ -80,15 +80,16 @@ def _call_site():
 def note_read(kind):
     """Counts a read at the caller's site; warns on its first, or raises in strict mode."""
     file, line = _call_site()
+    what = f"{kind}(tensor)" if kind in ("bool", "float", "int", "format") else f"Tensor.{kind}()"
     if value_mode() == "strict":
-        raise RuntimeError(f"{file}:{line}: Tensor.{kind}() reads a value, and the simulator computes none "
+        raise RuntimeError(f"{file}:{line}: {what} reads a value, and the simulator computes none "
                            "(strict value mode; syntorch.set_value_mode('placeholder') returns placeholders)")
     key = (file, line, kind)
     with _state.lock:
         first = key not in _state.reads
         _state.reads[key] = _state.reads.get(key, 0) + 1
     if first:
-        warnings.warn_explicit(f"Tensor.{kind}(): the simulator computes no values; a placeholder (zeros) is "
+        warnings.warn_explicit(f"{what}: the simulator computes no values; a placeholder (zeros) is "
                                "returned (syntorch.value_reads() lists every read)", ValuePlaceholderWarning,
                                file, line)
 

@@ -11,6 +11,7 @@ or argument syntorch lacks raises NotImplementedError naming it. The run's summa
 time, kernels, memory, and every op and kernel by name) is printed to stderr at the end."""
 
 import argparse
+import collections.abc
 import importlib
 import os
 import runpy
@@ -20,7 +21,8 @@ _SUBMODULES = ("nn", "nn.functional", "nn.init", "nn.utils", "nn.attention", "nn
                "amp", "autograd", "profiler", "distributed", "backends", "backends.cuda", "backends.cudnn", "utils",
                "utils.checkpoint", "utils.data", "utils.data.distributed", "utils.data.dataloader",
                "serialization", "jit", "compiler", "backends.mps", "utils._pytree", "linalg",
-               "distributions", "nn.utils.rnn")
+               "distributions", "nn.utils.rnn", "multiprocessing", "hub", "accelerator",
+               "utils.tensorboard")
 _XPURUNTIME = ("", ".pytorch", ".pytorch.ops")
 
 
@@ -78,14 +80,14 @@ def main(argv=None):
             print(text, file=sys.stderr)
 
 
-class _RankEnviron(dict):
+class _RankEnviron(collections.abc.MutableMapping):
     """os.environ with RANK, LOCAL_RANK and WORLD_SIZE per thread: every rank's script sees its own,
-    as every process does under torchrun."""
+    as every process does under torchrun. Everything else is the process's environment (setting
+    and deleting variables as os.environ does)."""
 
     _PER_RANK = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK")
 
     def __init__(self, base, local):
-        super().__init__(base)
         self._base, self._local = base, local
 
     def _own(self, key):
@@ -96,16 +98,33 @@ class _RankEnviron(dict):
         own = self._own(key)
         return own[key] if own is not None else self._base[key]
 
-    def get(self, key, default=None):
-        own = self._own(key)
-        return own.get(key, default) if own is not None else self._base.get(key, default)
-
-    def __contains__(self, key):
-        own = self._own(key)
-        return key in own if own is not None else key in self._base
-
     def __setitem__(self, key, value):
-        self._base[key] = value
+        own = self._own(key)
+        if own is not None:
+            own[key] = value
+        else:
+            self._base[key] = value
+
+    def __delitem__(self, key):
+        own = self._own(key)
+        if own is not None:
+            del own[key]
+        else:
+            del self._base[key]
+
+    def __iter__(self):
+        values = getattr(self._local, "env", None) or {}
+        yield from values
+        yield from (k for k in self._base if k not in values)
+
+    def __len__(self):
+        return sum(1 for _ in self)
+
+    def copy(self):
+        return dict(self)
+
+    def __repr__(self):
+        return f"environ({dict(self)!r})"
 
 
 class _RankLines:

@@ -904,3 +904,92 @@ def test_custom_autograd_functions_run_their_own_backward():
     with pytest.raises(NotImplementedError):
         torch.autograd.Function.backward(None)
     syntorch.trace_manager.stats()
+
+
+def test_spawned_ranks_hub_accelerator_and_device_indices():
+    import syntorch.torch.distributed as dist
+    syntorch.init(hw=config("dgx_h100.json"))
+    seen = []
+
+    def worker(rank, size):
+        dist.init_process_group("nccl", rank=rank, world_size=size)
+        x = torch.randn(64, 64).to(rank)  # a device index, as PyTorch takes it
+        dist.all_reduce(x)
+        seen.append((rank, x.device.type))
+
+    assert torch.multiprocessing.spawn(worker, args=(2,), nprocs=2) is None
+    assert sorted(seen) == [(0, "cuda"), (1, "cuda")]
+    with pytest.raises(torch.multiprocessing.ProcessRaisedException, match="rank 1"):
+        torch.multiprocessing.spawn(lambda rank: [][0] if rank == 1 else None, nprocs=2)
+    torch.multiprocessing.set_start_method("spawn", force=True)
+    assert torch.multiprocessing.get_start_method() == "spawn" and "fork" in torch.multiprocessing.get_all_start_methods()
+    assert torch.multiprocessing.cpu_count() >= 1
+    assert torch.hub.get_dir().endswith("hub")
+    torch.hub.set_dir("/tmp/hub")
+    assert torch.hub.get_dir() == "/tmp/hub"
+    for call in (lambda: torch.hub.load_state_dict_from_url("https://example.org/w.pt"),
+                 lambda: torch.hub.download_url_to_file("https://example.org/w.pt", "/tmp/w"),
+                 lambda: torch.hub.load("repo", "model")):
+        with pytest.raises(NotImplementedError):
+            call()
+    assert torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "cuda"
+    assert torch.accelerator.device_count() >= 1 and torch.accelerator.current_device_index() == 0
+    torch.accelerator.set_device_index(0)
+    torch.accelerator.synchronize()
+    assert torch.randn(2, device=0).is_cuda and torch.randn(2, device="cpu").to(0).is_cuda
+    syntorch.trace_manager.stats()
+
+
+def test_optimizer_state_dicts_samplers_and_summary_writers():
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    model = nn.Linear(64, 64)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    assert opt.state_dict()["state"] == {} and opt.state_dict()["param_groups"][0]["params"] == [0, 1]
+    model(torch.randn(8, 64)).sum().backward()
+    opt.step()
+    sd = opt.state_dict()
+    assert set(sd["state"][0]) == {"exp_avg", "exp_avg_sq", "step"} and sd["state"][0]["exp_avg"].shape == (64, 64)
+    assert sd["param_groups"][0]["lr"] == 1e-3 and len(opt.state) == 2
+    sd["param_groups"][0]["lr"] = 5e-4
+    host = {"state": {i: {k: v.cpu() if v.dim() else v for k, v in s.items()} for i, s in sd["state"].items()},
+            "param_groups": sd["param_groups"]}
+    fresh = torch.optim.AdamW(model.parameters())
+    fresh.load_state_dict(host)
+    assert fresh.param_groups[0]["lr"] == 5e-4
+    with pytest.raises(ValueError, match="number of parameter groups"):
+        fresh.load_state_dict({"state": {}, "param_groups": []})
+    with pytest.raises(ValueError, match="doesn't match"):
+        fresh.load_state_dict({"state": {}, "param_groups": [{"params": [0]}]})
+    with pytest.raises(KeyError):
+        fresh.load_state_dict({})
+    extra = nn.Linear(64, 2)
+    opt.add_param_group({"params": extra.parameters(), "lr": 1e-2})
+    assert len(opt.param_groups) == 2 and opt.param_groups[1]["betas"] == (0.9, 0.999)
+    with pytest.raises(ValueError, match="more than one"):
+        opt.add_param_group({"params": extra.weight})
+    with pytest.raises(TypeError):
+        opt.add_param_group([extra.weight])
+    sgd = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    model(torch.randn(8, 64)).sum().backward()
+    sgd.step()
+    assert set(sgd.state_dict()["state"][0]) == {"momentum_buffer", "step"}
+    endless = RandomSampler(range(10), replacement=True, num_samples=10 ** 12)
+    it = iter(endless)
+    assert len(endless) == 10 ** 12 and 0 <= next(it) < 10  # drawn lazily
+    loss = nn.CrossEntropyLoss()(torch.randn(4, 5), torch.softmax(torch.randn(4, 5), 1))  # class probabilities
+    assert loss.shape == () and F.cross_entropy(torch.randn(4, 5), torch.rand(4, 5), label_smoothing=0.1,
+                                                reduction="none").shape == (4,)
+    with pytest.raises(RuntimeError, match="input's shape"):
+        F.cross_entropy(torch.randn(4, 5), torch.rand(4, 3))
+    assert torch.device(1) == "cuda:1"
+    from syntorch.torch.utils.tensorboard import SummaryWriter
+    with SummaryWriter("runs/x") as writer:
+        writer.add_scalar("loss", 0.5, 1)
+        writer.add_scalars("lr", {"a": 1.0, "b": 2.0}, 1)
+        writer.add_histogram("w", torch.randn(3))
+        writer.add_text("note", "hi")
+        writer.add_graph(model)
+        writer.add_hparams({"lr": 1e-3}, {"loss": 0.5})
+        writer.flush()
+    assert writer.closed and writer.scalars == [("loss", 1, 0.5), ("lr/a", 1, 1.0), ("lr/b", 1, 2.0)]
+    syntorch.trace_manager.stats()

@@ -31,6 +31,9 @@ class Optimizer {
   const std::vector<Tensor>& parameters() const { return params_; }
   // Bytes of optimizer state held now (0 before the first step).
   std::uint64_t state_bytes() const;
+  // The state tensors, [slot][parameter] (SGD: the momentum buffers; Adam: exp_avg, exp_avg_sq):
+  // undefined for a parameter before its first step.
+  const std::vector<std::vector<Tensor>>& state_tensors() const { return state_; }
 
  protected:
   // The parameters a step updates (those with a gradient), in order: their positions, the

@@ -65,6 +65,8 @@ class device:
     def __init__(self, type, index=None):
         if isinstance(type, device):
             type, index = type.type, type.index
+        elif _builtins.type(type) is _builtins.int:  # torch.device(0): a CUDA device index
+            type, index = "cuda", type
         name = str(type)
         if ":" in name:
             name, idx = name.split(":", 1)
@@ -96,7 +98,7 @@ class device:
 
 def _device_name(d):
     if d is not None:
-        return str(device(d))
+        return str(device(f"cuda:{d}" if type(d) is _builtins.int else d))
     return _default_device.stack[-1] if _default_device.stack else _process_device[0]
 
 
@@ -377,6 +379,8 @@ def _to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, me
             dtype, device = a.dtype, a.device
         elif isinstance(a, _builtins.bool) and i > 0:
             non_blocking = a
+        elif isinstance(a, _builtins.int) and i == 0:  # a CUDA device index, as PyTorch takes it
+            device = f"cuda:{a}"
         else:
             raise TypeError(f"to() received an invalid combination of arguments: got {type(a).__name__}")
     if device is not None:
@@ -627,3 +631,6 @@ _extras._install(_sys.modules[__name__])
 _reductions._install(_sys.modules[__name__])
 from . import linalg  # noqa: E402
 from . import distributions  # noqa: E402
+from . import multiprocessing  # noqa: E402
+from . import hub  # noqa: E402
+from . import accelerator  # noqa: E402

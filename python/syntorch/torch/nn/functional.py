@@ -147,8 +147,15 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     if target.dtype.is_floating_point:
-        raise NotImplementedError("torch.nn.functional.cross_entropy: class probabilities as targets are not supported; "
-                                  "give class indices")
+        # Class probabilities: -(target * log_softmax(input)) summed over the classes, as PyTorch's.
+        if list(target.shape) != list(input.shape):
+            raise RuntimeError(f"cross_entropy: class-probability targets must have the input's shape "
+                               f"{list(input.shape)}, got {list(target.shape)}")
+        if label_smoothing > 0.0:
+            classes = input.shape[1 if input.dim() > 1 else 0]
+            target = target * (1.0 - label_smoothing) + label_smoothing / classes
+        per = -(target * log_softmax(input, 1 if input.dim() > 1 else 0)).sum(dim=1 if input.dim() > 1 else 0)
+        return _reduce(per, reduction, "cross_entropy")
     if input.dim() == 1:
         input, target = input.unsqueeze(0), target.unsqueeze(0)
     elif input.dim() > 2:

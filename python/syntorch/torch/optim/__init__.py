@@ -43,6 +43,76 @@ class Optimizer:
         """Bytes of optimizer state held now (syntorch's addition)."""
         return self._impl.state_bytes()
 
+    _STATE_NAMES = ()  # the state slots' names, as PyTorch's state_dict calls them
+
+    def _flat(self):
+        return [p for g in self.param_groups for p in g["params"]]
+
+    @property
+    def state(self):
+        """Per parameter, its state tensors by PyTorch's names (those that have taken a step)."""
+        import syntorch.torch as torch
+        slots = self._impl._state_tensors()
+        out = {}
+        for i, p in enumerate(self._flat()):
+            entry = {name: slot[i] for name, slot in zip(self._STATE_NAMES, slots) if slot[i] is not None}
+            if entry:
+                entry["step"] = torch.zeros((), dtype=torch.float32, device="cpu")
+                out[p] = entry
+        return out
+
+    def state_dict(self):
+        """{"state": {index: {name: tensor}}, "param_groups": [{hyperparameters, "params": [indices]}]},
+        as PyTorch's: the state tensors themselves (no copy), parameters by their index."""
+        index = {id(p): i for i, p in enumerate(self._flat())}
+        state = {index[id(p)]: dict(s) for p, s in self.state.items()}
+        groups = []
+        for g in self.param_groups:
+            entry = {k: v for k, v in g.items() if k != "params"}
+            entry["params"] = [index[id(p)] for p in g["params"]]
+            groups.append(entry)
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict):
+        """The groups' hyperparameters, and each saved state tensor brought to its parameter's device
+        (a copy from a host checkpoint). PyTorch's checks on the groups' and parameters' counts."""
+        groups = state_dict.get("param_groups")
+        if groups is None or "state" not in state_dict:
+            raise KeyError("optimizer state_dict must have 'state' and 'param_groups'")
+        if len(groups) != len(self.param_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        for mine, theirs in zip(self.param_groups, groups):
+            if len(mine["params"]) != len(theirs["params"]):
+                raise ValueError("loaded state dict contains a parameter group that doesn't match the size of "
+                                 "optimizer's group")
+        flat = self._flat()
+        import syntorch.torch as torch
+        with torch.no_grad():
+            for i, entry in state_dict["state"].items():
+                p = flat[int(i)]
+                for name, value in entry.items():
+                    if isinstance(value, torch.Tensor) and value.dim() > 0 and value.device != p.device:
+                        value.to(p.device)  # the copy PyTorch makes to the parameter's device
+        for mine, theirs in zip(self.param_groups, groups):
+            for k, v in theirs.items():
+                if k != "params":
+                    mine[k] = v
+
+    def add_param_group(self, param_group):
+        """A new group with the defaults it does not set; the optimizer's state is made again from
+        the next step (a step's state tensors for every parameter)."""
+        if not isinstance(param_group, dict) or "params" not in param_group:
+            raise TypeError("param_group must be a dict with a 'params' entry")
+        params = param_group["params"]
+        param_group["params"] = [params] if isinstance(params, _syntorch.Tensor) else list(params)
+        have = {id(p) for p in self._flat()}
+        if any(id(p) in have for p in param_group["params"]):
+            raise ValueError("some parameters appear in more than one parameter group")
+        for k, v in self.defaults.items():
+            param_group.setdefault(k, v)
+        self.param_groups.append(param_group)
+        self._impl = self._make(self._flat())
+
 
 def _check_flags(name, foreach, fused, differentiable=False, capturable=False):
     if differentiable:
@@ -55,6 +125,8 @@ def _check_flags(name, foreach, fused, differentiable=False, capturable=False):
 
 
 class SGD(Optimizer):
+    _STATE_NAMES = ("momentum_buffer",)
+
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *, maximize=False,
                  foreach=None, differentiable=False, fused=None):
         _check_flags("SGD", foreach, fused, differentiable)
@@ -70,6 +142,7 @@ class SGD(Optimizer):
 
 class Adam(Optimizer):
     _decoupled = False
+    _STATE_NAMES = ("exp_avg", "exp_avg_sq")
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
                  foreach=None, maximize=False, capturable=False, differentiable=False, fused=None):

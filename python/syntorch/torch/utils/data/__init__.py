@@ -146,8 +146,8 @@ class RandomSampler(Sampler):
 
     def __iter__(self):
         n = len(self.data_source)
-        if self.replacement:
-            return iter([self._random.randrange(n) for _ in range(self.num_samples)])
+        if self.replacement:  # drawn as they are asked for (num_samples may be effectively endless)
+            return (self._random.randrange(n) for _ in range(self.num_samples))
         order = list(range(n))
         self._random.shuffle(order)
         return iter(order[:self.num_samples])
