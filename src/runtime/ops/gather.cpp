@@ -1,20 +1,10 @@
-// gather: out[i] = src[index[i]] along a dim (torch.gather, take_along_dim): `elements`
-// index positions, each an int64 index and a value read and a value written (kernels/reduce.cpp).
+// gather: out[i] = src[index[i]] along a dim (torch.gather, take_along_dim), over the index's
+// elements.
 
 #include "op_type.hpp"
 
 namespace syntorch::runtime::ops {
 
-extern constinit const OpType gather_op{
-    .kind = OpKind::gather,
-    .name = "gather",
-    .params = kElementsParam,
-    .implementations = kFusedOnly,
-    .check = &check_elements,
-    .describe = &describe_elements,
-    .flops = [](const OpDesc& op) { return static_cast<double>(op.elements); },
-    .min_bytes = [](const OpDesc& op) { return static_cast<double>(op.elements) * (2.0 * element_bytes(op.dtype) + 8.0); },
-    .lower = &detail::lower_indexed,
-};
+extern constinit const OpType gather_op = indexed_type(OpKind::gather, "gather");
 
 }  // namespace syntorch::runtime::ops

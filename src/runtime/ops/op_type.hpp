@@ -137,6 +137,23 @@ constexpr OpType elementwise_type(OpKind kind, std::string_view name) {
   };
 }
 
+// gather and scatter over `elements` index positions: an int64 index and a value read, a value
+// written each (kernels/reduce.cpp: lower_indexed).
+constexpr OpType indexed_type(OpKind kind, std::string_view name) {
+  return OpType{
+      .kind = kind,
+      .name = name,
+      .params = kElementsParam,
+      .implementations = kFusedOnly,
+      .check = &check_elements,
+      .describe = &describe_elements,
+      .flops = [](const OpDesc& op) { return static_cast<double>(op.elements); },
+      .min_bytes =
+          [](const OpDesc& op) { return static_cast<double>(op.elements) * (2.0 * element_bytes(op.dtype) + 8.0); },
+      .lower = &detail::lower_indexed,
+  };
+}
+
 // Optimizer steps over `elements` parameters in `tensors` tensors (batch; 1 when not given):
 // their parameters, defaults, check and description (defined in common.cpp).
 extern const OpParam kOptimizerParams[2];
