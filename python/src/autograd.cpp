@@ -52,7 +52,7 @@ void bind_autograd(py::module_& m) {
   // gradients, None where undefined, to one gradient or None per input). Node names must outlive
   // the graph: interned.
   m.def("_record_function", [](const std::string& name, const std::vector<Tensor>& inputs, std::vector<Tensor> outputs,
-                               const py::function& backward) {
+                               std::vector<Tensor> saved, const py::function& backward) {
     static std::set<std::string> names;  // guarded by the interpreter's lock
     const std::string& interned = *names.insert(name).first;
     std::shared_ptr<py::function> held(new py::function(backward), [](py::function* f) {
@@ -64,13 +64,18 @@ void bind_autograd(py::module_& m) {
     std::vector<Tensor*> out;
     for (Tensor& t : outputs) out.push_back(&t);
     const std::size_t n_inputs = inputs.size();
-    torch::autograd::record(interned, in, out, {},
-                            [held, n_inputs](std::vector<Tensor>& grads, std::vector<Tensor>&, const torch::autograd::Node&) {
+    // The saved tensors travel in the node (without their history, so that an output saved for
+    // backward does not keep its own node alive), not in the Python function.
+    torch::autograd::record(interned, in, out, std::move(saved),
+                            [held, n_inputs](std::vector<Tensor>& grads, std::vector<Tensor>& kept,
+                                             const torch::autograd::Node&) {
       py::gil_scoped_acquire gil;
       py::list g;
       for (const Tensor& t : grads) g.append(t.defined() ? py::cast(t) : py::none());
       std::vector<Tensor> result;
-      for (const auto& r : (*held)(g).cast<std::vector<std::optional<Tensor>>>()) result.push_back(r.value_or(Tensor()));
+      for (const auto& r : (*held)(g, kept).cast<std::vector<std::optional<Tensor>>>()) {
+        result.push_back(r.value_or(Tensor()));
+      }
       if (result.size() != n_inputs) {
         throw torch::Error("function backward returned an incorrect number of gradients (expected " +
                            std::to_string(n_inputs) + ", got " + std::to_string(result.size()) + ")");
@@ -78,7 +83,7 @@ void bind_autograd(py::module_& m) {
       return result;
     });
     return outputs;
-  }, py::arg("name"), py::arg("inputs"), py::arg("outputs"), py::arg("backward"));
+  }, py::arg("name"), py::arg("inputs"), py::arg("outputs"), py::arg("saved"), py::arg("backward"));
   // A module parameter: allocated under weights (memory reports), requiring grad.
   m.def("_parameter", [](const std::vector<std::int64_t>& s, std::optional<torch::ScalarType> dt,
                          const std::string& dev, bool requires_grad) {

@@ -71,9 +71,9 @@ void bind_cuda(py::module_& m) {
     const os::AllocatorStats s = torch::cuda::memory_stats();
     py::dict d;
     d["allocated_bytes.all.current"] = s.allocated_bytes;
-    d["allocated_bytes.all.peak"] = s.peak_allocated_bytes;
+    d["allocated_bytes.all.peak"] = s.recent_peak_allocated_bytes;
     d["reserved_bytes.all.current"] = s.reserved_bytes;
-    d["reserved_bytes.all.peak"] = s.peak_reserved_bytes;
+    d["reserved_bytes.all.peak"] = s.recent_peak_reserved_bytes;
     d["requested_bytes.all.current"] = s.requested_bytes;
     d["active_bytes.all.current"] = s.allocated_bytes;
     d["segment.all.current"] = s.segments;

@@ -993,3 +993,53 @@ def test_optimizer_state_dicts_samplers_and_summary_writers():
         writer.flush()
     assert writer.closed and writer.scalars == [("loss", 1, 0.5), ("lr/a", 1, 1.0), ("lr/b", 1, 2.0)]
     syntorch.trace_manager.stats()
+
+
+def test_review_fixes_hold():
+    """Custom functions free their memory, unreduced cross-entropy keeps the target's shape,
+    self-attention packs its projections, copy=True copies, collated floats are float64, the
+    binary cross-entropies take a weight third, and a peak reset leaves the run's peak."""
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+
+    class Square(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x * x
+            ctx.save_for_backward(x, y)  # an output saved too
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            x, y = ctx.saved_tensors
+            return g * x
+
+    w = torch.randn(1024, 1024, requires_grad=True)
+    levels = []
+    for _ in range(4):
+        y = Square.apply(w * 1.0)
+        assert y.requires_grad
+        y.sum().backward()
+        del y
+        levels.append(torch.cuda.memory_allocated())
+    assert levels[1] == levels[2] == levels[3]  # nothing kept from one step to the next
+    loss = F.cross_entropy(torch.randn(2, 5, 7), torch.randint(0, 5, (2, 7)), reduction="none")
+    assert loss.shape == (2, 7) and F.cross_entropy(torch.randn(5), torch.randint(0, 5, ())).shape == ()
+    syntorch.trace_manager.stats()
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    mha = nn.MultiheadAttention(64, 8, batch_first=True)
+    x = torch.randn(2, 10, 64)
+    mha(x, x, x, need_weights=False)
+    table = syntorch.trace_manager.dump(path=os.devnull)
+    import re
+    assert re.search(r"aten::linear\s+2\s", table), table  # the packed input projection and the output one
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    x = torch.randn(4)
+    assert x.to("cuda", copy=True).data_ptr() != x.data_ptr() and x.to(torch.float32, copy=True).data_ptr() != x.data_ptr()
+    assert default_collate([0.5, 1.5]).dtype == torch.float64 and default_collate([1, 2]).dtype == torch.int64
+    p, t, weight = torch.rand(4, 3), torch.rand(4, 3), torch.rand(4, 3)
+    assert F.binary_cross_entropy(p, t, weight).shape == () and F.binary_cross_entropy_with_logits(p, t, weight).shape == ()
+    assert F.binary_cross_entropy_with_logits(p, t, pos_weight=torch.rand(3), reduction="none").shape == (4, 3)
+    big = torch.empty(256 * 2 ** 20, dtype=torch.int8)
+    del big
+    torch.cuda.reset_peak_memory_stats()
+    assert syntorch.trace_manager.stats()["peak_memory_bytes"][0] >= 256 * 2 ** 20

@@ -95,6 +95,7 @@ std::optional<std::uint32_t> CachingAllocator::take_from_device(std::uint64_t si
   n.small = small;
   stats_.reserved_bytes += size;
   stats_.peak_reserved_bytes = std::max(stats_.peak_reserved_bytes, stats_.reserved_bytes);
+  stats_.recent_peak_reserved_bytes = std::max(stats_.recent_peak_reserved_bytes, stats_.reserved_bytes);
   ++stats_.segments;
   ++stats_.device_allocations;
   return id;
@@ -151,6 +152,7 @@ std::optional<CachingAllocator::Block> CachingAllocator::allocate(std::uint64_t 
   stats_.allocated_by_use[u] += b.size;
   stats_.peak_allocated_by_use[u] = std::max(stats_.peak_allocated_by_use[u], stats_.allocated_by_use[u]);
   stats_.peak_allocated_bytes = std::max(stats_.peak_allocated_bytes, stats_.allocated_bytes);
+  stats_.recent_peak_allocated_bytes = std::max(stats_.recent_peak_allocated_bytes, stats_.allocated_bytes);
   ++stats_.allocations;
   return Block{b.address, b.size, id};
 }
@@ -220,9 +222,8 @@ void CachingAllocator::set_caching(bool caching) {
 }
 
 void CachingAllocator::reset_peak_stats() {
-  stats_.peak_allocated_bytes = stats_.allocated_bytes;
-  stats_.peak_reserved_bytes = stats_.reserved_bytes;
-  stats_.peak_allocated_by_use = stats_.allocated_by_use;
+  stats_.recent_peak_allocated_bytes = stats_.allocated_bytes;
+  stats_.recent_peak_reserved_bytes = stats_.reserved_bytes;
 }
 
 void CachingAllocator::empty_cache() {

@@ -31,9 +31,9 @@ os::AllocatorStats stats() {
 }  // namespace
 
 std::uint64_t memory_allocated() { return stats().allocated_bytes; }
-std::uint64_t max_memory_allocated() { return stats().peak_allocated_bytes; }
+std::uint64_t max_memory_allocated() { return stats().recent_peak_allocated_bytes; }
 std::uint64_t memory_reserved() { return stats().reserved_bytes; }
-std::uint64_t max_memory_reserved() { return stats().peak_reserved_bytes; }
+std::uint64_t max_memory_reserved() { return stats().recent_peak_reserved_bytes; }
 std::pair<std::uint64_t, std::uint64_t> mem_get_info() {
   const os::AllocatorStats s = stats();
   return {s.capacity_bytes - std::min(s.capacity_bytes, s.reserved_bytes), s.capacity_bytes};

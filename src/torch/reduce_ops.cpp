@@ -37,12 +37,11 @@ Reduced reduced_shape(const Tensor& x, IntArrayRef dims, bool keepdim, const cha
   const auto& s = impl_of(x);
   const auto n = static_cast<std::int64_t>(s.sizes.size());
   std::vector<bool> reduced(static_cast<std::size_t>(std::max<std::int64_t>(n, 1)), dims.empty());
+  std::vector<bool> named(reduced.size(), false);
   for (std::int64_t d : dims) {
     const auto w = static_cast<std::size_t>(detail::wrap_dim(d, n, op));
-    if (reduced[w] && !dims.empty() && std::count(dims.begin(), dims.end(), d) > 1) {
-      fail("{}: dim {} appears multiple times in the list of dims", op, w);
-    }
-    reduced[w] = true;
+    if (named[w]) fail("{}: dim {} appears multiple times in the list of dims", op, w);
+    named[w] = reduced[w] = true;
   }
   Reduced r;
   r.with_ones = s.sizes;
@@ -99,8 +98,11 @@ Tensor extremum(const Tensor& x, IntArrayRef dims, bool keepdim, const char* op,
   if (x.numel() == 0) fail("{}(): Expected reduction dim to be specified for input.numel() == 0.", op);
   const Reduced r = reduced_shape(x, dims, keepdim, op);
   Tensor out = row_pass(x, r, OpKind::amax, x.dtype(), aten);
-  if (autograd::any_requires_grad({&x})) record_spread(op[1] == 'm' && op[2] == 'a' ? "AmaxBackward0" : "AminBackward0",
-                                                      x, out, r);
+  if (autograd::any_requires_grad({&x})) {
+    const std::string_view name(op);
+    record_spread(name == "amax" ? "AmaxBackward0" : name == "amin" ? "AminBackward0"
+                  : name == "max" ? "MaxBackward1" : "MinBackward1", x, out, r);
+  }
   return out;
 }
 
@@ -283,6 +285,34 @@ Tensor& scatter_into(Tensor& x, std::int64_t dim, const Tensor& index, const Ten
     fail("{}: a leaf Variable that requires grad is being used in an in-place operation.", op);
   }
   indexed(OpKind::scatter, index.numel(), x.dtype(), x.device(), aten);
+  const bool add = std::string_view(op) == "scatter_add_";
+  if (src ? autograd::any_requires_grad({&x, src}) : autograd::any_requires_grad({&x})) {
+    // x's history goes on through this update: the gradient to x is dy (scatter_add_) or dy with
+    // the overwritten positions zeroed (scatter_: one scatter kernel on a copy); to src, dy
+    // gathered at the positions (one gather kernel).
+    const Tensor self_before = x;
+    std::vector<const Tensor*> inputs{&self_before};
+    if (src) inputs.push_back(src);
+    const bool has_src = src != nullptr;
+    autograd::record(add ? "ScatterAddBackward0" : "ScatterBackward0", inputs, {&x}, {index},
+                     [d, add, has_src](Grads& g, Grads& s, const Node& node) {
+                       Grads out;
+                       if (node.needs_input_grad(0)) {
+                         if (add) {
+                           out.push_back(g[0]);
+                         } else {
+                           Tensor dx = g[0].clone();
+                           NoGradGuard no_grad;
+                           scatter_(dx, d, s[0], 0.0);
+                           out.push_back(dx);
+                         }
+                       } else {
+                         out.push_back(Tensor());
+                       }
+                       if (has_src) out.push_back(node.needs_input_grad(1) ? gather(g[0], d, s[0]) : Tensor());
+                       return out;
+                     });
+  }
   return x;
 }
 }  // namespace
@@ -299,13 +329,11 @@ Tensor& scatter_add_(Tensor& x, std::int64_t dim, const Tensor& index, const Ten
 }
 
 Tensor scatter(const Tensor& x, std::int64_t dim, const Tensor& index, const Tensor& src) {
-  Tensor out = x.clone();
-  NoGradGuard no_grad;
+  Tensor out = x.clone();  // a clone carries x's history; the update adds its own
   return scatter_(out, dim, index, src);
 }
 Tensor scatter_add(const Tensor& x, std::int64_t dim, const Tensor& index, const Tensor& src) {
   Tensor out = x.clone();
-  NoGradGuard no_grad;
   return scatter_add_(out, dim, index, src);
 }
 

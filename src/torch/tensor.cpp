@@ -68,6 +68,7 @@ void recycle(TensorImpl* impl) noexcept {
   impl->offset = 0;
   impl->numel = 1;
   impl->contiguous = true;
+  impl->pinned = false;
   impl->sizes.clear();
   impl->strides.clear();
   t_pool.free.push_back(impl);
@@ -233,6 +234,7 @@ TensorImpl* begin_view(const Tensor& src) {
   impl->strides.assign(s.strides.begin(), s.strides.end());
   impl->storage_bytes = s.storage_bytes;
   impl->base = s.base ? s.base : src.unsafe_get_impl();
+  impl->pinned = s.pinned;  // a view of pinned memory is pinned
   retain(impl->base);
   return impl;
 }

@@ -61,6 +61,13 @@ TEST(HostMemory, PinMemoryIsForHostTensorsAndCopiesOnce) {
   EXPECT_EQ(pinned.pin_memory().unsafe_get_impl(), pinned.unsafe_get_impl());  // already pinned: itself
   EXPECT_THROW((void)torch::empty({4}).pin_memory(), torch::Error);
   EXPECT_THROW((void)torch::empty({4}, torch::TensorOptions().pinned_memory(true)), torch::Error);  // on the device
+  EXPECT_TRUE(pinned.narrow(0, 0, 8).is_pinned());  // a view of pinned memory is pinned
+  {
+    const torch::Tensor gone = torch::empty({8}, torch::TensorOptions().device(torch::kCPU).pinned_memory(true));
+  }
+  // A tensor made from a recycled implementation is pageable again.
+  EXPECT_FALSE(torch::empty({8}, torch::TensorOptions().device(torch::kCPU)).is_pinned());
+  EXPECT_FALSE(torch::empty({8}).to(torch::kCPU).is_pinned());
   run.finish();
 }
 
@@ -98,6 +105,7 @@ TEST(HostMemory, PeaksRestartFromWhatIsInUse) {
   }
   torch::cuda::reset_peak_memory_stats();
   EXPECT_EQ(torch::cuda::max_memory_allocated(), torch::cuda::memory_allocated());
+  EXPECT_GE(torch::cuda::memory_stats().peak_allocated_bytes, std::uint64_t{64} << 20);  // the run's peak stays
   const auto props = torch::cuda::get_device_properties();
   EXPECT_EQ(props.multi_processor_count, 132u);
   EXPECT_TRUE(props.bf16);

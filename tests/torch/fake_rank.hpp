@@ -65,6 +65,7 @@ class FakeRank : public runtime::RankContext {
     os::AllocatorStats s;
     s.allocated_bytes = live_bytes;
     s.peak_allocated_bytes = peak_bytes;
+    s.recent_peak_allocated_bytes = peak_bytes;
     return s;
   }
   void empty_cache() override {}

@@ -102,6 +102,13 @@ TEST_F(TorchReductions, ElementwiseKindsAndTheirGradients) {
   auto leaf = torch::empty({4, 8}).requires_grad_();
   auto index = torch::empty({4, 2}, torch::kInt64);
   EXPECT_NE(error_of([&] { torch::scatter_(leaf, 1, index, 0.0); }).find("leaf Variable"), std::string::npos);
+  // Scatters pass the gradient on: to self (where not overwritten) and, gathered, to src.
+  auto src = torch::empty({4, 2}).requires_grad_();
+  auto base = torch::empty({4, 8}).requires_grad_();
+  auto s = torch::scatter_add(base * 1.0, 1, index, src) + torch::scatter(base * 1.0, 1, index, src);
+  torch::sum(s).backward();
+  EXPECT_EQ(src.grad().sizes(), (Sizes{4, 2}));
+  EXPECT_EQ(base.grad().sizes(), (Sizes{4, 8}));
 }
 
 }  // namespace

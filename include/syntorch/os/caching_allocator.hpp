@@ -33,8 +33,10 @@ struct AllocatorStats {
   std::uint64_t allocated_bytes = 0;       // in live blocks (rounded sizes)
   std::uint64_t requested_bytes = 0;       // as asked for
   std::uint64_t reserved_bytes = 0;        // in segments taken from the device
-  std::uint64_t peak_allocated_bytes = 0;
+  std::uint64_t peak_allocated_bytes = 0;   // over the whole run
   std::uint64_t peak_reserved_bytes = 0;
+  std::uint64_t recent_peak_allocated_bytes = 0;  // since the last reset_peak_stats (what a program reads)
+  std::uint64_t recent_peak_reserved_bytes = 0;
   std::uint64_t segments = 0;
   std::uint64_t allocations = 0;           // successful allocate() calls
   std::uint64_t cache_hits = 0;            // served from a cached block
@@ -79,7 +81,8 @@ class CachingAllocator {
   // Caching on (the default) or off (see above). Turning it off empties the cache.
   void set_caching(bool caching);
   bool caching() const { return caching_; }
-  // The peaks restart from what is in use now (torch.cuda.reset_peak_memory_stats).
+  // The recent peaks restart from what is in use now (torch.cuda.reset_peak_memory_stats); the
+  // run's own peaks stay.
   void reset_peak_stats();
 
   const AllocatorStats& stats() const { return stats_; }

@@ -389,8 +389,8 @@ def _to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, me
         out = out._to_dtype(dtype)
     if memory_format is not None:
         out = out._in_format(memory_format)
-    if copy and out is self:
-        out = self.clone()
+    if copy and out._storage_id == self._storage_id:
+        out = out.clone()
     return out
 
 

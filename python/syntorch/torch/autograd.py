@@ -74,23 +74,41 @@ class Function:
         outputs = output if isinstance(output, tuple) else (output,)
         inputs = [a for a in args if isinstance(a, _syntorch.Tensor)]
         positions = [i for i, a in enumerate(args) if isinstance(a, _syntorch.Tensor)]
+        n_args = len(args)
         # An output that is an input (returned as is) gets a view of its own for the history.
         fresh = [o.view_as(o) if any(o is a for a in inputs) else o for o in outputs]
-        differentiable = [o for o in fresh if isinstance(o, _syntorch.Tensor) and id(o) not in ctx._non_differentiable
-                          and (o.is_floating_point() or o.is_complex())]
+        tensor_outputs = [(i, o) for i, o in enumerate(fresh) if isinstance(o, _syntorch.Tensor)]
+        differentiable = [(i, o) for i, o in tensor_outputs
+                          if id(o) not in ctx._non_differentiable and (o.is_floating_point() or o.is_complex())]
+        # The node must not hold the outputs (they hold it): backward sees their shapes only, and
+        # the saved tensors come back from the node.
+        layout = [(i, list(o.shape), o.dtype, o.device) for i, o in differentiable]
+        n_outputs = len(fresh)
+        saved = list(ctx.saved_tensors)
+        ctx.saved_tensors = ()
 
-        def backward(grads):
-            if ctx.materialize_grads:
-                grads = [g if g is not None else torch.zeros_like(o) for g, o in zip(grads, differentiable)]
-            result = cls.backward(ctx, *grads)
+        def backward(grads, kept):
+            ctx.saved_tensors = tuple(kept)
+            per_output = [None] * n_outputs  # one per forward output, None for the others
+            for (i, shape, dtype, device), g in zip(layout, grads):
+                if g is None and ctx.materialize_grads:
+                    g = torch.zeros(*shape, dtype=dtype, device=device)
+                per_output[i] = g
+            result = cls.backward(ctx, *per_output)
+            ctx.saved_tensors = ()
             result = result if isinstance(result, tuple) else (result,)
-            if len(result) < len(args):
+            if len(result) < n_args:
                 raise RuntimeError(f"function {cls.__name__}Backward returned an incorrect number of gradients "
-                                   f"(expected {len(args)}, got {len(result)})")
+                                   f"(expected {n_args}, got {len(result)})")
             return [result[i] for i in positions]
 
         if differentiable:
-            _syntorch._record_function(cls.__name__ + "Backward", inputs, differentiable, backward)
+            # An output the function saved comes back as a view carrying the history (the saved
+            # handle has none): the caller gets those.
+            recorded = _syntorch._record_function(cls.__name__ + "Backward", inputs, [o for _, o in differentiable],
+                                                  saved, backward)
+            for (i, _), o in zip(differentiable, recorded):
+                fresh[i] = o
         if isinstance(output, tuple):
             return tuple(fresh)
         return fresh[0]

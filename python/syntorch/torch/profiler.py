@@ -71,7 +71,9 @@ def tensorboard_trace_handler(dir_name, worker_name=None, use_gzip=False):
     """An on_trace_ready handler writing each recorded window to dir_name/worker.step.pt.trace.json."""
     def handler(prof):
         os.makedirs(dir_name, exist_ok=True)
-        name = worker_name or f"{os.uname().nodename}_{os.getpid()}"
+        import syntorch.torch as torch
+        # Ranks are threads of one process here: the rank tells their traces apart.
+        name = worker_name or f"{os.uname().nodename}_{os.getpid()}_{torch.cuda.current_device()}"
         path = os.path.join(dir_name, f"{name}.{prof.step_num}.pt.trace.json" + (".gz" if use_gzip else ""))
         prof.export_chrome_trace(path)
     return handler

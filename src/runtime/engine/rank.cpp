@@ -109,6 +109,8 @@ void Rank::set_caching_allocator(bool enabled) {
 // costs its time. Memory is taken when the program runs, so these bypass graph capture (a graph's
 // pool is allocated while capturing); with no cost configured nothing is pushed.
 void Rank::charge_device_memory_calls(const os::AllocatorStats& before) {
+  // While a graph is captured its memory comes from the graph's pool, set up with the capture.
+  if (graph_.capturing()) return;
   const os::AllocatorStats& after = allocator_.stats();
   const std::uint64_t mallocs = after.device_allocations - before.device_allocations;
   const std::uint64_t frees = after.device_frees - before.device_frees;

@@ -99,11 +99,14 @@ class MultiheadAttention(Module):
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
                 average_attn_weights=True, is_causal=False):
         import syntorch.torch as torch
+        self_attention = query is key and key is value  # before any transpose makes them new objects
         batched = query.dim() == 3
         if not batched:
-            query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+            query = query.unsqueeze(1)
+            key, value = (query, query) if self_attention else (key.unsqueeze(1), value.unsqueeze(1))
         elif self.batch_first:
-            query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
+            query = query.transpose(0, 1)
+            key, value = (query, query) if self_attention else (key.transpose(0, 1), value.transpose(0, 1))
         tgt, bsz, _ = query.shape
         src = key.shape[0]
         e = self.embed_dim
@@ -113,7 +116,7 @@ class MultiheadAttention(Module):
             weights = (self.in_proj_weight[:e], self.in_proj_weight[e:2 * e], self.in_proj_weight[2 * e:])
         else:
             weights = (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)
-        if self._qkv_same_embed_dim and query is key and key is value:
+        if self._qkv_same_embed_dim and self_attention:
             q, k, v = F.linear(query, self.in_proj_weight, bias).chunk(3, -1)  # one packed projection
         else:
             q, k, v = (F.linear(x, w, b) for x, w, b in zip((query, key, value), weights, biases))

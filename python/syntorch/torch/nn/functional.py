@@ -156,6 +156,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
             target = target * (1.0 - label_smoothing) + label_smoothing / classes
         per = -(target * log_softmax(input, 1 if input.dim() > 1 else 0)).sum(dim=1 if input.dim() > 1 else 0)
         return _reduce(per, reduction, "cross_entropy")
+    out_shape = list(target.shape)  # an unreduced loss has the target's shape
     if input.dim() == 1:
         input, target = input.unsqueeze(0), target.unsqueeze(0)
     elif input.dim() > 2:
@@ -174,7 +175,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if label_smoothing > 0.0:
         smooth = _reduce(-logp.mean(1), reduction, "cross_entropy")
         loss = loss * (1.0 - label_smoothing) + smooth * label_smoothing
-    return loss
+    return loss.reshape(out_shape) if reduction == "none" else loss
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
@@ -237,8 +238,17 @@ def _bce(input, target, weight=None):
 mse_loss = _pointwise_loss("mse_loss", _mse)
 l1_loss = _pointwise_loss("l1_loss", _l1)
 smooth_l1_loss = _pointwise_loss("smooth_l1_loss", _smooth_l1)
-binary_cross_entropy_with_logits = _pointwise_loss("binary_cross_entropy_with_logits", _bce_logits)
-binary_cross_entropy = _pointwise_loss("binary_cross_entropy", _bce)
+_bce_logits_loss = _pointwise_loss("binary_cross_entropy_with_logits", _bce_logits)
+_bce_loss = _pointwise_loss("binary_cross_entropy", _bce)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
+                                     pos_weight=None):
+    return _bce_logits_loss(input, target, size_average, reduce, reduction, weight=weight, pos_weight=pos_weight)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    return _bce_loss(input, target, size_average, reduce, reduction, weight=weight)
 
 
 # --- convolutions, batch norm, pooling, resampling (docs/torch.md) ---

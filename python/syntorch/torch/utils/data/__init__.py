@@ -215,7 +215,9 @@ def _collate(batch, how):
     first = batch[0]
     if isinstance(first, torch.Tensor):
         return how.tensors(batch)
-    if isinstance(first, (builtins.bool, builtins.int, builtins.float)):
+    if isinstance(first, builtins.float):
+        return torch.tensor(batch, dtype=torch.float64)  # as PyTorch's default_collate
+    if isinstance(first, (builtins.bool, builtins.int)):
         return torch.tensor(batch)
     if isinstance(first, (str, bytes)):
         return list(batch)
