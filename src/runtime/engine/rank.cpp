@@ -56,7 +56,7 @@ const CommCall* Rank::intern_call(const CommCall& call) {
 // ---- memory ----
 
 std::uint32_t Rank::allocate(std::uint64_t bytes, os::MemoryUse use, std::string_view what) {
-  const os::AllocatorStats before = allocator_.stats();
+  const DeviceMemoryCalls before = device_memory_calls();
   auto block = allocator_.allocate(bytes, use);
   charge_device_memory_calls(before);
   if (!block) {
@@ -84,7 +84,7 @@ std::uint32_t Rank::allocate(std::uint64_t bytes, os::MemoryUse use, std::string
 }
 
 void Rank::free(std::uint32_t handle) {
-  const os::AllocatorStats before = allocator_.stats();
+  const DeviceMemoryCalls before = device_memory_calls();
   allocator_.free(handle);
   quietly([&] { charge_device_memory_calls(before); });
   if (handle < live_.size()) {
@@ -94,13 +94,13 @@ void Rank::free(std::uint32_t handle) {
 }
 
 void Rank::empty_cache() {
-  const os::AllocatorStats before = allocator_.stats();
+  const DeviceMemoryCalls before = device_memory_calls();
   allocator_.empty_cache();
   charge_device_memory_calls(before);
 }
 
 void Rank::set_caching_allocator(bool enabled) {
-  const os::AllocatorStats before = allocator_.stats();
+  const DeviceMemoryCalls before = device_memory_calls();
   allocator_.set_caching(enabled);
   charge_device_memory_calls(before);
 }
@@ -108,12 +108,12 @@ void Rank::set_caching_allocator(bool enabled) {
 // cudaMalloc costs the host its time; cudaFree first waits for the device (it synchronises), then
 // costs its time. Memory is taken when the program runs, so these bypass graph capture (a graph's
 // pool is allocated while capturing); with no cost configured nothing is pushed.
-void Rank::charge_device_memory_calls(const os::AllocatorStats& before) {
+void Rank::charge_device_memory_calls(DeviceMemoryCalls before) {
   // While a graph is captured its memory comes from the graph's pool, set up with the capture.
   if (graph_.capturing()) return;
-  const os::AllocatorStats& after = allocator_.stats();
-  const std::uint64_t mallocs = after.device_allocations - before.device_allocations;
-  const std::uint64_t frees = after.device_frees - before.device_frees;
+  const DeviceMemoryCalls after = device_memory_calls();
+  const std::uint64_t mallocs = after.mallocs - before.mallocs;
+  const std::uint64_t frees = after.frees - before.frees;
   if (frees > 0 && core_.costs.free_ps > 0) {
     os::HostAction sync;
     sync.op = os::HostAction::Sync{};

@@ -209,8 +209,15 @@ class Rank final : public RankContext {
     }
   }
   void mark_memory(bool allocated, const Live& l, std::uint32_t handle);
-  // The host cost of the cudaMalloc and cudaFree calls the allocator made since `before`.
-  void charge_device_memory_calls(const os::AllocatorStats& before);
+  // The host cost of the cudaMalloc and cudaFree calls the allocator made since `before` (two
+  // counters: every allocation and free reads them, so the whole statistics are not copied).
+  struct DeviceMemoryCalls {
+    std::uint64_t mallocs = 0, frees = 0;
+  };
+  DeviceMemoryCalls device_memory_calls() const {
+    return {allocator_.stats().device_allocations, allocator_.stats().device_frees};
+  }
+  void charge_device_memory_calls(DeviceMemoryCalls before);
   const std::vector<LoweredKernel>& lower(const OpDesc& op);
   template <class Describe>
   const OpRecord* op_record(std::string_view name, const void* what, const OpDesc* op, Describe&& describe);
