@@ -24,10 +24,6 @@ def config(name):
     return os.path.join(SOURCE, "hw_configs", name)
 
 
-def kernel_names(stats_text):
-    return stats_text
-
-
 def test_loss_and_activation_modules_run_their_kernels_with_pytorchs_reductions():
     syntorch.init(hw=config("h100_sxm5_80gb.json"))
     logits = torch.randn(8, 10, requires_grad=True)
@@ -565,8 +561,10 @@ def test_syntorch_offers_the_extensions_names_and_its_profile_writes_two_traces(
         lin(torch.randn(4, 256))
     assert "aten::linear" in prof.key_averages().table()
     assert json.load(open(path))["traceEvents"] and "xpuruntime" in json.load(open(tmp_path / "step_xrt.json"))
-    assert list(torch.utils.data.Sampler(range(3)).__class__.__mro__)[0] is torch.utils.data.Sampler
-    assert torch.utils.data.distributed.Sampler(None) is not None
+    with pytest.raises(NotImplementedError):  # the base sampler has no order of its own
+        iter(torch.utils.data.Sampler(range(3)))
+    with pytest.raises(NotImplementedError):
+        iter(torch.utils.data.distributed.Sampler(None))
     syntorch.trace_manager.stats()
 
 

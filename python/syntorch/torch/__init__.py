@@ -98,7 +98,7 @@ class device:
 
 def _device_name(d):
     if d is not None:
-        return str(device(f"cuda:{d}" if type(d) is _builtins.int else d))
+        return str(device(d))
     return _default_device.stack[-1] if _default_device.stack else _process_device[0]
 
 
@@ -379,8 +379,8 @@ def _to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, me
             dtype, device = a.dtype, a.device
         elif isinstance(a, _builtins.bool) and i > 0:
             non_blocking = a
-        elif isinstance(a, _builtins.int) and i == 0:  # a CUDA device index, as PyTorch takes it
-            device = f"cuda:{a}"
+        elif type(a) is _builtins.int and i == 0:  # a CUDA device index, as PyTorch takes it
+            device = a
         else:
             raise TypeError(f"to() received an invalid combination of arguments: got {type(a).__name__}")
     if device is not None:

@@ -18,12 +18,10 @@ import _syntorch
 _FORMAT = "syntorch-checkpoint 1"
 
 
-class _SavedTensor:
-    """A tensor in a syntorch checkpoint: what it was, not its values."""
-
-    def __init__(self, shape, dtype, device, requires_grad, parameter):
-        self.shape, self.dtype, self.device = list(shape), dtype, device
-        self.requires_grad, self.parameter = requires_grad, parameter
+def _saved_tensor(shape, dtype, device, requires_grad):
+    """What a syntorch checkpoint pickles for a tensor (its values are not kept); the loader
+    makes a tensor of it (_SyntorchLoader)."""
+    raise pickle.UnpicklingError("a syntorch checkpoint's tensor is read by torch.load, not by pickle")
 
 
 def _torch():
@@ -51,9 +49,7 @@ class _Saver(pickle.Pickler):
             if obj.device.type == "cuda":
                 with _torch().no_grad():
                     obj.cpu()  # the copy to the host torch.save makes (and the wait for it)
-            saved = _SavedTensor(obj.shape, str(obj.dtype), str(obj.device), obj.requires_grad,
-                                 obj.is_leaf and obj.requires_grad)
-            return _SavedTensor, (saved.shape, saved.dtype, saved.device, saved.requires_grad, saved.parameter)
+            return _saved_tensor, (list(obj.shape), str(obj.dtype), str(obj.device), obj.requires_grad)
         return NotImplemented
 
 
@@ -85,7 +81,7 @@ def _map_device(location, map_location):
     return str(map_location)
 
 
-def _make(shape, dtype, location, requires_grad, parameter, map_location):
+def _make(shape, dtype, location, requires_grad, map_location):
     """A host tensor of the saved shape and dtype, moved where it belongs (a copy to the device)."""
     torch = _torch()
     out = torch.empty(*shape, dtype=dtype, device="cpu")
@@ -114,10 +110,10 @@ class _SyntorchLoader(pickle.Unpickler):
     def find_class(self, module, name):
         if module == __name__ and name == "_alias":
             return _alias
-        if module == __name__ and name == "_SavedTensor":
+        if module == __name__ and name == "_saved_tensor":
             map_location = self.map_location
-            return lambda shape, dtype, device, requires_grad, parameter: _make(
-                shape, _dtype(dtype), device, requires_grad, parameter, map_location)
+            return lambda shape, dtype, device, requires_grad: _make(shape, _dtype(dtype), device, requires_grad,
+                                                                     map_location)
         return super().find_class(module, name)
 
 
@@ -156,7 +152,7 @@ class _PyTorchLoader(pickle.Unpickler):
                 torch = _torch()
                 if not hasattr(torch, storage.dtype):
                     raise NotImplementedError(f"torch.load: tensors of dtype {storage.dtype} are not supported")
-                return _make(list(size), getattr(torch, storage.dtype), storage.location, requires_grad, False,
+                return _make(list(size), getattr(torch, storage.dtype), storage.location, requires_grad,
                              self.map_location)
             return rebuild
         if module == "torch._utils" and name == "_rebuild_parameter":
