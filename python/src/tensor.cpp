@@ -111,6 +111,8 @@ void bind_tensor(py::module_& m) {
       .def("pin_memory", &Tensor::pin_memory, py::call_guard<RequireRun>())
       .def("is_pinned", &Tensor::is_pinned)
       .def_property_readonly("_storage_id", &Tensor::storage_id)
+      .def_property_readonly("_serial", &Tensor::unique_id)
+      .def("_watch_release", &Tensor::watch_release)
       .def("storage_offset", &Tensor::storage_offset)
       .def("_as_strided", [](const Tensor& t, const std::vector<std::int64_t>& sizes,
                              const std::vector<std::int64_t>& strides, std::int64_t offset) {
@@ -161,6 +163,8 @@ void bind_tensor(py::module_& m) {
         if (t.sizes().size() == 1) s += ",";
         return s + "), dtype=" + dtype_repr(t.dtype()) + ", device='" + t.device().str() + "')";
       });
+
+  m.def("_take_released_watched", &torch::take_released_watched);
 
   // Factories take sizes, a dtype or None (the default dtype) and a device name.
   using Factory = Tensor (*)(torch::IntArrayRef, torch::TensorOptions);

@@ -5,16 +5,19 @@ The simulator runs shapes, dtypes and costs, not values. A read still costs what
 GPU (the copy to the host and the wait: the C++ layer's item), and returns a placeholder of the
 right type: 0 (0.0, False) for each element. Each call site of the program warns once
 (ValuePlaceholderWarning) and is counted; `syntorch.value_reads()` and the run's summary list
-them. The mode is per process: "placeholder" (the default) or "strict", where a read raises
+them. The mode is per process: "placeholder" (the default); "strict", where a read raises
 RuntimeError instead, for a program whose control flow must not depend on values it cannot
-have. `syntorch.set_value_mode(mode)` sets it; SYNTORCH_VALUES=strict sets it for a run."""
+have; or "functional", where values are computed on the host beside the simulation (PyTorch on
+the CPU, syntorch._functional says how) up to a limit of bytes kept, reads past it falling back
+to placeholders. `syntorch.set_value_mode(mode, limit_bytes=None)` sets it; SYNTORCH_VALUES sets
+it for a run (and SYNTORCH_VALUES_LIMIT the functional mode's limit: 1073741824, 512MiB, 2GiB)."""
 
 import os
 import sys
 import threading
 import warnings
 
-MODES = ("placeholder", "strict")
+MODES = ("placeholder", "strict", "functional")
 
 
 class ValuePlaceholderWarning(UserWarning):
@@ -33,24 +36,46 @@ _state = _State()
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
-def set_value_mode(mode):
-    """"placeholder" (reads return zeros of the right type, warning once per call site) or
-    "strict" (reads raise RuntimeError)."""
+def set_value_mode(mode, limit_bytes=None):
+    """"placeholder" (reads return zeros of the right type, warning once per call site), "strict"
+    (reads raise RuntimeError) or "functional" (values computed on the host, at most
+    `limit_bytes` of them kept at once; syntorch._functional.DEFAULT_LIMIT_BYTES when not told).
+    Choose it before building the model: tensors made before have no values."""
     if mode not in MODES:
         raise ValueError(f"set_value_mode: expected one of {', '.join(MODES)}, got {mode!r}")
+    if limit_bytes is not None and mode != "functional":
+        raise ValueError(f"set_value_mode: limit_bytes applies to the functional mode, not {mode!r}")
+    from syntorch import _functional
+    if mode == "functional":
+        _functional.enable(limit_bytes)
+    else:
+        _functional.disable()
     _state.mode = mode
     _state.env_checked = True
 
 
 def value_mode():
     if not _state.env_checked:
-        env = os.environ.get("SYNTORCH_VALUES")
-        if env is not None:
-            if env not in MODES:
-                raise ValueError(f"SYNTORCH_VALUES: expected one of {', '.join(MODES)}, got {env!r}")
-            _state.mode = env
         _state.env_checked = True
+        apply_environment()
     return _state.mode
+
+
+def apply_environment():
+    """SYNTORCH_VALUES (and SYNTORCH_VALUES_LIMIT), read when syntorch.torch is imported."""
+    env = os.environ.get("SYNTORCH_VALUES")
+    limit = os.environ.get("SYNTORCH_VALUES_LIMIT")
+    if env is None:
+        if limit is not None:
+            raise ValueError("SYNTORCH_VALUES_LIMIT: applies to SYNTORCH_VALUES=functional, and SYNTORCH_VALUES is "
+                             "not set")
+        return
+    if env not in MODES:
+        raise ValueError(f"SYNTORCH_VALUES: expected one of {', '.join(MODES)}, got {env!r}")
+    if limit is not None and env != "functional":
+        raise ValueError(f"SYNTORCH_VALUES_LIMIT: applies to SYNTORCH_VALUES=functional, not {env!r}")
+    from syntorch import _functional
+    set_value_mode(env, None if limit is None else _functional.parse_bytes(limit, "SYNTORCH_VALUES_LIMIT"))
 
 
 def value_reads():

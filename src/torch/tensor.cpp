@@ -3,6 +3,7 @@
 #include "syntorch/torch/tensor.hpp"
 
 #include <algorithm>
+#include <mutex>
 
 #include "backward_ops.hpp"
 #include "grad.hpp"
@@ -54,7 +55,26 @@ TensorImpl* new_impl() {
   return impl;
 }
 
+// Serials of watched tensors released and not yet taken (take_released_watched).
+struct ReleasedWatched {
+  std::mutex mutex;
+  std::vector<std::uint64_t> serials;
+};
+ReleasedWatched& released_watched() {
+  static ReleasedWatched* list = new ReleasedWatched;  // never destroyed: tensors outlive statics
+  return *list;
+}
+
 void recycle(TensorImpl* impl) noexcept {
+  if (impl->watched) {
+    impl->watched = false;
+    ReleasedWatched& list = released_watched();
+    try {
+      const std::lock_guard lock(list.mutex);
+      list.serials.push_back(impl->serial);
+    } catch (...) {  // out of memory: the entry is lost, and its data kept until the process ends
+    }
+  }
   if (impl->autograd) destroy_autograd_meta(*impl);
   if (t_pool_state == PoolState::destroyed || t_pool.free.size() >= kPoolCapacity) {
     delete impl;
@@ -352,6 +372,17 @@ Tensor make_parameter(IntArrayRef sizes, ScalarType dtype, std::string_view what
 using detail::fail;
 using detail::impl_of;
 using detail::Sizes;
+
+void Tensor::watch_release() const {
+  if (!impl_) throw Error("Tensor::watch_release: the tensor is undefined (default-constructed)");
+  impl_->watched = true;
+}
+
+std::vector<std::uint64_t> take_released_watched() {
+  detail::ReleasedWatched& list = detail::released_watched();
+  const std::lock_guard lock(list.mutex);
+  return std::exchange(list.serials, {});
+}
 
 const detail::TensorImpl& Tensor::checked() const {
   if (!impl_) throw Error("Tensor: the tensor is undefined (default-constructed)");

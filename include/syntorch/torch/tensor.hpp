@@ -48,6 +48,7 @@ struct TensorImpl {
   std::vector<std::int64_t> strides;
   std::uint64_t serial = 0;  // unique over the process's tensors (implementations are reused)
   bool pinned = false;       // host memory that is page-locked (pin_memory): copies need no staging
+  bool watched = false;      // its serial is reported when released (Tensor::watch_release)
 };
 
 // Drops one reference; the last one frees the memory (or the reference to the base).
@@ -222,6 +223,10 @@ class Tensor {
   // syntorch extension: the unique_id of the tensor that owns this one's memory (its base, for a
   // view; itself otherwise): two tensors share storage exactly when these are equal.
   std::uint64_t storage_id() const { return checked().base != nullptr ? checked().base->serial : checked().serial; }
+  // syntorch extension: once the last handle of this tensor is gone, its unique_id is reported by
+  // take_released_watched(): how a front end that keeps data per tensor elsewhere (the Python
+  // functional model's values) learns when to drop it.
+  void watch_release() const;
 
  private:
   const detail::TensorImpl& checked() const;
@@ -251,5 +256,9 @@ inline Tensor& operator+=(Tensor& a, double b) { return a.add_(b); }
 inline Tensor& operator-=(Tensor& a, double b) { return a.sub_(b); }
 inline Tensor& operator*=(Tensor& a, double b) { return a.mul_(b); }
 inline Tensor& operator/=(Tensor& a, double b) { return a.div_(b); }
+
+// The unique_ids of watched tensors released since the last call (Tensor::watch_release), in
+// release order; thread-safe.
+std::vector<std::uint64_t> take_released_watched();
 
 }  // namespace syntorch::torch

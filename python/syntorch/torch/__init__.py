@@ -634,3 +634,6 @@ from . import distributions  # noqa: E402
 from . import multiprocessing  # noqa: E402
 from . import hub  # noqa: E402
 from . import accelerator  # noqa: E402
+
+from syntorch import _values as _value_modes  # noqa: E402
+_value_modes.value_mode()  # SYNTORCH_VALUES=functional wraps the functions above, so it is read now

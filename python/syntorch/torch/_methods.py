@@ -8,7 +8,7 @@ import builtins
 import _syntorch
 from _syntorch import Tensor
 
-from syntorch import _values
+from syntorch import _functional, _values
 
 
 def _install(torch):
@@ -130,6 +130,10 @@ def _install(torch):
             raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
         if self._device == "meta":
             raise RuntimeError("Tensor.item() cannot be called on meta tensors")
+        real = _functional.read(self)
+        if real is not None:
+            self._item()  # the copy to the host and the wait, as without values
+            return real.item()
         _values.note_read("item")
         return self._item()
 
@@ -138,10 +142,15 @@ def _install(torch):
         if self._device == "meta":
             raise NotImplementedError(f"Tensor.{kind}() cannot be called on meta tensors")
         if self._device != "cpu":
-            self.cpu()  # the copy to the host, and the wait for it
+            self.detach()._to_device("cpu")  # the copy to the host, and the wait for it
         return _values.placeholder(self.dtype)
 
     def tolist(self):
+        real = _functional.read(self)
+        if real is not None:
+            if self._device != "cpu":
+                self.detach()._to_device("cpu")  # the copy to the host, and the wait for it
+            return real.tolist()
         value = host_values(self, "tolist")
         return _values.nested_zeros(list(self.shape), value)
 
@@ -150,6 +159,11 @@ def _install(torch):
         if self._device != "cpu" and not force:
             raise TypeError(f"can't convert {self._device} device type tensor to numpy. Use Tensor.cpu() to copy the "
                             "tensor to host memory first.")
+        real = _functional.read(self)
+        if real is not None:
+            if self._device != "cpu":
+                self.detach()._to_device("cpu")  # the copy to the host, and the wait for it
+            return real.cpu().numpy()  # a CPU tensor's shares its memory, as PyTorch's
         host_values(self, "numpy")
         kinds = {"torch.float64": np.float64, "torch.float32": np.float32, "torch.float16": np.float16,
                  "torch.int64": np.int64, "torch.int32": np.int32, "torch.int8": np.int8, "torch.bool": np.bool_,
@@ -165,12 +179,20 @@ def _install(torch):
                 if kind == "bool":
                     raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
                 raise ValueError("only one element tensors can be converted to Python scalars")
+            real = _functional.read(self)
+            if real is not None:
+                self._item()
+                return convert(real.item())
             _values.note_read(kind)
             return convert(self._item())
         return read
 
     def format(self, spec):
         if self.dim() == 0 or (spec and self.numel() == 1):
+            real = _functional.read(self)
+            if real is not None:
+                self._item()
+                return builtins.format(real.item(), spec)
             _values.note_read("format")
             return builtins.format(self._item(), spec)
         return builtins.format(str(self), spec)
@@ -181,4 +203,21 @@ def _install(torch):
     T.__bool__ = scalar("bool", builtins.bool)
     T.__float__ = scalar("float", builtins.float)
     T.__int__ = scalar("int", builtins.int)
+
+    def index(self):
+        """operator.index(t): a one-element integer tensor as a Python int (a slice bound, a list
+        index), PyTorch's error otherwise."""
+        if self.dtype.is_floating_point or self.dtype.is_complex or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return scalar("int", builtins.int)(self)
+    T.__index__ = index
+
+    repr_of = T.__repr__
+
+    def tensor_repr(self):
+        """PyTorch's text for a tensor with a value (the functional mode), else its shape."""
+        text = _functional.tensor_repr(self, None)
+        return text if text is not None else repr_of(self)
+    T.__repr__ = tensor_repr
+    T.__str__ = tensor_repr
     T.__format__ = format

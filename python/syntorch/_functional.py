@@ -1,0 +1,833 @@
+"""The functional model: real tensor values computed on the host beside the timing simulation, as
+an architecture simulator runs a functional and a timing model together.
+
+With the "functional" value mode (syntorch.set_value_mode("functional", limit_bytes=...), or
+SYNTORCH_VALUES=functional and SYNTORCH_VALUES_LIMIT for a run), every op of syntorch.torch, its
+Tensor methods, torch.nn.functional, nn.init, linalg, the built-in layers and the optimizers also
+runs PyTorch's own CPU implementation on the values of its operands, and the result's value is
+kept beside the simulated tensor. `.item()`, `.tolist()`, `.numpy()`, printing and control flow
+that depends on values then see real numbers; time, memory and the trace still come from the
+simulated machine alone.
+
+How it works: each public callable is wrapped once. The outermost wrapped call (a layer's
+forward, a function, a method) computes its value with PyTorch's callable of the same name on
+the operands' values (tensors mapped to values, devices to "cpu", syntorch dtypes to PyTorch's);
+calls nested inside it compute nothing, so a composed op costs one host evaluation. Built-in
+layers keep a PyTorch twin whose parameters are the simulated parameters' values (initialised as
+PyTorch initialises them); optimizers keep a PyTorch twin stepping the same values; backward runs
+PyTorch's autograd on the values. Values are kept per simulated tensor (by its serial) and dropped
+when the tensor is released.
+
+The limit bounds the bytes of values kept at once (views count nothing): a tensor whose value
+would pass it gets none, and neither does anything computed from it, so a large model never
+computes; its reads return placeholders, as without the mode. Half-precision ops PyTorch's CPU
+kernels lack are computed in float32 and rounded back."""
+
+import functools
+import re
+import sys
+import threading
+import types
+import warnings
+
+import _syntorch
+
+DEFAULT_LIMIT_BYTES = 1 << 30
+_DEVICE_RE = re.compile(r"^(cuda|cpu|meta)(:\d+)?$")
+
+
+class _State:
+    def __init__(self):
+        self.enabled = False
+        self.installed = False
+        self.limit_bytes = DEFAULT_LIMIT_BYTES
+        self.live_bytes = 0
+        self.values = {}  # tensor serial -> PyTorch tensor
+        self.bytes = {}   # tensor serial -> bytes counted against the limit
+        self.warned = set()
+        self.real = None  # PyTorch, once imported
+
+
+_state = _State()
+_tls = threading.local()
+
+
+class _NoValue(Exception):
+    """An operand has no value: the result gets none."""
+
+
+# --- PyTorch itself, imported beside syntorch's alias of it ---
+
+def real_torch():
+    """PyTorch, imported even where `import torch` resolves to syntorch (python -m syntorch.run):
+    the alias entries step aside while it imports, and come back after."""
+    if _state.real is not None:
+        return _state.real
+    saved = {k: v for k, v in sys.modules.items()
+             if (k == "torch" or k.startswith("torch.")) and getattr(v, "__name__", "").startswith("syntorch")}
+    for k in saved:
+        del sys.modules[k]
+    try:
+        import torch as real
+    except ImportError as e:
+        raise RuntimeError("the functional value mode computes values with PyTorch on the host, and PyTorch is "
+                           f"not installed ({e}); Debian's python3-torch provides it") from None
+    finally:
+        aliased = {k: sys.modules[k] for k in saved if k in sys.modules}
+        sys.modules.update(saved)
+        del aliased
+    if not getattr(real, "__file__", None) or "syntorch" in real.__name__:
+        raise RuntimeError("the functional value mode could not import PyTorch: `torch` resolves to syntorch")
+    _state.real = real
+    return real
+
+
+# --- the mode ---
+
+def enable(limit_bytes=None):
+    """Turns the functional model on (installing its wrappers the first time)."""
+    if limit_bytes is not None:
+        if isinstance(limit_bytes, bool) or not isinstance(limit_bytes, int) or limit_bytes < 0:
+            raise ValueError(f"limit_bytes: expected a non-negative integer, got {limit_bytes!r}")
+        _state.limit_bytes = limit_bytes
+    real_torch()
+    if not _state.installed:
+        _install()
+    _state.enabled = True
+
+
+def disable():
+    _state.enabled = False
+
+
+def enabled():
+    return _state.enabled
+
+
+def parse_bytes(text, where):
+    """"1073741824", "512MiB", "2GB", "64k" as bytes (binary multiples); ValueError naming `where`."""
+    m = re.fullmatch(r"\s*(\d+)\s*([kKmMgGtT]?)(i?[bB])?\s*", str(text))
+    if not m:
+        raise ValueError(f"{where}: expected a size in bytes such as 1073741824, 512MiB or 2GiB, got {text!r}")
+    return int(m.group(1)) << (10 * " kmgt".index(m.group(2).lower() or " "))
+
+
+def live_bytes():
+    _drain()
+    return _state.live_bytes
+
+
+def limit_bytes():
+    return _state.limit_bytes
+
+
+# --- values kept per simulated tensor ---
+
+def _drain():
+    for serial in _syntorch._take_released_watched():
+        if _state.values.pop(serial, None) is not None:
+            _state.live_bytes -= _state.bytes.pop(serial, 0)
+
+
+def value(t):
+    """The value of simulated tensor `t`, or None."""
+    return _state.values.get(t._serial)
+
+
+def _warn_once(key, text):
+    if key in _state.warned:
+        return
+    _state.warned.add(key)
+    warnings.warn(f"functional model: {text}", RuntimeWarning, stacklevel=4)
+
+
+def drop(t):
+    serial = t._serial
+    if _state.values.pop(serial, None) is not None:
+        _state.live_bytes -= _state.bytes.pop(serial, 0)
+
+
+def _real_dtype(d):
+    return getattr(_state.real, str(d).removeprefix("torch."), None)
+
+
+def attach(t, v, op="an op"):
+    """Keeps v as t's value: cast to t's dtype where they differ (autocast, a half kernel run in
+    float32), none when the shapes differ or the limit would be passed."""
+    _drain()
+    if tuple(v.shape) != tuple(t.shape):
+        _warn_once(("shape", op), f"{op} gave a value of shape {list(v.shape)} for a tensor of shape "
+                   f"{list(t.shape)}; that tensor gets no value")
+        drop(t)
+        return
+    want = _real_dtype(t.dtype)
+    if want is None:
+        drop(t)
+        return
+    if v.dtype != want:
+        v = v.to(want)
+    nbytes = 0 if v._base is not None else v.numel() * v.element_size()
+    serial = t._serial
+    old = _state.bytes.get(serial, 0)
+    if _state.live_bytes - old + nbytes > _state.limit_bytes:
+        _warn_once(("limit",), f"values over the limit of {_state.limit_bytes} bytes are not computed (the first: "
+                   f"{op}, {list(t.shape)}); reads of them return placeholders")
+        drop(t)
+        return
+    if serial not in _state.values:
+        t._watch_release()
+    _state.values[serial] = v
+    _state.bytes[serial] = nbytes
+    _state.live_bytes += nbytes - old
+
+
+# --- operands and results ---
+
+def _conv(a):
+    """An operand as PyTorch takes it: tensors as their values (_NoValue without one), devices as
+    the host, syntorch's dtypes and memory formats as PyTorch's."""
+    if isinstance(a, _syntorch.Tensor):
+        v = _state.values.get(a._serial)
+        if v is None:
+            raise _NoValue
+        return v
+    t = type(a)
+    if t is str:
+        return "cpu" if _DEVICE_RE.match(a) else a
+    if t in (int, float, bool, complex) or a is None:
+        return a
+    if t is list:
+        return [_conv(x) for x in a]
+    if isinstance(a, tuple):
+        items = [_conv(x) for x in a]
+        return t(*items) if hasattr(a, "_fields") else tuple(items)
+    if t is dict:
+        return {k: _conv(v) for k, v in a.items()}
+    if isinstance(a, _syntorch.dtype):
+        d = _real_dtype(a)
+        if d is None:
+            raise _NoValue
+        return d
+    if t is slice:
+        return slice(_conv(a.start), _conv(a.stop), _conv(a.step))
+    name = t.__name__
+    if name == "device":
+        return "cpu"
+    if name == "_MemoryFormat":
+        return getattr(_state.real, a.name)
+    return a
+
+
+def _conv_kwargs(kwargs):
+    out = {}
+    for k, v in kwargs.items():
+        if k == "device":
+            out[k] = "cpu" if v is not None else None
+        elif k in ("pin_memory", "non_blocking"):
+            out[k] = False
+        elif k == "generator":
+            out[k] = None
+        else:
+            out[k] = _conv(v)
+    return out
+
+
+def _has_tensor(out):
+    if isinstance(out, _syntorch.Tensor):
+        return True
+    if isinstance(out, (tuple, list)):
+        return any(isinstance(o, _syntorch.Tensor) for o in out)
+    return False
+
+
+def _attach_out(out, rout, op):
+    real = _state.real
+    if isinstance(out, _syntorch.Tensor):
+        if isinstance(rout, real.Tensor):
+            attach(out, rout, op)
+        else:
+            drop(out)
+    elif isinstance(out, (tuple, list)):
+        if isinstance(rout, (tuple, list)) and len(rout) == len(out):
+            for o, r in zip(out, rout):
+                _attach_out(o, r, op)
+        else:
+            for o in out:
+                if isinstance(o, _syntorch.Tensor):
+                    drop(o)
+
+
+def _upcast_half(x):
+    real = _state.real
+    if isinstance(x, real.Tensor) and x.dtype in (real.float16, real.bfloat16):
+        return x.float()
+    if type(x) in (list, tuple):
+        return type(x)(_upcast_half(y) for y in x)
+    if type(x) is dict:
+        return {k: _upcast_half(v) for k, v in x.items()}
+    return x
+
+
+def _call_real(fn, args, kwargs):
+    real = _state.real
+    with real.set_grad_enabled(_syntorch.is_grad_enabled()):
+        try:
+            return fn(*args, **kwargs)
+        except (RuntimeError, TypeError) as e:
+            if "Half" not in str(e) and "BFloat16" not in str(e):
+                raise
+            return fn(*_upcast_half(args), **_upcast_half(kwargs))
+
+
+def _compute(op, real_fn, args, kwargs, out, inplace=False, result=False):
+    """Runs PyTorch's `real_fn` on the operands' values and keeps the result's; returns PyTorch's
+    result when `result` (a function whose Python result is itself a value), else None."""
+    if real_fn is None:
+        if inplace and args and isinstance(args[0], _syntorch.Tensor):
+            drop(args[0])
+        _attach_out(out, None, op) if _has_tensor(out) else None
+        return None
+    try:
+        rargs, rkwargs = _conv(list(args)), _conv_kwargs(kwargs)
+    except _NoValue:
+        if inplace and args and isinstance(args[0], _syntorch.Tensor):
+            drop(args[0])
+        if _has_tensor(out):
+            _attach_out(out, None, op)
+        return None
+    try:
+        rout = _call_real(real_fn, rargs, rkwargs)
+    except Exception as e:  # PyTorch refused what the simulator took: the result has no value
+        _warn_once(("error", op), f"PyTorch's {op} failed on the values ({type(e).__name__}: {e}); its result "
+                   "gets no value")
+        if inplace and args and isinstance(args[0], _syntorch.Tensor):
+            drop(args[0])
+        if _has_tensor(out):
+            _attach_out(out, None, op)
+        return None
+    if result:
+        return rout
+    _attach_out(out, rout, op)
+    return None
+
+
+def _depth():
+    return getattr(_tls, "depth", 0)
+
+
+def _wrapped(fn, op, resolve, inplace=False, always=False, result=False):
+    """fn, computing values when the mode is on and this is the outermost wrapped call.
+    resolve() gives PyTorch's callable (None: none exists). `always`: run even when fn returns
+    no tensor (a seed); `result`: fn's Python result is replaced by PyTorch's (equal, allclose)."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if not _state.enabled or getattr(_tls, "depth", 0):
+            return fn(*args, **kwargs)
+        if any(isinstance(a, types.GeneratorType) for a in args):  # read once, by both
+            args = tuple(list(a) if isinstance(a, types.GeneratorType) else a for a in args)
+        _tls.depth = 1
+        try:
+            out = fn(*args, **kwargs)
+        finally:
+            _tls.depth = 0
+        if always or inplace or result or _has_tensor(out):
+            r = _compute(op, resolve(), args, kwargs, out, inplace, result)
+            if result and r is not None:
+                return r
+        return out
+    wrapper._functional_wrapped = True
+    return wrapper
+
+
+# --- value reads (Tensor.item and its kin ask here first) ---
+
+def read(t):
+    """t's value for a read, or None (the mode off, or no value): the caller returns a placeholder."""
+    if not _state.enabled:
+        return None
+    v = _state.values.get(t._serial)
+    return None if v is None else v.detach()
+
+
+def tensor_repr(t, text):
+    """PyTorch's repr of t's value with the simulated device, or None."""
+    v = read(t) if _state.enabled else None
+    if v is None:
+        return None
+    real_value = _state.values[t._serial]
+    s = repr(real_value)
+    device = t._device
+    if device != "cpu":
+        device = device if ":" in device else f"{device}:0"
+        cut = len(s) - 1
+        for marker in (", dtype=", ", grad_fn=", ", requires_grad="):
+            i = s.rfind(marker)
+            if i != -1:
+                cut = min(cut, i)
+        s = f"{s[:cut]}, device='{device}'{s[cut:]}"
+    return s
+
+
+# --- installing the wrappers ---
+
+_SIDE_EFFECTS = {"manual_seed", "set_default_dtype", "set_printoptions", "use_deterministic_algorithms"}
+_VALUE_RESULTS = {"equal", "allclose", "is_nonzero"}
+_OPERATORS = {f"__{n}__" for n in (
+    "add", "radd", "iadd", "sub", "rsub", "isub", "mul", "rmul", "imul", "truediv", "rtruediv", "itruediv",
+    "floordiv", "rfloordiv", "ifloordiv", "mod", "rmod", "pow", "rpow", "ipow", "matmul", "rmatmul", "neg", "pos",
+    "abs", "invert", "and", "rand", "iand", "or", "ror", "ior", "xor", "rxor", "ixor", "lshift", "rshift", "lt",
+    "le", "gt", "ge", "eq", "ne", "getitem", "setitem")}
+_CONTAINERS = {"Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"}
+_METHOD_SKIP = {"item", "tolist", "numpy", "__bool__", "__float__", "__int__", "__index__", "__format__", "__repr__",
+                "__str__", "__len__", "__hash__", "__iter__", "__getattr__", "__init__", "__new__", "backward",
+                "register_hook", "register_post_accumulate_grad_hook", "record_stream", "data_ptr", "cuda", "cpu",
+                "to", "pin_memory", "size", "dim", "numel", "stride", "element_size", "storage_offset",
+                "is_contiguous", "is_floating_point", "is_complex", "is_pinned", "get_device", "type",
+                "__reduce_ex__", "__deepcopy__", "__getstate__", "__setstate__", "__dir__", "__sizeof__",
+                "__class__", "__init_subclass__", "__subclasshook__"}
+
+
+def _fallbacks(real):
+    """PyTorch functions an older PyTorch lacks, written with what it has."""
+    F = real.nn.functional
+
+    def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                     enable_gqa=False):
+        scale = query.shape[-1] ** -0.5 if scale is None else scale
+        if enable_gqa and key.shape[-3] != query.shape[-3]:
+            key = key.repeat_interleave(query.shape[-3] // key.shape[-3], -3)
+            value = value.repeat_interleave(query.shape[-3] // value.shape[-3], -3)
+        scores = query @ key.transpose(-2, -1) * scale
+        L, S = query.shape[-2], key.shape[-2]
+        if is_causal:
+            keep = real.ones(L, S, dtype=real.bool).tril()
+            scores = scores.masked_fill(~keep, float("-inf"))
+        if attn_mask is not None:
+            scores = scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == real.bool \
+                else scores + attn_mask
+        probs = scores.softmax(-1)
+        if dropout_p > 0.0:
+            probs = F.dropout(probs, dropout_p)
+        return probs @ value
+
+    def rms_norm(input, normalized_shape, weight=None, eps=None):
+        dims = tuple(range(-len(normalized_shape), 0))
+        eps = real.finfo(input.dtype).eps if eps is None else eps
+        out = input * real.rsqrt(input.pow(2).mean(dims, keepdim=True) + eps)
+        return out * weight if weight is not None else out
+
+    return {"torch.nn.functional.scaled_dot_product_attention": scaled_dot_product_attention,
+            "torch.nn.functional.rms_norm": rms_norm}
+
+
+def _resolver(real_module, name, fallbacks, path):
+    fn = getattr(real_module, name, None)
+    if fn is None:
+        fn = fallbacks.get(f"{path}.{name}")
+    if name == "manual_seed":
+        fn = _state.real.manual_seed
+    return lambda: fn
+
+
+def _wrap_module_functions(module, real_module, path, fallbacks):
+    import inspect
+    for name, obj in list(vars(module).items()):
+        if name.startswith("_") or isinstance(obj, type) or getattr(obj, "_functional_wrapped", False):
+            continue
+        if not (inspect.isfunction(obj) or inspect.isbuiltin(obj)):
+            continue
+        real_fn = getattr(real_module, name, None) or fallbacks.get(f"{path}.{name}")
+        if real_fn is None and name not in _SIDE_EFFECTS:
+            continue
+        setattr(module, name, _wrapped(obj, f"{path}.{name}", _resolver(real_module, name, fallbacks, path),
+                                       inplace=name.endswith("_"), always=name in _SIDE_EFFECTS,
+                                       result=name in _VALUE_RESULTS))
+
+
+def _wrap_tensor(real):
+    T = _syntorch.Tensor
+    for name in dir(T):
+        if name in _METHOD_SKIP or (name.startswith("_") and name not in _OPERATORS):
+            continue
+        obj = getattr(T, name, None)
+        if isinstance(obj, property):
+            continue
+        if obj is None or not callable(obj) or isinstance(obj, type) or getattr(obj, "_functional_wrapped", False):
+            continue
+        real_fn = getattr(real.Tensor, name, None)
+        if real_fn is None:
+            continue
+        inplace = (name.endswith("_") and not name.startswith("__")) or name.startswith("__i") and name != "__invert__" \
+            or name == "__setitem__"
+        setattr(T, name, _wrapped(obj, f"Tensor.{name}", (lambda f: lambda: f)(real_fn), inplace=inplace,
+                                  result=name in _VALUE_RESULTS))
+    _wrap_moves(T, real)
+    _wrap_properties(T, real)
+    _wrap_backward(T, real)
+
+
+def _wrap_moves(T, real):
+    """to, cuda, cpu, pin_memory: the value stays on the host; a new simulated tensor (another
+    device, another dtype) gets a new value, as PyTorch's copy is one."""
+    def to(self, *args, **kwargs):  # PyTorch's to, its operands converted: devices dropped
+        keep = [a for a in args if isinstance(a, (real.dtype, real.Tensor, real.memory_format))]
+        return self.to(*keep, **{k: v for k, v in kwargs.items() if k not in ("device", "non_blocking")})
+
+    def same(self, *args, **kwargs):
+        return self
+
+    for name in ("to", "cuda", "cpu", "pin_memory"):
+        orig = getattr(T, name)
+        if getattr(orig, "_functional_wrapped", False):
+            continue
+        wrapper = _wrapped(orig, f"Tensor.{name}", (lambda f: lambda: f)(to if name == "to" else same))
+
+        def copying(self, *args, _w=wrapper, _n=name, **kwargs):
+            out = _w(self, *args, **kwargs)
+            if _state.enabled and isinstance(out, _syntorch.Tensor) and out._storage_id != self._storage_id:
+                v, src = _state.values.get(out._serial), _state.values.get(self._serial)
+                if v is not None and src is not None and v.data_ptr() == src.data_ptr():
+                    with real.set_grad_enabled(_syntorch.is_grad_enabled()):
+                        attach(out, v.clone(), f"Tensor.{_n}")
+            return out
+        copying._functional_wrapped = True
+        functools.update_wrapper(copying, orig)
+        setattr(T, name, copying)
+
+
+def _wrap_properties(T, real):
+    for name in ("T", "mT", "H", "mH", "data", "real", "imag"):
+        prop = T.__dict__.get(name)
+        if not isinstance(prop, property) or getattr(prop.fget, "_functional_wrapped", False):
+            continue
+
+        def getter(self, _f=prop.fget, _n=name):
+            out = _f(self)
+            if _state.enabled and not getattr(_tls, "depth", 0) and isinstance(out, _syntorch.Tensor):
+                v = _state.values.get(self._serial)
+                if v is None:
+                    drop(out)
+                else:
+                    try:
+                        attach(out, getattr(v, _n), f"Tensor.{_n}")
+                    except Exception:
+                        drop(out)
+            return out
+        getter._functional_wrapped = True
+        setattr(T, name, property(getter, prop.fset, prop.fdel, prop.__doc__))
+
+    grad = T.__dict__["grad"]
+
+    def get_grad(self, _f=grad.fget):
+        g = _f(self)
+        if _state.enabled and g is not None:
+            v = _state.values.get(self._serial)
+            if v is not None and v.grad is not None:
+                attach(g, v.grad, "Tensor.grad")
+            else:
+                drop(g)
+        return g
+
+    def set_grad(self, g, _f=grad.fset):
+        _f(self, g)
+        if _state.enabled:
+            v = _state.values.get(self._serial)
+            if v is not None:
+                gv = None if g is None else _state.values.get(g._serial)
+                v.grad = gv.detach() if gv is not None else None
+    get_grad._functional_wrapped = True
+    T.grad = property(get_grad, set_grad, None, grad.__doc__)
+
+    rg = T.__dict__["requires_grad"]
+
+    def set_requires_grad(self, on, _f=rg.fset):
+        _f(self, on)
+        if _state.enabled:
+            v = _state.values.get(self._serial)
+            if v is not None and v.is_leaf:
+                v.requires_grad_(bool(on))
+    T.requires_grad = property(rg.fget, set_requires_grad, None, rg.__doc__)
+
+
+def _real_backward(tensors, grads, retain_graph):
+    real = _state.real
+    values, gvalues = [], []
+    for i, t in enumerate(tensors):
+        v = _state.values.get(t._serial)
+        if v is None or not v.requires_grad:
+            return
+        values.append(v)
+        if grads is not None:
+            g = _state.values.get(grads[i]._serial)
+            if g is None:
+                return
+            gvalues.append(g)
+    try:
+        real.autograd.backward(values, gvalues or None, retain_graph=retain_graph)
+    except RuntimeError as e:
+        _warn_once(("backward",), f"PyTorch's backward failed on the values ({e}); gradients get no value")
+
+
+def _wrap_backward(T, real):
+    orig = T.backward
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        orig(self, gradient, bool(retain_graph))
+        if _state.enabled:
+            _real_backward([self], None if gradient is None else [gradient], bool(retain_graph))
+    backward._functional_wrapped = True
+    T.backward = backward
+
+
+def _wrap_autograd(autograd):
+    orig = autograd.backward
+
+    @functools.wraps(orig)
+    def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+        orig(tensors, grad_tensors, retain_graph, create_graph, inputs)
+        if _state.enabled:
+            ts = [tensors] if isinstance(tensors, _syntorch.Tensor) else list(tensors)
+            gs = [grad_tensors] if isinstance(grad_tensors, _syntorch.Tensor) else grad_tensors
+            _real_backward(ts, None if gs is None else list(gs), bool(retain_graph))
+    autograd.backward = backward
+
+
+# --- layers: a PyTorch twin per built-in layer ---
+
+def _fallback_init(real, name, v):
+    """A value for a parameter PyTorch's twin does not give: a norm's weight ones, a bias zeros,
+    anything else uniform in +-1/sqrt(fan_in) (nn.Linear's default)."""
+    leaf = name.rsplit(".", 1)[-1]
+    with real.no_grad():
+        if leaf == "bias" or v.dim() == 0:
+            v.zero_()
+        elif v.dim() == 1:
+            v.fill_(1.0)
+        else:
+            bound = (v.shape[1] * (v[0][0].numel() if v.dim() > 2 else 1)) ** -0.5
+            v.uniform_(-bound, bound)
+    return v
+
+
+def _new_value(real, t):
+    d = _real_dtype(t.dtype)
+    if d is None:
+        return None
+    return real.empty(list(t.shape), dtype=d)
+
+
+def _twin(module_cls, real_nn):
+    return getattr(real_nn, module_cls.__name__, None)
+
+
+def _init_values(module, real):
+    """Values for a freshly built layer's parameters and buffers: its PyTorch twin's, or defaults."""
+    twin = None
+    cls = module.__dict__.get("_functional_class")
+    args, kwargs = module.__dict__.get("_functional_args", ((), {}))
+    real_cls = getattr(real.nn, cls.__name__, None) if cls is not None else None
+    want = sum(p.numel() * p.element_size() for _, p in _named_tensors(module))
+    if want + live_bytes() > _state.limit_bytes:
+        _warn_once(("limit",), f"values over the limit of {_state.limit_bytes} bytes are not computed (the first: "
+                   f"{type(module).__name__}'s parameters); reads of them return placeholders")
+        return
+    if real_cls is not None:
+        try:
+            with real.no_grad():
+                twin = real_cls(*_conv(list(args)), **_conv_kwargs(kwargs))
+        except Exception as e:
+            _warn_once(("twin", real_cls.__name__), f"PyTorch's nn.{real_cls.__name__} could not be built from the "
+                       f"same arguments ({type(e).__name__}: {e}); its parameters get default values")
+            twin = None
+    theirs = dict(_named_tensors(twin)) if twin is not None else {}
+    for name, t in _named_tensors(module):
+        v = theirs.get(name)
+        if v is None or tuple(v.shape) != tuple(t.shape):
+            v = _new_value(real, t)
+            if v is None:
+                continue
+            if v.is_floating_point():
+                _fallback_init(real, name, v)
+            else:
+                v.zero_()
+        v = v.detach()
+        if t.requires_grad:
+            v.requires_grad_(True)
+        attach(t, v, f"nn.{type(module).__name__}")
+    if twin is not None:
+        object.__setattr__(module, "_functional_twin", twin)
+
+
+def _named_tensors(module):
+    if module is None:
+        return []
+    out = list(module.named_parameters()) + [(n, b) for n, b in module.named_buffers() if b is not None]
+    return out
+
+
+def _set_path(root, name, v):
+    *path, leaf = name.split(".")
+    m = root
+    for p in path:
+        m = getattr(m, p)
+    if leaf in m._parameters:
+        m._parameters[leaf] = v
+    else:
+        m._buffers[leaf] = v
+
+
+def _twin_call(module):
+    """PyTorch's twin of `module` with the simulated layer's current values in it (a tied or
+    reassigned parameter included), or None."""
+    twin = module.__dict__.get("_functional_twin")
+    if twin is None:
+        return None
+    for name, t in _named_tensors(module):
+        v = _state.values.get(t._serial)
+        if v is None:
+            raise _NoValue
+        _set_path(twin, name, v)
+    twin.train(module.training)
+    return twin
+
+
+def _wrap_layers(nn, real):
+    Module = nn.Module
+    import syntorch.torch.nn as snn
+    classes = []
+    for mod in (snn,) + tuple(sys.modules[n] for n in list(sys.modules) if n.startswith("syntorch.torch.nn.")):
+        for obj in vars(mod).values():
+            if isinstance(obj, type) and issubclass(obj, Module) and obj is not Module and \
+                    obj.__module__.startswith("syntorch.torch.nn") and obj not in classes and \
+                    obj.__name__ not in _CONTAINERS:
+                classes.append(obj)
+    for cls in classes:
+        init = cls.__dict__.get("__init__")
+        if init is None or getattr(init, "_functional_wrapped", False):
+            continue
+
+        def wrapped_init(self, *args, _init=init, _cls=cls, **kwargs):
+            outer = _state.enabled and "_functional_class" not in self.__dict__
+            if outer:
+                object.__setattr__(self, "_functional_class", _cls)
+                object.__setattr__(self, "_functional_args", (args, kwargs))
+            _init(self, *args, **kwargs)
+            if outer and _builtin_of(type(self)) is _cls:
+                _init_values(self, _state.real)
+        wrapped_init._functional_wrapped = True
+        functools.update_wrapper(wrapped_init, init)
+        cls.__init__ = wrapped_init
+
+    def _builtin_of(t):
+        for c in t.__mro__:
+            if c in classes:
+                return c
+        return None
+
+    orig_call = Module.__call__
+
+    def call(self, *args, **kwargs):
+        if not _state.enabled or getattr(_tls, "depth", 0) or "_functional_twin" not in self.__dict__:
+            return orig_call(self, *args, **kwargs)
+        cls = self.__dict__["_functional_class"]
+        if type(self).forward is not cls.forward:  # a subclass's own forward: its ops compute
+            return orig_call(self, *args, **kwargs)
+        _tls.depth = 1
+        try:
+            out = orig_call(self, *args, **kwargs)
+        finally:
+            _tls.depth = 0
+        try:
+            twin = _twin_call(self)
+        except _NoValue:
+            twin = None
+        if twin is None:
+            _attach_out(out, None, f"nn.{cls.__name__}")
+        else:
+            _compute(f"nn.{cls.__name__}", twin, args, kwargs, out)
+        return out
+    call._functional_wrapped = True
+    Module.__call__ = call
+
+
+# --- optimizers: a PyTorch twin stepping the same values ---
+
+def _wrap_optimizers(optim, real):
+    Optimizer = optim.Optimizer
+    orig_step, orig_zero = Optimizer.step, Optimizer.zero_grad
+
+    def twin_of(self):
+        values = []
+        for g in self.param_groups:
+            for p in g["params"]:
+                v = _state.values.get(p._serial)
+                if v is None or not v.is_leaf:
+                    return None
+                values.append(v)
+        key = tuple(id(v) for v in values)
+        have = self.__dict__.get("_functional_twin")
+        if have is not None and have[0] == key:
+            return have[1]
+        cls = next((c for c in type(self).__mro__ if getattr(real.optim, c.__name__, None) is not None
+                    and c.__module__.startswith("syntorch.torch.optim")), None)
+        if cls is None:
+            _warn_once(("optim", type(self).__name__), f"no PyTorch optimizer matches {type(self).__name__}; "
+                       "parameters keep their values")
+            return None
+        groups = []
+        for g in self.param_groups:
+            group = {k: v for k, v in g.items() if k not in ("params", "foreach", "fused")}
+            group["params"] = [_state.values[p._serial] for p in g["params"]]
+            groups.append(group)
+        try:
+            twin = getattr(real.optim, cls.__name__)(groups)
+        except Exception as e:
+            _warn_once(("optim", cls.__name__), f"PyTorch's optim.{cls.__name__} could not be built ({e}); "
+                       "parameters keep their values")
+            return None
+        self.__dict__["_functional_twin"] = (key, twin)
+        return twin
+
+    def step(self, closure=None):
+        out = orig_step(self, closure)
+        if _state.enabled:
+            twin = twin_of(self)
+            if twin is not None:
+                for mine, theirs in zip(self.param_groups, twin.param_groups):
+                    for k, v in mine.items():
+                        if k not in ("params", "foreach", "fused") and k in theirs:
+                            theirs[k] = v
+                twin.step()
+        return out
+
+    def zero_grad(self, set_to_none=True):
+        orig_zero(self, set_to_none)
+        if _state.enabled:
+            for g in self.param_groups:
+                for p in g["params"]:
+                    v = _state.values.get(p._serial)
+                    if v is not None and v.grad is not None:
+                        if set_to_none:
+                            v.grad = None
+                        else:
+                            v.grad.detach_().zero_()
+    step._functional_wrapped = zero_grad._functional_wrapped = True
+    Optimizer.step, Optimizer.zero_grad = step, zero_grad
+
+
+def _install():
+    real = _state.real
+    import syntorch.torch as torch
+    import syntorch.torch.nn.functional as F
+    import syntorch.torch.nn.init as init
+    import syntorch.torch.nn.utils as nn_utils
+    fallbacks = _fallbacks(real)
+    for module, real_module, path in ((torch, real, "torch"), (F, real.nn.functional, "torch.nn.functional"),
+                                      (init, real.nn.init, "torch.nn.init"), (torch.linalg, real.linalg, "torch.linalg"),
+                                      (nn_utils, real.nn.utils, "torch.nn.utils")):
+        _wrap_module_functions(module, real_module, path, fallbacks)
+    _wrap_tensor(real)
+    _wrap_autograd(torch.autograd)
+    _wrap_layers(torch.nn, real)
+    _wrap_optimizers(torch.optim, real)
+    _state.installed = True
