@@ -59,6 +59,7 @@ def init(hw=None, set=(), framework="eager", trace=None, policy=None, console=Tr
             pass  # a failed run is over; the new one starts clean
     _session = None  # the old run's engine goes before the new one is built
     args = dict(hw=hw, set=list(set), framework=framework, trace=trace, policy=policy, console=console)
+    value_mode()  # a bad SYNTORCH_VALUES (or its limit) is refused here, as a bad config is
     hw = hw or os.environ.get("SYNTORCH_HW") or _bundled_config("h100_sxm5_80gb.json")
     session = _syntorch.Session(str(hw), [str(s) for s in set], framework, str(trace) if trace else "",
                                 str(policy) if policy is not None else "", bool(console))

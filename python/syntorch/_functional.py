@@ -63,8 +63,7 @@ def real_torch():
     the alias entries step aside while it imports, and come back after."""
     if _state.real is not None:
         return _state.real
-    saved = {k: v for k, v in sys.modules.items()
-             if (k == "torch" or k.startswith("torch.")) and getattr(v, "__name__", "").startswith("syntorch")}
+    saved = {k: v for k, v in sys.modules.items() if _is_torch_name(k) and _is_syntorch(v)}
     for k in saved:
         del sys.modules[k]
     try:
@@ -73,19 +72,74 @@ def real_torch():
         raise RuntimeError("the functional value mode computes values with PyTorch on the host, and PyTorch is "
                            f"not installed ({e}); Debian's python3-torch provides it") from None
     finally:
-        aliased = {k: sys.modules[k] for k in saved if k in sys.modules}
         sys.modules.update(saved)
-        del aliased
-    if not getattr(real, "__file__", None) or "syntorch" in real.__name__:
-        raise RuntimeError("the functional value mode could not import PyTorch: `torch` resolves to syntorch")
     _state.real = real
     return real
+
+
+def _is_torch_name(name):
+    return name == "torch" or name.startswith("torch.")
+
+
+def _is_syntorch(module):
+    return getattr(module, "__name__", "").startswith("syntorch")
+
+
+class _RealImports:
+    """While PyTorch's own code runs: `torch` and its submodules in sys.modules are PyTorch's, so
+    that an import inside a PyTorch function (torch.manual_seed imports torch.cuda) finds PyTorch,
+    not syntorch's alias of it (python -m syntorch.run). Nothing to do where there is no alias."""
+
+    def __init__(self):
+        self.modules_seen = -1
+        self.aliased = ()   # names whose sys.modules entry is syntorch's
+        self.real = {}      # PyTorch's module of each such name (absent: none)
+
+    def _refresh(self):
+        mods = sys.modules
+        self.aliased = tuple(k for k, v in list(mods.items()) if _is_torch_name(k) and _is_syntorch(v))
+        real = _state.real
+        for k in self.aliased:
+            if k not in self.real:
+                m = real
+                for part in k.split(".")[1:]:
+                    m = getattr(m, part, None)
+                    if m is None or not isinstance(m, types.ModuleType):
+                        m = None
+                        break
+                self.real[k] = m
+        self.modules_seen = len(mods)
+
+    def __enter__(self):
+        mods = sys.modules
+        if len(mods) != self.modules_seen:
+            self._refresh()
+        self.saved = []
+        for k in self.aliased:
+            v = mods.get(k)
+            if v is not None and _is_syntorch(v):
+                self.saved.append((k, v))
+                r = self.real.get(k)
+                if r is None:
+                    del mods[k]
+                else:
+                    mods[k] = r
+        return self
+
+    def __exit__(self, *exc):
+        sys.modules.update(self.saved)
+        self.saved = []
+        return False
+
+
+_real_imports = _RealImports()
 
 
 # --- the mode ---
 
 def enable(limit_bytes=None):
-    """Turns the functional model on (installing its wrappers the first time)."""
+    """Turns the functional model on (installing its wrappers the first time); values start
+    afresh."""
     if limit_bytes is not None:
         if isinstance(limit_bytes, bool) or not isinstance(limit_bytes, int) or limit_bytes < 0:
             raise ValueError(f"limit_bytes: expected a non-negative integer, got {limit_bytes!r}")
@@ -93,11 +147,22 @@ def enable(limit_bytes=None):
     real_torch()
     if not _state.installed:
         _install()
+    if not _state.enabled:
+        _clear()
     _state.enabled = True
 
 
 def disable():
     _state.enabled = False
+    _clear()
+
+
+def _clear():
+    _syntorch._take_released_watched()
+    _state.values.clear()
+    _state.bytes.clear()
+    _state.live_bytes = 0
+    _state.warned.clear()
 
 
 def enabled():
@@ -135,10 +200,13 @@ def value(t):
 
 
 def _warn_once(key, text):
+    """A RuntimeWarning at the program's line that caused it, once per key."""
     if key in _state.warned:
         return
     _state.warned.add(key)
-    warnings.warn(f"functional model: {text}", RuntimeWarning, stacklevel=4)
+    from syntorch import _values
+    file, line = _values._call_site()
+    warnings.warn_explicit(f"functional model: {text}", RuntimeWarning, file, line)
 
 
 def drop(t):
@@ -270,7 +338,7 @@ def _upcast_half(x):
 
 def _call_real(fn, args, kwargs):
     real = _state.real
-    with real.set_grad_enabled(_syntorch.is_grad_enabled()):
+    with _real_imports, real.set_grad_enabled(_syntorch.is_grad_enabled()):
         try:
             return fn(*args, **kwargs)
         except (RuntimeError, TypeError) as e:
@@ -354,8 +422,8 @@ def tensor_repr(t, text):
     v = read(t) if _state.enabled else None
     if v is None:
         return None
-    real_value = _state.values[t._serial]
-    s = repr(real_value)
+    with _real_imports:
+        s = repr(_state.values[t._serial])
     device = t._device
     if device != "cpu":
         device = device if ":" in device else f"{device}:0"
@@ -371,7 +439,7 @@ def tensor_repr(t, text):
 # --- installing the wrappers ---
 
 _SIDE_EFFECTS = {"manual_seed", "set_default_dtype", "set_printoptions", "use_deterministic_algorithms"}
-_VALUE_RESULTS = {"equal", "allclose", "is_nonzero"}
+_VALUE_RESULTS = {"allclose", "is_nonzero"}
 _OPERATORS = {f"__{n}__" for n in (
     "add", "radd", "iadd", "sub", "rsub", "isub", "mul", "rmul", "imul", "truediv", "rtruediv", "itruediv",
     "floordiv", "rfloordiv", "ifloordiv", "mod", "rmod", "pow", "rpow", "ipow", "matmul", "rmatmul", "neg", "pos",
@@ -563,7 +631,8 @@ def _real_backward(tensors, grads, retain_graph):
                 return
             gvalues.append(g)
     try:
-        real.autograd.backward(values, gvalues or None, retain_graph=retain_graph)
+        with _real_imports:
+            real.autograd.backward(values, gvalues or None, retain_graph=retain_graph)
     except RuntimeError as e:
         _warn_once(("backward",), f"PyTorch's backward failed on the values ({e}); gradients get no value")
 
@@ -616,10 +685,6 @@ def _new_value(real, t):
     return real.empty(list(t.shape), dtype=d)
 
 
-def _twin(module_cls, real_nn):
-    return getattr(real_nn, module_cls.__name__, None)
-
-
 def _init_values(module, real):
     """Values for a freshly built layer's parameters and buffers: its PyTorch twin's, or defaults."""
     twin = None
@@ -633,7 +698,7 @@ def _init_values(module, real):
         return
     if real_cls is not None:
         try:
-            with real.no_grad():
+            with _real_imports, real.no_grad():
                 twin = real_cls(*_conv(list(args)), **_conv_kwargs(kwargs))
         except Exception as e:
             _warn_once(("twin", real_cls.__name__), f"PyTorch's nn.{real_cls.__name__} could not be built from the "
@@ -701,28 +766,37 @@ def _wrap_layers(nn, real):
                     obj.__module__.startswith("syntorch.torch.nn") and obj not in classes and \
                     obj.__name__ not in _CONTAINERS:
                 classes.append(obj)
-    for cls in classes:
-        init = cls.__dict__.get("__init__")
-        if init is None or getattr(init, "_functional_wrapped", False):
-            continue
-
-        def wrapped_init(self, *args, _init=init, _cls=cls, **kwargs):
-            outer = _state.enabled and "_functional_class" not in self.__dict__
-            if outer:
-                object.__setattr__(self, "_functional_class", _cls)
-                object.__setattr__(self, "_functional_args", (args, kwargs))
-            _init(self, *args, **kwargs)
-            if outer and _builtin_of(type(self)) is _cls:
-                _init_values(self, _state.real)
-        wrapped_init._functional_wrapped = True
-        functools.update_wrapper(wrapped_init, init)
-        cls.__init__ = wrapped_init
-
     def _builtin_of(t):
         for c in t.__mro__:
             if c in classes:
                 return c
         return None
+
+    for cls in classes:
+        init = cls.__dict__.get("__init__")
+        if init is None or getattr(init, "_functional_wrapped", False):
+            continue
+
+        def wrapped_init(self, *args, _init=init, **kwargs):
+            outer = _state.enabled and "_functional_class" not in self.__dict__
+            if outer:  # the layer's own class: the most derived built-in one
+                object.__setattr__(self, "_functional_class", _builtin_of(type(self)))
+                object.__setattr__(self, "_functional_args", (args, kwargs))
+            # A layer built inside a built-in one's __init__ (MultiheadAttention's out_proj) takes
+            # its values from the outer one's twin, which draws them as PyTorch does.
+            top = outer and not getattr(_tls, "building", False)
+            if top:
+                _tls.building = True
+            try:
+                _init(self, *args, **kwargs)
+            finally:
+                if top:
+                    _tls.building = False
+            if top:
+                _init_values(self, _state.real)
+        wrapped_init._functional_wrapped = True
+        functools.update_wrapper(wrapped_init, init)
+        cls.__init__ = wrapped_init
 
     orig_call = Module.__call__
 
@@ -780,7 +854,8 @@ def _wrap_optimizers(optim, real):
             group["params"] = [_state.values[p._serial] for p in g["params"]]
             groups.append(group)
         try:
-            twin = getattr(real.optim, cls.__name__)(groups)
+            with _real_imports:
+                twin = getattr(real.optim, cls.__name__)(groups)
         except Exception as e:
             _warn_once(("optim", cls.__name__), f"PyTorch's optim.{cls.__name__} could not be built ({e}); "
                        "parameters keep their values")
@@ -797,7 +872,8 @@ def _wrap_optimizers(optim, real):
                     for k, v in mine.items():
                         if k not in ("params", "foreach", "fused") and k in theirs:
                             theirs[k] = v
-                twin.step()
+                with _real_imports:
+                    twin.step()
         return out
 
     def zero_grad(self, set_to_none=True):

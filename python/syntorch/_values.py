@@ -30,6 +30,7 @@ class _State:
         self.mode = "placeholder"
         self.reads = {}  # (file, line, kind) -> count, in first-read order
         self.env_checked = False
+        self.env_error = None  # a bad SYNTORCH_VALUES, raised by value_mode() until set_value_mode
 
 
 _state = _State()
@@ -52,12 +53,18 @@ def set_value_mode(mode, limit_bytes=None):
         _functional.disable()
     _state.mode = mode
     _state.env_checked = True
+    _state.env_error = None
 
 
 def value_mode():
     if not _state.env_checked:
         _state.env_checked = True
-        apply_environment()
+        try:
+            apply_environment()
+        except (ValueError, RuntimeError) as e:  # raised again by each call, naming the variable
+            _state.env_error = e
+    if _state.env_error is not None:
+        raise type(_state.env_error)(str(_state.env_error))
     return _state.mode
 
 

@@ -66,7 +66,10 @@ def main(argv=None):
         syntorch.init(hw=ns.hw, set=ns.set, framework=ns.framework, trace=ns.trace, policy=ns.policy)
     except (ValueError, FileNotFoundError) as e:
         p.exit(2, f"{p.prog}: {e}\n")
-    alias_torch()
+    try:
+        alias_torch()
+    except (ValueError, RuntimeError) as e:  # SYNTORCH_VALUES and its limit, or no PyTorch for values
+        p.exit(2, f"{p.prog}: {e}\n")
     os.environ.setdefault("RANK", "0")
     os.environ.setdefault("LOCAL_RANK", "0")
     os.environ.setdefault("WORLD_SIZE", "1")

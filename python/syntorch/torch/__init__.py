@@ -636,4 +636,7 @@ from . import hub  # noqa: E402
 from . import accelerator  # noqa: E402
 
 from syntorch import _values as _value_modes  # noqa: E402
-_value_modes.value_mode()  # SYNTORCH_VALUES=functional wraps the functions above, so it is read now
+try:
+    _value_modes.value_mode()  # SYNTORCH_VALUES=functional wraps the functions above, so it is read now
+except (ValueError, RuntimeError):
+    pass  # a bad setting: syntorch.init() and every value read raise it

@@ -403,15 +403,17 @@ class Module:
         `device` (memory allocated, nothing copied): how a model built on the meta device is
         materialised."""
         import syntorch.torch as torch
+        done = {}  # tied tensors stay tied
         for m in (self.modules() if recurse else (self,)):
             for store in (m._parameters, m._buffers):
                 for k, v in store.items():
                     if v is None:
                         continue
-                    out = torch.empty(*v.shape, dtype=v.dtype, device=device)
-                    if v.requires_grad:
-                        out.requires_grad_(True)
-                    m._register(store, k, out)
+                    if id(v) not in done:
+                        done[id(v)] = torch.empty(*v.shape, dtype=v.dtype, device=device)
+                        if v.requires_grad:
+                            done[id(v)].requires_grad_(True)
+                    m._register(store, k, done[id(v)])
         return self
 
     def extra_repr(self):
@@ -454,10 +456,14 @@ class Module:
             else:
                 rest.append(a)
         import syntorch.torch as torch
+        done = {}  # a tensor held by several modules (tied weights) converted once, and still shared
         for m in self.modules():
             for store in (m._parameters, m._buffers):
                 for k, v in store.items():
                     if v is None:
+                        continue
+                    if id(v) in done:
+                        m._register(store, k, done[id(v)])
                         continue
                     # As param.data = param.data.to(...): a leaf still, requiring grad as before.
                     with torch.no_grad():
@@ -470,6 +476,7 @@ class Module:
                             out = out.to(memory_format=memory_format)
                     if out is not v and v.requires_grad:
                         out.requires_grad_(True)
+                    done[id(v)] = out
                     m._register(store, k, out)
         return self
 

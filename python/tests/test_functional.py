@@ -1,0 +1,278 @@
+"""The functional value mode: real values computed on the host beside the timing simulation, equal
+to PyTorch's own on the CPU, while time, memory and the trace stay the simulator's."""
+
+import math
+import os
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+import syntorch
+import syntorch.torch as torch
+import syntorch.torch.nn as nn
+import syntorch.torch.nn.functional as F
+from syntorch import _functional
+
+SOURCE = os.environ.get("SYNTORCH_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+H100 = os.path.join(SOURCE, "hw_configs", "h100_sxm5_80gb.json")
+
+try:
+    real = _functional.real_torch()
+except RuntimeError:
+    pytest.skip("the functional mode computes with PyTorch, which is not installed", allow_module_level=True)
+
+
+@pytest.fixture
+def functional():
+    syntorch.init(hw=H100)
+    syntorch.set_value_mode("functional")
+    try:
+        yield
+    finally:
+        syntorch.set_value_mode("placeholder")
+
+
+class TinyGPT:
+    """The same small causal language model written twice, once per torch namespace: embeddings,
+    a pre-norm attention block over scaled_dot_product_attention, an MLP, tied output weights."""
+
+    @staticmethod
+    def build(t, vocab=11, dim=16, heads=2, block=8):
+        nn_, F_ = t.nn, t.nn.functional
+
+        class Block(nn_.Module):
+            def __init__(self):
+                super().__init__()
+                self.ln1, self.ln2 = nn_.LayerNorm(dim), nn_.LayerNorm(dim)
+                self.qkv, self.proj = nn_.Linear(dim, 3 * dim), nn_.Linear(dim, dim)
+                self.mlp = nn_.Sequential(nn_.Linear(dim, 4 * dim), nn_.GELU(), nn_.Linear(4 * dim, dim))
+
+            def forward(self, x):
+                B, T, C = x.size()
+                q, k, v = self.qkv(self.ln1(x)).split(dim, dim=2)
+                q, k, v = (z.view(B, T, heads, C // heads).transpose(1, 2) for z in (q, k, v))
+                att = q @ k.transpose(-2, -1) * (1.0 / math.sqrt(k.size(-1)))
+                att = att.masked_fill(t.ones(T, T, device=x.device).tril() == 0, float("-inf"))
+                y = F_.softmax(att, dim=-1) @ v
+                x = x + self.proj(y.transpose(1, 2).contiguous().view(B, T, C))
+                return x + self.mlp(self.ln2(x))
+
+        class GPT(nn_.Module):
+            def __init__(self):
+                super().__init__()
+                self.wte, self.wpe = nn_.Embedding(vocab, dim), nn_.Embedding(block, dim)
+                self.block, self.ln_f = Block(), nn_.LayerNorm(dim)
+                self.head = nn_.Linear(dim, vocab, bias=False)
+                self.head.weight = self.wte.weight  # tied, as GPT-2's
+                self.apply(self._init)
+
+            def _init(self, m):
+                if isinstance(m, nn_.Linear):
+                    nn_.init.normal_(m.weight, mean=0.0, std=0.02)
+                    if m.bias is not None:
+                        nn_.init.zeros_(m.bias)
+
+            def forward(self, idx, targets):
+                pos = t.arange(0, idx.size(1), dtype=t.long, device=idx.device)
+                x = self.ln_f(self.block(self.wte(idx) + self.wpe(pos)))
+                logits = self.head(x)
+                return F_.cross_entropy(logits.view(-1, logits.size(-1)), targets.reshape(-1))
+
+        return GPT()
+
+    @staticmethod
+    def train(t, device, steps=6):
+        t.manual_seed(1234)
+        model = TinyGPT.build(t).to(device)
+        opt = t.optim.AdamW(model.parameters(), lr=3e-2, weight_decay=0.1)
+        data = t.randint(0, 11, (4, 9))
+        x, y = data[:, :-1].to(device), data[:, 1:].to(device)
+        losses = []
+        for _ in range(steps):
+            loss = model(x, y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            t.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            losses.append(loss.item())
+        return losses, model
+
+
+def test_a_training_loop_computes_pytorchs_losses_and_they_fall(functional):
+    mine, model = TinyGPT.train(torch, "cuda")
+    theirs, _ = TinyGPT.train(real, "cpu")
+    assert mine == pytest.approx(theirs, rel=1e-5, abs=1e-6)
+    assert mine[-1] < mine[0] - 0.3  # it learns
+    assert model.head.weight._storage_id == model.wte.weight._storage_id
+    assert _functional.value(model.head.weight) is _functional.value(model.wte.weight)
+    # The simulated machine ran it all: kernels, time and memory as without values.
+    stats = syntorch.trace_manager.stats()
+    assert stats["kernels"] > 100 and not syntorch.value_reads()
+
+
+def test_the_simulated_time_is_the_same_with_and_without_values():
+    def run(mode):
+        syntorch.init(hw=H100)
+        syntorch.set_value_mode(mode)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                TinyGPT.train(torch, "cuda", steps=2)
+            return syntorch.trace_manager.stats()
+        finally:
+            syntorch.set_value_mode("placeholder")
+    plain, functional_run = run("placeholder"), run("functional")
+    for key in ("time_ms", "kernels", "peak_memory_bytes"):
+        if key in plain:
+            assert plain[key] == functional_run[key], key
+
+
+def test_reads_printing_and_control_flow_see_real_values(functional):
+    x = torch.tensor([[1.0, -2.0], [3.0, 4.0]], device="cuda")
+    assert x.sum().item() == 6.0 and float(x.abs().max()) == 4.0
+    assert x.tolist() == [[1.0, -2.0], [3.0, 4.0]]
+    assert x.cpu().numpy().tolist() == [[1.0, -2.0], [3.0, 4.0]]
+    assert f"{x.mean():.2f}" == "1.50" and int(x[1, 1]) == 4 and bool((x < 0).any())
+    assert repr(x) == "tensor([[ 1., -2.],\n        [ 3.,  4.]], device='cuda:0')"
+    w = torch.ones(2, device="cuda", requires_grad=True)
+    assert str(w * 2) == "tensor([2., 2.], device='cuda:0', grad_fn=<MulBackward0>)"
+    i = torch.tensor(1)
+    assert [10, 20, 30][i] == 20 and list(range(5))[i:i + 2] == [1, 2]  # __index__
+    if (x > 3).sum() == 1:  # value-dependent control flow
+        branch = "one"
+    else:
+        branch = "other"
+    assert branch == "one"
+    # In place, through views and index assignment, as PyTorch.
+    v = x.view(4)
+    v[0] = 7.0
+    x[1] += 1.0
+    assert x.tolist() == [[7.0, -2.0], [4.0, 5.0]]
+    assert torch.equal(x, x.clone()) and not torch.equal(x, x + 1)
+    with pytest.raises(TypeError):
+        torch.tensor([1.5]).__index__()
+
+
+def test_a_value_over_the_limit_is_not_computed_and_reads_fall_back_to_placeholders():
+    syntorch.init(hw=H100)
+    syntorch.set_value_mode("functional", limit_bytes=4096)
+    try:
+        small = torch.ones(8, device="cuda")
+        assert (small * 3).sum().item() == 24.0
+        with pytest.warns(RuntimeWarning, match="over the limit of 4096 bytes"):
+            big = torch.ones(2048, device="cuda")  # 8 KiB of float32: over the limit
+        assert _functional.value(big) is None
+        with pytest.warns(syntorch.ValuePlaceholderWarning):
+            assert big.sum().item() == 0.0
+        assert (small + 1).sum().item() == 16.0  # still computed
+        before = _functional.live_bytes()
+        keep = [torch.ones(64, device="cuda") for _ in range(4)]
+        assert _functional.live_bytes() == before + 4 * 256
+        del keep
+        assert _functional.live_bytes() == before  # dropped with their tensors
+    finally:
+        syntorch.set_value_mode("placeholder")
+    with pytest.raises(ValueError, match="limit_bytes"):
+        syntorch.set_value_mode("functional", limit_bytes=-1)
+    with pytest.raises(ValueError, match="functional mode"):
+        syntorch.set_value_mode("strict", limit_bytes=10)
+    assert _functional.parse_bytes("512MiB", "x") == 512 << 20 and _functional.parse_bytes("2g", "x") == 2 << 30
+    with pytest.raises(ValueError, match="SYNTORCH_VALUES_LIMIT"):
+        _functional.parse_bytes("lots", "SYNTORCH_VALUES_LIMIT")
+
+
+def test_layers_compute_as_pytorchs(functional):
+    cases = [(lambda t: t.nn.Conv2d(3, 4, 3, padding=1), (2, 3, 5, 5)),
+             (lambda t: t.nn.LayerNorm(6), (2, 6)),
+             (lambda t: t.nn.BatchNorm1d(6), (4, 6)),
+             (lambda t: t.nn.MultiheadAttention(8, 2, batch_first=True), (2, 3, 8)),
+             (lambda t: t.nn.Embedding(10, 4), None)]
+    for build, shape in cases:
+        outs = []
+        for t in (torch, real):
+            t.manual_seed(3)
+            layer = build(t)  # the parameters drawn as PyTorch draws them
+            if shape is None:
+                out = layer(t.tensor([[1, 2], [3, 9]]))
+            else:
+                x = t.randn(*shape)
+                out = layer(x, x, x)[0] if isinstance(layer, (nn.MultiheadAttention, real.nn.MultiheadAttention)) \
+                    else layer(x)
+            outs.append(_functional.value(out) if t is torch else out)
+        assert real.allclose(outs[0], outs[1], atol=1e-6), type(layer).__name__
+
+
+def test_attention_and_rms_norm_have_values_where_pytorch_lacks_the_function(functional):
+    q = torch.randn(1, 2, 4, 8, device="cuda")
+    out = F.scaled_dot_product_attention(q, q, q, is_causal=True)
+    rq = _functional.value(q)
+    scores = (rq @ rq.transpose(-2, -1) / math.sqrt(8)).masked_fill(~real.ones(4, 4, dtype=real.bool).tril(),
+                                                                        float("-inf"))
+    assert real.allclose(_functional.value(out), scores.softmax(-1) @ rq, atol=1e-6)
+    norm = nn.RMSNorm(8, eps=1e-6).cuda()
+    y = norm(q)
+    expect = rq * real.rsqrt(rq.pow(2).mean(-1, keepdim=True) + 1e-6)
+    assert real.allclose(_functional.value(y), expect, atol=1e-6)
+
+
+def test_data_loading_from_numpy_and_a_dataloader_carries_values(functional, tmp_path):
+    import numpy as np
+    tokens = np.arange(100, dtype=np.uint16)
+    path = tmp_path / "train.bin"
+    tokens.tofile(path)
+    data = np.memmap(path, dtype=np.uint16, mode="r")
+    torch.manual_seed(0)
+    ix = torch.randint(len(data) - 8, (4,))
+    x = torch.stack([torch.from_numpy(data[i:i + 8].astype(np.int64)) for i in ix])
+    x = x.pin_memory().to("cuda", non_blocking=True)
+    starts = ix.tolist()
+    assert x.tolist() == [list(range(s, s + 8)) for s in starts]
+    assert x.device == "cuda:0" or str(x.device).startswith("cuda")
+
+    from syntorch.torch.utils.data import DataLoader, TensorDataset
+    ds = TensorDataset(torch.arange(10).float().view(5, 2), torch.arange(5))
+    batches = [(a.tolist(), b.tolist()) for a, b in DataLoader(ds, batch_size=2)]
+    assert batches[0] == ([[0.0, 1.0], [2.0, 3.0]], [0, 1]) and batches[-1] == ([[8.0, 9.0]], [4])
+
+
+def test_half_precision_ops_compute_in_float32_where_the_cpu_lacks_them(functional):
+    a = torch.ones(4, 4, dtype=torch.float16, device="cuda")
+    c = a @ a
+    assert c.dtype == torch.float16 and _functional.value(c).dtype == real.float16
+    assert c.sum().item() == 64.0
+
+
+def test_a_script_under_syntorch_run_computes_values_from_the_environment(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import torch\n"
+        "torch.manual_seed(0)\n"
+        "model = torch.nn.Linear(4, 1).cuda()\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "x, y = torch.randn(16, 4).cuda(), torch.randn(16, 1).cuda()\n"
+        "for step in range(20):\n"
+        "    loss = torch.nn.functional.mse_loss(model(x), y)\n"
+        "    opt.zero_grad(); loss.backward(); opt.step()\n"
+        "    if step in (0, 19): print(f'loss {loss.item():.6f}')\n")
+    env = dict(os.environ, SYNTORCH_VALUES="functional", SYNTORCH_VALUES_LIMIT="64MiB")
+    run = subprocess.run([sys.executable, "-m", "syntorch.run", "--hw", H100, str(script)], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    first, last = (float(line.split()[1]) for line in run.stdout.splitlines() if line.startswith("loss"))
+    real.manual_seed(0)
+    model = real.nn.Linear(4, 1)
+    opt = real.optim.SGD(model.parameters(), lr=0.1)
+    x, y = real.randn(16, 4), real.randn(16, 1)
+    losses = []
+    for _ in range(20):
+        loss = real.nn.functional.mse_loss(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert (first, last) == pytest.approx((losses[0], losses[-1]), abs=1e-6) and last < first
+    bad = subprocess.run([sys.executable, "-m", "syntorch.run", "--hw", H100, str(script)],
+                         env=dict(env, SYNTORCH_VALUES_LIMIT="plenty"), capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "SYNTORCH_VALUES_LIMIT" in bad.stderr and "Traceback" not in bad.stderr
