@@ -336,6 +336,25 @@ def _upcast_half(x):
     return x
 
 
+def _as_simulated_dtype(args, kwargs, dtype):
+    """Floating operands cast to the dtype the simulated op produced where they differ (float16,
+    bfloat16, float32): an op autocast runs in bfloat16 gets bfloat16 operands, one it runs in
+    float32 (a loss, a norm) float32 ones, as autocast casts them."""
+    real = _state.real
+    want = _real_dtype(dtype)
+    kinds = (real.float16, real.bfloat16, real.float32)
+    if want not in kinds:
+        return args, kwargs
+
+    def cast(x):
+        if isinstance(x, real.Tensor):
+            return x.to(want) if x.dtype in kinds and x.dtype != want else x
+        if type(x) in (list, tuple):
+            return type(x)(cast(y) for y in x)
+        return x
+    return [cast(a) for a in args], {k: cast(v) for k, v in kwargs.items()}
+
+
 def _call_real(fn, args, kwargs):
     real = _state.real
     with _real_imports, real.set_grad_enabled(_syntorch.is_grad_enabled()):
@@ -347,7 +366,7 @@ def _call_real(fn, args, kwargs):
             return fn(*_upcast_half(args), **_upcast_half(kwargs))
 
 
-def _compute(op, real_fn, args, kwargs, out, inplace=False, result=False):
+def _compute(op, real_fn, args, kwargs, out, inplace=False, result=False, cast=True):
     """Runs PyTorch's `real_fn` on the operands' values and keeps the result's; returns PyTorch's
     result when `result` (a function whose Python result is itself a value), else None."""
     if real_fn is None:
@@ -363,6 +382,8 @@ def _compute(op, real_fn, args, kwargs, out, inplace=False, result=False):
         if _has_tensor(out):
             _attach_out(out, None, op)
         return None
+    if cast and isinstance(out, _syntorch.Tensor) and not inplace:
+        rargs, rkwargs = _as_simulated_dtype(rargs, rkwargs, out.dtype)
     try:
         rout = _call_real(real_fn, rargs, rkwargs)
     except Exception as e:  # PyTorch refused what the simulator took: the result has no value
@@ -818,7 +839,7 @@ def _wrap_layers(nn, real):
         if twin is None:
             _attach_out(out, None, f"nn.{cls.__name__}")
         else:
-            _compute(f"nn.{cls.__name__}", twin, args, kwargs, out)
+            _compute(f"nn.{cls.__name__}", twin, args, kwargs, out, cast=False)
         return out
     call._functional_wrapped = True
     Module.__call__ = call
@@ -863,17 +884,20 @@ def _wrap_optimizers(optim, real):
         self.__dict__["_functional_twin"] = (key, twin)
         return twin
 
+    def step_values(self):
+        twin = twin_of(self)
+        if twin is not None:
+            for mine, theirs in zip(self.param_groups, twin.param_groups):
+                for k, v in mine.items():
+                    if k not in ("params", "foreach", "fused") and k in theirs:
+                        theirs[k] = v
+            with _real_imports:
+                twin.step()
+
     def step(self, closure=None):
         out = orig_step(self, closure)
         if _state.enabled:
-            twin = twin_of(self)
-            if twin is not None:
-                for mine, theirs in zip(self.param_groups, twin.param_groups):
-                    for k, v in mine.items():
-                        if k not in ("params", "foreach", "fused") and k in theirs:
-                            theirs[k] = v
-                with _real_imports:
-                    twin.step()
+            step_values(self)
         return out
 
     def zero_grad(self, set_to_none=True):
@@ -889,6 +913,110 @@ def _wrap_optimizers(optim, real):
                             v.grad.detach_().zero_()
     step._functional_wrapped = zero_grad._functional_wrapped = True
     Optimizer.step, Optimizer.zero_grad = step, zero_grad
+    Optimizer._functional_step_values = step_values
+
+
+# --- the gradient scaler: its scale, the inf check and the skipped steps, on the values ---
+
+def _wrap_grad_scaler(amp):
+    """torch.amp.GradScaler on the values, as PyTorch's: the loss scaled, gradients unscaled and
+    checked for inf/NaN, a step skipped when they have any, the scale backed off or grown."""
+    import inspect
+    GradScaler = amp.GradScaler
+    orig_init, orig_scale, orig_unscale, orig_step, orig_update, orig_get = (
+        GradScaler.__init__, GradScaler.scale, GradScaler.unscale_, GradScaler.step, GradScaler.update,
+        GradScaler.get_scale)
+    signature = inspect.signature(orig_init)
+
+    def init(self, *args, **kwargs):
+        orig_init(self, *args, **kwargs)
+        bound = signature.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        a = bound.arguments
+        self.__dict__["_functional"] = dict(scale=float(a["init_scale"]), growth=float(a["growth_factor"]),
+                                            backoff=float(a["backoff_factor"]), interval=int(a["growth_interval"]),
+                                            enabled=bool(a["enabled"]), tracker=0, found={}, unscaled=set())
+
+    def state(self):
+        return self.__dict__.get("_functional") if _state.enabled else None
+
+    def scale(self, outputs):
+        out = orig_scale(self, outputs)
+        st = state(self)
+        if st is not None and st["enabled"]:
+            pairs = zip(outputs, out) if isinstance(outputs, (list, tuple)) else [(outputs, out)]
+            for o, s in pairs:
+                v = _state.values.get(o._serial)
+                if v is None:
+                    drop(s)
+                else:
+                    with _real_imports, _state.real.set_grad_enabled(_syntorch.is_grad_enabled()):
+                        attach(s, v * st["scale"], "GradScaler.scale")
+        return out
+
+    def unscale_values(self, st, optimizer):
+        if id(optimizer) in st["unscaled"]:
+            return
+        st["unscaled"].add(id(optimizer))
+        real = _state.real
+        found = False
+        inv = 1.0 / st["scale"]
+        with _real_imports, real.no_grad():
+            for g in optimizer.param_groups:
+                for p in g["params"]:
+                    v = _state.values.get(p._serial)
+                    if v is not None and v.grad is not None:
+                        v.grad.mul_(inv)
+                        found = found or not bool(real.isfinite(v.grad).all())
+        st["found"][id(optimizer)] = found
+
+    def unscale_(self, optimizer):
+        orig_unscale(self, optimizer)
+        st = state(self)
+        if st is not None and st["enabled"]:
+            unscale_values(self, st, optimizer)
+
+    def step(self, optimizer, *args, **kwargs):
+        st = state(self)
+        if st is None:
+            return orig_step(self, optimizer, *args, **kwargs)
+        # The simulated step (its kernels and the inf-flag read) as without values.
+        orig_step(self, optimizer, *args, **kwargs)
+        if not st["enabled"]:
+            optimizer._functional_step_values()
+            return None
+        unscale_values(self, st, optimizer)
+        if not st["found"][id(optimizer)]:
+            optimizer._functional_step_values()
+        return None
+
+    def update(self, new_scale=None):
+        orig_update(self, new_scale)
+        st = state(self)
+        if st is None or not st["enabled"]:
+            return
+        if any(st["found"].values()):
+            st["scale"] *= st["backoff"]
+            st["tracker"] = 0
+        else:
+            st["tracker"] += 1
+            if st["tracker"] == st["interval"]:
+                st["scale"] *= st["growth"]
+                st["tracker"] = 0
+        st["found"].clear()
+        st["unscaled"].clear()
+
+    def get_scale(self):
+        st = state(self)
+        if st is None:
+            return orig_get(self)
+        return st["scale"] if st["enabled"] else 1.0
+
+    for name, fn in (("__init__", init), ("scale", scale), ("unscale_", unscale_), ("step", step),
+                     ("update", update), ("get_scale", get_scale)):
+        functools.update_wrapper(fn, getattr(GradScaler, name))
+        fn._functional_wrapped = True
+        setattr(GradScaler, name, fn)
 
 
 def _install():
@@ -906,4 +1034,5 @@ def _install():
     _wrap_autograd(torch.autograd)
     _wrap_layers(torch.nn, real)
     _wrap_optimizers(torch.optim, real)
+    _wrap_grad_scaler(torch.amp)
     _state.installed = True

@@ -124,9 +124,8 @@ def test_the_simulated_time_is_the_same_with_and_without_values():
         finally:
             syntorch.set_value_mode("placeholder")
     plain, functional_run = run("placeholder"), run("functional")
-    for key in ("time_ms", "kernels", "peak_memory_bytes"):
-        if key in plain:
-            assert plain[key] == functional_run[key], key
+    for key in ("simulated_time_s", "kernels", "flops", "hbm_bytes", "events", "peak_memory_bytes"):
+        assert plain[key] == functional_run[key], key
 
 
 def test_reads_printing_and_control_flow_see_real_values(functional):
