@@ -727,6 +727,8 @@ def _init_values(module, real):
             twin = None
     theirs = dict(_named_tensors(twin)) if twin is not None else {}
     for name, t in _named_tensors(module):
+        if t._serial in _state.values:  # made before (a wrapped module's, DDP's): kept
+            continue
         v = theirs.get(name)
         if v is None or tuple(v.shape) != tuple(t.shape):
             v = _new_value(real, t)
@@ -1019,6 +1021,42 @@ def _wrap_grad_scaler(amp):
         setattr(GradScaler, name, fn)
 
 
+# --- collectives: no values between ranks yet ---
+
+def _wrap_distributed(dist):
+    """A collective over several ranks leaves its outputs without values (reads of them return
+    placeholders): the ranks' programs do not exchange values. In a world of one the collectives
+    are copies, which compute."""
+    def outputs(name, args, kwargs):
+        if name in ("all_reduce", "broadcast"):
+            return [args[0] if args else kwargs.get("tensor")]
+        if name == "all_gather":
+            return list(args[0] if args else kwargs.get("tensor_list"))
+        if name == "all_gather_into_tensor":
+            return [args[0] if args else kwargs.get("output_tensor")]
+        if name == "reduce_scatter_tensor":
+            return [args[0] if args else kwargs.get("output")]
+        return []
+
+    for name in ("all_reduce", "broadcast", "all_gather", "all_gather_into_tensor", "reduce_scatter_tensor"):
+        orig = getattr(dist, name, None)
+        if orig is None or getattr(orig, "_functional_wrapped", False):
+            continue
+
+        def collective(*args, _orig=orig, _name=name, **kwargs):
+            out = _orig(*args, **kwargs)
+            if _state.enabled and dist.is_initialized() and dist.get_world_size(kwargs.get("group")) > 1:
+                for t in outputs(_name, args, kwargs):
+                    if isinstance(t, _syntorch.Tensor) and t._serial in _state.values:
+                        _warn_once(("collective",), f"torch.distributed.{_name} across ranks: the ranks do not "
+                                   "exchange values, so its outputs have none (reads return placeholders)")
+                        drop(t)
+            return out
+        functools.update_wrapper(collective, orig)
+        collective._functional_wrapped = True
+        setattr(dist, name, collective)
+
+
 def _install():
     real = _state.real
     import syntorch.torch as torch
@@ -1035,4 +1073,5 @@ def _install():
     _wrap_layers(torch.nn, real)
     _wrap_optimizers(torch.optim, real)
     _wrap_grad_scaler(torch.amp)
+    _wrap_distributed(torch.distributed)
     _state.installed = True

@@ -275,3 +275,26 @@ def test_a_script_under_syntorch_run_computes_values_from_the_environment(tmp_pa
     bad = subprocess.run([sys.executable, "-m", "syntorch.run", "--hw", H100, str(script)],
                          env=dict(env, SYNTORCH_VALUES_LIMIT="plenty"), capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and "SYNTORCH_VALUES_LIMIT" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_shapes_that_depend_on_values_are_known_from_them(functional):
+    x = torch.tensor([[1.0, -2.0], [3.0, -4.0], [0.5, 6.0]], device="cuda")
+    picked = x[x > 0]
+    assert picked.shape == (4,) and picked.tolist() == [1.0, 3.0, 0.5, 6.0]
+    rows = x[torch.tensor([True, False, True], device="cuda")]
+    assert rows.shape == (2, 2) and rows.tolist() == [[1.0, -2.0], [0.5, 6.0]]
+    idx = (x < 0).nonzero()
+    assert idx.shape == (2, 2) and idx.tolist() == [[0, 1], [1, 1]]
+    r, c = torch.nonzero(x < 0, as_tuple=True)
+    assert r.tolist() == [0, 1] and c.tolist() == [1, 1]
+    kernels = syntorch.trace_manager.stats()["kernels"]
+    assert kernels > 0
+
+
+def test_without_values_a_value_dependent_shape_is_refused_by_name():
+    syntorch.init(hw=H100)
+    x = torch.ones(3, 2, device="cuda")
+    with pytest.raises(NotImplementedError, match="functional"):
+        x[x > 0]
+    with pytest.raises(NotImplementedError, match="torch.nonzero"):
+        torch.nonzero(x)

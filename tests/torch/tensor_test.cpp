@@ -39,6 +39,32 @@ TEST_F(TorchTensor, MetadataOfAFactoryTensor) {
   EXPECT_FALSE(torch::Tensor().defined());
 }
 
+TEST_F(TorchTensor, AWatchedTensorIsReportedOnceWhenItsLastHandleGoes) {
+  (void)torch::take_released_watched();  // whatever earlier tests left
+  std::uint64_t id = 0;
+  std::uint64_t unwatched = 0;
+  {
+    auto x = torch::empty({4});
+    auto y = torch::empty({4});
+    x.watch_release();
+    id = x.unique_id();
+    unwatched = y.unique_id();
+    auto view = x.view({2, 2});  // holds x's memory, not x's handle
+    auto copy = x;               // another handle of x
+    x = torch::Tensor();
+    EXPECT_TRUE(torch::take_released_watched().empty());  // `copy` still holds it
+  }
+  const auto released = torch::take_released_watched();
+  ASSERT_EQ(released.size(), 1u);
+  EXPECT_EQ(released[0], id);
+  EXPECT_NE(released[0], unwatched);
+  EXPECT_TRUE(torch::take_released_watched().empty());  // taken once
+  // A reused implementation starts unwatched.
+  { auto z = torch::empty({4}); }
+  EXPECT_TRUE(torch::take_released_watched().empty());
+  EXPECT_THROW(torch::Tensor().watch_release(), torch::Error);
+}
+
 TEST_F(TorchTensor, DimOutOfRangeIsAnError) {
   auto x = torch::empty({2, 3});
   EXPECT_NE(error_of([&] { (void)x.size(2); }).find("Dimension out of range (expected to be in range of [-2, 1], but got 2)"),

@@ -489,6 +489,8 @@ def _basic_index(self, key):
 def _index(self, key):
     if type(key) is not tuple:
         key = (key,)
+    if len(key) == 1 and isinstance(key[0], Tensor) and key[0].dtype == bool:
+        return _masked_select_rows(self, key[0])
     if len(key) <= self.dim() and _builtins.all(type(k) is slice or type(k) is _builtins.int for k in key):
         return _basic_index(self, key)
     consumed = _builtins.sum(1 for k in key if k is not None and k is not Ellipsis)
@@ -538,6 +540,48 @@ def _index(self, key):
     elif advanced:  # several, broadcast together: one gather (aten::index)
         out = _syntorch._index(out, [advanced.get(d) for d in range(_builtins.max(advanced) + 1)])
     return out
+
+
+def _count_nonzero_on_host(input, what):
+    """How many elements of `input` are nonzero, which the host must know to size a result: the
+    count kernel and the copy to the host (a sync), then the count from the functional mode's
+    values. Without them the shape cannot be known: NotImplementedError."""
+    from syntorch import _functional
+    value = _functional.read(input)
+    if value is None:
+        raise NotImplementedError(f"{what}: its result's shape depends on the values, which are not simulated "
+                                  "(syntorch.set_value_mode('functional') computes them; masked_fill and where are "
+                                  "the shape-stable forms)")
+    (input != 0).sum()._item()  # PyTorch's count kernel and the device-to-host copy of the count
+    return _builtins.int(value.count_nonzero())
+
+
+def nonzero(input, *, out=None, as_tuple=False):
+    """The indices of the nonzero elements, [count, dim] (or one vector per dim with as_tuple), as
+    PyTorch's: a count, a sync to learn it, and a kernel writing the indices."""
+    if out is not None:
+        raise NotImplementedError("torch.nonzero: argument 'out' is not supported")
+    count = _count_nonzero_on_host(input, "torch.nonzero")
+    idx = zeros(count, _builtins.max(input.dim(), 1) if input.dim() else 0, dtype=int64, device=input.device)
+    if as_tuple:
+        return tuple(idx.select(1, d) for d in range(idx.size(1))) if input.dim() else (idx.reshape(-1),)
+    return idx
+
+
+Tensor.nonzero = lambda self, *, as_tuple=False: nonzero(self, as_tuple=as_tuple)
+
+
+def _masked_select_rows(self, mask):
+    """x[mask] for a boolean mask over x's leading dims: [count] + the remaining dims, as PyTorch's
+    (the count's sync, then a gather of the selected rows)."""
+    if mask.dim() > self.dim() or list(mask.shape) != list(self.shape)[:mask.dim()]:
+        raise IndexError(f"The shape of the mask {list(mask.shape)} does not match the shape of the indexed tensor "
+                         f"{list(self.shape)}")
+    count = _count_nonzero_on_host(mask, "indexing with a boolean mask")
+    rest = list(self.shape)[mask.dim():]
+    rows = self.reshape([-1] + rest)
+    index = zeros(count, dtype=int64, device=self.device)
+    return index_select(rows, 0, index)
 
 
 def _index_tensor(k, size, device_name):
