@@ -249,6 +249,32 @@ def attach(t, v, op="an op"):
     _state.live_bytes += nbytes - old
 
 
+def real_generator(generator):
+    """PyTorch's generator standing for a syntorch torch.Generator (its seed; kept with it, so its
+    draws go on from where they were, until it is seeded again); None for None."""
+    if generator is None:
+        return None
+    seed = generator._seed
+    kept = generator.__dict__.get("_functional_real")
+    if kept is None or kept[0] != seed:
+        kept = (seed, real_torch().Generator().manual_seed(seed))
+        generator.__dict__["_functional_real"] = kept
+    return kept[1]
+
+
+def derive(t, fn, sources, op):
+    """t's value as fn(values of sources) when the mode is on and every source has one (a batch
+    that workers stacked elsewhere); none otherwise."""
+    if not _state.enabled:
+        return
+    values = [_state.values.get(x._serial) for x in sources]
+    if any(v is None for v in values):
+        drop(t)
+        return
+    with _real_imports, _state.real.no_grad():
+        attach(t, fn(_state.real, values), op)
+
+
 # --- operands and results ---
 
 def _conv(a):
@@ -509,8 +535,13 @@ def _fallbacks(real):
             "torch.nn.functional.rms_norm": rms_norm}
 
 
+# Where PyTorch's function of the same name is deprecated: the one it says to use.
+_PREFERRED = {"torch.nn.functional.tanh": "tanh", "torch.nn.functional.sigmoid": "sigmoid"}
+
+
 def _resolver(real_module, name, fallbacks, path):
-    fn = getattr(real_module, name, None)
+    preferred = _PREFERRED.get(f"{path}.{name}")
+    fn = getattr(_state.real, preferred) if preferred else getattr(real_module, name, None)
     if fn is None:
         fn = fallbacks.get(f"{path}.{name}")
     if name == "manual_seed":

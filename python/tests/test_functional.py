@@ -234,6 +234,9 @@ def test_data_loading_from_numpy_and_a_dataloader_carries_values(functional, tmp
     ds = TensorDataset(torch.arange(10).float().view(5, 2), torch.arange(5))
     batches = [(a.tolist(), b.tolist()) for a, b in DataLoader(ds, batch_size=2)]
     assert batches[0] == ([[0.0, 1.0], [2.0, 3.0]], [0, 1]) and batches[-1] == ([[8.0, 9.0]], [4])
+    # Workers stack the batch elsewhere (no host cost here): its values are still the items'.
+    with_workers = [(a.tolist(), b.tolist()) for a, b in DataLoader(ds, batch_size=2, num_workers=2, pin_memory=True)]
+    assert with_workers == batches
 
 
 def test_half_precision_ops_compute_in_float32_where_the_cpu_lacks_them(functional):

@@ -38,9 +38,11 @@ void set_autocast_enabled(bool enabled) { t_state.enabled = enabled; }
 ScalarType get_autocast_dtype() { return t_state.dtype; }
 
 void set_autocast_dtype(ScalarType dtype) {
-  if (dtype != kFloat16 && dtype != kBFloat16) {
-    detail::fail("autocast: in the autocast enabled region for CUDA, the supported data types are torch.float16 and "
-                 "torch.bfloat16, got {}",
+  // float32 is accepted, as PyTorch's CUDA autocast accepts it (nanoGPT's --dtype=float32): the
+  // listed ops then run in float32, so nothing is cast down.
+  if (dtype != kFloat16 && dtype != kBFloat16 && dtype != kFloat32) {
+    detail::fail("autocast: in the autocast enabled region for CUDA, the supported data types are torch.float16, "
+                 "torch.bfloat16 and torch.float32, got {}",
                  scalar_type_name(dtype));
   }
   t_state.dtype = dtype;

@@ -100,7 +100,12 @@ TEST(Autocast, Fp32ListOpsRunInFp32AndOthersPromote) {
   // Attention casts q, k and v.
   const auto q = torch::empty({2, 4, 16, 32});
   EXPECT_EQ(torch::scaled_dot_product_attention(q, q, q, {}, 0.0, true).dtype(), torch::kBFloat16);
-  EXPECT_THROW(torch::autocast::set_autocast_dtype(torch::kFloat32), torch::Error);
+  EXPECT_THROW(torch::autocast::set_autocast_dtype(torch::kFloat64), torch::Error);
+  // float32, as PyTorch's CUDA autocast takes it: the listed ops stay in float32.
+  {
+    torch::autocast::AutocastMode fp32(torch::kFloat32);
+    EXPECT_EQ(torch::matmul(h, torch::empty({128, 64})).dtype(), torch::kFloat32);  // bf16 input cast up
+  }
 }
 
 TEST(Autocast, Fp32ParametersGetFp32GradientsFromBf16Gemms) {

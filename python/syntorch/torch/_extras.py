@@ -71,6 +71,7 @@ class Generator:
 
     def manual_seed(self, seed):
         self._seed = builtins.int(seed)
+        self.__dict__.pop("_functional_real", None)  # the functional mode's PyTorch twin starts again
         return self
 
     def seed(self):

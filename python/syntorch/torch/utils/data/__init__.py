@@ -90,6 +90,15 @@ def _seed_of(generator):
     return getattr(generator, "_seed", 0) if generator is not None else 0
 
 
+def _pytorch_order(make, generator):
+    """In the functional mode, PyTorch's own sampler's order (the same draws from the same
+    generators, so a seeded program gets PyTorch's batches); None otherwise."""
+    from syntorch import _functional
+    if not _functional.enabled():
+        return None
+    return iter(make(_functional.real_torch().utils.data, _functional.real_generator(generator)))
+
+
 def random_split(dataset, lengths, generator=None):
     """Subsets of the given lengths (or fractions summing to 1) over a shuffled order."""
     n = len(dataset)
@@ -136,6 +145,7 @@ class RandomSampler(Sampler):
         self.data_source = data_source
         self.replacement = replacement
         self._num_samples = num_samples
+        self._generator = generator
         self._random = random.Random(_seed_of(generator))
         if num_samples is not None and (not isinstance(num_samples, int) or num_samples <= 0):
             raise ValueError(f"num_samples should be a positive integer value, but got num_samples={num_samples}")
@@ -146,6 +156,10 @@ class RandomSampler(Sampler):
 
     def __iter__(self):
         n = len(self.data_source)
+        order = _pytorch_order(lambda data, gen: data.RandomSampler(range(n), self.replacement, self._num_samples,
+                                                                    generator=gen), self._generator)
+        if order is not None:
+            return order
         if self.replacement:  # drawn as they are asked for (num_samples may be effectively endless)
             return (self._random.randrange(n) for _ in range(self.num_samples))
         order = list(range(n))
@@ -159,9 +173,13 @@ class RandomSampler(Sampler):
 class SubsetRandomSampler(Sampler):
     def __init__(self, indices, generator=None):
         self.indices = list(indices)
+        self._generator = generator
         self._random = random.Random(_seed_of(generator))
 
     def __iter__(self):
+        order = _pytorch_order(lambda data, gen: data.SubsetRandomSampler(self.indices, generator=gen), self._generator)
+        if order is not None:
+            return order
         order = list(self.indices)
         self._random.shuffle(order)
         return iter(order)
@@ -206,8 +224,11 @@ class _Collation:
             out = torch.stack(items)
             return out.pin_memory() if self.pin and out.device.type == "cpu" else out
         device = first.device.type
-        return torch.empty(len(items), *first.shape, dtype=first.dtype, device=device,
-                           pin_memory=self.pin and device == "cpu")
+        out = torch.empty(len(items), *first.shape, dtype=first.dtype, device=device,
+                          pin_memory=self.pin and device == "cpu")
+        from syntorch import _functional
+        _functional.derive(out, lambda real, values: real.stack(values), items, "DataLoader worker's collation")
+        return out
 
 
 def _collate(batch, how):
@@ -316,6 +337,10 @@ class DataLoader:
             yield self._collate(samples)
 
     def __iter__(self):
+        from syntorch import _functional
+        if _functional.enabled():  # PyTorch's iterator draws its workers' base seed, as here
+            real = _functional.real_torch()
+            real.empty((), dtype=real.int64).random_(generator=_functional.real_generator(self.generator))
         if self._iterable:
             batches = self._batches_of_iterable()
         elif self.batch_sampler is None:
