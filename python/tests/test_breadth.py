@@ -327,6 +327,19 @@ def test_pinned_non_blocking_copies_overlap_and_pageable_ones_wait():
     assert torch.tensor([1, 2], pin_memory=True).is_pinned()
     syntorch.trace_manager.stats()
 
+    # Back to the host: a non-blocking copy goes into pinned memory PyTorch allocates for it, and
+    # the host does not wait; a blocking one waits for the copy and stages it into pageable memory.
+    def back(non_blocking):
+        syntorch.init(hw=config("h100_sxm5_80gb.json"))
+        y = torch.empty(64, 2 ** 20, device="cuda").to("cpu", non_blocking=non_blocking)
+        t_host = syntorch.clock.now()
+        torch.cuda.synchronize()
+        return t_host, y.is_pinned()
+
+    (async_host, async_pinned), (sync_host, sync_pinned) = back(True), back(False)
+    assert async_pinned and not sync_pinned and async_host < sync_host
+    syntorch.trace_manager.stats()
+
 
 class Squares(Dataset):
     def __init__(self, n):

@@ -915,13 +915,16 @@ Tensor Tensor::to(Device device, bool non_blocking) const {
   detail::no_backward({this}, "to(device)");
   runtime::RankContext* ctx = runtime::current_rank();
   Tensor out = detail::make_tensor(ctx, s.sizes, s.dtype, device, "aten::to");
+  // A new host tensor is pageable, unless the copy is non_blocking: PyTorch's _to_copy then
+  // allocates it pinned, so that the copy runs asynchronously and the host does not wait.
+  const bool pin_out = non_blocking && s.device.is_cuda() && device.is_cpu();
+  if (pin_out) out.impl_->pinned = true;
   if (ctx) {
     const std::uint64_t bytes = out.nbytes();
     if (bytes == 0 || device.is_meta()) {
       ctx->host_op("aten::to");
     } else {
-      // A new host tensor is pageable (as PyTorch's to("cpu") without pin_memory).
-      host_device_copy(ctx, bytes, device.is_cuda(), device.is_cuda() && s.pinned, non_blocking, "aten::to");
+      host_device_copy(ctx, bytes, device.is_cuda(), device.is_cuda() ? s.pinned : pin_out, non_blocking, "aten::to");
     }
   }
   return out;
