@@ -17,9 +17,29 @@ void bind_in_place(py::class_<torch::Tensor>& tensor, const char* method, const 
                py::return_value_policy::reference_internal, py::call_guard<RequireRun>());
   }
 }
+// torch.Size, the Python package's tuple subclass (set by it at import; a plain tuple before).
+PyObject* g_size_type = nullptr;
+
+// A shape as torch.Size: the tuple of its ints, made an instance of the subclass directly.
+py::object size_of(torch::IntArrayRef sizes) {
+  py::tuple items(sizes.size());
+  for (std::size_t i = 0; i < sizes.size(); ++i) items[i] = py::int_(sizes[i]);
+  if (g_size_type == nullptr) return items;
+  py::tuple args = py::make_tuple(items);
+  PyObject* out = PyTuple_Type.tp_new(reinterpret_cast<PyTypeObject*>(g_size_type), args.ptr(), nullptr);
+  if (out == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(out);
+}
 }  // namespace
 
 void bind_tensor(py::module_& m) {
+  m.def("_set_size_type", [](const py::type& size) {
+    if (!PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(size.ptr()), &PyTuple_Type)) {
+      throw py::type_error("_set_size_type: expected a subclass of tuple");
+    }
+    Py_XDECREF(g_size_type);
+    g_size_type = size.inc_ref().ptr();
+  });
   py::class_<torch::ScalarType>(m, "dtype")
       .def("__repr__", &dtype_repr)
       .def("__str__", &dtype_repr)
@@ -49,14 +69,14 @@ void bind_tensor(py::module_& m) {
   bind_in_place<&Tensor::mul_, &Tensor::mul_>(tensor, "mul_", "__imul__");
   bind_in_place<&Tensor::div_, &Tensor::div_>(tensor, "div_", "__itruediv__");
   tensor
-      .def_property_readonly("shape", [](const Tensor& t) { return py::tuple(py::cast(t.sizes())); })
+      .def_property_readonly("shape", [](const Tensor& t) { return size_of(t.sizes()); })
       .def_property_readonly("dtype", [](const Tensor& t) { return t.dtype(); })
       .def_property_readonly("_device", [](const Tensor& t) { return t.device().str(); })
       .def_property_readonly("is_cuda", &Tensor::is_cuda)
       .def_property_readonly("ndim", &Tensor::dim)
       .def("size", [](const Tensor& t, std::optional<std::int64_t> dim) -> py::object {
         if (dim) return py::int_(t.size(*dim));
-        return py::tuple(py::cast(t.sizes()));
+        return size_of(t.sizes());
       }, py::arg("dim") = py::none())
       .def("stride", [](const Tensor& t, std::optional<std::int64_t> dim) -> py::object {
         if (dim) return py::int_(t.stride(*dim));

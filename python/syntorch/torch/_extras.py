@@ -91,6 +91,7 @@ class Generator:
 def _install(torch):
     torch.__version__ = __version__
     torch.Size, torch.finfo, torch.iinfo, torch.Generator = Size, finfo, iinfo, Generator
+    _syntorch._set_size_type(Size)  # Tensor.shape and Tensor.size() give torch.Size, as PyTorch's
     torch.pi, torch.e, torch.inf, torch.nan = math.pi, math.e, math.inf, math.nan
 
     def flatten(input, start_dim=0, end_dim=-1):
