@@ -57,6 +57,7 @@ std::string dtype_repr(torch::ScalarType t) {
     case torch::ScalarType::Float8_e4m3fn: return "torch.float8_e4m3fn";
     case torch::ScalarType::Float4: return "torch.float4_e2m1fn_x2";
     case torch::ScalarType::Char: return "torch.int8";
+    case torch::ScalarType::Byte: return "torch.uint8";
     case torch::ScalarType::Int: return "torch.int32";
     case torch::ScalarType::Long: return "torch.int64";
     case torch::ScalarType::Bool: return "torch.bool";

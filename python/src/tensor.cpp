@@ -52,7 +52,7 @@ void bind_tensor(py::module_& m) {
   const std::pair<const char*, torch::ScalarType> dtypes[] = {
       {"float64", torch::kFloat64}, {"double", torch::kFloat64}, {"float32", torch::kFloat32},
       {"float", torch::kFloat32},   {"float16", torch::kFloat16}, {"half", torch::kFloat16},
-      {"bfloat16", torch::kBFloat16}, {"float8_e4m3fn", torch::kFloat8_e4m3fn}, {"int8", torch::kInt8},
+      {"bfloat16", torch::kBFloat16}, {"float8_e4m3fn", torch::kFloat8_e4m3fn}, {"int8", torch::kInt8}, {"uint8", torch::kUInt8},
       {"int32", torch::kInt32},     {"int", torch::kInt32},     {"int64", torch::kInt64},
       {"long", torch::kInt64},      {"bool", torch::kBool},     {"complex64", torch::kComplexFloat},
       {"cfloat", torch::kComplexFloat}, {"complex128", torch::kComplexDouble}, {"cdouble", torch::kComplexDouble}};

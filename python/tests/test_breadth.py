@@ -1054,3 +1054,16 @@ def test_review_fixes_hold():
     del big
     torch.cuda.reset_peak_memory_stats()
     assert syntorch.trace_manager.stats()["peak_memory_bytes"][0] >= 256 * 2 ** 20
+
+
+def test_uint8_tensors_and_byte_conversions():
+    import numpy as np
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    x = torch.zeros(2, 3, dtype=torch.uint8)
+    assert x.dtype == torch.uint8 and repr(x.dtype) == "torch.uint8" and x.element_size() == 1
+    assert torch.empty(4).byte().dtype == torch.uint8 and torch.empty(4).char().dtype == torch.int8
+    assert (x + torch.zeros(3, dtype=torch.int8)).dtype == torch.int32  # PyTorch's int16, not modelled
+    assert (x.float() * 2).dtype == torch.float32
+    assert torch.from_numpy(np.zeros(3, np.uint8)).dtype == torch.uint8
+    assert x.cpu().numpy().dtype == np.uint8
+    syntorch.trace_manager.stats()

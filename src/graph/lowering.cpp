@@ -171,7 +171,7 @@ std::optional<torch::ScalarType> scalar_type_of(std::string_view name) {
       {"half", ScalarType::Half},         {"bfloat16", ScalarType::BFloat16},  {"float64", ScalarType::Double},
       {"double", ScalarType::Double},     {"int64", ScalarType::Long},         {"long", ScalarType::Long},
       {"int32", ScalarType::Int},         {"int", ScalarType::Int},            {"int8", ScalarType::Char},
-      {"uint8", ScalarType::Char},        {"bool", ScalarType::Bool},          {"int16", ScalarType::Half},
+      {"uint8", ScalarType::Byte},        {"bool", ScalarType::Bool},          {"int16", ScalarType::Half},
       {"short", ScalarType::Half},        {"complex64", ScalarType::ComplexFloat},
       {"cfloat", ScalarType::ComplexFloat}, {"complex128", ScalarType::ComplexDouble},
       {"cdouble", ScalarType::ComplexDouble}, {"complex32", ScalarType::Float},

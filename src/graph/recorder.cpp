@@ -14,6 +14,7 @@ std::string pytorch_dtype_name(torch::ScalarType t) {
     case ScalarType::Float8_e4m3fn: return "float8_e4m3fn";
     case ScalarType::Float4: return "float4_e2m1fn_x2";
     case ScalarType::Char: return "int8";
+    case ScalarType::Byte: return "uint8";
     case ScalarType::Int: return "int32";
     case ScalarType::Long: return "int64";
     case ScalarType::Bool: return "bool";

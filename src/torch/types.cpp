@@ -5,9 +5,9 @@
 namespace syntorch::torch {
 
 namespace {
-constexpr std::array<std::string_view, 12> kNames{"Double", "Float", "Half",  "BFloat16",     "Float8_e4m3fn",
+constexpr std::array<std::string_view, 13> kNames{"Double", "Float", "Half",  "BFloat16",     "Float8_e4m3fn",
                                                   "Float4", "Char",  "Int",   "Long",         "Bool",
-                                                  "ComplexFloat",    "ComplexDouble"};
+                                                  "ComplexFloat",    "ComplexDouble", "Byte"};
 // Per rank program (each on its own thread): PyTorch keeps these per process, and each simulated
 // rank is a process of its own, so one rank's setting must not change another's.
 thread_local ScalarType t_default_dtype = ScalarType::Float;
@@ -64,7 +64,7 @@ std::optional<ScalarType> promote_types(ScalarType a, ScalarType b) {
   const bool fa = is_floating_point(a), fb = is_floating_point(b);
   if (fa != fb) return fa ? a : b;
   // Within a category, by rank: Double > Float > Half, BFloat16 (which meet at Float); Long >
-  // Int > Char > Bool.
+  // Int > Char, Byte (which meet at Int, PyTorch's Short being absent) > Bool.
   auto rank = [](ScalarType t) {
     switch (t) {
       case ScalarType::Double: return 3;
@@ -73,11 +73,12 @@ std::optional<ScalarType> promote_types(ScalarType a, ScalarType b) {
       case ScalarType::BFloat16: return 1;
       case ScalarType::Long: return 3;
       case ScalarType::Int: return 2;
-      case ScalarType::Char: return 1;
+      case ScalarType::Char:
+      case ScalarType::Byte: return 1;
       default: return 0;
     }
   };
-  if (rank(a) == rank(b)) return ScalarType::Float;  // Half with BFloat16
+  if (rank(a) == rank(b)) return fa ? ScalarType::Float : ScalarType::Int;  // Half with BFloat16, Char with Byte
   return rank(a) > rank(b) ? a : b;
 }
 
@@ -90,6 +91,7 @@ DType to_runtime_dtype(ScalarType t) {
     case ScalarType::Float8_e4m3fn: return DType::fp8;
     case ScalarType::Float4: return DType::fp4;
     case ScalarType::Char:
+    case ScalarType::Byte:
     case ScalarType::Bool: return DType::int8;
     case ScalarType::Int: return DType::fp32;
     case ScalarType::Long:

@@ -29,7 +29,7 @@ class Error : public std::invalid_argument {
 // since the kernels that touch them only move bytes. Complex types (rotary tables in
 // torch.polar's form) reach it as fp64 elements of their width: ComplexFloat one, ComplexDouble two.
 enum class ScalarType : std::uint8_t {
-  Double, Float, Half, BFloat16, Float8_e4m3fn, Float4, Char, Int, Long, Bool, ComplexFloat, ComplexDouble
+  Double, Float, Half, BFloat16, Float8_e4m3fn, Float4, Char, Int, Long, Bool, ComplexFloat, ComplexDouble, Byte
 };
 using Dtype = ScalarType;
 
@@ -45,6 +45,8 @@ inline constexpr ScalarType kFloat8_e4m3fn = ScalarType::Float8_e4m3fn;
 inline constexpr ScalarType kFloat4 = ScalarType::Float4;
 inline constexpr ScalarType kInt8 = ScalarType::Char;
 inline constexpr ScalarType kChar = ScalarType::Char;
+inline constexpr ScalarType kUInt8 = ScalarType::Byte;
+inline constexpr ScalarType kByte = ScalarType::Byte;
 inline constexpr ScalarType kInt32 = ScalarType::Int;
 inline constexpr ScalarType kInt = ScalarType::Int;
 inline constexpr ScalarType kInt64 = ScalarType::Long;
@@ -55,7 +57,7 @@ inline constexpr ScalarType kComplexDouble = ScalarType::ComplexDouble;
 
 // Bits per element (fp4 packs two per byte).
 constexpr unsigned element_bits(ScalarType t) {
-  constexpr std::array<unsigned, 12> bits{64, 32, 16, 16, 8, 4, 8, 32, 64, 8, 64, 128};
+  constexpr std::array<unsigned, 13> bits{64, 32, 16, 16, 8, 4, 8, 32, 64, 8, 64, 128, 8};
   return bits[static_cast<std::size_t>(t)];
 }
 // libtorch's names: "Half", "Float", "Long", ...
@@ -68,10 +70,11 @@ ScalarType to_complex(ScalarType t);
 ScalarType to_real(ScalarType t);
 // PyTorch's type promotion of two tensor dtypes (torch.promote_types): the wider floating type
 // (Half with BFloat16 gives Float), a floating type over an integral one, the wider integer.
-// Empty where PyTorch refuses (the fp8 and fp4 types with any other).
+// Empty where PyTorch refuses (the fp8 and fp4 types with any other). Byte with Char gives Int
+// (PyTorch's Short, which is not modelled: the narrowest type here that holds both).
 std::optional<ScalarType> promote_types(ScalarType a, ScalarType b);
 // The runtime's DType for kernels on this type: itself for floating types, the DType of the same
-// width for integers and bool (Long -> fp64, Int -> fp32, Char and Bool -> int8).
+// width for integers and bool (Long -> fp64, Int -> fp32, Char, Byte and Bool -> int8).
 DType to_runtime_dtype(ScalarType t);
 // The ScalarType of a runtime DType (tf32 is stored as Float).
 ScalarType from_runtime_dtype(DType t);

@@ -5,7 +5,7 @@ import sys as _sys
 
 import _syntorch
 from _syntorch import (Tensor, dtype, float64, double, float32, float, float16, half, bfloat16, float8_e4m3fn,
-                       int8, int32, int, int64, long, bool, set_default_dtype, get_default_dtype, matmul, mm, bmm,
+                       int8, uint8, int32, int, int64, long, bool, set_default_dtype, get_default_dtype, matmul, mm, bmm,
                        add, sub, mul, div, relu, silu, tanh, sigmoid, softmax, log_softmax, argmax, cat, stack,
                        exp, log, clamp, is_grad_enabled, is_autocast_enabled, get_autocast_dtype, eq, ne, lt, le,
                        gt, ge, where, masked_fill, tril, triu, multinomial, index_select, sqrt, rsqrt, sin, cos,

@@ -107,7 +107,7 @@ def _install(torch):
         return input.numel()
 
     _numpy_dtypes = {"float64": torch.float64, "float32": torch.float32, "float16": torch.float16,
-                     "int64": torch.int64, "int32": torch.int32, "int8": torch.int8, "bool": torch.bool,
+                     "int64": torch.int64, "int32": torch.int32, "int8": torch.int8, "uint8": torch.uint8, "bool": torch.bool,
                      "complex64": torch.complex64, "complex128": torch.complex128}
 
     def from_numpy(ndarray):

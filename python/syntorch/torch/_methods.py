@@ -25,7 +25,7 @@ def _install(torch):
     T.multiply, T.divide, T.subtract = T.mul, T.div, T.sub
 
     for name, dtype in (("double", torch.float64), ("long", torch.int64), ("int", torch.int32),
-                        ("bool", torch.bool)):
+                        ("bool", torch.bool), ("byte", torch.uint8), ("char", torch.int8)):
         setattr(T, name, (lambda d: lambda self, memory_format=None: self._to_dtype(d))(dtype))
     T.nelement = lambda self: self.numel()
 
@@ -166,7 +166,7 @@ def _install(torch):
             return real.cpu().numpy()  # a CPU tensor's shares its memory, as PyTorch's
         host_values(self, "numpy")
         kinds = {"torch.float64": np.float64, "torch.float32": np.float32, "torch.float16": np.float16,
-                 "torch.int64": np.int64, "torch.int32": np.int32, "torch.int8": np.int8, "torch.bool": np.bool_,
+                 "torch.int64": np.int64, "torch.int32": np.int32, "torch.int8": np.int8, "torch.uint8": np.uint8, "torch.bool": np.bool_,
                  "torch.complex64": np.complex64, "torch.complex128": np.complex128}
         kind = kinds.get(str(self.dtype))
         if kind is None:
