@@ -42,10 +42,15 @@ class _State:
         self.installed = False
         self.limit_bytes = DEFAULT_LIMIT_BYTES
         self.live_bytes = 0
-        self.values = {}  # tensor serial -> PyTorch tensor
-        self.bytes = {}   # tensor serial -> bytes counted against the limit
+        self.values = {}    # tensor serial -> PyTorch tensor
+        self.keys = {}      # tensor serial -> (simulated storage id, the value's storage key)
+        self.storages = {}  # a value's storage key -> [values on it, its bytes]: counted once
+        self.aliases = {}   # simulated storage id -> serials of the tensors on it that have values
+        self.lost = set()   # serials whose value was lost (an op that could not compute wrote them)
+        self.lock = threading.RLock()  # ranks are threads
         self.warned = set()
         self.real = None  # PyTorch, once imported
+        self.raw_grad = None  # Tensor.grad's getter before the mode wrapped it
 
 
 _state = _State()
@@ -94,6 +99,9 @@ class _RealImports:
         self.modules_seen = -1
         self.aliased = ()   # names whose sys.modules entry is syntorch's
         self.real = {}      # PyTorch's module of each such name (absent: none)
+        self.lock = threading.RLock()  # ranks are threads: the first in swaps, the last out restores
+        self.depth = 0
+        self.saved = []
 
     def _refresh(self):
         mods = sys.modules
@@ -111,6 +119,13 @@ class _RealImports:
         self.modules_seen = len(mods)
 
     def __enter__(self):
+        with self.lock:
+            self.depth += 1
+            if self.depth == 1:
+                self._swap()
+        return self
+
+    def _swap(self):
         mods = sys.modules
         if len(mods) != self.modules_seen:
             self._refresh()
@@ -124,11 +139,13 @@ class _RealImports:
                     del mods[k]
                 else:
                     mods[k] = r
-        return self
 
     def __exit__(self, *exc):
-        sys.modules.update(self.saved)
-        self.saved = []
+        with self.lock:
+            self.depth -= 1
+            if self.depth == 0:
+                sys.modules.update(self.saved)
+                self.saved = []
         return False
 
 
@@ -158,11 +175,12 @@ def disable():
 
 
 def _clear():
-    _syntorch._take_released_watched()
-    _state.values.clear()
-    _state.bytes.clear()
-    _state.live_bytes = 0
-    _state.warned.clear()
+    with _state.lock:
+        _syntorch._take_released_watched()
+        for store in (_state.values, _state.keys, _state.storages, _state.aliases, _state.lost):
+            store.clear()
+        _state.live_bytes = 0
+        _state.warned.clear()
 
 
 def enabled():
@@ -189,9 +207,10 @@ def limit_bytes():
 # --- values kept per simulated tensor ---
 
 def _drain():
-    for serial in _syntorch._take_released_watched():
-        if _state.values.pop(serial, None) is not None:
-            _state.live_bytes -= _state.bytes.pop(serial, 0)
+    with _state.lock:
+        for serial in _syntorch._take_released_watched():
+            _forget(serial)
+            _state.lost.discard(serial)
 
 
 def value(t):
@@ -209,10 +228,46 @@ def _warn_once(key, text):
     warnings.warn_explicit(f"functional model: {text}", RuntimeWarning, file, line)
 
 
+def _value_storage(v):
+    """The key and bytes of the memory v's value lives in (a view shares its base's)."""
+    try:
+        st = v.untyped_storage()
+    except AttributeError:  # PyTorch before 2.0
+        st = v.storage()
+    return st.data_ptr(), st.nbytes()
+
+
+def _forget(serial):
+    """Drops serial's value and its share of the limit (under the lock)."""
+    if _state.values.pop(serial, None) is None:
+        return
+    sim, key = _state.keys.pop(serial)
+    entry = _state.storages.get(key)
+    if entry is not None:
+        entry[0] -= 1
+        if entry[0] == 0:
+            _state.live_bytes -= entry[1]
+            del _state.storages[key]
+    held = _state.aliases.get(sim)
+    if held is not None:
+        held.discard(serial)
+        if not held:
+            del _state.aliases[sim]
+
+
 def drop(t):
-    serial = t._serial
-    if _state.values.pop(serial, None) is not None:
-        _state.live_bytes -= _state.bytes.pop(serial, 0)
+    with _state.lock:
+        _forget(t._serial)
+        _state.lost.add(t._serial)
+
+
+def drop_aliases(t):
+    """Drops the values of t and of every tensor sharing its simulated memory: an in-place write
+    that could not be computed made all of them stale."""
+    with _state.lock:
+        for serial in list(_state.aliases.get(t._storage_id, ())) + [t._serial]:
+            _forget(serial)
+            _state.lost.add(serial)
 
 
 def _real_dtype(d):
@@ -221,8 +276,12 @@ def _real_dtype(d):
 
 def attach(t, v, op="an op"):
     """Keeps v as t's value: cast to t's dtype where they differ (autocast, a half kernel run in
-    float32), none when the shapes differ or the limit would be passed."""
+    float32), none when the shapes differ, t is on the meta device or the limit would be passed.
+    The limit counts each storage of values once (views share their base's)."""
     _drain()
+    if t._device == "meta":
+        drop(t)
+        return
     if tuple(v.shape) != tuple(t.shape):
         _warn_once(("shape", op), f"{op} gave a value of shape {list(v.shape)} for a tensor of shape "
                    f"{list(t.shape)}; that tensor gets no value")
@@ -234,19 +293,27 @@ def attach(t, v, op="an op"):
         return
     if v.dtype != want:
         v = v.to(want)
-    nbytes = 0 if v._base is not None else v.numel() * v.element_size()
+    key, nbytes = _value_storage(v)
     serial = t._serial
-    old = _state.bytes.get(serial, 0)
-    if _state.live_bytes - old + nbytes > _state.limit_bytes:
-        _warn_once(("limit",), f"values over the limit of {_state.limit_bytes} bytes are not computed (the first: "
-                   f"{op}, {list(t.shape)}); reads of them return placeholders")
-        drop(t)
-        return
-    if serial not in _state.values:
+    with _state.lock:
+        if _state.values.get(serial) is v:
+            return
+        _forget(serial)
+        added = 0 if key in _state.storages else nbytes
+        if _state.live_bytes + added > _state.limit_bytes:
+            _warn_once(("limit",), f"values over the limit of {_state.limit_bytes} bytes are not computed (the "
+                       f"first: {op}, {list(t.shape)}); reads of them return placeholders")
+            _state.lost.add(serial)
+            return
         t._watch_release()
-    _state.values[serial] = v
-    _state.bytes[serial] = nbytes
-    _state.live_bytes += nbytes - old
+        entry = _state.storages.setdefault(key, [0, nbytes])
+        entry[0] += 1
+        _state.live_bytes += added
+        sim = t._storage_id
+        _state.values[serial] = v
+        _state.keys[serial] = (sim, key)
+        _state.aliases.setdefault(sim, set()).add(serial)
+        _state.lost.discard(serial)
 
 
 def real_generator(generator):
@@ -320,7 +387,7 @@ def _conv_kwargs(kwargs):
         elif k in ("pin_memory", "non_blocking"):
             out[k] = False
         elif k == "generator":
-            out[k] = None
+            out[k] = real_generator(v)
         else:
             out[k] = _conv(v)
     return out
@@ -334,9 +401,11 @@ def _has_tensor(out):
     return False
 
 
-def _attach_out(out, rout, op):
+def _attach_out(out, rout, op, same):
     real = _state.real
     if isinstance(out, _syntorch.Tensor):
+        if out._serial in same and out._serial in _state.values:
+            return
         if isinstance(rout, real.Tensor):
             attach(out, rout, op)
         else:
@@ -344,7 +413,7 @@ def _attach_out(out, rout, op):
     elif isinstance(out, (tuple, list)):
         if isinstance(rout, (tuple, list)) and len(rout) == len(out):
             for o, r in zip(out, rout):
-                _attach_out(o, r, op)
+                _attach_out(o, r, op, same)
         else:
             for o in out:
                 if isinstance(o, _syntorch.Tensor):
@@ -381,7 +450,9 @@ def _as_simulated_dtype(args, kwargs, dtype):
     return [cast(a) for a in args], {k: cast(v) for k, v in kwargs.items()}
 
 
-def _call_real(fn, args, kwargs):
+def _call_real(fn, args, kwargs, inplace=False):
+    """fn on the values, in the simulated grad mode. A half-precision op PyTorch's CPU kernels lack
+    runs in float32; in place, its result is written back into the operand (and so its views)."""
     real = _state.real
     with _real_imports, real.set_grad_enabled(_syntorch.is_grad_enabled()):
         try:
@@ -389,40 +460,45 @@ def _call_real(fn, args, kwargs):
         except (RuntimeError, TypeError) as e:
             if "Half" not in str(e) and "BFloat16" not in str(e):
                 raise
-            return fn(*_upcast_half(args), **_upcast_half(kwargs))
+            if not inplace:
+                return fn(*_upcast_half(args), **_upcast_half(kwargs))
+            wide = _upcast_half(args)
+            out = fn(*wide, **_upcast_half(kwargs))
+            args[0].copy_(wide[0])
+            return args[0] if out is wide[0] or isinstance(out, real.Tensor) else out
 
 
 def _compute(op, real_fn, args, kwargs, out, inplace=False, result=False, cast=True):
     """Runs PyTorch's `real_fn` on the operands' values and keeps the result's; returns PyTorch's
     result when `result` (a function whose Python result is itself a value), else None."""
+    inplace = inplace or kwargs.get("inplace") is True
+    target = args[0] if inplace and args and isinstance(args[0], _syntorch.Tensor) else None
+
+    def lost():
+        if target is not None:
+            drop_aliases(target)  # written by an op that could not be computed: stale, with its views
+        if _has_tensor(out):
+            _attach_out(out, None, op, ())
+
     if real_fn is None:
-        if inplace and args and isinstance(args[0], _syntorch.Tensor):
-            drop(args[0])
-        _attach_out(out, None, op) if _has_tensor(out) else None
-        return None
+        return lost()
     try:
         rargs, rkwargs = _conv(list(args)), _conv_kwargs(kwargs)
     except _NoValue:
-        if inplace and args and isinstance(args[0], _syntorch.Tensor):
-            drop(args[0])
-        if _has_tensor(out):
-            _attach_out(out, None, op)
-        return None
-    if cast and isinstance(out, _syntorch.Tensor) and not inplace:
+        return lost()
+    if cast and isinstance(out, _syntorch.Tensor) and target is None:
         rargs, rkwargs = _as_simulated_dtype(rargs, rkwargs, out.dtype)
     try:
-        rout = _call_real(real_fn, rargs, rkwargs)
+        rout = _call_real(real_fn, rargs, rkwargs, target is not None)
     except Exception as e:  # PyTorch refused what the simulator took: the result has no value
         _warn_once(("error", op), f"PyTorch's {op} failed on the values ({type(e).__name__}: {e}); its result "
                    "gets no value")
-        if inplace and args and isinstance(args[0], _syntorch.Tensor):
-            drop(args[0])
-        if _has_tensor(out):
-            _attach_out(out, None, op)
-        return None
+        return lost()
     if result:
         return rout
-    _attach_out(out, rout, op)
+    # An operand the simulator returned as it is (x[:], a 1-D tensor's .T) keeps its value.
+    same = () if target is not None else {a._serial for a in args if isinstance(a, _syntorch.Tensor)}
+    _attach_out(out, rout, op, same)
     return None
 
 
@@ -623,7 +699,8 @@ def _wrap_properties(T, real):
 
         def getter(self, _f=prop.fget, _n=name):
             out = _f(self)
-            if _state.enabled and not getattr(_tls, "depth", 0) and isinstance(out, _syntorch.Tensor):
+            if _state.enabled and not getattr(_tls, "depth", 0) and isinstance(out, _syntorch.Tensor) and \
+                    out._serial != self._serial:  # a 1-D tensor's .T is itself, and keeps its value
                 v = _state.values.get(self._serial)
                 if v is None:
                     drop(out)
@@ -637,6 +714,7 @@ def _wrap_properties(T, real):
         setattr(T, name, property(getter, prop.fset, prop.fdel, prop.__doc__))
 
     grad = T.__dict__["grad"]
+    _state.raw_grad = grad.fget
 
     def get_grad(self, _f=grad.fget):
         g = _f(self)
@@ -693,9 +771,16 @@ def _wrap_backward(T, real):
     orig = T.backward
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        orig(self, gradient, bool(retain_graph))
+        if create_graph:
+            raise NotImplementedError("Tensor.backward: argument 'create_graph' (higher-order gradients) is not "
+                                      "supported")
+        if inputs is not None:
+            raise NotImplementedError("Tensor.backward: argument 'inputs' is not supported")
+        # PyTorch's first, so that hooks running inside the simulated backward (DDP's, an optimizer
+        # stepping in a post-accumulate hook) see this iteration's gradients.
         if _state.enabled:
             _real_backward([self], None if gradient is None else [gradient], bool(retain_graph))
+        orig(self, gradient, bool(retain_graph))
     backward._functional_wrapped = True
     T.backward = backward
 
@@ -705,11 +790,11 @@ def _wrap_autograd(autograd):
 
     @functools.wraps(orig)
     def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
-        orig(tensors, grad_tensors, retain_graph, create_graph, inputs)
-        if _state.enabled:
+        if _state.enabled and not create_graph and inputs is None:
             ts = [tensors] if isinstance(tensors, _syntorch.Tensor) else list(tensors)
             gs = [grad_tensors] if isinstance(grad_tensors, _syntorch.Tensor) else grad_tensors
             _real_backward(ts, None if gs is None else list(gs), bool(retain_graph))
+        orig(tensors, grad_tensors, retain_graph, create_graph, inputs)
     autograd.backward = backward
 
 
@@ -737,8 +822,9 @@ def _new_value(real, t):
     return real.empty(list(t.shape), dtype=d)
 
 
-def _init_values(module, real):
-    """Values for a freshly built layer's parameters and buffers: its PyTorch twin's, or defaults."""
+def _init_values(module, real, given=frozenset()):
+    """Values for a freshly built layer's parameters and buffers: its PyTorch twin's, or defaults.
+    Tensors it was given (a module DDP wraps: `given`, their serials) keep what they have."""
     twin = None
     cls = module.__dict__.get("_functional_class")
     args, kwargs = module.__dict__.get("_functional_args", ((), {}))
@@ -758,7 +844,7 @@ def _init_values(module, real):
             twin = None
     theirs = dict(_named_tensors(twin)) if twin is not None else {}
     for name, t in _named_tensors(module):
-        if t._serial in _state.values:  # made before (a wrapped module's, DDP's): kept
+        if t._serial in _state.values or t._serial in given:  # made before (a wrapped module's): kept
             continue
         v = theirs.get(name)
         if v is None or tuple(v.shape) != tuple(t.shape):
@@ -810,6 +896,17 @@ def _twin_call(module):
     return twin
 
 
+def _twin_fits(module):
+    """Whether the layer's PyTorch twin computes what the simulated layer does: not with hooks
+    (they see and may change the simulated arguments and output), under autocast (the ops cast
+    one by one, as autocast casts them) or with half-precision parameters (which PyTorch's CPU
+    kernels lack; its ops then run in float32 one by one)."""
+    if module._forward_pre_hooks or module._forward_hooks or _syntorch.is_autocast_enabled():
+        return False
+    return all(t.dtype.is_floating_point is False or str(t.dtype) in ("torch.float32", "torch.float64")
+               for _, t in _named_tensors(module))
+
+
 def _wrap_layers(nn, real):
     Module = nn.Module
     import syntorch.torch.nn as snn
@@ -839,6 +936,8 @@ def _wrap_layers(nn, real):
             # A layer built inside a built-in one's __init__ (MultiheadAttention's out_proj) takes
             # its values from the outer one's twin, which draws them as PyTorch does.
             top = outer and not getattr(_tls, "building", False)
+            given = frozenset(t._serial for a in list(args) + list(kwargs.values()) if isinstance(a, Module)
+                              for _, t in _named_tensors(a)) if top else frozenset()
             if top:
                 _tls.building = True
             try:
@@ -847,7 +946,7 @@ def _wrap_layers(nn, real):
                 if top:
                     _tls.building = False
             if top:
-                _init_values(self, _state.real)
+                _init_values(self, _state.real, given)
         wrapped_init._functional_wrapped = True
         functools.update_wrapper(wrapped_init, init)
         cls.__init__ = wrapped_init
@@ -858,7 +957,7 @@ def _wrap_layers(nn, real):
         if not _state.enabled or getattr(_tls, "depth", 0) or "_functional_twin" not in self.__dict__:
             return orig_call(self, *args, **kwargs)
         cls = self.__dict__["_functional_class"]
-        if type(self).forward is not cls.forward:  # a subclass's own forward: its ops compute
+        if type(self).forward is not cls.forward or not _twin_fits(self):  # its ops compute one by one
             return orig_call(self, *args, **kwargs)
         _tls.depth = 1
         try:
@@ -870,7 +969,7 @@ def _wrap_layers(nn, real):
         except _NoValue:
             twin = None
         if twin is None:
-            _attach_out(out, None, f"nn.{cls.__name__}")
+            _attach_out(out, None, f"nn.{cls.__name__}", ())
         else:
             _compute(f"nn.{cls.__name__}", twin, args, kwargs, out, cast=False)
         return out
@@ -914,10 +1013,35 @@ def _wrap_optimizers(optim, real):
             _warn_once(("optim", cls.__name__), f"PyTorch's optim.{cls.__name__} could not be built ({e}); "
                        "parameters keep their values")
             return None
+        if have is not None:  # rebuilt (add_param_group, a moved parameter): the state goes on
+            for v in values:
+                if v in have[1].state:
+                    twin.state[v] = have[1].state[v]
         self.__dict__["_functional_twin"] = (key, twin)
         return twin
 
+    def gradients_lost(self):
+        """A parameter whose simulated gradient exists while its value's is missing or stale (a
+        collective between ranks wrote it, a custom autograd.Function's backward made it)."""
+        raw_grad = _state.raw_grad
+        for g in self.param_groups:
+            for p in g["params"]:
+                v = _state.values.get(p._serial)
+                sim = raw_grad(p)
+                if v is not None and sim is not None and (v.grad is None or sim._serial in _state.lost):
+                    return True
+        return False
+
     def step_values(self):
+        if gradients_lost(self):
+            _warn_once(("optim-grads", id(self)), f"{type(self).__name__}.step: some gradients have no values "
+                       "(written by a collective between ranks, or by a custom autograd.Function); the "
+                       "parameters' values are dropped rather than stepped wrong, and reads of them return "
+                       "placeholders")
+            for g in self.param_groups:
+                for p in g["params"]:
+                    drop_aliases(p)
+            return
         twin = twin_of(self)
         if twin is not None:
             for mine, theirs in zip(self.param_groups, twin.param_groups):
@@ -944,8 +1068,46 @@ def _wrap_optimizers(optim, real):
                             v.grad = None
                         else:
                             v.grad.detach_().zero_()
-    step._functional_wrapped = zero_grad._functional_wrapped = True
-    Optimizer.step, Optimizer.zero_grad = step, zero_grad
+    state_property = Optimizer.state
+    orig_load = Optimizer.load_state_dict
+
+    def state(self):
+        """The simulated state tensors, with the twin's values where it has them."""
+        out = state_property.fget(self)
+        have = self.__dict__.get("_functional_twin")
+        if _state.enabled and have is not None:
+            for p, entry in out.items():
+                theirs = have[1].state.get(_state.values.get(p._serial), {})
+                for name, t in entry.items():
+                    r = theirs.get(name)
+                    if isinstance(r, (int, float)):
+                        r = real.tensor(float(r))
+                    if isinstance(r, real.Tensor):
+                        attach(t, r.detach().clone(), f"optimizer state {name}")
+        return out
+
+    def load_state_dict(self, state_dict):
+        orig_load(self, state_dict)
+        if not _state.enabled:
+            return
+        twin = twin_of(self)
+        if twin is None:
+            return
+        try:
+            theirs = {"state": {i: {k: (_conv(v) if isinstance(v, _syntorch.Tensor) else v) for k, v in e.items()}
+                                for i, e in state_dict["state"].items()},
+                      "param_groups": [{k: v for k, v in g.items() if k not in ("foreach", "fused")}
+                                       for g in state_dict["param_groups"]]}
+            with _real_imports:
+                twin.load_state_dict(theirs)
+        except (_NoValue, Exception) as e:
+            _warn_once(("optim-load", id(self)), f"{type(self).__name__}.load_state_dict: the saved state has no "
+                       f"values ({type(e).__name__}); the values' optimizer starts afresh")
+            twin.state.clear()
+
+    step._functional_wrapped = zero_grad._functional_wrapped = load_state_dict._functional_wrapped = True
+    Optimizer.step, Optimizer.zero_grad, Optimizer.load_state_dict = step, zero_grad, load_state_dict
+    Optimizer.state = property(state)
     Optimizer._functional_step_values = step_values
 
 
@@ -977,14 +1139,18 @@ def _wrap_grad_scaler(amp):
         out = orig_scale(self, outputs)
         st = state(self)
         if st is not None and st["enabled"]:
-            pairs = zip(outputs, out) if isinstance(outputs, (list, tuple)) else [(outputs, out)]
-            for o, s in pairs:
+            def scaled(o, s):
+                if isinstance(o, (list, tuple)):
+                    for a, b in zip(o, s):
+                        scaled(a, b)
+                    return
                 v = _state.values.get(o._serial)
                 if v is None:
                     drop(s)
                 else:
                     with _real_imports, _state.real.set_grad_enabled(_syntorch.is_grad_enabled()):
                         attach(s, v * st["scale"], "GradScaler.scale")
+            scaled(outputs, out)
         return out
 
     def unscale_values(self, st, optimizer):

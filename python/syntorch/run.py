@@ -64,7 +64,7 @@ def main(argv=None):
     import syntorch
     try:
         syntorch.init(hw=ns.hw, set=ns.set, framework=ns.framework, trace=ns.trace, policy=ns.policy)
-    except (ValueError, FileNotFoundError) as e:
+    except (ValueError, FileNotFoundError, RuntimeError) as e:  # RuntimeError: values without PyTorch
         p.exit(2, f"{p.prog}: {e}\n")
     try:
         alias_torch()

@@ -301,3 +301,145 @@ def test_without_values_a_value_dependent_shape_is_refused_by_name():
         x[x > 0]
     with pytest.raises(NotImplementedError, match="torch.nonzero"):
         torch.nonzero(x)
+
+
+def test_views_in_place_ops_and_stale_values_follow_pytorchs_aliasing(functional):
+    # A whole-dim slice is the tensor itself in the simulator: the parameter keeps its value, a
+    # leaf, and trains (a positional embedding read as pe[:, :T]).
+    torch.manual_seed(0)
+    pe = nn.Parameter(torch.zeros(1, 4, 3, device="cuda"))
+    opt = torch.optim.SGD([pe], lr=0.5)
+    x = torch.ones(2, 4, 3, device="cuda")
+    for _ in range(3):
+        opt.zero_grad()
+        ((x + pe[:, :x.size(1)]) ** 2).sum().backward()
+        opt.step()
+    rp = real.zeros(1, 4, 3, requires_grad=True)
+    ropt = real.optim.SGD([rp], lr=0.5)
+    for _ in range(3):
+        ropt.zero_grad()
+        ((real.ones(2, 4, 3) + rp[:, :4]) ** 2).sum().backward()
+        ropt.step()
+    assert pe.sum().item() == pytest.approx(rp.sum().item())
+    # Half-precision in-place ops PyTorch's CPU lacks write through the view into its base.
+    b = torch.full((2, 3), -4.0, dtype=torch.float16, device="cuda")
+    b[0].clamp_(0, 1)
+    F.relu(b[1], inplace=True)
+    assert b.tolist() == [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
+    # An in-place write that cannot be computed leaves the tensor and its views without values,
+    # rather than with stale ones.
+    a = torch.ones(2, 3, device="cuda")
+    row = a[1]
+    src = torch.zeros(3, device="cuda")
+    _functional.drop(src)
+    a[0].copy_(src)
+    assert _functional.value(a) is None and _functional.value(row) is None
+    with pytest.warns(syntorch.ValuePlaceholderWarning):
+        assert a.sum().item() == 0.0
+    # A meta tensor has no values to compute.
+    assert _functional.value(torch.empty(4, device="meta")) is None
+
+
+def test_hooks_autocast_and_half_layers_compute_as_pytorch(functional):
+    torch.manual_seed(0)
+    lin = nn.Linear(4, 4).cuda()
+    x = torch.randn(2, 4, device="cuda")
+    w, bias, xv = (_functional.value(t).detach() for t in (lin.weight, lin.bias, x))
+    handle = lin.register_forward_hook(lambda m, i, o: o * 2)
+    assert real.allclose(_functional.value(lin(x)), 2 * (xv @ w.T + bias))
+    handle.remove()
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        out = lin(x)
+    expect = real.nn.functional.linear(xv.bfloat16(), w.bfloat16(), bias.bfloat16())
+    assert out.dtype == torch.bfloat16 and real.equal(_functional.value(out), expect)
+    half = nn.Linear(4, 4).cuda().half()
+    y = half(x.half())
+    assert y.dtype == torch.float16 and _functional.value(y) is not None and _functional.value(y).dtype == real.float16
+
+
+def test_optimizer_hooks_state_and_lost_gradients(functional):
+    # An optimizer stepping inside a post-accumulate hook sees this iteration's gradient.
+    w = nn.Parameter(torch.ones(1, device="cuda"))
+    opt = torch.optim.SGD([w], lr=0.1)
+    w.register_post_accumulate_grad_hook(lambda p: opt.step())
+    for k in (1.0, 2.0, 3.0):
+        (w * k).sum().backward()
+        opt.zero_grad()
+    assert w.item() == pytest.approx(1.0 - 0.1 * (1 + 2 + 3))
+    # add_param_group keeps the Adam moments; load_state_dict carries them to a new optimizer.
+    torch.manual_seed(0)
+    a, b = nn.Parameter(torch.randn(3, device="cuda")), nn.Parameter(torch.randn(3, device="cuda"))
+    real.manual_seed(0)  # the same draws (the functional mode draws from PyTorch's generator)
+    ra, rb = real.nn.Parameter(real.randn(3)), real.nn.Parameter(real.randn(3))
+    mine, theirs = torch.optim.Adam([a], lr=0.1), real.optim.Adam([ra], lr=0.1)
+    for step in range(3):
+        for opt_, loss in ((mine, (a * a).sum() + (b * b).sum()), (theirs, (ra * ra).sum() + (rb * rb).sum())):
+            opt_.zero_grad()
+            loss.backward()
+            opt_.step()
+        if step == 0:
+            mine.add_param_group({"params": [b]})
+            theirs.add_param_group({"params": [rb]})
+    assert a.tolist() == pytest.approx(ra.tolist()) and b.tolist() == pytest.approx(rb.tolist())
+    again = torch.optim.Adam([{"params": [a]}, {"params": [b]}], lr=0.1)
+    again.load_state_dict(mine.state_dict())
+    rag = real.optim.Adam([{"params": [ra]}, {"params": [rb]}], lr=0.1)
+    rag.load_state_dict(theirs.state_dict())
+    for opt_, loss in ((again, (a * a).sum() + (b * b).sum()), (rag, (ra * ra).sum() + (rb * rb).sum())):
+        opt_.zero_grad()
+        loss.backward()
+        opt_.step()
+    assert a.tolist() == pytest.approx(ra.tolist()) and b.tolist() == pytest.approx(rb.tolist())
+
+    # A custom autograd.Function's backward makes no value gradient: the values are dropped, with
+    # a warning, rather than left unstepped.
+    class Double(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    p = nn.Parameter(torch.ones(3, device="cuda"))
+    sgd = torch.optim.SGD([p], lr=0.1)
+    Double.apply(p * 3).sum().backward()
+    with pytest.warns(RuntimeWarning, match="gradients have no values"):
+        sgd.step()
+    assert _functional.value(p) is None
+
+
+def test_grad_scaler_skips_steps_backs_off_and_grows_on_the_values(functional):
+    w = nn.Parameter(torch.ones(2, device="cuda"))
+    opt = torch.optim.SGD([w], lr=0.1)
+    scaler = torch.amp.GradScaler("cuda", init_scale=4.0, growth_interval=1)
+    for k in (1.0, float("inf"), 1.0):
+        opt.zero_grad()
+        scaler.scale((w * k).sum()).backward()
+        scaler.step(opt)
+        scaler.update()
+    # Steps 1 and 3 ran (gradient 1, unscaled), step 2 was skipped; the scale grew, backed off, grew.
+    assert w.tolist() == pytest.approx([0.8, 0.8]) and scaler.get_scale() == 8.0
+
+
+def test_generators_and_the_mode_off_again():
+    syntorch.init(hw=H100)
+    syntorch.set_value_mode("functional")
+    try:
+        g = torch.Generator().manual_seed(1)
+        torch.manual_seed(0)
+        mine = (torch.randn(3, generator=g).tolist(), torch.randn(3).tolist())
+    finally:
+        syntorch.set_value_mode("placeholder")
+    rg = real.Generator().manual_seed(1)
+    real.manual_seed(0)
+    assert mine == (real.randn(3, generator=rg).tolist(), real.randn(3).tolist())
+    # Off again: the wrappers stay installed and change nothing.
+    w = torch.ones(2, device="cuda", requires_grad=True)
+    with pytest.raises(NotImplementedError, match="create_graph"):
+        (w * 2).sum().backward(create_graph=True)
+    with pytest.raises(NotImplementedError, match="inputs"):
+        (w * 2).sum().backward(inputs=[w])
+    with pytest.warns(syntorch.ValuePlaceholderWarning):
+        assert (w * 2).sum().item() == 0.0

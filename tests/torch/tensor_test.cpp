@@ -59,8 +59,18 @@ TEST_F(TorchTensor, AWatchedTensorIsReportedOnceWhenItsLastHandleGoes) {
   EXPECT_EQ(released[0], id);
   EXPECT_NE(released[0], unwatched);
   EXPECT_TRUE(torch::take_released_watched().empty());  // taken once
-  // A reused implementation starts unwatched.
-  { auto z = torch::empty({4}); }
+  // A reused implementation starts unwatched: the watched one released last is the next reused.
+  const torch::detail::TensorImpl* watched_impl = nullptr;
+  {
+    auto w = torch::empty({4});
+    w.watch_release();
+    watched_impl = w.unsafe_get_impl();
+  }
+  EXPECT_EQ(torch::take_released_watched().size(), 1u);
+  {
+    auto z = torch::empty({4});
+    EXPECT_EQ(z.unsafe_get_impl(), watched_impl);  // the same implementation, reused
+  }
   EXPECT_TRUE(torch::take_released_watched().empty());
   EXPECT_THROW(torch::Tensor().watch_release(), torch::Error);
 }
