@@ -24,6 +24,7 @@ computes; its reads return placeholders, as without the mode. Half-precision ops
 kernels lack are computed in float32 and rounded back."""
 
 import functools
+import io
 import re
 import sys
 import threading
@@ -329,6 +330,58 @@ def real_generator(generator):
     return kept[1]
 
 
+def value_bytes(t):
+    """t's value as raw bytes (a checkpoint keeps them), or None."""
+    v = _state.values.get(t._serial) if _state.enabled else None
+    if v is None:
+        return None
+    real = _state.real
+    return bytes(v.detach().contiguous().view(-1).view(real.uint8).numpy())
+
+
+def attach_bytes(t, data):
+    """t's value from a checkpoint's raw bytes (value_bytes), when the mode is on."""
+    if not _state.enabled:
+        return
+    real = _state.real
+    want = _real_dtype(t.dtype)
+    if want is None:
+        return
+    v = real.frombuffer(bytearray(data), dtype=real.uint8).view(want).reshape(list(t.shape)).clone()
+    if t.requires_grad:
+        v.requires_grad_(True)
+    attach(t, v, "torch.load")
+
+
+def attach_loaded(mine, data):
+    """The values of a real PyTorch checkpoint's tensors, read by PyTorch and paired with the
+    simulated ones by position (both loads build the same structure)."""
+    real = _state.real
+    try:
+        with _real_imports:
+            theirs = real.load(io.BytesIO(data), map_location="cpu")
+    except Exception as e:
+        _warn_once(("load",), f"PyTorch could not read the checkpoint's values ({type(e).__name__}: {e}); its "
+                   "tensors have none")
+        return
+
+    def pair(a, b):
+        if isinstance(a, _syntorch.Tensor):
+            if isinstance(b, real.Tensor):
+                v = b.detach().clone()
+                if a.requires_grad:
+                    v.requires_grad_(True)
+                attach(a, v, "torch.load")
+        elif isinstance(a, dict) and isinstance(b, dict):
+            for k in a:
+                if k in b:
+                    pair(a[k], b[k])
+        elif isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) and len(a) == len(b):
+            for x, y in zip(a, b):
+                pair(x, y)
+    pair(mine, theirs)
+
+
 def derive(t, fn, sources, op):
     """t's value as fn(values of sources) when the mode is on and every source has one (a batch
     that workers stacked elsewhere); none otherwise."""
@@ -561,6 +614,7 @@ def tensor_repr(t, text):
 
 # --- installing the wrappers ---
 
+_NOT_WRAPPED = {"save", "load"}  # checkpoints carry their values themselves (serialization.py)
 _SIDE_EFFECTS = {"manual_seed", "set_default_dtype", "set_printoptions", "use_deterministic_algorithms"}
 _VALUE_RESULTS = {"allclose", "is_nonzero"}
 _OPERATORS = {f"__{n}__" for n in (
@@ -628,7 +682,8 @@ def _resolver(real_module, name, fallbacks, path):
 def _wrap_module_functions(module, real_module, path, fallbacks):
     import inspect
     for name, obj in list(vars(module).items()):
-        if name.startswith("_") or isinstance(obj, type) or getattr(obj, "_functional_wrapped", False):
+        if name.startswith("_") or name in _NOT_WRAPPED or isinstance(obj, type) or \
+                getattr(obj, "_functional_wrapped", False):
             continue
         if not (inspect.isfunction(obj) or inspect.isbuiltin(obj)):
             continue

@@ -443,3 +443,22 @@ def test_generators_and_the_mode_off_again():
         (w * 2).sum().backward(inputs=[w])
     with pytest.warns(syntorch.ValuePlaceholderWarning):
         assert (w * 2).sum().item() == 0.0
+
+
+def test_checkpoints_keep_values_both_formats(functional, tmp_path):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2)).cuda().to(torch.bfloat16)
+    path = tmp_path / "ckpt.pt"
+    torch.save({"model": model.state_dict(), "step": 7}, path)
+    loaded = torch.load(path)
+    for k, v in model.state_dict().items():
+        assert real.equal(_functional.value(loaded["model"][k]), _functional.value(v)), k
+    # A real PyTorch checkpoint: its values, read by PyTorch.
+    real.manual_seed(5)
+    theirs = real.nn.Linear(3, 2)
+    real.save(theirs.state_dict(), tmp_path / "real.pt")
+    mine = nn.Linear(3, 2).cuda()
+    mine.load_state_dict(torch.load(tmp_path / "real.pt", map_location="cuda"))
+    assert real.equal(_functional.value(mine.weight), theirs.weight.detach())
+    x = torch.ones(1, 3, device="cuda")
+    assert mine(x).tolist()[0] == pytest.approx(theirs(real.ones(1, 3)).tolist()[0])

@@ -18,9 +18,9 @@ import _syntorch
 _FORMAT = "syntorch-checkpoint 1"
 
 
-def _saved_tensor(shape, dtype, device, requires_grad):
-    """What a syntorch checkpoint pickles for a tensor (its values are not kept); the loader
-    makes a tensor of it (_SyntorchLoader)."""
+def _saved_tensor(shape, dtype, device, requires_grad, data=None):
+    """What a syntorch checkpoint pickles for a tensor (its value's bytes too, in the functional
+    value mode); the loader makes a tensor of it (_SyntorchLoader)."""
     raise pickle.UnpicklingError("a syntorch checkpoint's tensor is read by torch.load, not by pickle")
 
 
@@ -49,7 +49,10 @@ class _Saver(pickle.Pickler):
             if obj.device.type == "cuda":
                 with _torch().no_grad():
                     obj.cpu()  # the copy to the host torch.save makes (and the wait for it)
-            return _saved_tensor, (list(obj.shape), str(obj.dtype), str(obj.device), obj.requires_grad)
+            from syntorch import _functional
+            data = _functional.value_bytes(obj)
+            return _saved_tensor, (list(obj.shape), str(obj.dtype), str(obj.device), obj.requires_grad) + (
+                () if data is None else (data,))
         return NotImplemented
 
 
@@ -112,8 +115,14 @@ class _SyntorchLoader(pickle.Unpickler):
             return _alias
         if module == __name__ and name == "_saved_tensor":
             map_location = self.map_location
-            return lambda shape, dtype, device, requires_grad: _make(shape, _dtype(dtype), device, requires_grad,
-                                                                     map_location)
+
+            def make(shape, dtype, device, requires_grad, data=None):
+                out = _make(shape, _dtype(dtype), device, requires_grad, map_location)
+                if data is not None:  # saved in the functional mode: its value, where the mode is on now
+                    from syntorch import _functional
+                    _functional.attach_bytes(out, data)
+                return out
+            return make
         return super().find_class(module, name)
 
 
@@ -197,4 +206,8 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
         pkl = [n for n in names if n.endswith("/data.pkl") or n == "data.pkl"]
         if not pkl:
             raise RuntimeError(f"torch.load: {f if opened else 'the file'} has no data.pkl: not a PyTorch checkpoint")
-        return _PyTorchLoader(io.BytesIO(z.read(pkl[0])), map_location).load()
+        out = _PyTorchLoader(io.BytesIO(z.read(pkl[0])), map_location).load()
+    from syntorch import _functional
+    if _functional.enabled():  # the checkpoint's values, read by PyTorch itself
+        _functional.attach_loaded(out, data)
+    return out
