@@ -23,8 +23,10 @@ would pass it gets none, and neither does anything computed from it, so a large 
 computes; its reads return placeholders, as without the mode. Half-precision ops PyTorch's CPU
 kernels lack are computed in float32 and rounded back."""
 
+import builtins
 import functools
 import io
+import os
 import re
 import sys
 import threading
@@ -51,6 +53,8 @@ class _State:
         self.lock = threading.RLock()  # ranks are threads
         self.warned = set()
         self.real = None  # PyTorch, once imported
+        self.real_modules = {}  # its modules by name
+        self.real_dir = ""      # the directory it is installed in
         self.raw_grad = None  # Tensor.grad's getter before the mode wrapped it
 
 
@@ -66,7 +70,9 @@ class _NoValue(Exception):
 
 def real_torch():
     """PyTorch, imported even where `import torch` resolves to syntorch (python -m syntorch.run):
-    the alias entries step aside while it imports, and come back after."""
+    the alias entries step aside while it imports, and come back after. Imports that PyTorch's
+    own code makes later (torch.manual_seed imports torch.cuda) find PyTorch's modules through
+    an import hook that looks at who imports, so no rank's `import torch` ever sees PyTorch."""
     if _state.real is not None:
         return _state.real
     saved = {k: v for k, v in sys.modules.items() if _is_torch_name(k) and _is_syntorch(v)}
@@ -74,12 +80,16 @@ def real_torch():
         del sys.modules[k]
     try:
         import torch as real
+        import torch.utils.data  # noqa: F401  (what the samplers use, imported while nothing is aliased)
+        _state.real_modules = {k: v for k, v in sys.modules.items() if _is_torch_name(k) and not _is_syntorch(v)}
     except ImportError as e:
         raise RuntimeError("the functional value mode computes values with PyTorch on the host, and PyTorch is "
                            f"not installed ({e}); Debian's python3-torch provides it") from None
     finally:
         sys.modules.update(saved)
     _state.real = real
+    _state.real_dir = os.path.dirname(os.path.abspath(real.__file__)) + os.sep
+    _install_import_hook()  # python -m syntorch.run aliases torch after this import, too
     return real
 
 
@@ -91,62 +101,50 @@ def _is_syntorch(module):
     return getattr(module, "__name__", "").startswith("syntorch")
 
 
+def _install_import_hook():
+    """builtins.__import__ giving PyTorch's code PyTorch's modules where sys.modules holds
+    syntorch's alias of them; everyone else's imports are untouched."""
+    if getattr(builtins.__import__, "_functional_hook", False):
+        return
+    previous = builtins.__import__
+
+    def real_module(name):
+        m = _state.real_modules.get(name)
+        if m is None:
+            m = _state.real
+            for part in name.split(".")[1:]:
+                m = getattr(m, part, None)
+                if not isinstance(m, types.ModuleType):
+                    return None
+            _state.real_modules[name] = m
+        return m
+
+    def hook(name, globals=None, locals=None, fromlist=(), level=0):
+        if globals is not None and _state.real is not None:
+            where = globals.get("__file__") or ""
+            if where.startswith(_state.real_dir):
+                absolute = name
+                if level > 0:
+                    package = (globals.get("__package__") or "").rsplit(".", level - 1)[0]
+                    absolute = f"{package}.{name}" if name else package
+                if _is_torch_name(absolute) and _is_syntorch(sys.modules.get(absolute.split(".")[0] if not
+                                                                           fromlist and level == 0 else absolute)):
+                    target = real_module(absolute)
+                    if target is not None:
+                        return _state.real if (not fromlist and level == 0) else target
+        return previous(name, globals, locals, fromlist, level)
+    hook._functional_hook = True
+    builtins.__import__ = hook
+
+
 class _RealImports:
-    """While PyTorch's own code runs: `torch` and its submodules in sys.modules are PyTorch's, so
-    that an import inside a PyTorch function (torch.manual_seed imports torch.cuda) finds PyTorch,
-    not syntorch's alias of it (python -m syntorch.run). Nothing to do where there is no alias."""
-
-    def __init__(self):
-        self.modules_seen = -1
-        self.aliased = ()   # names whose sys.modules entry is syntorch's
-        self.real = {}      # PyTorch's module of each such name (absent: none)
-        self.lock = threading.RLock()  # ranks are threads: the first in swaps, the last out restores
-        self.depth = 0
-        self.saved = []
-
-    def _refresh(self):
-        mods = sys.modules
-        self.aliased = tuple(k for k, v in list(mods.items()) if _is_torch_name(k) and _is_syntorch(v))
-        real = _state.real
-        for k in self.aliased:
-            if k not in self.real:
-                m = real
-                for part in k.split(".")[1:]:
-                    m = getattr(m, part, None)
-                    if m is None or not isinstance(m, types.ModuleType):
-                        m = None
-                        break
-                self.real[k] = m
-        self.modules_seen = len(mods)
+    """Kept for the call sites that run PyTorch's code: nothing to do now that an import hook
+    gives PyTorch's code its own modules."""
 
     def __enter__(self):
-        with self.lock:
-            self.depth += 1
-            if self.depth == 1:
-                self._swap()
         return self
 
-    def _swap(self):
-        mods = sys.modules
-        if len(mods) != self.modules_seen:
-            self._refresh()
-        self.saved = []
-        for k in self.aliased:
-            v = mods.get(k)
-            if v is not None and _is_syntorch(v):
-                self.saved.append((k, v))
-                r = self.real.get(k)
-                if r is None:
-                    del mods[k]
-                else:
-                    mods[k] = r
-
     def __exit__(self, *exc):
-        with self.lock:
-            self.depth -= 1
-            if self.depth == 0:
-                sys.modules.update(self.saved)
-                self.saved = []
         return False
 
 

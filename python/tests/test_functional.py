@@ -462,3 +462,31 @@ def test_checkpoints_keep_values_both_formats(functional, tmp_path):
     assert real.equal(_functional.value(mine.weight), theirs.weight.detach())
     x = torch.ones(1, 3, device="cuda")
     assert mine(x).tolist()[0] == pytest.approx(theirs(real.ones(1, 3)).tolist()[0])
+
+
+def test_ranks_keep_syntorchs_torch_and_lost_values_are_not_stepped(tmp_path):
+    script = tmp_path / "ddp.py"
+    script.write_text(
+        "import torch, torch.distributed as dist\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "dist.init_process_group('nccl')\n"
+        "rank = dist.get_rank()\n"
+        "torch.cuda.set_device(rank)\n"
+        "torch.manual_seed(0)\n"
+        "lin = torch.nn.Linear(2, 1, bias=False).cuda()\n"
+        "model = DDP(lin, device_ids=[rank])\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=1.0)\n"
+        "for _ in range(3):\n"
+        "    import torch.nn.functional as F\n"
+        "    F.mse_loss(model(torch.full((4, 2), float(rank + 1), device='cuda')), torch.zeros(4, 1, device='cuda'))"
+        ".backward()\n"
+        "    opt.step()\n"
+        "print('rank', rank, torch.__name__, F.__name__)\n")
+    env = dict(os.environ, SYNTORCH_VALUES="functional")
+    run = subprocess.run([sys.executable, "-m", "syntorch.run", "--nproc", "2", "--hw",
+                          os.path.join(SOURCE, "hw_configs", "dgx_h100.json"), str(script)], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert sorted(line for line in run.stdout.splitlines() if line.startswith("rank")) == [
+        "rank 0 syntorch.torch syntorch.torch.nn.functional", "rank 1 syntorch.torch syntorch.torch.nn.functional"]
+    assert "dropped rather than stepped wrong" in run.stderr and "manual_seed failed" not in run.stderr
