@@ -11,6 +11,8 @@ void bind_reductions(py::module_& m) {
   const auto guard = py::call_guard<RequireRun>();
   m.def("_amax", [](const Tensor& x, const Dims& dims, bool keepdim) { return torch::amax(x, sizes_of(dims), keepdim); },
         guard);
+  m.def("_prod", [](const Tensor& x, const Dims& dims, bool keepdim) { return torch::prod(x, sizes_of(dims), keepdim); },
+        guard);
   m.def("_amin", [](const Tensor& x, const Dims& dims, bool keepdim) { return torch::amin(x, sizes_of(dims), keepdim); },
         guard);
   m.def("_max_dim", [](const Tensor& x, std::int64_t dim, bool keepdim) {

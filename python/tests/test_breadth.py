@@ -1067,3 +1067,26 @@ def test_uint8_tensors_and_byte_conversions():
     assert torch.from_numpy(np.zeros(3, np.uint8)).dtype == torch.uint8
     assert x.cpu().numpy().dtype == np.uint8
     syntorch.trace_manager.stats()
+
+
+def test_prod_bucketize_and_adadelta():
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    x = torch.randn(4, 8, requires_grad=True)
+    p = x.prod(1)
+    assert p.shape == (4,) and torch.prod(x).shape == () and torch.prod(x, 0, keepdim=True).shape == (1, 8)
+    assert torch.ones(3, dtype=torch.int32).prod().dtype == torch.int64
+    p.sum().backward()
+    assert x.grad.shape == (4, 8)
+    with pytest.raises(IndexError):
+        x.prod(2)
+    b = torch.bucketize(torch.randn(5, 3), torch.tensor([-1.0, 0.0, 1.0]))
+    assert b.shape == (5, 3) and b.dtype == torch.int64
+    assert torch.bucketize(torch.randn(2), torch.tensor([0.0]), out_int32=True).dtype == torch.int32
+    w = torch.randn(16, 16, requires_grad=True)
+    opt = torch.optim.Adadelta([w], lr=1.0, rho=0.95)
+    (w * w).sum().backward()
+    opt.step()
+    assert set(next(iter(opt.state.values()))) == {"square_avg", "acc_delta", "step"}
+    with pytest.raises(ValueError, match="rho"):
+        torch.optim.Adadelta([w], rho=1.5)
+    syntorch.trace_manager.stats()

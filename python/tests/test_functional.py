@@ -490,3 +490,24 @@ def test_ranks_keep_syntorchs_torch_and_lost_values_are_not_stepped(tmp_path):
     assert sorted(line for line in run.stdout.splitlines() if line.startswith("rank")) == [
         "rank 0 syntorch.torch syntorch.torch.nn.functional", "rank 1 syntorch.torch syntorch.torch.nn.functional"]
     assert "dropped rather than stepped wrong" in run.stderr and "manual_seed failed" not in run.stderr
+
+
+def test_prod_bucketize_and_adadelta_values(functional):
+    x = torch.tensor([[1.0, 2.0, 3.0], [0.5, 4.0, -1.0]], device="cuda", requires_grad=True)
+    p = x.prod(1)
+    assert p.tolist() == [6.0, -2.0]
+    p.sum().backward()
+    assert x.grad.tolist() == [[6.0, 3.0, 2.0], [-4.0, -0.5, 2.0]]
+    bounds = torch.tensor([1.0, 3.0, 5.0], device="cuda")
+    v = torch.tensor([0.5, 1.0, 3.5, 9.0], device="cuda")
+    assert torch.bucketize(v, bounds).tolist() == [0, 0, 2, 3]
+    assert torch.bucketize(v, bounds, right=True).tolist() == [0, 1, 2, 3]
+    w = nn.Parameter(torch.ones(2, device="cuda"))
+    opt = torch.optim.Adadelta([w])
+    (w * w).sum().backward()
+    opt.step()
+    rw = real.nn.Parameter(real.ones(2))
+    ropt = real.optim.Adadelta([rw])
+    (rw * rw).sum().backward()
+    ropt.step()
+    assert w.tolist() == pytest.approx(rw.tolist())

@@ -156,6 +156,24 @@ Tensor rounding(const Tensor& x, const char* op, std::string_view aten) {
 Tensor amax(const Tensor& x, IntArrayRef dims, bool keepdim) {
   return extremum(x, dims, keepdim, "amax", "aten::amax");
 }
+
+Tensor prod(const Tensor& x, IntArrayRef dims, bool keepdim) {
+  detail::check_defined(x, "prod", "self");
+  detail::check_real(x, "prod", "self");
+  const Reduced r = reduced_shape(x, dims, keepdim, "prod");
+  const ScalarType dtype = is_floating_point(x.dtype()) ? x.dtype() : ScalarType::Long;
+  Tensor out = row_pass(x, r, OpKind::sum, dtype, "aten::prod");  // a sum's pass, multiplying
+  if (autograd::any_requires_grad({&x})) {
+    Sizes in = impl_of(x).sizes;
+    Sizes ones = r.with_ones;
+    autograd::record(dims.empty() ? "ProdBackward0" : "ProdBackward1", {&x}, {&out}, {x, out},
+                     [in, ones](Grads& g, Grads& saved, const Node&) {
+                       // PyTorch's for inputs without zeros: the product over the others.
+                       return Grads{(g[0] * saved[1]).reshape(ones).expand(in) / saved[0]};
+                     });
+  }
+  return out;
+}
 Tensor amin(const Tensor& x, IntArrayRef dims, bool keepdim) {
   return extremum(x, dims, keepdim, "amin", "aten::amin");
 }

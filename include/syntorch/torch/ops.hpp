@@ -103,6 +103,9 @@ std::tuple<Tensor, Tensor> topk(const Tensor& x, std::int64_t k, std::int64_t di
 // dim, the values and their int64 positions, from the same pass.
 Tensor amax(const Tensor& x, IntArrayRef dims = {}, bool keepdim = false);
 Tensor amin(const Tensor& x, IntArrayRef dims = {}, bool keepdim = false);
+// The product over `dims` (all of them when empty): one reduction kernel, as the sum's (integer
+// and bool inputs give int64, as PyTorch's). Its backward: grad * result / input (two kernels).
+Tensor prod(const Tensor& x, IntArrayRef dims = {}, bool keepdim = false);
 Tensor max(const Tensor& x);
 Tensor min(const Tensor& x);
 std::tuple<Tensor, Tensor> max(const Tensor& x, std::int64_t dim, bool keepdim = false);

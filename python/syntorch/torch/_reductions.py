@@ -184,8 +184,29 @@ def _install(torch):
         cross = torch.matmul(x1, x2.transpose(-2, -1))
         return (a - 2.0 * cross + b.transpose(-2, -1)).clamp(min=0.0).sqrt()
 
+    def prod(input, dim=None, keepdim=False, *, dtype=None):
+        """The product over dim (all elements when None): one reduction kernel."""
+        x = input if dtype is None else input.to(dtype)
+        if dim is not None:
+            _check_dim(x, dim)
+        return _syntorch._prod(x, [] if dim is None else [dim], keepdim)
+
+    def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
+        """The bucket of each element among sorted boundaries: how many boundaries lie below it
+        (right=False) or at or below it (right=True). Composed as a comparison against every
+        boundary and a count (PyTorch's is one binary-search kernel; boundaries are few)."""
+        if out is not None:
+            raise NotImplementedError("torch.bucketize: argument 'out' is not supported")
+        if not isinstance(boundaries, Tensor) or boundaries.dim() != 1:
+            raise RuntimeError("boundaries tensor must be 1 dimension")
+        if not isinstance(input, Tensor):
+            input = torch.tensor(input, device=boundaries.device)
+        below = (input.unsqueeze(-1) >= boundaries) if right else (input.unsqueeze(-1) > boundaries)
+        return below.sum(dim=-1).to(torch.int32 if out_int32 else torch.int64)
+
     for fn in (max, min, amax, amin, all, any, norm, cumsum, sort, argsort, median, gather, scatter, scatter_add,
-               maximum, minimum, logsumexp, var, std, lerp, flip, roll, square, diag, trapezoid, cdist):
+               maximum, minimum, logsumexp, var, std, lerp, flip, roll, square, diag, trapezoid, cdist, prod,
+               bucketize):
         setattr(torch, fn.__name__, fn)
     def elementwise(name):
         op = getattr(_syntorch, "_" + name)
@@ -210,7 +231,7 @@ def _install(torch):
 
     # Tensor methods over them.
     T = Tensor
-    for name in ("max", "min", "amax", "amin", "all", "any", "norm", "cumsum", "sort", "argsort", "median",
+    for name in ("max", "min", "amax", "amin", "all", "any", "norm", "cumsum", "sort", "argsort", "median", "prod",
                  "gather", "scatter", "scatter_add", "maximum", "minimum", "logsumexp", "var", "std", "lerp", "flip",
                  "roll", "square", "sign", "round", "floor", "ceil", "trunc", "clamp_min", "clamp_max"):
         setattr(T, name, getattr(torch, name))

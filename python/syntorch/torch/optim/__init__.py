@@ -170,4 +170,30 @@ class AdamW(Adam):
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, **kwargs)
 
 
+class Adadelta(Optimizer):
+    """torch.optim.Adadelta, as its foreach implementation runs: per step each parameter's
+    gradient, two state tensors (square_avg, acc_delta) and the parameter are read and the three
+    written, the traffic of Adam's foreach step, which is what the step's kernels cost here."""
+
+    _STATE_NAMES = ("square_avg", "acc_delta")
+
+    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, capturable=False,
+                 maximize=False, differentiable=False):
+        _check_flags("Adadelta", foreach, None, differentiable, capturable)
+        if lr < 0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= rho <= 1.0:
+            raise ValueError(f"Invalid rho value: {rho}")
+        if eps < 0:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if weight_decay < 0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        self._args = (lr, rho, rho, eps, weight_decay, True, False, False)
+        super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize,
+                                      foreach=foreach, capturable=capturable, differentiable=differentiable))
+
+    def _make(self, flat):
+        return _syntorch._Adam(flat, *self._args)
+
+
 from . import lr_scheduler  # noqa: E402,F401
