@@ -156,10 +156,11 @@ _real_imports = _RealImports()
 def enable(limit_bytes=None):
     """Turns the functional model on (installing its wrappers the first time); values start
     afresh."""
-    if limit_bytes is not None:
-        if isinstance(limit_bytes, bool) or not isinstance(limit_bytes, int) or limit_bytes < 0:
-            raise ValueError(f"limit_bytes: expected a non-negative integer, got {limit_bytes!r}")
-        _state.limit_bytes = limit_bytes
+    if limit_bytes is None:
+        limit_bytes = DEFAULT_LIMIT_BYTES
+    if isinstance(limit_bytes, bool) or not isinstance(limit_bytes, int) or limit_bytes < 0:
+        raise ValueError(f"limit_bytes: expected a non-negative integer, got {limit_bytes!r}")
+    _state.limit_bytes = limit_bytes
     real_torch()
     if not _state.installed:
         _install()

@@ -1090,3 +1090,31 @@ def test_prod_bucketize_and_adadelta():
     with pytest.raises(ValueError, match="rho"):
         torch.optim.Adadelta([w], rho=1.5)
     syntorch.trace_manager.stats()
+
+
+def test_recurrent_layers_have_pytorchs_parameters_and_shapes():
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    lstm = nn.LSTM(8, 16, num_layers=2, batch_first=True, bidirectional=True)
+    assert [n for n, _ in lstm.named_parameters()][:4] == ["weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"]
+    assert lstm.weight_ih_l1.shape == (64, 32) and lstm.weight_hh_l0_reverse.shape == (64, 16)
+    out, (h, c) = lstm(torch.randn(4, 10, 8))
+    assert out.shape == (4, 10, 32) and h.shape == (4, 4, 16) and c.shape == (4, 4, 16)
+    out.sum().backward()
+    assert lstm.weight_hh_l1_reverse.grad.shape == (64, 16)
+    gru = nn.GRU(8, 16)
+    y, h = gru(torch.randn(10, 8))  # unbatched
+    assert y.shape == (10, 16) and h.shape == (1, 16)
+    rnn = nn.RNN(8, 16, nonlinearity="relu")
+    y, h = rnn(torch.randn(10, 2, 8), torch.zeros(1, 2, 16))
+    assert y.shape == (10, 2, 16)
+    h, c = nn.LSTMCell(8, 16)(torch.randn(3, 8))
+    assert h.shape == (3, 16) and nn.GRUCell(8, 16)(torch.randn(8)).shape == (16,)
+    assert nn.RNNCell(8, 16)(torch.randn(2, 8)).shape == (2, 16)
+    with pytest.raises(RuntimeError, match="Expected hidden size"):
+        rnn(torch.randn(10, 2, 8), torch.zeros(2, 2, 16))
+    with pytest.raises(ValueError, match="nonlinearity"):
+        nn.RNN(8, 16, nonlinearity="gelu")
+    with pytest.raises(NotImplementedError, match="proj_size"):
+        nn.LSTM(8, 16, proj_size=4)
+    assert "LSTM(8, 16, num_layers=2, batch_first=True, bidirectional=True)" == repr(lstm)
+    syntorch.trace_manager.stats()

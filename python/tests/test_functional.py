@@ -511,3 +511,23 @@ def test_prod_bucketize_and_adadelta_values(functional):
     (rw * rw).sum().backward()
     ropt.step()
     assert w.tolist() == pytest.approx(rw.tolist())
+
+
+def test_recurrent_layers_compute_as_pytorchs(functional):
+    cases = [lambda t: t.nn.LSTM(4, 6, num_layers=2, batch_first=True, bidirectional=True),
+             lambda t: t.nn.GRU(4, 6), lambda t: t.nn.RNN(4, 6, nonlinearity="relu", bias=False),
+             lambda t: t.nn.LSTMCell(4, 6), lambda t: t.nn.GRUCell(4, 6)]
+    for build in cases:
+        outs = []
+        for t in (torch, real):
+            t.manual_seed(7)
+            layer = build(t)
+            x = t.randn(3, 5, 4) if not isinstance(layer, (nn.RNNCellBase, real.nn.RNNCellBase)) else t.randn(3, 4)
+            out = layer(x)
+            first = out[0]
+            outs.append(_functional.value(first) if t is torch else first)
+            if t is torch:  # with a hook the layer computes op by op: the composed steps agree
+                layer.register_forward_hook(lambda m, i, o: None)
+                outs.append(_functional.value(layer(x)[0]))
+        assert real.allclose(outs[0], outs[2], atol=1e-6), type(layer).__name__
+        assert real.allclose(outs[1], outs[2], atol=1e-5), type(layer).__name__

@@ -815,3 +815,4 @@ from .activation import (Tanh, Sigmoid, Softmax, LogSoftmax, LeakyReLU, Softplus
                          MultiheadAttention)
 from .loss import (CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, SmoothL1Loss, BCEWithLogitsLoss,  # noqa: E402
                    BCELoss)
+from .rnn import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell  # noqa: E402
