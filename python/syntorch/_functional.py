@@ -119,6 +119,32 @@ def _install_import_hook():
             _state.real_modules[name] = m
         return m
 
+    lock = threading.RLock()
+
+    def import_real(name):
+        """PyTorch's module `name`, imported now with syntorch's aliases stepped aside (a module
+        PyTorch's code imports lazily that nothing imported yet: rare, and under a lock)."""
+        with lock:
+            before = set(sys.modules)
+            saved = {k: v for k, v in sys.modules.items() if _is_torch_name(k) and _is_syntorch(v)}
+            for k in saved:
+                del sys.modules[k]
+            restored = {k: v for k, v in _state.real_modules.items() if k not in sys.modules}
+            sys.modules.update(restored)
+            try:
+                import importlib
+                module = importlib.import_module(name)
+                _state.real_modules.update({k: v for k, v in sys.modules.items()
+                                            if _is_torch_name(k) and not _is_syntorch(v)})
+                return module
+            except ImportError:
+                return None
+            finally:  # sys.modules as it was (what was imported is kept in real_modules)
+                for k in list(sys.modules):
+                    if _is_torch_name(k) and not _is_syntorch(sys.modules[k]) and (k not in before or k in restored):
+                        del sys.modules[k]
+                sys.modules.update(saved)
+
     def hook(name, globals=None, locals=None, fromlist=(), level=0):
         if globals is not None and _state.real is not None:
             where = globals.get("__file__") or ""
@@ -127,10 +153,13 @@ def _install_import_hook():
                 if level > 0:
                     package = (globals.get("__package__") or "").rsplit(".", level - 1)[0]
                     absolute = f"{package}.{name}" if name else package
-                if _is_torch_name(absolute) and _is_syntorch(sys.modules.get(absolute.split(".")[0] if not
-                                                                           fromlist and level == 0 else absolute)):
-                    target = real_module(absolute)
+                top = absolute.split(".")[0] if not fromlist and level == 0 else absolute
+                if _is_torch_name(absolute) and (_is_syntorch(sys.modules.get(top)) or top not in sys.modules):
+                    target = real_module(absolute) or import_real(absolute)
                     if target is not None:
+                        for sub in fromlist or ():
+                            if sub != "*" and not hasattr(target, sub):
+                                import_real(f"{absolute}.{sub}")
                         return _state.real if (not fromlist and level == 0) else target
         return previous(name, globals, locals, fromlist, level)
     hook._functional_hook = True
@@ -259,6 +288,7 @@ def drop(t):
     with _state.lock:
         _forget(t._serial)
         _state.lost.add(t._serial)
+        t._watch_release()  # so that `lost` forgets it with the tensor
 
 
 def drop_aliases(t):
@@ -266,8 +296,9 @@ def drop_aliases(t):
     that could not be computed made all of them stale."""
     with _state.lock:
         for serial in list(_state.aliases.get(t._storage_id, ())) + [t._serial]:
-            _forget(serial)
+            _forget(serial)  # (the aliases had values, so they are watched already)
             _state.lost.add(serial)
+        t._watch_release()
 
 
 def _real_dtype(d):
@@ -304,6 +335,7 @@ def attach(t, v, op="an op"):
             _warn_once(("limit",), f"values over the limit of {_state.limit_bytes} bytes are not computed (the "
                        f"first: {op}, {list(t.shape)}); reads of them return placeholders")
             _state.lost.add(serial)
+            t._watch_release()
             return
         t._watch_release()
         entry = _state.storages.setdefault(key, [0, nbytes])
@@ -346,7 +378,10 @@ def attach_bytes(t, data):
     want = _real_dtype(t.dtype)
     if want is None:
         return
-    v = real.frombuffer(bytearray(data), dtype=real.uint8).view(want).reshape(list(t.shape)).clone()
+    if not data:
+        v = real.empty(list(t.shape), dtype=want)
+    else:
+        v = real.frombuffer(bytearray(data), dtype=real.uint8).view(want).reshape(list(t.shape)).clone()
     if t.requires_grad:
         v.requires_grad_(True)
     attach(t, v, "torch.load")
@@ -356,9 +391,28 @@ def attach_loaded(mine, data):
     """The values of a real PyTorch checkpoint's tensors, read by PyTorch and paired with the
     simulated ones by position (both loads build the same structure)."""
     real = _state.real
+    tensors = []
+
+    def collect(a):
+        if isinstance(a, _syntorch.Tensor):
+            tensors.append(a)
+        elif isinstance(a, dict):
+            for x in a.values():
+                collect(x)
+        elif isinstance(a, (list, tuple)):
+            for x in a:
+                collect(x)
+    collect(mine)
+    need = sum(t.numel() * t.element_size() for t in tensors)
+    if live_bytes() + need > _state.limit_bytes:  # not read at all: PyTorch would hold it twice
+        _warn_once(("limit",), f"values over the limit of {_state.limit_bytes} bytes are not computed (the first: "
+                   f"a checkpoint of {need} bytes); reads of them return placeholders")
+        return
     try:
+        import inspect
+        extra = {"weights_only": False} if "weights_only" in inspect.signature(real.load).parameters else {}
         with _real_imports:
-            theirs = real.load(io.BytesIO(data), map_location="cpu")
+            theirs = real.load(io.BytesIO(data), map_location="cpu", **extra)
     except Exception as e:
         _warn_once(("load",), f"PyTorch could not read the checkpoint's values ({type(e).__name__}: {e}); its "
                    "tensors have none")
@@ -558,14 +612,27 @@ def _depth():
     return getattr(_tls, "depth", 0)
 
 
+def _inplace_position(fn):
+    """The position of fn's `inplace` argument (F.relu(x, True)), or None."""
+    import inspect
+    try:
+        names = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return None
+    return names.index("inplace") if "inplace" in names else None
+
+
 def _wrapped(fn, op, resolve, inplace=False, always=False, result=False):
     """fn, computing values when the mode is on and this is the outermost wrapped call.
     resolve() gives PyTorch's callable (None: none exists). `always`: run even when fn returns
     no tensor (a seed); `result`: fn's Python result is replaced by PyTorch's (equal, allclose)."""
+    at = _inplace_position(fn)
+
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         if not _state.enabled or getattr(_tls, "depth", 0):
             return fn(*args, **kwargs)
+        writes = inplace or (at is not None and len(args) > at and args[at] is True)
         if any(isinstance(a, types.GeneratorType) for a in args):  # read once, by both
             args = tuple(list(a) if isinstance(a, types.GeneratorType) else a for a in args)
         _tls.depth = 1
@@ -573,8 +640,8 @@ def _wrapped(fn, op, resolve, inplace=False, always=False, result=False):
             out = fn(*args, **kwargs)
         finally:
             _tls.depth = 0
-        if always or inplace or result or _has_tensor(out):
-            r = _compute(op, resolve(), args, kwargs, out, inplace, result)
+        if always or writes or result or _has_tensor(out):
+            r = _compute(op, resolve(), args, kwargs, out, writes, result)
             if result and r is not None:
                 return r
         return out
@@ -844,9 +911,9 @@ def _wrap_autograd(autograd):
 
     @functools.wraps(orig)
     def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
-        if _state.enabled and not create_graph and inputs is None:
+        gs = [grad_tensors] if isinstance(grad_tensors, _syntorch.Tensor) else grad_tensors
+        if _state.enabled and not create_graph and inputs is None and (gs is None or None not in list(gs)):
             ts = [tensors] if isinstance(tensors, _syntorch.Tensor) else list(tensors)
-            gs = [grad_tensors] if isinstance(grad_tensors, _syntorch.Tensor) else grad_tensors
             _real_backward(ts, None if gs is None else list(gs), bool(retain_graph))
         orig(tensors, grad_tensors, retain_graph, create_graph, inputs)
     autograd.backward = backward
@@ -1025,7 +1092,8 @@ def _wrap_layers(nn, real):
         if twin is None:
             _attach_out(out, None, f"nn.{cls.__name__}", ())
         else:
-            _compute(f"nn.{cls.__name__}", twin, args, kwargs, out, cast=False)
+            _compute(f"nn.{cls.__name__}", twin, args, kwargs, out, inplace=getattr(self, "inplace", False) is True,
+                     cast=False)
         return out
     call._functional_wrapped = True
     Module.__call__ = call
@@ -1136,8 +1204,8 @@ def _wrap_optimizers(optim, real):
                     r = theirs.get(name)
                     if isinstance(r, (int, float)):
                         r = real.tensor(float(r))
-                    if isinstance(r, real.Tensor):
-                        attach(t, r.detach().clone(), f"optimizer state {name}")
+                    if isinstance(r, real.Tensor):  # the twin's own state: edits reach it
+                        attach(t, r.detach(), f"optimizer state {name}")
         return out
 
     def load_state_dict(self, state_dict):

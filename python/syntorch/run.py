@@ -34,6 +34,7 @@ def alias_torch():
         module = importlib.import_module("syntorch.torch." + name)
         sys.modules["torch." + name] = module
     torch.distributed = sys.modules["torch.distributed"]
+    sys.modules["torch.cuda.amp"] = torch.cuda.amp  # from torch.cuda.amp import autocast, GradScaler
     torch.set_default_device("cpu")  # PyTorch's: a script moves its model and data to "cuda" itself
     # The xpuruntime extension of the design, as syntorch provides it.
     for name in _XPURUNTIME:

@@ -531,3 +531,43 @@ def test_recurrent_layers_compute_as_pytorchs(functional):
                 outs.append(_functional.value(layer(x)[0]))
         assert real.allclose(outs[0], outs[2], atol=1e-6), type(layer).__name__
         assert real.allclose(outs[1], outs[2], atol=1e-5), type(layer).__name__
+
+
+def test_second_review_cases(functional, tmp_path):
+    # inplace=True given by position, on half precision the CPU computes in float32.
+    b = torch.full((2, 3), -4.0, dtype=torch.float16, device="cuda")
+    F.relu(b, True)
+    assert b.tolist() == [[0.0] * 3] * 2
+    # Counting: a bool sum is an int64 count, as PyTorch's.
+    hits = (torch.tensor([1.0, -1.0, 2.0], device="cuda") > 0).sum()
+    assert hits.dtype == torch.int64 and hits.item() == 2
+    assert torch.full((2,), 255, dtype=torch.uint8).sum().item() == 510
+    # An empty tensor in a checkpoint.
+    torch.save({"e": torch.empty(0, 4, device="cuda")}, tmp_path / "e.pt")
+    assert torch.load(tmp_path / "e.pt")["e"].shape == (0, 4)
+    # random_split draws PyTorch's order from PyTorch's generator.
+    from syntorch.torch.utils.data import random_split
+    torch.manual_seed(0)
+    mine = [list(s.indices) for s in random_split(range(10), [5, 5])]
+    real.manual_seed(0)
+    theirs = [list(s.indices) for s in real.utils.data.random_split(range(10), [5, 5])]
+    assert mine == theirs
+    # Dropped values are forgotten with their tensors.
+    syntorch.set_value_mode("functional", limit_bytes=0)
+    for _ in range(50):
+        torch.ones(4, device="cuda") * 2
+    _functional.live_bytes()
+    assert len(_functional._state.lost) < 10
+
+
+def test_amp_imports_under_the_run_alias(tmp_path):
+    script = tmp_path / "amp.py"
+    script.write_text("import torch\nfrom torch.cuda.amp import autocast, GradScaler\n"
+                      "scaler = GradScaler()\nwith autocast(dtype=torch.bfloat16):\n"
+                      "    y = torch.ones(2, 2).cuda() @ torch.ones(2, 2).cuda()\n"
+                      "print(y.dtype, y.sum().item())\n")
+    env = dict(os.environ, SYNTORCH_VALUES="functional")
+    run = subprocess.run([sys.executable, "-m", "syntorch.run", "--hw", H100, str(script)], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "torch.bfloat16 8.0"

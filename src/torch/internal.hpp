@@ -100,6 +100,12 @@ Tensor finish_view(TensorImpl* view);
 // A per-thread vector for building sizes without allocating (slot 0 or 1; cleared).
 Sizes& scratch(int slot);
 
+// The dtype a sum or product of `t` elements has, as PyTorch's: floating and complex types keep
+// theirs, integer and bool types give int64.
+inline ScalarType sum_dtype(ScalarType t) {
+  return is_floating_point(t) || is_complex(t) ? t : ScalarType::Long;
+}
+
 // Runs an op on the tensors' device: a kernel launch on CUDA, a host-side op on CPU; nothing
 // outside a simulation. An op with no elements costs dispatch only (no kernel).
 inline void dispatch(runtime::RankContext* context, const runtime::OpDesc& op, std::string_view name, Device device,

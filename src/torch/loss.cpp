@@ -16,8 +16,8 @@ using runtime::OpKind;
 Tensor sum(const Tensor& x) {
   detail::check_defined(x, "sum", "self");
   detail::check_real(x, "sum", "self");
-  // fp32 under autocast (its fp32_set_opt_dtype list).
-  const ScalarType type = autocast::fp32_output_dtype(x, std::nullopt).value_or(x.dtype());
+  // fp32 under autocast (its fp32_set_opt_dtype list); integer and bool inputs sum to int64.
+  const ScalarType type = autocast::fp32_output_dtype(x, std::nullopt).value_or(detail::sum_dtype(x.dtype()));
   Tensor out = detail::reduction(x.numel(), type, x.device(), {}, "aten::sum");
   if (autograd::any_requires_grad({&x})) {
     detail::Sizes in = x.sizes();
@@ -71,7 +71,7 @@ Tensor reduce_dims(const Tensor& x, IntArrayRef dims, bool keepdim, ScalarType t
 Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim) {
   detail::check_defined(x, "sum", "self");
   detail::check_real(x, "sum", "self");
-  const ScalarType type = autocast::fp32_output_dtype(x, std::nullopt).value_or(x.dtype());
+  const ScalarType type = autocast::fp32_output_dtype(x, std::nullopt).value_or(detail::sum_dtype(x.dtype()));
   return reduce_dims(x, dims, keepdim, type, "sum", "aten::sum", false);
 }
 

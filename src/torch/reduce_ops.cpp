@@ -8,6 +8,7 @@
 #include "backward_ops.hpp"
 #include "grad.hpp"
 #include "internal.hpp"
+#include "syntorch/torch/autocast.hpp"
 #include "syntorch/torch/autograd.hpp"
 #include "syntorch/torch/ops.hpp"
 #include "syntorch/torch/record.hpp"
@@ -161,7 +162,8 @@ Tensor prod(const Tensor& x, IntArrayRef dims, bool keepdim) {
   detail::check_defined(x, "prod", "self");
   detail::check_real(x, "prod", "self");
   const Reduced r = reduced_shape(x, dims, keepdim, "prod");
-  const ScalarType dtype = is_floating_point(x.dtype()) ? x.dtype() : ScalarType::Long;
+  // fp32 under autocast (PyTorch's CUDA autocast lists prod), int64 for integer inputs.
+  const ScalarType dtype = autocast::fp32_output_dtype(x, std::nullopt).value_or(detail::sum_dtype(x.dtype()));
   Tensor out = row_pass(x, r, OpKind::sum, dtype, "aten::prod");  // a sum's pass, multiplying
   if (autograd::any_requires_grad({&x})) {
     Sizes in = impl_of(x).sizes;

@@ -139,8 +139,9 @@ class Tensor {
   // To another dtype (a copy kernel with the new dtype's element size) or device (a host<->device
   // copy over the host link). Itself when unchanged. As PyTorch's copies: the host waits for the
   // copy (a stream synchronisation) unless non_blocking; pageable host memory is staged through a
-  // pinned buffer by the host (its memcpy time: stage_host_copy), and a copy into pageable memory
-  // is always waited for. Only a pinned source copied non_blocking overlaps the host's work.
+  // pinned buffer by the host (its memcpy time: stage_host_copy). A non_blocking copy to the host
+  // lands in pinned memory allocated for it (PyTorch's _to_copy) and is not waited for; a pinned
+  // source copied to the device non_blocking overlaps the host's work too.
   Tensor to(ScalarType dtype) const;
   Tensor to(Device device, bool non_blocking = false) const;
   Tensor to(DeviceType device, bool non_blocking = false) const { return to(Device(device), non_blocking); }

@@ -14,13 +14,17 @@ __version__ = "2.5.0+syntorch"  # the PyTorch API level syntorch follows
 
 
 class Size(tuple):
-    """torch.Size: a tuple of ints (tensor shapes compare equal to it)."""
+    """torch.Size: a tuple of ints (tensor shapes compare equal to it). A slice of it is a plain
+    tuple (PyTorch's is a Size): indexing stays tuple's own, as fast as a shape is read."""
 
     def __new__(cls, sizes=()):
         return super().__new__(cls, (builtins.int(s) for s in sizes))
 
     def numel(self):
         return math.prod(self)
+
+    def __add__(self, other):
+        return Size(tuple.__add__(self, tuple(other)))
 
     def __repr__(self):
         return f"torch.Size({list(self)})"

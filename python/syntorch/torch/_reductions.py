@@ -185,24 +185,27 @@ def _install(torch):
         return (a - 2.0 * cross + b.transpose(-2, -1)).clamp(min=0.0).sqrt()
 
     def prod(input, dim=None, keepdim=False, *, dtype=None):
-        """The product over dim (all elements when None): one reduction kernel."""
+        """The product over dim (all elements when None): one reduction kernel; `dtype` the
+        result's (the input cast to it first)."""
         x = input if dtype is None else input.to(dtype)
         if dim is not None:
             _check_dim(x, dim)
-        return _syntorch._prod(x, [] if dim is None else [dim], keepdim)
+        out = _syntorch._prod(x, [] if dim is None else [dim], keepdim)
+        return out if dtype is None or out.dtype == dtype else out.to(dtype)
 
     def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
-        """The bucket of each element among sorted boundaries: how many boundaries lie below it
-        (right=False) or at or below it (right=True). Composed as a comparison against every
-        boundary and a count (PyTorch's is one binary-search kernel; boundaries are few)."""
+        """The bucket of each element among sorted boundaries (how many lie below it; at or
+        below with right=True): PyTorch's one kernel, a binary search per element, costed as an
+        elementwise pass reading each element and writing its index (the boundaries stay in
+        cache)."""
         if out is not None:
             raise NotImplementedError("torch.bucketize: argument 'out' is not supported")
         if not isinstance(boundaries, Tensor) or boundaries.dim() != 1:
             raise RuntimeError("boundaries tensor must be 1 dimension")
         if not isinstance(input, Tensor):
             input = torch.tensor(input, device=boundaries.device)
-        below = (input.unsqueeze(-1) >= boundaries) if right else (input.unsqueeze(-1) > boundaries)
-        return below.sum(dim=-1).to(torch.int32 if out_int32 else torch.int64)
+        result = torch.empty(list(input.shape), dtype=torch.int32 if out_int32 else torch.int64, device=input.device)
+        return result.copy_(input)  # the pass: read each element, write an index
 
     for fn in (max, min, amax, amin, all, any, norm, cumsum, sort, argsort, median, gather, scatter, scatter_add,
                maximum, minimum, logsumexp, var, std, lerp, flip, roll, square, diag, trapezoid, cdist, prod,

@@ -110,8 +110,14 @@ def random_split(dataset, lengths, generator=None):
         lengths = counts
     if builtins.sum(lengths) != n:
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
-    order = list(range(n))
-    random.Random(_seed_of(generator)).shuffle(order)
+    from syntorch import _functional
+    if _functional.enabled():  # PyTorch's order, drawn from PyTorch's generator (the global one by default)
+        real = _functional.real_torch()
+        gen = _functional.real_generator(generator) if generator is not None else real.default_generator
+        order = real.randperm(n, generator=gen).tolist()
+    else:
+        order = list(range(n))
+        random.Random(_seed_of(generator)).shuffle(order)
     out, start = [], 0
     for length in lengths:
         out.append(Subset(dataset, order[start:start + length]))
@@ -338,9 +344,11 @@ class DataLoader:
 
     def __iter__(self):
         from syntorch import _functional
-        if _functional.enabled():  # PyTorch's iterator draws its workers' base seed, as here
+        # PyTorch's iterator draws its workers' base seed, as here (once, with persistent workers).
+        if _functional.enabled() and not (self.persistent_workers and self.__dict__.get("_functional_drawn")):
             real = _functional.real_torch()
             real.empty((), dtype=real.int64).random_(generator=_functional.real_generator(self.generator))
+            self.__dict__["_functional_drawn"] = True
         if self._iterable:
             batches = self._batches_of_iterable()
         elif self.batch_sampler is None:

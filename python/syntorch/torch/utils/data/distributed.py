@@ -29,7 +29,11 @@ class DistributedSampler(Sampler):
 
     def __iter__(self):
         order = list(range(len(self.dataset)))
-        if self.shuffle:
+        from syntorch import _functional
+        if self.shuffle and _functional.enabled():  # PyTorch's order: randperm seeded with seed + epoch
+            real = _functional.real_torch()
+            order = real.randperm(len(self.dataset), generator=real.Generator().manual_seed(self.seed + self.epoch)).tolist()
+        elif self.shuffle:
             random.Random(self.seed + self.epoch).shuffle(order)
         if not self.drop_last:
             pad = self.total_size - len(order)
