@@ -30,6 +30,33 @@ py::object size_of(torch::IntArrayRef sizes) {
   if (out == nullptr) throw py::error_already_set();
   return py::reinterpret_steal<py::object>(out);
 }
+// PyTorch's type promotion of a tensor with a Python number: an integer or bool tensor meets a
+// float (or a true division) as the default floating dtype, a bool tensor meets an integer as
+// int64; other tensors keep their dtype. The cast is a kernel of its own here (PyTorch promotes
+// inside the op's kernel).
+bool is_integral_number(const py::handle& b) {
+  return PyLong_Check(b.ptr()) || (PyIndex_Check(b.ptr()) && !PyFloat_Check(b.ptr()));
+}
+torch::Tensor promoted(const torch::Tensor& a, const py::handle& b, bool true_division) {
+  const torch::ScalarType t = a.dtype();
+  if (torch::is_floating_point(t) || torch::is_complex(t)) return a;
+  if (true_division || !is_integral_number(b)) return a.to(torch::get_default_dtype());
+  if (t == torch::kBool && !PyBool_Check(b.ptr())) return a.to(torch::kLong);
+  return a;
+}
+
+// `op(tensor, number)` for a Python number b (NotImplemented for anything else, so that Python
+// tries the other operand), with PyTorch's promotion.
+template <class Op>
+auto with_number(Op op, bool true_division) {
+  return [op, true_division](const torch::Tensor& a, const py::object& b) -> py::object {
+    if (!PyNumber_Check(b.ptr()) || PyComplex_Check(b.ptr())) {
+      return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+    }
+    const double v = b.cast<double>();
+    return py::cast(op(promoted(a, b, true_division), v));
+  };
+}
 }  // namespace
 
 void bind_tensor(py::module_& m) {
@@ -141,18 +168,28 @@ void bind_tensor(py::module_& m) {
       .def("fill_", &Tensor::fill_, py::return_value_policy::reference_internal, py::call_guard<RequireRun>())
       .def("zero_", &Tensor::zero_, py::return_value_policy::reference_internal, py::call_guard<RequireRun>())
       .def("__add__", [](const Tensor& a, const Tensor& b) { return a + b; }, py::call_guard<RequireRun>())
-      .def("__add__", [](const Tensor& a, double b) { return a + b; }, py::call_guard<RequireRun>())
-      .def("__radd__", [](const Tensor& a, double b) { return a + b; }, py::call_guard<RequireRun>())
+      .def("__add__", with_number([](const Tensor& a, double b) { return a + b; }, false), py::call_guard<RequireRun>())
+      .def("__radd__", with_number([](const Tensor& a, double b) { return a + b; }, false),
+           py::call_guard<RequireRun>())
       .def("__sub__", [](const Tensor& a, const Tensor& b) { return a - b; }, py::call_guard<RequireRun>())
-      .def("__sub__", [](const Tensor& a, double b) { return a - b; }, py::call_guard<RequireRun>())
+      .def("__sub__", with_number([](const Tensor& a, double b) { return a - b; }, false), py::call_guard<RequireRun>())
       .def("__mul__", [](const Tensor& a, const Tensor& b) { return a * b; }, py::call_guard<RequireRun>())
-      .def("__mul__", [](const Tensor& a, double b) { return a * b; }, py::call_guard<RequireRun>())
-      .def("__rmul__", [](const Tensor& a, double b) { return a * b; }, py::call_guard<RequireRun>())
-      .def("__truediv__", [](const Tensor& a, const Tensor& b) { return a / b; }, py::call_guard<RequireRun>())
-      .def("__truediv__", [](const Tensor& a, double b) { return a / b; }, py::call_guard<RequireRun>())
+      .def("__mul__", with_number([](const Tensor& a, double b) { return a * b; }, false), py::call_guard<RequireRun>())
+      .def("__rmul__", with_number([](const Tensor& a, double b) { return a * b; }, false),
+           py::call_guard<RequireRun>())
+      .def("__truediv__", [](const Tensor& a, const Tensor& b) {
+        // True division of two integer tensors is a floating one, as PyTorch's.
+        const bool integral = !torch::is_floating_point(a.dtype()) && !torch::is_complex(a.dtype()) &&
+                              !torch::is_floating_point(b.dtype()) && !torch::is_complex(b.dtype());
+        return integral ? a.to(torch::get_default_dtype()) / b : a / b;
+      }, py::call_guard<RequireRun>())
+      .def("__truediv__", with_number([](const Tensor& a, double b) { return a / b; }, true),
+           py::call_guard<RequireRun>())
       .def("__neg__", [](const Tensor& a) { return a.neg(); }, py::call_guard<RequireRun>())
-      .def("__rsub__", [](const Tensor& a, double b) { return b - a; }, py::call_guard<RequireRun>())
-      .def("__rtruediv__", [](const Tensor& a, double b) { return b / a; }, py::call_guard<RequireRun>())
+      .def("__rsub__", with_number([](const Tensor& a, double b) { return b - a; }, false),
+           py::call_guard<RequireRun>())
+      .def("__rtruediv__", with_number([](const Tensor& a, double b) { return b / a; }, true),
+           py::call_guard<RequireRun>())
       .def("__matmul__", [](const Tensor& a, const Tensor& b) { return torch::matmul(a, b); }, py::call_guard<RequireRun>())
       // Autograd.
       .def_property("requires_grad", &Tensor::requires_grad,

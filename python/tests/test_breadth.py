@@ -1118,3 +1118,17 @@ def test_recurrent_layers_have_pytorchs_parameters_and_shapes():
         nn.LSTM(8, 16, proj_size=4)
     assert "LSTM(8, 16, num_layers=2, batch_first=True, bidirectional=True)" == repr(lstm)
     syntorch.trace_manager.stats()
+
+
+def test_integer_tensors_meet_python_floats_as_pytorch_promotes():
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    i = torch.ones(4, dtype=torch.int64)
+    u = torch.ones(4, dtype=torch.uint8)
+    assert (i * 1.5).dtype == torch.float32 and (u * 1.5).dtype == torch.float32 and (1.5 * u).dtype == torch.float32
+    assert (i / 2).dtype == torch.float32 and (2 / i).dtype == torch.float32 and (i / i).dtype == torch.float32
+    assert (i + 1).dtype == torch.int64 and (u * 2).dtype == torch.uint8 and (i - 1.0).dtype == torch.float32
+    assert ((i > 0) + 1).dtype == torch.int64 and (torch.ones(2) * 3).dtype == torch.float32
+    assert (torch.ones(2, dtype=torch.float16) * 2.5).dtype == torch.float16
+    with pytest.raises(TypeError):
+        i + "a"
+    syntorch.trace_manager.stats()
