@@ -166,18 +166,6 @@ def _install_import_hook():
     builtins.__import__ = hook
 
 
-class _RealImports:
-    """Kept for the call sites that run PyTorch's code: nothing to do now that an import hook
-    gives PyTorch's code its own modules."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
-_real_imports = _RealImports()
 
 
 # --- the mode ---
@@ -411,8 +399,7 @@ def attach_loaded(mine, data):
     try:
         import inspect
         extra = {"weights_only": False} if "weights_only" in inspect.signature(real.load).parameters else {}
-        with _real_imports:
-            theirs = real.load(io.BytesIO(data), map_location="cpu", **extra)
+        theirs = real.load(io.BytesIO(data), map_location="cpu", **extra)
     except Exception as e:
         _warn_once(("load",), f"PyTorch could not read the checkpoint's values ({type(e).__name__}: {e}); its "
                    "tensors have none")
@@ -444,7 +431,7 @@ def derive(t, fn, sources, op):
     if any(v is None for v in values):
         drop(t)
         return
-    with _real_imports, _state.real.no_grad():
+    with _state.real.no_grad():
         attach(t, fn(_state.real, values), op)
 
 
@@ -560,7 +547,7 @@ def _call_real(fn, args, kwargs, inplace=False):
     """fn on the values, in the simulated grad mode. A half-precision op PyTorch's CPU kernels lack
     runs in float32; in place, its result is written back into the operand (and so its views)."""
     real = _state.real
-    with _real_imports, real.set_grad_enabled(_syntorch.is_grad_enabled()):
+    with real.set_grad_enabled(_syntorch.is_grad_enabled()):
         try:
             return fn(*args, **kwargs)
         except (RuntimeError, TypeError) as e:
@@ -607,9 +594,6 @@ def _compute(op, real_fn, args, kwargs, out, inplace=False, result=False, cast=T
     _attach_out(out, rout, op, same)
     return None
 
-
-def _depth():
-    return getattr(_tls, "depth", 0)
 
 
 def _inplace_position(fn):
@@ -664,8 +648,7 @@ def tensor_repr(t, text):
     v = read(t) if _state.enabled else None
     if v is None:
         return None
-    with _real_imports:
-        s = repr(_state.values[t._serial])
+    s = repr(_state.values[t._serial])
     device = t._device
     if device != "cpu":
         device = device if ":" in device else f"{device}:0"
@@ -882,8 +865,7 @@ def _real_backward(tensors, grads, retain_graph):
                 return
             gvalues.append(g)
     try:
-        with _real_imports:
-            real.autograd.backward(values, gvalues or None, retain_graph=retain_graph)
+        real.autograd.backward(values, gvalues or None, retain_graph=retain_graph)
     except RuntimeError as e:
         _warn_once(("backward",), f"PyTorch's backward failed on the values ({e}); gradients get no value")
 
@@ -957,7 +939,7 @@ def _init_values(module, real, given=frozenset()):
         return
     if real_cls is not None:
         try:
-            with _real_imports, real.no_grad():
+            with real.no_grad():
                 twin = real_cls(*_conv(list(args)), **_conv_kwargs(kwargs))
         except Exception as e:
             _warn_once(("twin", real_cls.__name__), f"PyTorch's nn.{real_cls.__name__} could not be built from the "
@@ -1129,8 +1111,7 @@ def _wrap_optimizers(optim, real):
             group["params"] = [_state.values[p._serial] for p in g["params"]]
             groups.append(group)
         try:
-            with _real_imports:
-                twin = getattr(real.optim, cls.__name__)(groups)
+            twin = getattr(real.optim, cls.__name__)(groups)
         except Exception as e:
             _warn_once(("optim", cls.__name__), f"PyTorch's optim.{cls.__name__} could not be built ({e}); "
                        "parameters keep their values")
@@ -1170,8 +1151,7 @@ def _wrap_optimizers(optim, real):
                 for k, v in mine.items():
                     if k not in ("params", "foreach", "fused") and k in theirs:
                         theirs[k] = v
-            with _real_imports:
-                twin.step()
+            twin.step()
 
     def step(self, closure=None):
         out = orig_step(self, closure)
@@ -1220,8 +1200,7 @@ def _wrap_optimizers(optim, real):
                                 for i, e in state_dict["state"].items()},
                       "param_groups": [{k: v for k, v in g.items() if k not in ("foreach", "fused")}
                                        for g in state_dict["param_groups"]]}
-            with _real_imports:
-                twin.load_state_dict(theirs)
+            twin.load_state_dict(theirs)
         except (_NoValue, Exception) as e:
             _warn_once(("optim-load", id(self)), f"{type(self).__name__}.load_state_dict: the saved state has no "
                        f"values ({type(e).__name__}); the values' optimizer starts afresh")
@@ -1270,7 +1249,7 @@ def _wrap_grad_scaler(amp):
                 if v is None:
                     drop(s)
                 else:
-                    with _real_imports, _state.real.set_grad_enabled(_syntorch.is_grad_enabled()):
+                    with _state.real.set_grad_enabled(_syntorch.is_grad_enabled()):
                         attach(s, v * st["scale"], "GradScaler.scale")
             scaled(outputs, out)
         return out
@@ -1282,7 +1261,7 @@ def _wrap_grad_scaler(amp):
         real = _state.real
         found = False
         inv = 1.0 / st["scale"]
-        with _real_imports, real.no_grad():
+        with real.no_grad():
             for g in optimizer.param_groups:
                 for p in g["params"]:
                     v = _state.values.get(p._serial)
