@@ -62,6 +62,7 @@ void bind_functions(py::module_& m);    // the torch functions
 void bind_reductions(py::module_& m);   // reductions, scans, sorts, gathers, scatters
 void bind_optim(py::module_& m);        // optimizers, autocast, GradScaler, record_function
 void bind_cuda(py::module_& m);         // torch.cuda, torch.backends
-void bind_aten(py::module_& m);         // ATen's ops by name, for the bridge from real PyTorch
+void bind_aten(py::module_& m);
+void bind_compile(py::module_& m);      // torch.compile's compiled regions
 
 }  // namespace syntorch::python

@@ -41,4 +41,5 @@ PYBIND11_MODULE(_syntorch, m) {
   bind_optim(m);
   bind_cuda(m);
   bind_aten(m);
+  bind_compile(m);
 }

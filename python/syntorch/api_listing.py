@@ -17,7 +17,7 @@ MODULES = ["syntorch", "syntorch.torch", "syntorch.torch.nn", "syntorch.torch.nn
            "syntorch.torch.distributed", "syntorch.torch.backends.cuda", "syntorch.torch.backends.cudnn",
            "syntorch.torch.utils.checkpoint", "syntorch.torch.utils.data", "syntorch.torch.utils.data.distributed",
            "syntorch.torch.serialization", "syntorch.torch.linalg", "syntorch.torch.distributions",
-           "syntorch.torch.jit", "syntorch.torch.compiler", "syntorch.torch.backends.mps", "syntorch.torch.nn.utils.rnn",
+           "syntorch.torch.jit", "syntorch.torch.compiler", "syntorch.torch._dynamo", "syntorch.torch.backends.mps", "syntorch.torch.nn.utils.rnn",
            "syntorch.torch.utils._pytree", "syntorch.torch.multiprocessing", "syntorch.torch.hub",
            "syntorch.torch.accelerator", "syntorch.torch.utils.tensorboard",
            "syntorch.xpuruntime", "syntorch.xpuruntime.pytorch", "syntorch.xpuruntime.pytorch.ops",

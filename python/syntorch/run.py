@@ -22,7 +22,7 @@ _SUBMODULES = ("nn", "nn.functional", "nn.init", "nn.utils", "nn.attention", "nn
                "utils.checkpoint", "utils.data", "utils.data.distributed", "utils.data.dataloader",
                "serialization", "jit", "compiler", "backends.mps", "utils._pytree", "linalg",
                "distributions", "nn.utils.rnn", "multiprocessing", "hub", "accelerator",
-               "utils.tensorboard")
+               "utils.tensorboard", "_dynamo", "_dynamo.config", "_dynamo.exc", "_inductor", "_inductor.config")
 _XPURUNTIME = ("", ".pytorch", ".pytorch.ops")
 
 

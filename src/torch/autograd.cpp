@@ -3,8 +3,10 @@
 // AccumulateGrad, which feeds a leaf's .grad.
 
 #include "syntorch/torch/autograd.hpp"
+#include "syntorch/torch/compile.hpp"
 
 #include <algorithm>
+#include <exception>
 #include <limits>
 #include <queue>
 #include <unordered_map>
@@ -48,7 +50,7 @@ class AccumulateGrad final : public Node {
       }
       detail::TensorImpl* g = meta.grad.unsafe_get_impl();
       runtime::RankContext* ctx = runtime::current_rank();
-      if (ctx && g->context == ctx && g->context_serial == ctx->serial()) {
+      if (ctx && g->context == ctx->memory_owner() && g->context_serial == g->context->serial()) {
         ctx->set_memory_use(g->handle, os::MemoryUse::gradients);
       }
     } else {
@@ -91,7 +93,7 @@ void bury(std::vector<Edge>& edges) noexcept {
 }  // namespace
 
 Node::Node(std::string_view name, std::uint32_t num_outputs)
-    : name_(name), sequence_nr_(t_next_sequence_nr++), num_outputs_(num_outputs) {}
+    : name_(name), sequence_nr_(t_next_sequence_nr++), num_outputs_(num_outputs), compiled_graph_(compile::current_graph()) {}
 
 Node::Node(std::string_view name, std::uint32_t num_outputs, std::uint64_t sequence_nr)
     : name_(name), sequence_nr_(sequence_nr), num_outputs_(num_outputs) {}
@@ -177,6 +179,17 @@ void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& gra
 
 void backward(const std::vector<std::pair<Edge, Tensor>>& roots, bool retain_graph) {
   NoGradGuard no_grad;
+  // A compiled graph's backward region ends with the run (launching what it holds); on an error,
+  // what it holds is launched as it stands.
+  struct LeaveRegion {
+    ~LeaveRegion() {
+      if (std::uncaught_exceptions() == 0) return;  // left below
+      try {
+        compile::backward_leave();
+      } catch (...) {  // the error in flight is the one to report
+      }
+    }
+  } leave_region;
   // Backward ops run with autocast off (on CUDA the engine runs them on its own thread).
   autocast::State off = autocast::state();
   off.enabled = false;
@@ -242,7 +255,18 @@ void backward(const std::vector<std::pair<Edge, Tensor>>& roots, bool retain_gra
     pending.erase(n.get());
     std::vector<Tensor> out;
     const bool any = std::any_of(p.grads.begin(), p.grads.end(), [](const Tensor& g) { return g.defined(); });
-    if (any) out = n->apply(std::move(p.grads));
+    // A compiled graph's nodes run as its backward region (gradient accumulation into leaves is
+    // the engine's, outside the graph, and does not end it).
+    const bool accumulate = dynamic_cast<const AccumulateGrad*>(n.get()) != nullptr;
+    if (!accumulate) compile::backward_enter(n->compiled_graph());
+    if (any && !accumulate && compile::in_backward_region()) {
+      std::vector<Tensor> reads = p.grads;
+      n->saved_tensors(reads);
+      out = n->apply(std::move(p.grads));
+      compile::backward_node(n->name(), reads, out);
+    } else if (any) {
+      out = n->apply(std::move(p.grads));
+    }
     p.grads.clear();
     if (!retain_graph) n->release_saved();
     for (std::size_t i = 0; i < n->next_edges.size(); ++i) {
@@ -253,6 +277,7 @@ void backward(const std::vector<std::pair<Edge, Tensor>>& roots, bool retain_gra
     }
     out.clear();
   }
+  compile::backward_leave();
 }
 
 }  // namespace autograd

@@ -98,11 +98,13 @@ void release(TensorImpl* impl) noexcept {
   if (!impl || impl->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   if (impl->base) {
     release(impl->base);
-  } else if (impl->context && runtime::current_rank() == impl->context &&
-             runtime::current_rank()->serial() == impl->context_serial) {
+  } else if (runtime::RankContext* current = runtime::current_rank();
+             impl->context && current && current->memory_owner() == impl->context &&
+             impl->context->serial() == impl->context_serial) {
     // Only the rank's own program frees its memory: a tensor outliving the simulation (its
-    // context no longer current) has nothing left to give back.
-    impl->context->free(impl->handle);
+    // context no longer current) has nothing left to give back. The free goes through the current
+    // context (a compiled region in front of the owner sees it).
+    current->free(impl->handle);
   }
   recycle(impl);
 }
@@ -237,8 +239,8 @@ Tensor make_tensor(runtime::RankContext* context, IntArrayRef sizes, ScalarType 
   }
   if (allocate) {
     impl->handle = handle;
-    impl->context = context;
-    impl->context_serial = context->serial();
+    impl->context = context->memory_owner();
+    impl->context_serial = impl->context->serial();
     impl->storage_bytes = bytes;
   }
   return Tensor(impl);

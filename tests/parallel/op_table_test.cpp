@@ -15,6 +15,7 @@
 #include "syntorch/parallel/distributed.hpp"
 #include "syntorch/runtime/op_params.hpp"
 #include "syntorch/runtime/predictor.hpp"
+#include "syntorch/torch/compile.hpp"
 #include "syntorch/torch/cuda.hpp"
 #include "syntorch/torch/fused.hpp"
 #include "syntorch/torch/ops.hpp"
@@ -67,7 +68,8 @@ runtime::OpDesc small_op(OpKind k) {
       {"rows", "64"},    {"cols", "1024"}, {"elements", "4096"}, {"tokens", "64"}, {"hidden", "1024"},
       {"vocab", "5000"}, {"ranks", "8"},   {"bytes", "1 MiB"}, {"rotary_dim", "32"}, {"top_k", "2"},
       {"groups", "8"},   {"tensors", "4"}, {"momentum", "1"}, {"inputs", "2"}, {"page_tokens", "16"},
-      {"window", "9"},   {"stride", "1"},  {"channels_last", "true"}, {"duration_ps", "20000000"}};
+      {"window", "9"},   {"stride", "1"},  {"channels_last", "true"}, {"duration_ps", "20000000"},
+      {"written_bytes", "16384"}, {"ops", "8192"}};
   std::map<std::string, std::string> params;
   for (const std::string& key : runtime::op_param_keys(k)) {
     EXPECT_TRUE(kValues.count(key)) << runtime::op_name(k) << " has a parameter this test does not know: " << key;
@@ -228,6 +230,14 @@ TEST(OpTable, EveryKindHasAFunctionInTheTorchOrParallelApi) {
     auto bn_w = torch::empty({8}).requires_grad_();
     auto y = torch::batch_norm(F::conv2d(image, filter, {}, {1}, {1}), bn_w, {}, {}, {}, true);
     torch::sum(y).backward();
+  }
+  {
+    // A compiled region's generated kernels (torch.compile).
+    torch::compile::RegionOptions o;
+    o.graph_id = 1;
+    torch::compile::begin_region(o);
+    (void)(torch::relu(x) * 2.0);
+    (void)torch::compile::end_region();
   }
   std::set<OpKind> reached;
   for (const auto& l : rank.launches) reached.insert(l.op.kind);

@@ -40,7 +40,8 @@ namespace syntorch::runtime {
   X(gather) X(scatter)                                             /* indexed reads and writes */ \
   X(maximum) X(sign) X(round) X(leaky_relu) X(leaky_relu_backward) /* more elementwise */      \
   X(adam) X(sgd) X(foreach)                                        /* optimizer steps */           \
-  X(replay)                                                        /* a recorded kernel, replayed */
+  X(replay)                                                        /* a recorded kernel, replayed */ \
+  X(fused)                                                         /* a generated kernel (compile) */
 
 enum class OpKind : std::uint8_t {
 #define SYNTORCH_OP_ENUMERATOR(name) name,
@@ -107,6 +108,10 @@ struct OpDesc {
   // replay: a kernel of a recorded trace (a Chakra execution trace's compute node), run for its
   // recorded duration on the whole device; `elements` carries its recorded FLOPs.
   std::uint64_t duration_ps = 0;
+  // fused: a kernel a compiler generated for a chain of elementwise and reduction ops (torch.compile's
+  // Inductor): `elements` its iteration space, `bytes` what it reads, `written_bytes` what it
+  // writes, `ops` its fp32 arithmetic.
+  std::uint64_t written_bytes = 0, ops = 0;
 
   // Every field takes part, so two descriptions that compare equal are the same op (what the
   // engine memoises lowered kernels by).
@@ -124,7 +129,7 @@ struct OpDescHash {
                                                (op.kv_dtype ? 1009u * (1u + static_cast<std::uint64_t>(*op.kv_dtype)) : 0u));
     for (std::uint64_t x : {op.batch, op.m, op.n, op.k, op.heads, op.kv_heads, op.seq_q, op.seq_kv, op.head_dim,
                             op.rows, op.cols, op.vocab, op.elements, op.ranks, op.bytes, op.page_tokens, op.window,
-                            op.stride, op.duration_ps}) {
+                            op.stride, op.duration_ps, op.written_bytes, op.ops}) {
       hash_combine(h, x);
     }
     for (std::uint64_t x : op.splits) hash_combine(h, x);

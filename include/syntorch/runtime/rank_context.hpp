@@ -52,6 +52,10 @@ class RankContext {
   // Unique in the process: a tensor made on one context and released after it is gone (a Python
   // tensor outliving its run) can tell a new context at the same address from its own.
   std::uint64_t serial() const { return serial_; }
+  // The context whose memory this one's allocations are: itself, or the context a layer standing
+  // in front of it (a compiled region, torch/compile.hpp) forwards to. Tensors remember the owner,
+  // and free through whichever context is current when the owner is.
+  virtual RankContext* memory_owner() { return this; }
 
   virtual int rank() const = 0;
   virtual int world_size() const = 0;
@@ -119,6 +123,9 @@ class RankContext {
 
   // An op that runs on the host only (a view, a reshape): it costs dispatch time, no kernel.
   virtual void host_op(std::string_view name) = 0;
+  // Host-only work of `seconds` (a compiler's run: torch.compile's first call), shown as a span
+  // named `name` on the host's timeline.
+  virtual void host_work(double seconds, std::string_view name) { (void)seconds, (void)name; }
   // While set, host-only work (host_op, stage_host_copy) costs this rank's host nothing: it runs
   // in another process, as a DataLoader's workers load and collate batches. Returns the previous
   // setting.

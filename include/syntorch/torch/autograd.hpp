@@ -45,6 +45,8 @@ class Node {
   virtual std::vector<Tensor> apply(std::vector<Tensor>&& grads) = 0;
   // Frees what forward saved (after backward, unless the graph is retained).
   virtual void release_saved() {}
+  // Appends the tensors forward saved for this node's backward (what its backward reads).
+  virtual void saved_tensors(std::vector<Tensor>& out) const { (void)out; }
 
   std::string_view name() const { return name_; }  // "MmBackward0", as PyTorch names them
   // Whether input `i`'s gradient is wanted (its edge leads somewhere).
@@ -53,12 +55,16 @@ class Node {
   [[noreturn]] void throw_released() const;
   std::uint64_t sequence_nr() const { return sequence_nr_; }
   std::uint32_t num_outputs() const { return num_outputs_; }
+  // The compiled graph (torch.compile) whose region recorded this node, 0 for an eager one: its
+  // backward runs as that graph's backward.
+  std::uint64_t compiled_graph() const { return compiled_graph_; }
   std::vector<Edge> next_edges;
 
  private:
   std::string_view name_;
   std::uint64_t sequence_nr_;
   std::uint32_t num_outputs_;
+  std::uint64_t compiled_graph_ = 0;
 };
 
 // Whether ops record backward nodes on this thread (PyTorch's grad mode; on by default).
@@ -124,6 +130,7 @@ class FunctionNode final : public Node {
     if (released_) throw_released();
     return f_(grads, saved_, static_cast<const Node&>(*this));
   }
+  void saved_tensors(std::vector<Tensor>& out) const override { out.insert(out.end(), saved_.begin(), saved_.end()); }
   void release_saved() override {
     released_ = !saved_.empty();  // a node that saved nothing can run again (as PyTorch's)
     saved_.clear();

@@ -684,3 +684,29 @@ try:
     _value_modes.value_mode()  # SYNTORCH_VALUES=functional wraps the functions above, so it is read now
 except (ValueError, RuntimeError):
     pass  # a bad setting: syntorch.init() and every value read raise it
+
+
+from . import _dynamo  # noqa: E402
+from . import _inductor  # noqa: E402
+
+
+def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None,  # noqa: A001
+            disable=False):
+    """torch.compile: a module or function whose calls run as compiled graphs (Inductor's fused
+    kernels, graph breaks, recompiles, reduce-overhead's CUDA graphs; _dynamo.eval_frame says
+    how). Usable as a decorator, with or without arguments."""
+    from ._dynamo import eval_frame
+    backend = eval_frame.check_arguments(fullgraph, dynamic, backend, mode, options, disable)
+    kwargs = dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode, options=options)
+    if model is None:
+        def decorate(m):
+            return compile(m, disable=disable, **kwargs)
+        return decorate
+    if disable:
+        return model
+    if isinstance(model, nn.Module):
+        return _dynamo._optimize_module(model, **kwargs)
+    if not callable(model):
+        raise RuntimeError("torch.compile: expected a callable (a function or an nn.Module), got "
+                           f"{type(model).__name__}")
+    return eval_frame.register(eval_frame.CompiledFunction(model, **kwargs))

@@ -11,6 +11,13 @@ from _syntorch import Tensor
 from syntorch import _functional, _values
 
 
+def _break(what):
+    """A value read inside a compiled region is a graph break (torch._dynamo.eval_frame)."""
+    if _syntorch._compile_active():
+        from syntorch.torch._dynamo.eval_frame import graph_break_at
+        graph_break_at(what)
+
+
 def _install(torch):
     T = Tensor
     T.relu = lambda self: torch.relu(self)
@@ -126,6 +133,7 @@ def _install(torch):
 
     # --- value reads ---
     def item(self):
+        _break("Tensor.item()")
         if self.numel() != 1:
             raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
         if self._device == "meta":
@@ -138,6 +146,7 @@ def _install(torch):
         return self._item()
 
     def host_values(self, kind):
+        _break(f"Tensor.{kind}()")
         _values.note_read(kind)
         if self._device == "meta":
             raise NotImplementedError(f"Tensor.{kind}() cannot be called on meta tensors")
@@ -146,6 +155,7 @@ def _install(torch):
         return _values.placeholder(self.dtype)
 
     def tolist(self):
+        _break("Tensor.tolist()")
         real = _functional.read(self)
         if real is not None:
             if self._device != "cpu":
@@ -155,6 +165,7 @@ def _install(torch):
         return _values.nested_zeros(list(self.shape), value)
 
     def numpy(self, *, force=False):
+        _break("Tensor.numpy()")
         import numpy as np
         if self._device != "cpu" and not force:
             raise TypeError(f"can't convert {self._device} device type tensor to numpy. Use Tensor.cpu() to copy the "
@@ -175,6 +186,7 @@ def _install(torch):
 
     def scalar(kind, convert):
         def read(self):
+            _break(f"{kind}(tensor): data-dependent control flow or a value read")
             if self.numel() != 1:
                 if kind == "bool":
                     raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
@@ -189,6 +201,7 @@ def _install(torch):
 
     def format(self, spec):
         if self.dim() == 0 or (spec and self.numel() == 1):
+            _break("formatting a tensor's value")
             real = _functional.read(self)
             if real is not None:
                 self._item()

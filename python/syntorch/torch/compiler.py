@@ -1,4 +1,9 @@
-"""torch.compiler: whether code runs under torch.compile's tracing (it never does here)."""
+"""torch.compiler: whether code runs inside a compiled graph, resetting the compiled graphs, and
+functions kept out of graphs."""
+
+import functools
+
+import _syntorch
 
 from syntorch._unsupported import module_getattr as _module_getattr
 
@@ -6,8 +11,40 @@ __getattr__ = _module_getattr("torch.compiler")
 
 
 def is_compiling():
-    return False
+    """True while a compiled graph's region runs (the Python code torch.compile traces)."""
+    return _syntorch._compile_active()
 
 
 def is_dynamo_compiling():
-    return False
+    return _syntorch._compile_active()
+
+
+def reset():
+    from syntorch.torch._dynamo.eval_frame import reset as _reset
+    _reset()
+
+
+def disable(fn=None, recursive=True):
+    """A function that always runs eagerly: called inside a compiled region it breaks the graph
+    (the ops before it launch as one graph, those after it as another)."""
+    if fn is None:
+        return functools.partial(disable, recursive=recursive)
+
+    @functools.wraps(fn)
+    def eager(*args, **kwargs):
+        from syntorch.torch._dynamo.eval_frame import graph_break_at
+        what = f"a call to {getattr(fn, '__qualname__', 'a function')} under torch.compiler.disable"
+        graph_break_at(what)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            graph_break_at(what)  # its ops launch apart from the graph's before and after it
+    return eager
+
+
+def allow_in_graph(fn):
+    return fn
+
+
+def assume_constant_result(fn):
+    return fn

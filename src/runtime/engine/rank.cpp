@@ -230,8 +230,18 @@ void Rank::set_policy(const KernelPolicy& policy) {
   own_dispatcher_ = std::move(dispatcher);
 }
 
+// A generated kernel (OpKind::fused) is shown under the name its compiler gave it: its lowering
+// copied once per name and shape.
+const std::vector<LoweredKernel>& Rank::lower_named(const OpDesc& op, std::string_view name) {
+  std::string key = fmt::format("{}|{}", name, op.describe());
+  if (const auto it = named_.find(key); it != named_.end()) return *it->second;
+  auto copy = std::make_unique<LoweredKernels>(lower(op));
+  for (LoweredKernel& k : *copy) k.kernel.name = std::string(name);
+  return *named_.emplace(std::move(key), std::move(copy)).first->second;
+}
+
 void Rank::launch(const OpDesc& op, std::string_view name) {
-  const std::vector<LoweredKernel>& kernels = lower(op);
+  const std::vector<LoweredKernel>& kernels = op.kind == OpKind::fused ? lower_named(op, name) : lower(op);
   const OpRecord* record = tracer_ ? op_record(name, &kernels, &op, [] { return std::string(); }) : nullptr;
   for (std::size_t i = 0; i < kernels.size(); ++i) {
     os::HostAction a = launch_action(os::work_item<&Rank::start_kernel>(this, &kernels[i]), current_stream_);
@@ -259,6 +269,18 @@ void Rank::host_op(std::string_view name) {
   }
   os::HostAction a;
   a.host_ps = core_.costs.dispatch_ps;
+  if (tracer_) a.set_note<&Rank::note_span>(this, intern(name));
+  push(a);
+}
+
+void Rank::host_work(double seconds, std::string_view name) {
+  if (!std::isfinite(seconds) || seconds < 0 || seconds > kMaxSleepUntilS) {
+    throw std::invalid_argument(fmt::format("host_work: expected 0 .. {:g} seconds, got {}", kMaxSleepUntilS, seconds));
+  }
+  if (graph_.capturing()) throw std::logic_error("host_work: the host cannot work while capturing a graph");
+  if (host_elsewhere_ || seconds == 0) return;
+  os::HostAction a;
+  a.host_ps = static_cast<sim::TimePs>(std::llround(seconds * 1e12));
   if (tracer_) a.set_note<&Rank::note_span>(this, intern(name));
   push(a);
 }

@@ -85,6 +85,7 @@ class Rank final : public RankContext {
   void launch(const OpDesc& op, std::string_view name) override;
   OpMemory op_memory(const OpDesc& op) override;
   void host_op(std::string_view name) override;
+  void host_work(double seconds, std::string_view name) override;
   bool set_host_work_elsewhere(bool elsewhere) override { return std::exchange(host_elsewhere_, elsewhere); }
   void collective(const OpDesc& op, GroupId group, std::string_view name) override;
   void send(int peer, std::uint64_t bytes, std::string_view name) override;
@@ -219,6 +220,7 @@ class Rank final : public RankContext {
   }
   void charge_device_memory_calls(DeviceMemoryCalls before);
   const std::vector<LoweredKernel>& lower(const OpDesc& op);
+  const std::vector<LoweredKernel>& lower_named(const OpDesc& op, std::string_view name);
   template <class Describe>
   const OpRecord* op_record(std::string_view name, const void* what, const OpDesc* op, Describe&& describe);
   std::string describe_call(const CommCall& call) const;
@@ -250,6 +252,8 @@ class Rank final : public RankContext {
   // launched actions may point to it, across later policies too).
   std::unique_ptr<Dispatcher> own_dispatcher_;
   std::vector<std::unique_ptr<LoweredKernels>> own_;
+  // Generated kernels' lowerings under their compiler's names (lower_named), by name and shape.
+  std::unordered_map<std::string, std::unique_ptr<LoweredKernels>> named_;
   std::unordered_map<CommCall, std::unique_ptr<const CommCall>, CommCallHash> calls_;
   std::map<std::pair<const void*, const void*>, std::unique_ptr<OpRecord>> op_records_;  // by (name, what)
   struct StringHash {

@@ -1,0 +1,424 @@
+// Compiled regions: a context in front of the rank's own that records what the program launches
+// inside torch.compile's graphs and launches the fused plan instead.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "../internal.hpp"
+#include "syntorch/runtime/rank_context.hpp"
+#include "syntorch/torch/compile.hpp"
+#include "syntorch/torch/record.hpp"
+
+namespace syntorch::torch::compile {
+
+namespace {
+
+// "aten.native_layer_norm.default" -> "native_layer_norm"; "aten::add" -> "add".
+std::string short_name(std::string_view op) {
+  for (std::string_view prefix : {"aten.", "aten::", "syntorch.", "syntorch::"}) {
+    if (op.starts_with(prefix)) {
+      op.remove_prefix(prefix.size());
+      break;
+    }
+  }
+  if (const auto dot = op.find('.'); dot != std::string_view::npos) op = op.substr(0, dot);
+  return std::string(op);
+}
+
+// A backward node's name as the ATen op its kernels compute: "NativeLayerNormBackward0" ->
+// "native_layer_norm_backward".
+std::string node_op_name(std::string_view node) {
+  while (!node.empty() && node.back() >= '0' && node.back() <= '9') node.remove_suffix(1);
+  std::string out;
+  for (char c : node) {
+    if (c >= 'A' && c <= 'Z') {
+      if (!out.empty()) out += '_';
+      out += static_cast<char>(c - 'A' + 'a');
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// The region: every launch is held (with the op that made it and the buffers that op touched)
+// until a flush plans and launches them; allocations and releases are seen on their way to the
+// rank's context, so that the plan knows which intermediates nothing holds any more. Work the
+// device must see in order (copies, collectives, events, synchronisation) flushes first.
+class Region final : public runtime::RankContext, public OpRecorder {
+ public:
+  Region(runtime::RankContext& inner, RegionOptions options, OpRecorder* previous, bool backward)
+      : inner_(inner), options_(std::move(options)), previous_(previous), backward_(backward) {}
+
+  bool backward() const { return backward_; }
+  std::uint64_t graph() const { return options_.graph_id; }
+  OpRecorder* previous_recorder() const { return previous_; }
+
+  // ---- the recording side ----
+  void record(std::string_view op, std::span<const RecordedArg> args, std::span<const Tensor> outputs) override {
+    if (previous_) previous_->record(op, args, outputs);
+    if (backward_) return;  // the engine reports whole nodes
+    RecordedOp r = claim(short_name(op));
+    for (const RecordedArg& a : args) {
+      if (a.kind == RecordedArg::Kind::tensor) add_use(r.reads, a.tensor);
+      if (a.kind == RecordedArg::Kind::tensors) {
+        for (const Tensor& t : a.tensors) add_use(r.reads, t);
+      }
+    }
+    for (const Tensor& t : outputs) add_use(r.writes, t);
+    if (!r.kernels.empty()) ops_.push_back(std::move(r));
+  }
+  void record_node(std::string_view name, std::span<const Tensor> reads, std::span<const Tensor> writes) {
+    RecordedOp r = claim(node_op_name(name));
+    for (const Tensor& t : reads) add_use(r.reads, t);
+    for (const Tensor& t : writes) add_use(r.writes, t);
+    if (!r.kernels.empty()) ops_.push_back(std::move(r));
+  }
+  // Launches no op has claimed yet stay as they are.
+  void seal_pending() {
+    if (pending_.empty()) return;
+    RecordedOp r = claim("");
+    r.opaque = true;
+    ops_.push_back(std::move(r));
+  }
+
+  // A graph break the front end saw: counted even where no op precedes it.
+  void graph_break(const std::string& reason) {
+    stats_.break_reasons.push_back(reason);
+    flush(reason, false);
+  }
+  // Launches what the region holds (`reason`: why before its end, counted when it launches).
+  void flush(const std::string& reason, bool count = true) {
+    seal_pending();
+    if (ops_.empty()) return;
+    const bool last = reason.empty();
+    std::uint32_t index = kernel_index_;
+    const std::vector<PlannedLaunch> plan = plan_fusion(ops_, buffers_, index, options_.fusion);
+    kernel_index_ = index;
+    std::size_t generated = 0;
+    for (const PlannedLaunch& p : plan) generated += p.generated ? 1 : 0;
+    for (const RecordedOp& r : ops_) stats_.eager_kernels += r.kernels.size();
+    stats_.ops += ops_.size();
+    stats_.generated_kernels += generated;
+    stats_.launched_kernels += plan.size();
+    if (!last && count) stats_.break_reasons.push_back(reason);
+    const bool graph_capture = last && stats_.segments == 0 && options_.cuda_graph != RegionOptions::CudaGraph::none;
+    ++stats_.segments;
+    ops_.clear();
+    flushing_ = true;
+    struct Reset {
+      bool& flag;
+      ~Reset() { flag = false; }
+    } reset{flushing_};
+    if (options_.compiling) {
+      const double s = options_.costs.per_graph_s + options_.costs.per_op_s * static_cast<double>(stats_.ops) +
+                       options_.costs.per_kernel_s * static_cast<double>(generated);
+      stats_.compile_s += s;
+      inner_.host_work(s, compile_span_);
+    }
+    if (graph_capture && options_.cuda_graph == RegionOptions::CudaGraph::replay) {
+      inner_.graph_launch(options_.replay_graph);
+      return;
+    }
+    if (graph_capture) inner_.graph_begin();
+    // Each launch costs what an eager op's does (the wrapper's call, a Triton launcher or an extern
+    // kernel's ATen call, then the launch); views and fused-away ops cost nothing.
+    for (const PlannedLaunch& p : plan) inner_.launch(p.op, p.name);
+    if (graph_capture) {
+      stats_.cuda_graph = inner_.graph_end();
+      inner_.graph_launch(stats_.cuda_graph);
+    }
+  }
+  RegionStats finish() {
+    flush("");
+    return std::move(stats_);
+  }
+
+  // ---- RankContext: forwarded, with the region's part ----
+  RankContext* memory_owner() override { return inner_.memory_owner(); }
+  int rank() const override { return inner_.rank(); }
+  int world_size() const override { return inner_.world_size(); }
+  std::uint32_t allocate(std::uint64_t bytes, os::MemoryUse use, std::string_view what) override {
+    const std::uint32_t handle = inner_.allocate(bytes, use, what);
+    buffer_of_[handle] = static_cast<std::uint32_t>(buffers_.size());
+    buffers_.push_back(BufferState{.made_here = true});
+    return handle;
+  }
+  void free(std::uint32_t handle) override {
+    if (auto it = buffer_of_.find(handle); it != buffer_of_.end()) {
+      buffers_[it->second].released = true;
+      buffer_of_.erase(it);
+    }
+    inner_.free(handle);
+  }
+  void set_memory_use(std::uint32_t handle, os::MemoryUse use) override { inner_.set_memory_use(handle, use); }
+  os::AllocatorStats memory_stats() const override { return inner_.memory_stats(); }
+  void empty_cache() override { inner_.empty_cache(); }
+  void reset_peak_memory_stats() override { inner_.reset_peak_memory_stats(); }
+  void set_caching_allocator(bool enabled) override { inner_.set_caching_allocator(enabled); }
+  DeviceProperties device_properties() const override { return inner_.device_properties(); }
+  void set_policy(const runtime::KernelPolicy& policy) override { inner_.set_policy(policy); }
+  std::uint32_t new_stream() override { return inner_.new_stream(); }
+  void set_stream(std::uint32_t stream) override {
+    flush("a stream switch");
+    inner_.set_stream(stream);
+  }
+  std::uint32_t current_stream() const override { return inner_.current_stream(); }
+  std::uint64_t record_event(std::uint32_t stream) override {
+    flush("an event");
+    return inner_.record_event(stream);
+  }
+  void wait_event(std::uint32_t stream, std::uint64_t event) override {
+    flush("an event wait");
+    inner_.wait_event(stream, event);
+  }
+  void synchronize_event(std::uint64_t event) override {
+    flush("a synchronisation");
+    inner_.synchronize_event(event);
+  }
+  void synchronize_stream(std::uint32_t stream) override {
+    flush("a synchronisation");
+    inner_.synchronize_stream(stream);
+  }
+  void launch(const runtime::OpDesc& op, std::string_view name) override {
+    if (flushing_) {
+      inner_.launch(op, name);
+      return;
+    }
+    pending_.push_back(op);
+    pending_names_.emplace_back(name);
+  }
+  OpMemory op_memory(const runtime::OpDesc& op) override { return inner_.op_memory(op); }
+  // Compiled code has no per-op framework dispatch: its launches cost their wrapper's call.
+  void host_op(std::string_view name) override {
+    if (flushing_) inner_.host_op(name);
+  }
+  void host_work(double seconds, std::string_view name) override { inner_.host_work(seconds, name); }
+  bool set_host_work_elsewhere(bool elsewhere) override { return inner_.set_host_work_elsewhere(elsewhere); }
+  void collective(const runtime::OpDesc& op, runtime::GroupId group, std::string_view name) override {
+    flush("a collective");
+    inner_.collective(op, group, name);
+  }
+  void send(int peer, std::uint64_t bytes, std::string_view name) override {
+    flush("a send");
+    inner_.send(peer, bytes, name);
+  }
+  void recv(int peer, std::uint64_t bytes, std::string_view name) override {
+    flush("a receive");
+    inner_.recv(peer, bytes, name);
+  }
+  void stage_host_copy(std::uint64_t bytes, std::string_view name) override { inner_.stage_host_copy(bytes, name); }
+  void copy_host_to_device(std::uint64_t bytes, std::string_view name) override {
+    flush("a copy to the device");
+    inner_.copy_host_to_device(bytes, name);
+  }
+  void copy_device_to_host(std::uint64_t bytes, std::string_view name) override {
+    flush("a copy to the host");
+    inner_.copy_device_to_host(bytes, name);
+  }
+  void copy_to_peer(int peer, std::uint64_t bytes, std::string_view name) override {
+    flush("a peer copy");
+    inner_.copy_to_peer(peer, bytes, name);
+  }
+  void copy_from_peer(int peer, std::uint64_t bytes, std::string_view name) override {
+    flush("a peer copy");
+    inner_.copy_from_peer(peer, bytes, name);
+  }
+  void synchronize(std::string_view reason) override {
+    flush("a synchronisation");
+    inner_.synchronize(reason);
+  }
+  double host_time_s() override {
+    flush("a clock read");
+    return inner_.host_time_s();
+  }
+  void sleep_until_s(double time_s) override {
+    flush("a sleep");
+    inner_.sleep_until_s(time_s);
+  }
+  double event_time_s(std::uint64_t event) override {
+    flush("an event query");
+    return inner_.event_time_s(event);
+  }
+  bool stream_idle(std::uint32_t stream) override {
+    flush("a stream query");
+    return inner_.stream_idle(stream);
+  }
+  void graph_begin() override {
+    flush("a CUDA graph capture");
+    inner_.graph_begin();
+  }
+  std::uint64_t graph_end() override {
+    flush("a CUDA graph capture");
+    return inner_.graph_end();
+  }
+  void graph_launch(std::uint64_t graph) override {
+    flush("a CUDA graph launch");
+    inner_.graph_launch(graph);
+  }
+  // A compiled graph has no module structure: its scopes are not shown.
+  void scope_begin(std::string_view) override {}
+  void scope_end() override {}
+  std::uint64_t trace_window_begin(const std::string& path) override {
+    flush("a profiler");
+    return inner_.trace_window_begin(path);
+  }
+  std::string trace_window_end(std::uint64_t window) override {
+    flush("a profiler");
+    return inner_.trace_window_end(window);
+  }
+  runtime::GroupId new_group(const std::vector<int>& ranks) override { return inner_.new_group(ranks); }
+
+  void set_compile_span(std::string name) { compile_span_ = std::move(name); }
+
+ private:
+  // A new op holding the launches made since the last one.
+  RecordedOp claim(std::string name) {
+    RecordedOp r;
+    r.name = std::move(name);
+    r.kernels = std::move(pending_);
+    r.kernel_names = std::move(pending_names_);
+    pending_.clear();
+    pending_names_.clear();
+    return r;
+  }
+  // The buffer `t` lives in (device memory only), numbered on first sight.
+  void add_use(std::vector<BufferUse>& uses, const Tensor& t) {
+    if (!t.defined()) return;
+    const detail::TensorImpl& v = detail::impl_of(t);
+    const detail::TensorImpl& owner = v.base ? *v.base : v;
+    if (owner.context == nullptr || owner.context != inner_.memory_owner()) return;  // host or meta memory
+    std::uint32_t buffer = 0;
+    if (auto it = buffer_of_.find(owner.handle); it != buffer_of_.end()) {
+      buffer = it->second;
+    } else {
+      buffer = static_cast<std::uint32_t>(buffers_.size());
+      buffer_of_[owner.handle] = buffer;
+      buffers_.push_back(BufferState{});  // there before the region
+    }
+    // The elements it really holds: a broadcast dim (stride 0) holds one.
+    std::uint64_t elements = 1;
+    for (std::size_t d = 0; d < v.sizes.size(); ++d) {
+      if (v.strides[d] != 0) elements *= static_cast<std::uint64_t>(std::max<std::int64_t>(v.sizes[d], 0));
+    }
+    if (v.numel == 0) elements = 0;
+    BufferUse u{buffer, v.offset, (elements * element_bits(v.dtype) + 7) / 8, static_cast<std::uint64_t>(v.numel)};
+    if (std::find(uses.begin(), uses.end(), u) == uses.end()) uses.push_back(u);
+  }
+
+  runtime::RankContext& inner_;
+  RegionOptions options_;
+  OpRecorder* previous_;
+  bool backward_;
+  bool flushing_ = false;
+  std::string compile_span_;
+  std::vector<runtime::OpDesc> pending_;
+  std::vector<std::string> pending_names_;
+  std::vector<RecordedOp> ops_;
+  std::vector<BufferState> buffers_;
+  std::unordered_map<std::uint32_t, std::uint32_t> buffer_of_;  // live handle -> buffer
+  std::uint32_t kernel_index_ = 0;
+  RegionStats stats_;
+};
+
+// The regions of one thread's program.
+struct ThreadState {
+  std::unique_ptr<Region> region;
+  std::unique_ptr<runtime::RankGuard> guard;
+  bool active_without_rank = false;  // a region outside a simulation: nothing to record
+  std::uint64_t forward_graph = 0;   // the graph of the active forward region (also without a rank)
+  std::unordered_set<std::uint64_t> backward_compiled;  // graphs whose backward has been compiled
+  std::unordered_map<std::uint64_t, std::string> names;  // graph -> its name
+  CompileCosts costs;
+  FusionOptions fusion;
+};
+// Per thread: each rank's program runs on a thread of its own, and compiles its own graphs.
+thread_local ThreadState t_state;
+
+void start(const RegionOptions& options, bool backward) {
+  runtime::RankContext* inner = runtime::current_rank();
+  if (!backward) t_state.forward_graph = options.graph_id;
+  if (inner == nullptr) {
+    t_state.active_without_rank = true;
+    return;
+  }
+  auto region = std::make_unique<Region>(*inner, options, op_recorder(), backward);
+  region->set_compile_span(fmt::format("torch.compile: {}{}", backward ? "backward of " : "", options.graph_name));
+  set_op_recorder(region.get());
+  t_state.guard = std::make_unique<runtime::RankGuard>(region.get());
+  t_state.region = std::move(region);
+}
+
+RegionStats stop() {
+  t_state.active_without_rank = false;
+  t_state.forward_graph = 0;
+  if (!t_state.region) return {};
+  std::unique_ptr<Region> region = std::move(t_state.region);
+  // Restore the rank and recorder first: the plan launches on the rank itself.
+  set_op_recorder(region->previous_recorder());
+  t_state.guard.reset();
+  RegionStats stats = region->finish();
+  return stats;
+}
+
+}  // namespace
+
+bool in_region() { return t_state.region != nullptr || t_state.active_without_rank; }
+
+std::uint64_t current_graph() { return t_state.region && !t_state.region->backward() ? t_state.region->graph() : t_state.forward_graph; }
+
+void begin_region(const RegionOptions& options) {
+  if (in_region()) throw std::logic_error("torch.compile: a compiled region is already active on this thread");
+  if (options.graph_id == 0) throw std::invalid_argument("torch.compile: a region's graph id must not be 0");
+  t_state.names[options.graph_id] = options.graph_name;
+  t_state.costs = options.costs;
+  t_state.fusion = options.fusion;
+  start(options, false);
+}
+
+void graph_break(const std::string& reason) {
+  if (t_state.region) t_state.region->graph_break(reason);
+}
+
+RegionStats end_region() {
+  if (!in_region()) throw std::logic_error("torch.compile: no compiled region is active on this thread");
+  return stop();
+}
+
+void backward_enter(std::uint64_t graph) {
+  Region* r = t_state.region.get();
+  if (r && !r->backward()) return;  // a backward inside a forward region: its launches stay as they are
+  if (t_state.active_without_rank) return;
+  if (r && r->graph() == graph) {
+    r->seal_pending();
+    return;
+  }
+  if (r) stop();
+  if (graph == 0 || runtime::current_rank() == nullptr) return;
+  RegionOptions o;
+  o.graph_id = graph;
+  auto name = t_state.names.find(graph);
+  o.graph_name = name != t_state.names.end() ? name->second : fmt::format("graph {}", graph);
+  o.compiling = t_state.backward_compiled.insert(graph).second;
+  o.costs = t_state.costs;
+  o.fusion = t_state.fusion;
+  start(o, true);
+}
+
+void backward_node(std::string_view name, std::span<const Tensor> reads, std::span<const Tensor> writes) {
+  if (t_state.region && t_state.region->backward()) t_state.region->record_node(name, reads, writes);
+}
+
+void backward_leave() {
+  if (t_state.region && t_state.region->backward()) stop();
+}
+
+bool in_backward_region() { return t_state.region && t_state.region->backward(); }
+
+}  // namespace syntorch::torch::compile
