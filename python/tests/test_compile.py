@@ -114,20 +114,34 @@ def test_value_reads_break_the_graph_and_fullgraph_refuses_them():
 
     out = torch._dynamo.explain(f)(torch.randn(64, 64))
     assert out.graph_count == 2 and out.graph_break_count == 1
-    assert "data-dependent" in out.break_reasons[0] and "Graph Count: 2" in str(out)
+    assert "data-dependent" in out.break_reasons[0].reason and "Graph Count: 2" in str(out)
     with pytest.raises(torch._dynamo.exc.Unsupported, match="fullgraph"):
         torch.compile(f, fullgraph=True)(torch.randn(64, 64))
 
+    inside = []
+
     @torch.compiler.disable
     def helper(t):
+        inside.append(torch.compiler.is_compiling())
         return t * 2
 
     def g(x):
         torch._dynamo.graph_break()
         return helper(torch.exp(x)) + 1
     out = torch._dynamo.explain(g, torch.randn(8))
-    assert out.graph_break_count == 3 and "torch.compiler.disable" in out.break_reasons[1]
+    # The disabled function runs eagerly between two graphs.
+    assert out.graph_count == 2 and out.graph_break_count == 2 and inside == [False]
+    assert "torch.compiler.disable" in out.break_reasons[1].reason and "BreakReason" in repr(out.break_reasons[1])
     assert torch._dynamo.disable(helper)(torch.randn(2)).shape == (2,)
+    assert torch._dynamo.utils.counters["graph_break"]["never seen"] == 0
+    assert torch.compiler.allow_in_graph(helper) is helper
+    assert torch.compiler.assume_constant_result(helper) is helper
+
+    class WithMethod(nn.Module):
+        @torch.compile
+        def forward(self, x):
+            return torch.relu(x) + 1
+    assert WithMethod()(torch.randn(3)).shape == (3,)
 
 
 def test_reduce_overhead_records_a_cuda_graph_and_replays_it():
@@ -145,7 +159,8 @@ def test_reduce_overhead_records_a_cuda_graph_and_replays_it():
         return elapsed, m._compiled
     default_s, _ = host_time(None)
     graphs_s, compiled = host_time("reduce-overhead")
-    assert compiled._cache and next(iter(compiled._cache.values())).cuda_graph > 0
+    runs = next(iter(compiled._cache.values())).runs
+    assert len(runs) == 1 and next(iter(runs.values()))[1] > 0  # calls, its CUDA graph
     assert graphs_s < default_s / 2  # one graph launch instead of 16 kernel launches per call
 
 
@@ -170,3 +185,19 @@ def test_torch_compile_checks_its_arguments_as_pytorch_does():
     for _ in range(3):
         graphs(t)
     assert graphs.last_stats["generated_kernels"] == 0 and graphs.last_stats["launched_kernels"] == 2
+
+
+def test_a_dynamic_graph_records_a_cuda_graph_per_size_and_replays_only_its_own_plan():
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    f = torch.compile(lambda x: torch.relu(x) * 2 + 1, mode="reduce-overhead", dynamic=True)
+    for n in (8, 8, 8, 16, 16, 16, 8):
+        f(torch.randn(n, 64))
+    entry = next(iter(f._cache.values()))
+    assert len(f._cache) == 1 and len(entry.runs) == 2  # one graph, a CUDA graph per size
+    assert f.last_stats["replayed"]
+    assert all(run[1] > 0 for run in entry.runs.values())
+    # A new simulation compiles (and records) again: its rank has none of the old one's graphs.
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    for _ in range(3):
+        f(torch.randn(8, 64))
+    assert f.last_stats["replayed"] and len(entry.runs) == 3 and len(entry.compiled_on) == 2

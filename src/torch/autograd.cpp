@@ -182,8 +182,9 @@ void backward(const std::vector<std::pair<Edge, Tensor>>& roots, bool retain_gra
   // A compiled graph's backward region ends with the run (launching what it holds); on an error,
   // what it holds is launched as it stands.
   struct LeaveRegion {
+    int exceptions = std::uncaught_exceptions();
     ~LeaveRegion() {
-      if (std::uncaught_exceptions() == 0) return;  // left below
+      if (std::uncaught_exceptions() == exceptions) return;  // left below
       try {
         compile::backward_leave();
       } catch (...) {  // the error in flight is the one to report
@@ -237,7 +238,12 @@ void backward(const std::vector<std::pair<Edge, Tensor>>& roots, bool retain_gra
     } else if (!slot.defined()) {
       slot = std::move(g);
     } else {
-      slot = add(slot, g);  // two gradients meet: one add kernel, as PyTorch's input buffer
+      Tensor sum = add(slot, g);  // two gradients meet: one add kernel, as PyTorch's input buffer
+      if (compile::in_backward_region()) {  // inside a compiled backward: an op of its graph
+        const Tensor reads[] = {slot, g};
+        compile::backward_node("add", reads, std::span<const Tensor>(&sum, 1));
+      }
+      slot = std::move(sum);
     }
   };
   // The roots' gradients, then every node once all the edges that reach it have delivered.
@@ -259,11 +265,12 @@ void backward(const std::vector<std::pair<Edge, Tensor>>& roots, bool retain_gra
     // the engine's, outside the graph, and does not end it).
     const bool accumulate = dynamic_cast<const AccumulateGrad*>(n.get()) != nullptr;
     if (!accumulate) compile::backward_enter(n->compiled_graph());
-    if (any && !accumulate && compile::in_backward_region()) {
+    if (any && compile::in_backward_region()) {
       std::vector<Tensor> reads = p.grads;
       n->saved_tensors(reads);
       out = n->apply(std::move(p.grads));
-      compile::backward_node(n->name(), reads, out);
+      // Accumulation into a leaf's .grad stays outside the graph (a library op reading the gradient).
+      compile::backward_node(n->name(), reads, out, !accumulate);
     } else if (any) {
       out = n->apply(std::move(p.grads));
     }

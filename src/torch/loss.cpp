@@ -14,6 +14,7 @@ using runtime::OpKind;
 
 
 Tensor sum(const Tensor& x) {
+  RecordOpScope scope;
   detail::check_defined(x, "sum", "self");
   detail::check_real(x, "sum", "self");
   // fp32 under autocast (its fp32_set_opt_dtype list); integer and bool inputs sum to int64.
@@ -26,6 +27,7 @@ Tensor sum(const Tensor& x) {
       return Grads{g[0].expand(in)};
     });
   }
+  if (scope.recording()) record_op("aten.sum.default", {RecordedArg::of(x)}, {out});
   return out;
 }
 
@@ -69,13 +71,20 @@ Tensor reduce_dims(const Tensor& x, IntArrayRef dims, bool keepdim, ScalarType t
 }  // namespace
 
 Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim) {
+  RecordOpScope scope;
   detail::check_defined(x, "sum", "self");
   detail::check_real(x, "sum", "self");
   const ScalarType type = autocast::fp32_output_dtype(x, std::nullopt).value_or(detail::sum_dtype(x.dtype()));
-  return reduce_dims(x, dims, keepdim, type, "sum", "aten::sum", false);
+  Tensor out = reduce_dims(x, dims, keepdim, type, "sum", "aten::sum", false);
+  if (scope.recording()) {
+    record_op("aten.sum.dim_IntList", {RecordedArg::of(x), RecordedArg::of(dims), RecordedArg::of_bool(keepdim)},
+              {out});
+  }
+  return out;
 }
 
 Tensor mean(const Tensor& x, IntArrayRef dims, bool keepdim) {
+  RecordOpScope scope;
   detail::check_defined(x, "mean", "self");
   detail::check_real(x, "mean", "self");
   if (!x.is_floating_point()) {
@@ -83,7 +92,11 @@ Tensor mean(const Tensor& x, IntArrayRef dims, bool keepdim) {
                  "Got: {}",
                  scalar_type_name(x.dtype()));
   }
-  return reduce_dims(x, dims, keepdim, x.dtype(), "mean", "aten::mean", true);
+  Tensor out = reduce_dims(x, dims, keepdim, x.dtype(), "mean", "aten::mean", true);
+  if (scope.recording()) {
+    record_op("aten.mean.dim", {RecordedArg::of(x), RecordedArg::of(dims), RecordedArg::of_bool(keepdim)}, {out});
+  }
+  return out;
 }
 
 Tensor mean(const Tensor& x) {

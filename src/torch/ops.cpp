@@ -291,12 +291,14 @@ Tensor binary(const Tensor& a, const Tensor& b, OpKind kind, const char* op, std
 // A new tensor of a's shape (of out_dtype, else a's) from one elementwise kernel (tensor-scalar
 // ops, activations, math functions).
 Tensor unary(const Tensor& a, OpKind kind, const char* op, std::string_view aten, std::optional<ScalarType> out_dtype) {
+  RecordOpScope scope;
   detail::check_defined(a, op, "self");
   const auto& x = impl_of(a);
   runtime::RankContext* ctx = runtime::current_rank();
   Tensor out = detail::make_tensor(ctx, x.sizes, out_dtype.value_or(x.dtype), x.device, aten);
   detail::dispatch(ctx, detail::elementwise_op(kind, x.numel, x.dtype), aten, x.device, x.numel == 0);
   if (autograd::any_requires_grad({&a})) record_unary(kind, aten, a, out);
+  if (scope.recording()) record_op(fmt::format("aten.{}.default", op), {RecordedArg::of(a)}, {out});
   return out;
 }
 
@@ -329,6 +331,7 @@ void record_inplace(Tensor& self, const Tensor* other, OpKind kind, const char* 
 
 // self op= other, in place: other must broadcast to self's shape.
 Tensor& inplace(Tensor& self, const Tensor& other, OpKind kind, const char* op, std::string_view aten) {
+  RecordOpScope scope;
   detail::check_defined(self, op, "self");
   detail::check_defined(other, op, "other");
   detail::check_same_device(self, other, op);
@@ -347,15 +350,22 @@ Tensor& inplace(Tensor& self, const Tensor& other, OpKind kind, const char* op, 
   record_inplace(self, &other, kind, op);
   detail::dispatch(runtime::current_rank(), detail::elementwise_op(kind, x.numel, x.dtype), aten, x.device,
                    x.numel == 0);
+  if (scope.recording()) {
+    record_op(fmt::format("aten.{}.Tensor", op), {RecordedArg::of(self), RecordedArg::of(other)}, {self});
+  }
   return self;
 }
 
-Tensor& inplace_scalar(Tensor& self, OpKind kind, const char* op, std::string_view aten) {
+Tensor& inplace_scalar(Tensor& self, double value, OpKind kind, const char* op, std::string_view aten) {
+  RecordOpScope scope;
   detail::check_defined(self, op, "self");
   record_inplace(self, nullptr, kind, op);
   const auto& x = impl_of(self);
   detail::dispatch(runtime::current_rank(), detail::elementwise_op(kind, x.numel, x.dtype), aten, x.device,
                    x.numel == 0);
+  if (scope.recording()) {
+    record_op(fmt::format("aten.{}.Scalar", op), {RecordedArg::of(self), RecordedArg::of_real(value)}, {self});
+  }
   return self;
 }
 
@@ -404,10 +414,10 @@ Tensor& Tensor::add_(const Tensor& other) { return inplace(*this, other, OpKind:
 Tensor& Tensor::sub_(const Tensor& other) { return inplace(*this, other, OpKind::sub, "sub_", "aten::sub_"); }
 Tensor& Tensor::mul_(const Tensor& other) { return inplace(*this, other, OpKind::mul, "mul_", "aten::mul_"); }
 Tensor& Tensor::div_(const Tensor& other) { return inplace(*this, other, OpKind::div, "div_", "aten::div_"); }
-Tensor& Tensor::add_(double) { return inplace_scalar(*this, OpKind::add, "add_", "aten::add_"); }
-Tensor& Tensor::sub_(double) { return inplace_scalar(*this, OpKind::sub, "sub_", "aten::sub_"); }
-Tensor& Tensor::mul_(double) { return inplace_scalar(*this, OpKind::mul, "mul_", "aten::mul_"); }
-Tensor& Tensor::div_(double) { return inplace_scalar(*this, OpKind::div, "div_", "aten::div_"); }
+Tensor& Tensor::add_(double v) { return inplace_scalar(*this, v, OpKind::add, "add_", "aten::add_"); }
+Tensor& Tensor::sub_(double v) { return inplace_scalar(*this, v, OpKind::sub, "sub_", "aten::sub_"); }
+Tensor& Tensor::mul_(double v) { return inplace_scalar(*this, v, OpKind::mul, "mul_", "aten::mul_"); }
+Tensor& Tensor::div_(double v) { return inplace_scalar(*this, v, OpKind::div, "div_", "aten::div_"); }
 
 Tensor gelu_unrecorded(const Tensor& x, std::string_view approximate) {
   if (approximate != "none" && approximate != "tanh") {
@@ -464,6 +474,7 @@ Tensor abs(const Tensor& x) {
   return unary(x, OpKind::abs, "abs", "aten::abs", is_complex(x.dtype()) ? to_real(x.dtype()) : x.dtype());
 }
 Tensor pow(const Tensor& x_arg, double exponent) {
+  RecordOpScope scope;
   Tensor cast;
   const Tensor& x = detail::autocast_fp32(x_arg, cast);
   detail::check_defined(x, "pow", "self");
@@ -479,9 +490,13 @@ Tensor pow(const Tensor& x_arg, double exponent) {
       return Grads{(g[0] * pow(s[0], exponent - 1.0)) * exponent};
     });
   }
+  if (scope.recording()) {
+    record_op("aten.pow.Tensor_Scalar", {RecordedArg::of(x_arg), RecordedArg::of_real(exponent)}, {out});
+  }
   return out;
 }
 Tensor pow(double base, const Tensor& exponent_arg) {
+  RecordOpScope scope;
   Tensor cast;
   const Tensor& exponent = detail::autocast_fp32(exponent_arg, cast);
   detail::check_defined(exponent, "pow", "exponent");
@@ -494,6 +509,9 @@ Tensor pow(double base, const Tensor& exponent_arg) {
     autograd::record("PowBackward2", {&exponent}, {&out}, {out}, [base](Grads& g, Grads& s, const Node&) {
       return Grads{(g[0] * s[0]) * std::log(base)};
     });
+  }
+  if (scope.recording()) {
+    record_op("aten.pow.Scalar", {RecordedArg::of_real(base), RecordedArg::of(exponent_arg)}, {out});
   }
   return out;
 }

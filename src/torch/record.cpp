@@ -76,7 +76,9 @@ void record_op(std::string_view op, std::initializer_list<RecordedArg> args, std
                      std::span<const Tensor>(outputs.begin(), outputs.size()));
 }
 
-RecordOpScope::RecordOpScope() : outermost_(t_depth++ == 0) {}
+RecordOpScope::RecordOpScope() : outermost_(t_depth++ == 0) {
+  if (outermost_ && t_recorder != nullptr) t_recorder->begin_op();
+}
 RecordOpScope::~RecordOpScope() { --t_depth; }
 
 }  // namespace syntorch::torch

@@ -143,6 +143,52 @@ TEST(FusionPlan, ACapLimitsTheOpsOfOneKernel) {
   EXPECT_EQ(plan_fusion(ops, buffers, index, FusionOptions{2}).size(), 3u);
 }
 
+TEST(FusionPlan, AnOutputAnOpaqueOpMayHaveReadIsWrittenOut) {
+  // relu's output is released after an opaque launch (an op that did not report its tensors) ran:
+  // that launch may have read it. exp's output is released before the opaque launch.
+  RecordedOp opaque;
+  opaque.name = "";
+  opaque.kernels = {kernel(OpKind::copy)};
+  opaque.opaque = true;
+  const std::vector<RecordedOp> ops = {op("relu", OpKind::relu, {use(0)}, {use(1)}), opaque,
+                                       op("exp", OpKind::exp, {use(2)}, {use(3)})};
+  std::vector<BufferState> buffers(4);
+  buffers[1] = {true, true, 1};
+  buffers[3] = {true, true, 3};
+  std::uint32_t index = 0;
+  const auto plan = plan_fusion(ops, buffers, index);
+  ASSERT_EQ(plan.size(), 3u);
+  EXPECT_EQ(plan[0].op.written_bytes, kN * 4);
+  EXPECT_EQ(plan[1].op.kind, OpKind::copy);  // as it was
+  EXPECT_EQ(plan[2].op.written_bytes, 0u);
+}
+
+TEST(FusionPlan, LibraryOpsStayAsTheyAreAndTheirReadsKeepOutputs) {
+  RecordedOp accumulate = op("accumulate_grad", OpKind::add, {use(1)}, {});
+  accumulate.library = true;
+  const std::vector<RecordedOp> ops = {op("mul", OpKind::mul, {use(0)}, {use(1)}), accumulate};
+  std::vector<BufferState> buffers(2);
+  buffers[1] = {true, true, 2};
+  std::uint32_t index = 0;
+  const auto plan = plan_fusion(ops, buffers, index);
+  ASSERT_EQ(plan.size(), 2u);
+  EXPECT_TRUE(plan[0].generated);
+  EXPECT_EQ(plan[0].op.written_bytes, kN * 4);
+  EXPECT_EQ(plan[1].name, "aten::accumulate_grad");
+}
+
+TEST(FusionPlan, GathersStayLibraryCallsAndABroadcastReadCountsOnce) {
+  EXPECT_EQ(fusion_role(OpKind::embedding), FusionRole::library);
+  // x + x[None] (a broadcast view of the same memory): x is read once.
+  const std::vector<RecordedOp> ops = {op("add", OpKind::add, {use(0), use(0, 1024)}, {use(1)})};
+  std::vector<BufferState> buffers(2);
+  buffers[1] = {true, false};
+  std::uint32_t index = 0;
+  const auto plan = plan_fusion(ops, buffers, index);
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_EQ(plan[0].op.bytes, kN * 4);
+}
+
 TEST(FusionPlan, RolesFollowTheKernelKinds) {
   EXPECT_EQ(fusion_role(OpKind::gemm), FusionRole::library);
   EXPECT_EQ(fusion_role(OpKind::attention), FusionRole::library);

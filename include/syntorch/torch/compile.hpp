@@ -36,21 +36,25 @@ struct BufferUse {
 };
 
 // One op the region recorded: the kernels eager mode launches for it, and its tensors. An opaque
-// one is launches no recorded op claimed (the autograd engine's, a custom kernel's): they stay as
-// they are.
+// one is launches no recorded op claimed (an op that does not report itself, the autograd
+// engine's casts): they stay as they are, and may read any buffer alive when they ran. A library
+// one stays as it is too, with its tensors known (gradient accumulation into leaves).
 struct RecordedOp {
   std::string name;  // "add", "native_layer_norm" (ATen's, as kernel names spell them)
   std::vector<runtime::OpDesc> kernels;
   std::vector<std::string> kernel_names;
   std::vector<BufferUse> reads, writes;
   bool opaque = false;
+  bool library = false;
 };
 
 // What the region knows of a buffer when it plans: made inside the region (else it was there
-// before: an input, a weight, a cache), and released since (an intermediate nothing holds).
+// before: an input, a weight, a cache), and released since (an intermediate nothing holds), when
+// `released_at` ops had been recorded (an opaque op at that index or before may have read it).
 struct BufferState {
   bool made_here = false;
   bool released = false;
+  std::size_t released_at = 0;
 };
 
 // One launch of a compiled graph: a library kernel as eager mode launches it, or a generated one
@@ -71,7 +75,9 @@ struct FusionOptions {
 // The launches of `ops` once fused. `kernel_index` numbers generated kernels within the graph
 // (advanced). An op's output is written out when an op outside its kernel reads it, when its
 // buffer was there before the region, or when its buffer is not released (the program or
-// autograd still holds it); otherwise it lives only in the kernel's registers.
+// autograd still holds it), or when an opaque op may read it; otherwise the kernel does not write
+// it (its memory is still allocated and freed as in eager mode: the region moves fewer bytes, it
+// plans no memory).
 std::vector<PlannedLaunch> plan_fusion(std::span<const RecordedOp> ops, std::span<const BufferState> buffers,
                                        std::uint32_t& kernel_index, const FusionOptions& options = {});
 
@@ -94,18 +100,22 @@ struct RegionOptions {
   FusionOptions fusion;
   enum class CudaGraph : std::uint8_t { none, record, replay } cuda_graph = CudaGraph::none;
   std::uint64_t replay_graph = 0;
+  std::uint64_t replay_plan_hash = 0;  // the recorded plan's hash: another plan launches as it is
 };
 
 // What one region did, for the caller (guards, caches, reports).
 struct RegionStats {
   std::size_t segments = 0;         // flushes that launched something (1 without graph breaks)
+  std::size_t device_flushes = 0;   // flushes for device work that must stay in order (a copy, an event)
   std::size_t ops = 0;              // recorded ops with kernels
   std::size_t eager_kernels = 0;    // what eager mode would have launched
   std::size_t launched_kernels = 0;
   std::size_t generated_kernels = 0;
   double compile_s = 0;
   std::uint64_t cuda_graph = 0;     // the graph recorded (CudaGraph::record)
-  std::vector<std::string> break_reasons;  // why the region was flushed before its end
+  bool replayed = false;            // CudaGraph::replay: the graph was launched (its plan matched)
+  std::uint64_t plan_hash = 0;      // of the last segment's launches: what a replay must match
+  std::vector<std::string> break_reasons;  // the graph breaks the front end reported
 };
 
 // Begins a compiled region on this thread's rank (no-op outside a simulation: nothing launches).
@@ -113,9 +123,15 @@ struct RegionStats {
 void begin_region(const RegionOptions& options);
 // Flushes the region with `reason` (a graph break the front end saw, a value read).
 void graph_break(const std::string& reason);
+// A graph break around code that runs eagerly (torch.compiler.disable): suspend flushes the
+// region and takes it off the rank until resume.
+void suspend_region(const std::string& reason);
+void resume_region();
+// The serial of this thread's rank (0 outside a simulation): what compiled state is kept per.
+std::uint64_t rank_serial();
 // Ends it: plans, compiles (when compiling), launches.
 RegionStats end_region();
-// Whether a region is active on this thread.
+// Whether a forward region is active (and not suspended) on this thread.
 bool in_region();
 
 // The graph whose region is active (0: none): what backward nodes recorded now carry.
@@ -125,8 +141,10 @@ std::uint64_t current_graph();
 // backward of each graph compiles). Launches made since the last node (the engine's gradient
 // sums) stay as they are.
 void backward_enter(std::uint64_t graph);
-// Records one backward node's launches as an op of the active backward region.
-void backward_node(std::string_view name, std::span<const Tensor> reads, std::span<const Tensor> writes);
+// Records one backward node's launches as an op of the active backward region (`fusible` false:
+// they stay library calls, with their tensors known).
+void backward_node(std::string_view name, std::span<const Tensor> reads, std::span<const Tensor> writes,
+                   bool fusible = true);
 // Ends the active backward region, if any (the engine's run ends).
 void backward_leave();
 // Whether a backward region is active (the engine then reports its nodes).

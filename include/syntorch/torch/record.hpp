@@ -50,6 +50,9 @@ class OpRecorder {
   // `op` as PyTorch prints the overload ("aten.linear.default"); outputs in return order
   // (undefined where the op returns no tensor).
   virtual void record(std::string_view op, std::span<const RecordedArg> args, std::span<const Tensor> outputs) = 0;
+  // An outermost public op begins (whether or not it records itself): what ran before it is not
+  // its work.
+  virtual void begin_op() {}
 };
 
 // The recorder of this thread's program (nullptr: none).

@@ -26,25 +26,24 @@ def reset():
 
 def disable(fn=None, recursive=True):
     """A function that always runs eagerly: called inside a compiled region it breaks the graph
-    (the ops before it launch as one graph, those after it as another)."""
+    (the ops before it launch as one graph, those after it as another) and its own ops, and any
+    compiled function it calls, run as eager mode's."""
     if fn is None:
         return functools.partial(disable, recursive=recursive)
 
     @functools.wraps(fn)
     def eager(*args, **kwargs):
-        from syntorch.torch._dynamo.eval_frame import graph_break_at
-        what = f"a call to {getattr(fn, '__qualname__', 'a function')} under torch.compiler.disable"
-        graph_break_at(what)
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            graph_break_at(what)  # its ops launch apart from the graph's before and after it
+        from syntorch.torch._dynamo.eval_frame import run_eagerly
+        return run_eagerly(f"a call to {getattr(fn, '__qualname__', 'a function')} under torch.compiler.disable",
+                           fn, args, kwargs)
     return eager
 
 
 def allow_in_graph(fn):
+    """Accepted: every function's ops are traced into the graph here."""
     return fn
 
 
 def assume_constant_result(fn):
+    """Accepted: the function runs on every call (its result is not baked into the graph)."""
     return fn

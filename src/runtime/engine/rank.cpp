@@ -227,6 +227,10 @@ os::HostAction Rank::launch_action(os::WorkItem work, std::uint32_t stream) cons
 void Rank::set_policy(const KernelPolicy& policy) {
   auto dispatcher = std::make_unique<Dispatcher>(core_.machine, policy);  // checks it first
   lowered_.clear();
+  // Generated kernels lowered under the old policy: kept (queued launches may point to them), not
+  // found again.
+  for (auto& [name, kernels] : named_) own_.push_back(std::move(kernels));
+  named_.clear();
   own_dispatcher_ = std::move(dispatcher);
 }
 

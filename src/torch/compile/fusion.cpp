@@ -29,10 +29,12 @@ FusionRole fusion_role(OpKind kind) {
     case OpKind::sub: case OpKind::mul: case OpKind::div: case OpKind::copy: case OpKind::rope: case OpKind::swiglu:
     case OpKind::gelu_backward: case OpKind::silu_backward: case OpKind::relu_backward: case OpKind::tanh_backward:
     case OpKind::sigmoid_backward: case OpKind::swiglu_backward: case OpKind::maximum: case OpKind::sign:
-    case OpKind::round: case OpKind::leaky_relu: case OpKind::leaky_relu_backward: case OpKind::gather:
-    case OpKind::scatter: case OpKind::embedding: case OpKind::fused:
+    case OpKind::round: case OpKind::leaky_relu: case OpKind::leaky_relu_backward: case OpKind::fused:
       return FusionRole::pointwise;
-    default:  // matrix products, attention, convolutions, sorts, MoE routing, optimizers, communication
+    // Matrix products, attention, convolutions, sorts, MoE routing, optimizers, communication; and
+    // gathers and scatters (Inductor's indirect loads fuse, but their bytes are the rows they
+    // touch, which their own kernels count, not the tables their buffers hold).
+    default:
       return FusionRole::library;
   }
 }
@@ -40,7 +42,7 @@ FusionRole fusion_role(OpKind kind) {
 namespace {
 
 FusionRole role_of(const RecordedOp& op) {
-  if (op.opaque) return FusionRole::library;
+  if (op.opaque || op.library) return FusionRole::library;
   FusionRole role = FusionRole::pointwise;
   for (const runtime::OpDesc& k : op.kernels) {
     const FusionRole r = fusion_role(k.kind);
@@ -50,12 +52,19 @@ FusionRole role_of(const RecordedOp& op) {
   return role;
 }
 
-struct UseHash {
-  std::size_t operator()(const BufferUse& u) const {
-    return std::hash<std::uint64_t>{}((static_cast<std::uint64_t>(u.buffer) << 32) ^
-                                      static_cast<std::uint64_t>(u.offset) * 0x9e3779b97f4a7c15ULL ^ u.bytes);
+// A place in a buffer; what it holds counts once, at the most bytes read or written there (a
+// tensor read whole and as a broadcast view is read once).
+using Place = std::pair<std::uint32_t, std::int64_t>;
+struct PlaceHash {
+  std::size_t operator()(const Place& p) const {
+    return std::hash<std::uint64_t>{}((static_cast<std::uint64_t>(p.first) << 32) ^
+                                      static_cast<std::uint64_t>(p.second) * 0x9e3779b97f4a7c15ULL);
   }
 };
+void note(std::unordered_map<Place, std::uint64_t, PlaceHash>& places, const BufferUse& u) {
+  std::uint64_t& bytes = places[{u.buffer, u.offset}];
+  bytes = std::max(bytes, u.bytes);
+}
 
 // The ops of one generated kernel being gathered.
 class Group {
@@ -100,14 +109,31 @@ std::vector<PlannedLaunch> plan_fusion(std::span<const RecordedOp> ops, std::spa
     for (const BufferUse& u : ops[i].reads) last_read[u.buffer] = i;
   }
   auto state = [&](std::uint32_t b) { return b < buffers.size() ? buffers[b] : BufferState{}; };
+  std::vector<std::size_t> opaque;  // indexes of ops whose reads are unknown
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].opaque) opaque.push_back(i);
+  }
+  // Whether an opaque op after `last` ran while `s`'s buffer was alive (it may have read it).
+  auto opaque_reader = [&](std::size_t last, const BufferState& s) {
+    auto it = std::upper_bound(opaque.begin(), opaque.end(), last);
+    return it != opaque.end() && *it <= s.released_at;
+  };
 
   std::vector<PlannedLaunch> out;
+  auto as_they_are = [&](const RecordedOp& op) {
+    for (std::size_t k = 0; k < op.kernels.size(); ++k) {
+      PlannedLaunch p;
+      p.op = op.kernels[k];
+      p.name = k < op.kernel_names.size() ? op.kernel_names[k] : op.name;
+      out.push_back(std::move(p));
+    }
+  };
   Group group;
   auto close = [&] {
     if (group.empty()) return;
     const std::size_t last = group.ops().back();
     std::unordered_set<std::uint32_t> written;  // buffers an earlier op of the kernel wrote
-    std::unordered_set<BufferUse, UseHash> inputs, outputs;
+    std::unordered_map<Place, std::uint64_t, PlaceHash> inputs, outputs;
     std::vector<std::string> names;
     double flops = 0;
     std::uint64_t elements = 0;
@@ -115,7 +141,7 @@ std::vector<PlannedLaunch> plan_fusion(std::span<const RecordedOp> ops, std::spa
     for (std::size_t i : group.ops()) {
       const RecordedOp& op = ops[i];
       for (const BufferUse& u : op.reads) {
-        if (!written.count(u.buffer)) inputs.insert(u);
+        if (!written.count(u.buffer)) note(inputs, u);
         elements = std::max(elements, u.elements);
       }
       for (const BufferUse& u : op.writes) {
@@ -123,14 +149,17 @@ std::vector<PlannedLaunch> plan_fusion(std::span<const RecordedOp> ops, std::spa
         elements = std::max(elements, u.elements);
         const BufferState s = state(u.buffer);
         auto reader = last_read.find(u.buffer);
-        if (!s.made_here || !s.released || (reader != last_read.end() && reader->second > last)) outputs.insert(u);
+        if (!s.made_here || !s.released || (reader != last_read.end() && reader->second > last) ||
+            opaque_reader(last, s)) {
+          note(outputs, u);
+        }
       }
       for (const runtime::OpDesc& k : op.kernels) flops += runtime::op_flops(k);
       if (std::find(names.begin(), names.end(), op.name) == names.end()) names.push_back(op.name);
     }
     std::uint64_t read_bytes = 0, written_bytes = 0;
-    for (const BufferUse& u : inputs) read_bytes += u.bytes;
-    for (const BufferUse& u : outputs) written_bytes += u.bytes;
+    for (const auto& [place, bytes] : inputs) read_bytes += bytes;
+    for (const auto& [place, bytes] : outputs) written_bytes += bytes;
     if (elements > 0) {
       PlannedLaunch p;
       p.op.kind = OpKind::fused;
@@ -147,6 +176,8 @@ std::vector<PlannedLaunch> plan_fusion(std::span<const RecordedOp> ops, std::spa
       p.generated = true;
       p.fused_ops = group.size();
       out.push_back(std::move(p));
+    } else {  // no device tensors seen: nothing to fuse by
+      for (std::size_t i : group.ops()) as_they_are(ops[i]);
     }
     group.clear();
   };
@@ -157,12 +188,7 @@ std::vector<PlannedLaunch> plan_fusion(std::span<const RecordedOp> ops, std::spa
     const FusionRole role = options.max_fusion_size == 0 ? FusionRole::library : role_of(op);
     if (role == FusionRole::library) {
       close();
-      for (std::size_t k = 0; k < op.kernels.size(); ++k) {
-        PlannedLaunch p;
-        p.op = op.kernels[k];
-        p.name = k < op.kernel_names.size() ? op.kernel_names[k] : op.name;
-        out.push_back(std::move(p));
-      }
+      as_they_are(op);
       continue;
     }
     if (!group.empty() && (!group.connected(op) || (role == FusionRole::reduction && group.has_reduction()) ||

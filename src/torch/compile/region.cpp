@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <memory>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include "../internal.hpp"
 #include "syntorch/runtime/rank_context.hpp"
@@ -74,8 +76,14 @@ class Region final : public runtime::RankContext, public OpRecorder {
     for (const Tensor& t : outputs) add_use(r.writes, t);
     if (!r.kernels.empty()) ops_.push_back(std::move(r));
   }
-  void record_node(std::string_view name, std::span<const Tensor> reads, std::span<const Tensor> writes) {
+  void begin_op() override {
+    if (previous_) previous_->begin_op();
+    if (!backward_) seal_pending();  // launches before this op are not its own
+  }
+  void record_node(std::string_view name, std::span<const Tensor> reads, std::span<const Tensor> writes,
+                   bool fusible) {
     RecordedOp r = claim(node_op_name(name));
+    r.library = !fusible;
     for (const Tensor& t : reads) add_use(r.reads, t);
     for (const Tensor& t : writes) add_use(r.writes, t);
     if (!r.kernels.empty()) ops_.push_back(std::move(r));
@@ -91,52 +99,75 @@ class Region final : public runtime::RankContext, public OpRecorder {
   // A graph break the front end saw: counted even where no op precedes it.
   void graph_break(const std::string& reason) {
     stats_.break_reasons.push_back(reason);
-    flush(reason, false);
+    flush(false);
   }
-  // Launches what the region holds (`reason`: why before its end, counted when it launches).
-  void flush(const std::string& reason, bool count = true) {
+  // Launches what the region holds: at its end (`last`), at a graph break, or before device work
+  // that must stay in order.
+  void flush(bool last) {
     seal_pending();
     if (ops_.empty()) return;
-    const bool last = reason.empty();
     std::uint32_t index = kernel_index_;
     const std::vector<PlannedLaunch> plan = plan_fusion(ops_, buffers_, index, options_.fusion);
     kernel_index_ = index;
     std::size_t generated = 0;
     for (const PlannedLaunch& p : plan) generated += p.generated ? 1 : 0;
     for (const RecordedOp& r : ops_) stats_.eager_kernels += r.kernels.size();
-    stats_.ops += ops_.size();
+    const std::size_t segment_ops = ops_.size();
+    stats_.ops += segment_ops;
     stats_.generated_kernels += generated;
     stats_.launched_kernels += plan.size();
-    if (!last && count) stats_.break_reasons.push_back(reason);
-    const bool graph_capture = last && stats_.segments == 0 && options_.cuda_graph != RegionOptions::CudaGraph::none;
+    // A CUDA graph holds the whole region: one that was flushed before its end launches as it is.
+    const bool whole = last && stats_.segments == 0;
     ++stats_.segments;
     ops_.clear();
+    std::uint64_t hash = 0x9e3779b97f4a7c15ULL;
+    for (const PlannedLaunch& p : plan) {
+      hash_combine(hash, runtime::OpDescHash{}(p.op));
+      hash_combine(hash, std::hash<std::string>{}(p.name));
+    }
+    stats_.plan_hash = hash;
     flushing_ = true;
     struct Reset {
       bool& flag;
       ~Reset() { flag = false; }
     } reset{flushing_};
     if (options_.compiling) {
-      const double s = options_.costs.per_graph_s + options_.costs.per_op_s * static_cast<double>(stats_.ops) +
+      // The graph's fixed cost once, each segment's ops and generated kernels as they come.
+      const double s = (stats_.segments == 1 ? options_.costs.per_graph_s : 0.0) +
+                       options_.costs.per_op_s * static_cast<double>(segment_ops) +
                        options_.costs.per_kernel_s * static_cast<double>(generated);
       stats_.compile_s += s;
       inner_.host_work(s, compile_span_);
     }
-    if (graph_capture && options_.cuda_graph == RegionOptions::CudaGraph::replay) {
+    using CudaGraph = RegionOptions::CudaGraph;
+    if (whole && options_.cuda_graph == CudaGraph::replay && hash == options_.replay_plan_hash) {
       inner_.graph_launch(options_.replay_graph);
+      stats_.replayed = true;
       return;
     }
-    if (graph_capture) inner_.graph_begin();
-    // Each launch costs what an eager op's does (the wrapper's call, a Triton launcher or an extern
-    // kernel's ATen call, then the launch); views and fused-away ops cost nothing.
-    for (const PlannedLaunch& p : plan) inner_.launch(p.op, p.name);
-    if (graph_capture) {
+    const bool capture = whole && options_.cuda_graph == CudaGraph::record;
+    if (capture) inner_.graph_begin();
+    try {
+      // Each launch costs what an eager op's does (the wrapper's call, a Triton launcher or an
+      // extern kernel's ATen call, then the launch); views and fused-away ops cost nothing.
+      for (const PlannedLaunch& p : plan) inner_.launch(p.op, p.name);
+    } catch (...) {
+      if (capture) (void)inner_.graph_end();  // the rank does not stay capturing
+      throw;
+    }
+    if (capture) {
       stats_.cuda_graph = inner_.graph_end();
       inner_.graph_launch(stats_.cuda_graph);
     }
   }
+  // Device work that must stay in order comes: what the region holds goes first.
+  void flush_for_device() {
+    const std::size_t before = stats_.segments;
+    flush(false);
+    if (stats_.segments != before) ++stats_.device_flushes;
+  }
   RegionStats finish() {
-    flush("");
+    flush(true);
     return std::move(stats_);
   }
 
@@ -153,6 +184,7 @@ class Region final : public runtime::RankContext, public OpRecorder {
   void free(std::uint32_t handle) override {
     if (auto it = buffer_of_.find(handle); it != buffer_of_.end()) {
       buffers_[it->second].released = true;
+      buffers_[it->second].released_at = ops_.size();
       buffer_of_.erase(it);
     }
     inner_.free(handle);
@@ -163,27 +195,30 @@ class Region final : public runtime::RankContext, public OpRecorder {
   void reset_peak_memory_stats() override { inner_.reset_peak_memory_stats(); }
   void set_caching_allocator(bool enabled) override { inner_.set_caching_allocator(enabled); }
   DeviceProperties device_properties() const override { return inner_.device_properties(); }
-  void set_policy(const runtime::KernelPolicy& policy) override { inner_.set_policy(policy); }
+  void set_policy(const runtime::KernelPolicy& policy) override {
+    flush_for_device();  // what is held was chosen under the old policy
+    inner_.set_policy(policy);
+  }
   std::uint32_t new_stream() override { return inner_.new_stream(); }
   void set_stream(std::uint32_t stream) override {
-    flush("a stream switch");
+    flush_for_device();
     inner_.set_stream(stream);
   }
   std::uint32_t current_stream() const override { return inner_.current_stream(); }
   std::uint64_t record_event(std::uint32_t stream) override {
-    flush("an event");
+    flush_for_device();
     return inner_.record_event(stream);
   }
   void wait_event(std::uint32_t stream, std::uint64_t event) override {
-    flush("an event wait");
+    flush_for_device();
     inner_.wait_event(stream, event);
   }
   void synchronize_event(std::uint64_t event) override {
-    flush("a synchronisation");
+    flush_for_device();
     inner_.synchronize_event(event);
   }
   void synchronize_stream(std::uint32_t stream) override {
-    flush("a synchronisation");
+    flush_for_device();
     inner_.synchronize_stream(stream);
   }
   void launch(const runtime::OpDesc& op, std::string_view name) override {
@@ -202,75 +237,75 @@ class Region final : public runtime::RankContext, public OpRecorder {
   void host_work(double seconds, std::string_view name) override { inner_.host_work(seconds, name); }
   bool set_host_work_elsewhere(bool elsewhere) override { return inner_.set_host_work_elsewhere(elsewhere); }
   void collective(const runtime::OpDesc& op, runtime::GroupId group, std::string_view name) override {
-    flush("a collective");
+    flush_for_device();
     inner_.collective(op, group, name);
   }
   void send(int peer, std::uint64_t bytes, std::string_view name) override {
-    flush("a send");
+    flush_for_device();
     inner_.send(peer, bytes, name);
   }
   void recv(int peer, std::uint64_t bytes, std::string_view name) override {
-    flush("a receive");
+    flush_for_device();
     inner_.recv(peer, bytes, name);
   }
   void stage_host_copy(std::uint64_t bytes, std::string_view name) override { inner_.stage_host_copy(bytes, name); }
   void copy_host_to_device(std::uint64_t bytes, std::string_view name) override {
-    flush("a copy to the device");
+    flush_for_device();
     inner_.copy_host_to_device(bytes, name);
   }
   void copy_device_to_host(std::uint64_t bytes, std::string_view name) override {
-    flush("a copy to the host");
+    flush_for_device();
     inner_.copy_device_to_host(bytes, name);
   }
   void copy_to_peer(int peer, std::uint64_t bytes, std::string_view name) override {
-    flush("a peer copy");
+    flush_for_device();
     inner_.copy_to_peer(peer, bytes, name);
   }
   void copy_from_peer(int peer, std::uint64_t bytes, std::string_view name) override {
-    flush("a peer copy");
+    flush_for_device();
     inner_.copy_from_peer(peer, bytes, name);
   }
   void synchronize(std::string_view reason) override {
-    flush("a synchronisation");
+    flush_for_device();
     inner_.synchronize(reason);
   }
   double host_time_s() override {
-    flush("a clock read");
+    flush_for_device();
     return inner_.host_time_s();
   }
   void sleep_until_s(double time_s) override {
-    flush("a sleep");
+    flush_for_device();
     inner_.sleep_until_s(time_s);
   }
   double event_time_s(std::uint64_t event) override {
-    flush("an event query");
+    flush_for_device();
     return inner_.event_time_s(event);
   }
   bool stream_idle(std::uint32_t stream) override {
-    flush("a stream query");
+    flush_for_device();
     return inner_.stream_idle(stream);
   }
   void graph_begin() override {
-    flush("a CUDA graph capture");
+    flush_for_device();
     inner_.graph_begin();
   }
   std::uint64_t graph_end() override {
-    flush("a CUDA graph capture");
+    flush_for_device();
     return inner_.graph_end();
   }
   void graph_launch(std::uint64_t graph) override {
-    flush("a CUDA graph launch");
+    flush_for_device();
     inner_.graph_launch(graph);
   }
   // A compiled graph has no module structure: its scopes are not shown.
   void scope_begin(std::string_view) override {}
   void scope_end() override {}
   std::uint64_t trace_window_begin(const std::string& path) override {
-    flush("a profiler");
+    flush_for_device();
     return inner_.trace_window_begin(path);
   }
   std::string trace_window_end(std::uint64_t window) override {
-    flush("a profiler");
+    flush_for_device();
     return inner_.trace_window_end(window);
   }
   runtime::GroupId new_group(const std::vector<int>& ranks) override { return inner_.new_group(ranks); }
@@ -331,15 +366,31 @@ class Region final : public runtime::RankContext, public OpRecorder {
 struct ThreadState {
   std::unique_ptr<Region> region;
   std::unique_ptr<runtime::RankGuard> guard;
+  std::unique_ptr<Region> suspended;  // a forward region taken off the rank (suspend_region)
+  std::uint64_t suspended_graph = 0;  // its graph (nodes recorded meanwhile are eager ones)
   bool active_without_rank = false;  // a region outside a simulation: nothing to record
   std::uint64_t forward_graph = 0;   // the graph of the active forward region (also without a rank)
-  std::unordered_set<std::uint64_t> backward_compiled;  // graphs whose backward has been compiled
-  std::unordered_map<std::uint64_t, std::string> names;  // graph -> its name
-  CompileCosts costs;
-  FusionOptions fusion;
+  // Each graph's name and options, for its backward; the (rank serial, graph) pairs whose backward
+  // has been compiled.
+  std::unordered_map<std::uint64_t, RegionOptions> graphs;
+  std::set<std::pair<std::uint64_t, std::uint64_t>> backward_compiled;
 };
 // Per thread: each rank's program runs on a thread of its own, and compiles its own graphs.
 thread_local ThreadState t_state;
+
+void install(std::unique_ptr<Region> region) {
+  set_op_recorder(region.get());
+  t_state.guard = std::make_unique<runtime::RankGuard>(region.get());
+  t_state.region = std::move(region);
+}
+
+// Takes the active region off the rank: the rank and the recorder as they were before it.
+std::unique_ptr<Region> uninstall() {
+  std::unique_ptr<Region> region = std::move(t_state.region);
+  set_op_recorder(region->previous_recorder());
+  t_state.guard.reset();
+  return region;
+}
 
 void start(const RegionOptions& options, bool backward) {
   runtime::RankContext* inner = runtime::current_rank();
@@ -350,40 +401,57 @@ void start(const RegionOptions& options, bool backward) {
   }
   auto region = std::make_unique<Region>(*inner, options, op_recorder(), backward);
   region->set_compile_span(fmt::format("torch.compile: {}{}", backward ? "backward of " : "", options.graph_name));
-  set_op_recorder(region.get());
-  t_state.guard = std::make_unique<runtime::RankGuard>(region.get());
-  t_state.region = std::move(region);
+  install(std::move(region));
 }
 
 RegionStats stop() {
   t_state.active_without_rank = false;
   t_state.forward_graph = 0;
   if (!t_state.region) return {};
-  std::unique_ptr<Region> region = std::move(t_state.region);
-  // Restore the rank and recorder first: the plan launches on the rank itself.
-  set_op_recorder(region->previous_recorder());
-  t_state.guard.reset();
-  RegionStats stats = region->finish();
-  return stats;
+  // The plan launches on the rank itself.
+  return uninstall()->finish();
 }
+
+bool forward_active() { return t_state.region != nullptr && !t_state.region->backward(); }
 
 }  // namespace
 
-bool in_region() { return t_state.region != nullptr || t_state.active_without_rank; }
+bool in_region() { return forward_active() || t_state.active_without_rank; }
 
-std::uint64_t current_graph() { return t_state.region && !t_state.region->backward() ? t_state.region->graph() : t_state.forward_graph; }
+std::uint64_t current_graph() { return forward_active() ? t_state.region->graph() : t_state.forward_graph; }
+
+std::uint64_t rank_serial() {
+  runtime::RankContext* c = runtime::current_rank();
+  return c != nullptr ? c->memory_owner()->serial() : 0;
+}
 
 void begin_region(const RegionOptions& options) {
-  if (in_region()) throw std::logic_error("torch.compile: a compiled region is already active on this thread");
+  if (in_region() || t_state.suspended) {
+    throw std::logic_error("torch.compile: a compiled region is already active on this thread");
+  }
   if (options.graph_id == 0) throw std::invalid_argument("torch.compile: a region's graph id must not be 0");
-  t_state.names[options.graph_id] = options.graph_name;
-  t_state.costs = options.costs;
-  t_state.fusion = options.fusion;
+  if (t_state.region) stop();  // a backward region (a hook compiling inside backward) ends first
+  t_state.graphs[options.graph_id] = options;
   start(options, false);
 }
 
 void graph_break(const std::string& reason) {
-  if (t_state.region) t_state.region->graph_break(reason);
+  if (forward_active()) t_state.region->graph_break(reason);
+}
+
+void suspend_region(const std::string& reason) {
+  if (t_state.suspended) throw std::logic_error("torch.compile: a compiled region is already suspended");
+  if (!forward_active()) return;
+  t_state.region->graph_break(reason);
+  t_state.suspended = uninstall();
+  t_state.suspended_graph = std::exchange(t_state.forward_graph, 0);
+}
+
+void resume_region() {
+  if (!t_state.suspended) return;
+  if (t_state.region) throw std::logic_error("torch.compile: a region became active while another was suspended");
+  install(std::move(t_state.suspended));
+  t_state.forward_graph = std::exchange(t_state.suspended_graph, 0);
 }
 
 RegionStats end_region() {
@@ -402,17 +470,17 @@ void backward_enter(std::uint64_t graph) {
   if (r) stop();
   if (graph == 0 || runtime::current_rank() == nullptr) return;
   RegionOptions o;
+  if (auto known = t_state.graphs.find(graph); known != t_state.graphs.end()) o = known->second;
   o.graph_id = graph;
-  auto name = t_state.names.find(graph);
-  o.graph_name = name != t_state.names.end() ? name->second : fmt::format("graph {}", graph);
-  o.compiling = t_state.backward_compiled.insert(graph).second;
-  o.costs = t_state.costs;
-  o.fusion = t_state.fusion;
+  if (o.graph_name.empty()) o.graph_name = fmt::format("graph {}", graph);
+  o.compiling = t_state.backward_compiled.insert({rank_serial(), graph}).second;
+  o.cuda_graph = RegionOptions::CudaGraph::none;
   start(o, true);
 }
 
-void backward_node(std::string_view name, std::span<const Tensor> reads, std::span<const Tensor> writes) {
-  if (t_state.region && t_state.region->backward()) t_state.region->record_node(name, reads, writes);
+void backward_node(std::string_view name, std::span<const Tensor> reads, std::span<const Tensor> writes,
+                   bool fusible) {
+  if (t_state.region && t_state.region->backward()) t_state.region->record_node(name, reads, writes, fusible);
 }
 
 void backward_leave() {

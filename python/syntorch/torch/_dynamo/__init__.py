@@ -22,11 +22,12 @@ def list_backends(exclude_tags=None):
 
 
 def mark_dynamic(t, index, min=None, max=None):  # noqa: A002 (PyTorch's names)
-    """Accepted: a marked dimension is one a size change recompiles as dynamic anyway."""
+    """Accepted, and not acted on: every size is compiled static first and becomes dynamic at its
+    first change (automatic_dynamic_shapes); dynamic=True makes every size dynamic at once."""
 
 
 def mark_static(t, index=None):
-    """Accepted (guards specialise every size until it changes)."""
+    """Accepted, and not acted on: dynamic=False keeps every size static."""
 
 
 def is_compiling():
@@ -48,11 +49,26 @@ def explain(fn, *extra_args, **extra_kwargs):
         c = CompiledFunction(fn, name=getattr(fn, "__qualname__", "fn"))
         c(*args, **kwargs)
         stats = c.last_stats
-        return ExplainOutput(graph_count=stats["segments"], graph_break_count=len(stats["break_reasons"]),
-                             break_reasons=list(stats["break_reasons"]), op_count=stats["ops"])
+        reasons = [BreakReason(r) for r in stats["break_reasons"]]
+        return ExplainOutput(graph_count=stats["segments"], graph_break_count=len(reasons), break_reasons=reasons,
+                             op_count=stats["ops"])
     if extra_args or extra_kwargs:
         return run(*extra_args, **extra_kwargs)
     return run
+
+
+class BreakReason:
+    """Why a graph broke (`reason`), as Dynamo's explain lists them."""
+
+    def __init__(self, reason):
+        self.reason = reason
+        self.user_stack = []
+
+    def __str__(self):
+        return self.reason
+
+    def __repr__(self):
+        return f"BreakReason({self.reason!r})"
 
 
 class ExplainOutput:
@@ -65,5 +81,5 @@ class ExplainOutput:
     def __str__(self):
         lines = [f"Graph Count: {self.graph_count}", f"Graph Break Count: {self.graph_break_count}",
                  f"Op Count: {self.op_count}", "Break Reasons:"]
-        lines += [f"  Break Reason {i + 1}: {r}" for i, r in enumerate(self.break_reasons)]
+        lines += [f"  Break Reason {i + 1}: {r.reason}" for i, r in enumerate(self.break_reasons)]
         return "\n".join(lines)

@@ -14,6 +14,8 @@ function under torch.compiler.disable), which fullgraph=True turns into an error
 mode="reduce-overhead" (and "max-autotune") runs a graph's first call as it is, records a CUDA
 graph on its second and replays it from then on, as cudagraph trees do."""
 
+import collections
+import functools
 import threading
 import warnings
 import weakref
@@ -32,25 +34,18 @@ _BACKENDS = ("inductor", "cudagraphs", "eager", "aot_eager")
 _MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
-class _Counters(dict):
-    """torch._dynamo.utils.counters: a dict of dicts of counts."""
-
-    def __missing__(self, key):
-        value = self[key] = {}
-        return value
-
-
-counters = _Counters()
+# torch._dynamo.utils.counters, as PyTorch's: a defaultdict of Counters.
+counters = collections.defaultdict(collections.Counter)
 
 
 def _count(group, key, n=1):
-    d = counters[group]
-    d[key] = d.get(key, 0) + n
+    counters[group][key] += n
 
 
 class _Local(threading.local):
     def __init__(self):
         self.fullgraph = []  # per active region: whether a break is an error
+        self.suspended = 0   # inside torch.compiler.disable'd calls: everything runs eagerly
 
 
 _local = _Local()
@@ -69,13 +64,30 @@ def graph_break_at(what):
     _syntorch._compile_break(what)
 
 
+def run_eagerly(what, fn, args, kwargs):
+    """fn outside the graph (torch.compiler.disable): a graph break before it, its ops eager."""
+    if not _syntorch._compile_active():
+        return fn(*args, **kwargs)
+    if _local.fullgraph and _local.fullgraph[-1]:
+        raise Unsupported(f"{what}: a graph break inside a function compiled with fullgraph=True")
+    _count("graph_break", what)
+    _syntorch._compile_suspend(what)
+    _local.suspended += 1
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        _local.suspended -= 1
+        _syntorch._compile_resume()
+
+
 class _Entry:
-    """One compiled graph: its id, calls so far, and its CUDA graph (reduce-overhead)."""
+    """One compiled graph: its id, the ranks (simulations) that compiled it, and per rank and
+    concrete sizes its calls and CUDA graph (reduce-overhead)."""
 
     def __init__(self, graph_id):
         self.graph_id = graph_id
-        self.calls = 0
-        self.cuda_graph = 0
+        self.compiled_on = set()  # rank serials
+        self.runs = {}            # (rank serial, sizes) -> [calls, cuda graph, its plan hash]
         self.breaks = False
 
 
@@ -164,9 +176,17 @@ class CompiledFunction:
     def __call__(self, *args, **kwargs):
         return self._call(self._fn, None, args, kwargs)
 
+    def __get__(self, obj, objtype=None):
+        """A compiled method (@torch.compile on a def in a class) binds as the function did."""
+        if obj is None:
+            return self
+        return functools.partial(self.__call__, obj)
+
     def _call(self, fn, module, args, kwargs):
-        if self._backend in ("eager", "aot_eager") or _syntorch._compile_active():
-            return fn(*args, **kwargs)  # no generated code; a compiled function inside another's graph is inlined
+        if self._backend in ("eager", "aot_eager") or _syntorch._compile_active() or _local.suspended:
+            # No generated code; a compiled function inside another's graph is inlined, and inside
+            # a disabled function everything is eager.
+            return fn(*args, **kwargs)
         key = self._key(args, kwargs, module)
         entry = self._cache.get(key)
         compiling = False
@@ -186,31 +206,39 @@ class CompiledFunction:
                 graph_id = _next_graph[0]
                 _next_graph[0] += 1
             entry = self._cache[key] = _Entry(graph_id)
-            compiling = True
             _count("stats", "unique_graphs")
             if len(self._cache) > 1:
                 _count("recompiles", self._name)
+        # Compiled once per rank (each simulation's ranks compile for themselves); CUDA graphs are
+        # per rank and per concrete sizes, as cudagraph trees record one per shape.
+        serial = _syntorch._compile_rank_serial()
+        compiling = serial not in entry.compiled_on
+        entry.compiled_on.add(serial)
+        run = entry.runs.setdefault((serial, _concrete_sizes(args, kwargs)), [0, 0, 0])
         cuda_graph = "none"
-        if self._cudagraphs() and not entry.breaks:
-            cuda_graph = "none" if entry.calls == 0 else ("record" if not entry.cuda_graph else "replay")
+        if self._cudagraphs() and not entry.breaks and run[0] > 0:
+            cuda_graph = "replay" if run[1] else "record"
         costs = COMPILE_COSTS
         fusion = 0 if self._backend == "cudagraphs" else self._max_fusion_size()
         _syntorch._compile_begin(graph_id=entry.graph_id, name=f"{self._name} (graph {entry.graph_id})",
-                                 compiling=compiling, cuda_graph=cuda_graph, replay_graph=entry.cuda_graph,
-                                 per_graph_s=costs["per_graph_s"], per_op_s=costs["per_op_s"],
-                                 per_kernel_s=costs["per_kernel_s"], max_fusion_size=fusion)
+                                 compiling=compiling, cuda_graph=cuda_graph, replay_graph=run[1],
+                                 replay_plan_hash=run[2], per_graph_s=costs["per_graph_s"],
+                                 per_op_s=costs["per_op_s"], per_kernel_s=costs["per_kernel_s"],
+                                 max_fusion_size=fusion)
         _local.fullgraph.append(self._fullgraph)
         try:
             out = fn(*args, **kwargs)
         finally:
             _local.fullgraph.pop()
             stats = _syntorch._compile_end()
-        entry.calls += 1
+        run[0] += 1
         _count("stats", "calls_captured")
         if stats["segments"] > 1:
             entry.breaks = True
         if cuda_graph == "record" and stats["cuda_graph"]:
-            entry.cuda_graph = stats["cuda_graph"]
+            run[1], run[2] = stats["cuda_graph"], stats["plan_hash"]
+        elif cuda_graph == "replay" and not stats["replayed"]:
+            run[1] = run[2] = 0  # another plan ran: record again on the next call
         if compiling:
             _count("inductor", "generated_kernels", stats["generated_kernels"])
         self.last_stats = stats
@@ -237,6 +265,24 @@ class CompiledFunction:
         self._cache.clear()
         self._dynamic_dims.clear()
         self._warned_limit = False
+
+
+def _concrete_sizes(args, kwargs):
+    """The tensors' actual sizes, in argument order (a dynamic graph's CUDA graphs are per sizes)."""
+    out = []
+
+    def walk(v):
+        if isinstance(v, _syntorch.Tensor):
+            out.append(tuple(v.shape))
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                walk(x)
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+    walk(args)
+    walk(kwargs)
+    return tuple(out)
 
 
 class _AllDynamic:
