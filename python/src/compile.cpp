@@ -41,6 +41,7 @@ void bind_compile(py::module_& m) {
     const compile::RegionStats s = compile::end_region();
     py::dict d;
     d["segments"] = s.segments;
+    d["graphs"] = s.graphs;
     d["ops"] = s.ops;
     d["eager_kernels"] = s.eager_kernels;
     d["launched_kernels"] = s.launched_kernels;

@@ -233,7 +233,13 @@ void backward(const std::vector<std::pair<Edge, Tensor>>& roots, bool retain_gra
     Pending& p = pending[e.fn.get()];
     if (p.grads.empty()) p.grads.resize(e.fn->num_outputs());
     Tensor& slot = p.grads[e.input_nr];
-    if (g.defined() && g.unsafe_get_impl()->dtype != e.dtype) g = g.to(e.dtype);
+    if (g.defined() && g.unsafe_get_impl()->dtype != e.dtype) {
+      Tensor cast = g.to(e.dtype);
+      if (compile::in_backward_region()) {  // inside a compiled backward: an op of its graph
+        compile::backward_node("ToCopy", std::span<const Tensor>(&g, 1), std::span<const Tensor>(&cast, 1));
+      }
+      g = std::move(cast);
+    }
     if (!g.defined()) {
     } else if (!slot.defined()) {
       slot = std::move(g);

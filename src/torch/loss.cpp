@@ -27,7 +27,13 @@ Tensor sum(const Tensor& x) {
       return Grads{g[0].expand(in)};
     });
   }
-  if (scope.recording()) record_op("aten.sum.default", {RecordedArg::of(x)}, {out});
+  if (scope.recording()) {
+    if (type != x.dtype()) {  // autocast's fp32 sum
+      record_op("aten.sum.default", {RecordedArg::of(x), RecordedArg::of(type).keyword("dtype")}, {out});
+    } else {
+      record_op("aten.sum.default", {RecordedArg::of(x)}, {out});
+    }
+  }
   return out;
 }
 
@@ -77,8 +83,15 @@ Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim) {
   const ScalarType type = autocast::fp32_output_dtype(x, std::nullopt).value_or(detail::sum_dtype(x.dtype()));
   Tensor out = reduce_dims(x, dims, keepdim, type, "sum", "aten::sum", false);
   if (scope.recording()) {
-    record_op("aten.sum.dim_IntList", {RecordedArg::of(x), RecordedArg::of(dims), RecordedArg::of_bool(keepdim)},
-              {out});
+    if (type != x.dtype()) {  // autocast's fp32 sum
+      record_op("aten.sum.dim_IntList",
+                {RecordedArg::of(x), RecordedArg::of(dims), RecordedArg::of_bool(keepdim),
+                 RecordedArg::of(type).keyword("dtype")},
+                {out});
+    } else {
+      record_op("aten.sum.dim_IntList", {RecordedArg::of(x), RecordedArg::of(dims), RecordedArg::of_bool(keepdim)},
+                {out});
+    }
   }
   return out;
 }
@@ -100,6 +113,7 @@ Tensor mean(const Tensor& x, IntArrayRef dims, bool keepdim) {
 }
 
 Tensor mean(const Tensor& x) {
+  RecordOpScope scope;
   detail::check_defined(x, "mean", "self");
   detail::check_real(x, "mean", "self");
   if (!x.is_floating_point()) {
@@ -115,6 +129,7 @@ Tensor mean(const Tensor& x) {
       return Grads{g[0].expand(in) / 1.0};
     });
   }
+  if (scope.recording()) record_op("aten.mean.default", {RecordedArg::of(x)}, {out});
   return out;
 }
 

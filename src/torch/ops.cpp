@@ -195,8 +195,10 @@ constexpr ActivationBackward kActivationBackward[] = {
 // Backward of the one-input elementwise ops: tensor-scalar arithmetic (the scalar's value is not
 // kept: mul and div cost one kernel, add and sub none), negation and the activations (their
 // backward kernels read the saved input or output).
+// `recorded`: reports itself as aten.<op>.default(self) (false for the internal ops of backward
+// formulas, whose ATen schemas take more).
 Tensor unary(const Tensor& a, OpKind kind, const char* op, std::string_view aten,
-             std::optional<ScalarType> out_dtype = std::nullopt);
+             std::optional<ScalarType> out_dtype = std::nullopt, bool recorded = true);
 
 void record_unary(OpKind kind, std::string_view aten, const Tensor& a, Tensor& out) {
   for (const ActivationBackward& act : kActivationBackward) {
@@ -253,7 +255,7 @@ void record_unary(OpKind kind, std::string_view aten, const Tensor& a, Tensor& o
       return;
     case OpKind::abs:  // dy sgn(x): the sign's kernel (as abs's), then the product
       autograd::record("AbsBackward0", {&a}, {&out}, {a}, [](Grads& g, Grads& s, const Node&) {
-        return Grads{g[0] * unary(s[0], OpKind::abs, "sgn", "aten::sgn", std::nullopt)};
+        return Grads{g[0] * unary(s[0], OpKind::abs, "sgn", "aten::sgn", std::nullopt, false)};
       });
       return;
     default:
@@ -290,7 +292,8 @@ Tensor binary(const Tensor& a, const Tensor& b, OpKind kind, const char* op, std
 
 // A new tensor of a's shape (of out_dtype, else a's) from one elementwise kernel (tensor-scalar
 // ops, activations, math functions).
-Tensor unary(const Tensor& a, OpKind kind, const char* op, std::string_view aten, std::optional<ScalarType> out_dtype) {
+Tensor unary(const Tensor& a, OpKind kind, const char* op, std::string_view aten, std::optional<ScalarType> out_dtype,
+             bool recorded) {
   RecordOpScope scope;
   detail::check_defined(a, op, "self");
   const auto& x = impl_of(a);
@@ -298,7 +301,7 @@ Tensor unary(const Tensor& a, OpKind kind, const char* op, std::string_view aten
   Tensor out = detail::make_tensor(ctx, x.sizes, out_dtype.value_or(x.dtype), x.device, aten);
   detail::dispatch(ctx, detail::elementwise_op(kind, x.numel, x.dtype), aten, x.device, x.numel == 0);
   if (autograd::any_requires_grad({&a})) record_unary(kind, aten, a, out);
-  if (scope.recording()) record_op(fmt::format("aten.{}.default", op), {RecordedArg::of(a)}, {out});
+  if (recorded && scope.recording()) record_op(fmt::format("aten.{}.default", op), {RecordedArg::of(a)}, {out});
   return out;
 }
 
@@ -546,7 +549,7 @@ Tensor dropout_unrecorded(const Tensor& x, double p, bool train) {
                    s.numel == 0);
   if (autograd::any_requires_grad({&x})) {
     autograd::record("NativeDropoutBackward0", {&x}, {&out}, {mask}, [](Grads& g, Grads&, const Node&) {
-      return Grads{unary(g[0], OpKind::mul, "native_dropout_backward", "aten::native_dropout_backward")};
+      return Grads{unary(g[0], OpKind::mul, "native_dropout_backward", "aten::native_dropout_backward", std::nullopt, false)};
     });
   }
   return out;

@@ -266,6 +266,7 @@ Tensor finish_view(TensorImpl* impl) {
   impl->contiguous = compute_contiguous(impl->sizes, impl->strides);
   Tensor out(impl);
   if (recording_top_level()) {  // a view made by the program itself: as_strided of its memory's owner
+    op_recorder()->begin_op();  // it launches nothing: what was launched before is not its work
     retain(impl->base);
     const Tensor base(impl->base);
     record_op("aten.as_strided.default",
@@ -867,11 +868,12 @@ Tensor Tensor::clone() const {
 Tensor Tensor::to(ScalarType dtype) const {
   const auto& s = checked();
   if (s.dtype == dtype) return *this;
+  RecordOpScope scope;
   runtime::RankContext* ctx = runtime::current_rank();
   Tensor out = detail::make_tensor(ctx, s.sizes, dtype, s.device, "aten::to");
   detail::dispatch(ctx, detail::elementwise_op(runtime::OpKind::copy, s.numel, dtype), "aten::to", s.device,
                    s.numel == 0);
-  if (recording_top_level()) {
+  if (scope.recording()) {
     record_op("aten._to_copy.default", {RecordedArg::of(*this), RecordedArg::of(dtype).keyword("dtype")}, {out});
   }
   if (autograd::any_requires_grad({this})) {

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include "fake_rank.hpp"
+#include "syntorch/torch/autograd.hpp"
 #include "syntorch/torch/compile.hpp"
+#include "syntorch/torch/ops.hpp"
 
 namespace syntorch::torch::compile {
 namespace {
@@ -195,6 +198,112 @@ TEST(FusionPlan, RolesFollowTheKernelKinds) {
   EXPECT_EQ(fusion_role(OpKind::allreduce), FusionRole::library);
   EXPECT_EQ(fusion_role(OpKind::gelu), FusionRole::pointwise);
   EXPECT_EQ(fusion_role(OpKind::layernorm), FusionRole::reduction);
+}
+
+// ---- regions on a rank ----
+
+RegionOptions graph(std::uint64_t id) {
+  RegionOptions o;
+  o.graph_id = id;
+  o.graph_name = "f";
+  return o;
+}
+
+std::vector<testing::FakeRank::Launch> fused_launches(const testing::FakeRank& rank) {
+  std::vector<testing::FakeRank::Launch> out;
+  for (const auto& l : rank.launches) {
+    if (l.op.kind == OpKind::fused) out.push_back(l);
+  }
+  return out;
+}
+
+TEST(CompiledRegion, AChainLaunchesOneGeneratedKernelAndFreesAsEagerMode) {
+  testing::FakeRank rank;
+  runtime::RankGuard on(&rank);
+  Tensor x = torch::empty({1024, 1024});
+  const std::size_t before = rank.launches.size();
+  begin_region(graph(1));
+  EXPECT_TRUE(in_region());
+  Tensor y = torch::relu(x * 2.0) + 1.0;
+  EXPECT_EQ(rank.launches.size(), before);  // held until the region ends
+  const RegionStats stats = end_region();
+  EXPECT_FALSE(in_region());
+  EXPECT_EQ(stats.eager_kernels, 3u);
+  EXPECT_EQ(stats.launched_kernels, 1u);
+  EXPECT_EQ(stats.graphs, 1u);
+  const auto fused = fused_launches(rank);
+  ASSERT_EQ(fused.size(), 1u);
+  EXPECT_EQ(fused[0].name, "triton_poi_fused_mul_relu_add_0");
+  EXPECT_EQ(fused[0].op.bytes, 1024u * 1024 * 4);
+  EXPECT_EQ(fused[0].op.written_bytes, 1024u * 1024 * 4);
+  y = Tensor();
+  x = Tensor();
+  EXPECT_EQ(rank.bad_frees, 0);
+  EXPECT_TRUE(rank.live.empty());  // tensors made in the region free on the rank itself
+}
+
+TEST(CompiledRegion, AnUnreportedOpsLaunchesStayAsTheyAreAndKeepWhatTheyReadWritten) {
+  // clamp does not report its tensors: its kernel launches as it is, and the mul before it must
+  // write its output, which clamp reads, even though the program releases it; the view after it
+  // takes none of its launches.
+  testing::FakeRank rank;
+  runtime::RankGuard on(&rank);
+  Tensor a = torch::empty({256, 256});
+  begin_region(graph(2));
+  Tensor z = torch::clamp(a * 3.0, 0.0, std::nullopt);
+  Tensor w = z.view({-1});
+  (void)end_region();
+  const auto fused = fused_launches(rank);
+  ASSERT_EQ(fused.size(), 1u);
+  EXPECT_EQ(fused[0].op.written_bytes, 256u * 256 * 4);
+  EXPECT_EQ(rank.launches.back().name, "aten::clamp");
+}
+
+TEST(CompiledRegion, DeviceWorkFlushesWithoutABreakAndSuspendRunsEagerly) {
+  testing::FakeRank rank;
+  runtime::RankGuard on(&rank);
+  Tensor a = torch::empty({64, 64});
+  begin_region(graph(3));
+  Tensor b = torch::exp(a) * 2.0;
+  graph_break("a value read");
+  suspend_region("a disabled function");
+  EXPECT_FALSE(in_region());
+  Tensor c = torch::sigmoid(b);  // eager: launched at once
+  EXPECT_EQ(rank.launches.back().op.kind, OpKind::sigmoid);
+  resume_region();
+  EXPECT_TRUE(in_region());
+  Tensor d = torch::tanh(c) + 1.0;
+  const RegionStats stats = end_region();
+  EXPECT_EQ(stats.graphs, 2u);
+  ASSERT_EQ(stats.break_reasons.size(), 2u);
+  EXPECT_EQ(stats.break_reasons[1], "a disabled function");
+  EXPECT_EQ(fused_launches(rank).size(), 2u);
+}
+
+TEST(CompiledRegion, ABackwardOfACompiledGraphFusesToo) {
+  testing::FakeRank rank;
+  runtime::RankGuard on(&rank);
+  Tensor x = torch::empty({128, 128}).requires_grad_();
+  begin_region(graph(4));
+  Tensor y = torch::sum(torch::sigmoid(torch::tanh(x)));
+  (void)end_region();
+  const std::size_t forward = fused_launches(rank).size();
+  y.backward();
+  EXPECT_FALSE(in_backward_region());
+  const auto fused = fused_launches(rank);
+  ASSERT_GT(fused.size(), forward);
+  EXPECT_NE(fused.back().name.find("backward"), std::string::npos) << fused.back().name;
+  EXPECT_TRUE(x.grad().defined());
+}
+
+TEST(CompiledRegion, RegionsDoNotNestAndNeedAGraph) {
+  testing::FakeRank rank;
+  runtime::RankGuard on(&rank);
+  EXPECT_THROW(begin_region(graph(0)), std::invalid_argument);
+  begin_region(graph(5));
+  EXPECT_THROW(begin_region(graph(6)), std::logic_error);
+  (void)end_region();
+  EXPECT_THROW((void)end_region(), std::logic_error);
 }
 
 }  // namespace

@@ -106,6 +106,7 @@ struct RegionOptions {
 // What one region did, for the caller (guards, caches, reports).
 struct RegionStats {
   std::size_t segments = 0;         // flushes that launched something (1 without graph breaks)
+  std::size_t graphs = 0;           // graphs launched: the first, and one after each graph break
   std::size_t device_flushes = 0;   // flushes for device work that must stay in order (a copy, an event)
   std::size_t ops = 0;              // recorded ops with kernels
   std::size_t eager_kernels = 0;    // what eager mode would have launched

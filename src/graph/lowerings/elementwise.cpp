@@ -27,6 +27,9 @@ Lowered activation_backward(const Call& c) {
 }
 
 Lowered pow(const Call& c) {
+  if (!c.is_tensor("self") && c.is_tensor("exponent")) {  // pow.Scalar: a number to a tensor's powers
+    return std::vector{torch::pow(c.real("self"), c.tensor("exponent"))};
+  }
   if (!c.is_tensor("self") || c.is_tensor("exponent")) return std::nullopt;  // the generic cost
   return std::vector{torch::pow(c.tensor("self"), c.real("exponent"))};
 }

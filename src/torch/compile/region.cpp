@@ -100,6 +100,7 @@ class Region final : public runtime::RankContext, public OpRecorder {
   void graph_break(const std::string& reason) {
     stats_.break_reasons.push_back(reason);
     flush(false);
+    new_graph_ = true;  // what follows is another graph (compiled, and counted, on its own)
   }
   // Launches what the region holds: at its end (`last`), at a graph break, or before device work
   // that must stay in order.
@@ -131,9 +132,11 @@ class Region final : public runtime::RankContext, public OpRecorder {
       bool& flag;
       ~Reset() { flag = false; }
     } reset{flushing_};
+    const bool starts_graph = std::exchange(new_graph_, false);
+    if (starts_graph) ++stats_.graphs;
     if (options_.compiling) {
-      // The graph's fixed cost once, each segment's ops and generated kernels as they come.
-      const double s = (stats_.segments == 1 ? options_.costs.per_graph_s : 0.0) +
+      // Each graph's fixed cost once, each segment's ops and generated kernels as they come.
+      const double s = (starts_graph ? options_.costs.per_graph_s : 0.0) +
                        options_.costs.per_op_s * static_cast<double>(segment_ops) +
                        options_.costs.per_kernel_s * static_cast<double>(generated);
       stats_.compile_s += s;
@@ -352,6 +355,7 @@ class Region final : public runtime::RankContext, public OpRecorder {
   OpRecorder* previous_;
   bool backward_;
   bool flushing_ = false;
+  bool new_graph_ = true;  // the next launching flush starts a graph (the region's first, or after a break)
   std::string compile_span_;
   std::vector<runtime::OpDesc> pending_;
   std::vector<std::string> pending_names_;
@@ -368,6 +372,7 @@ struct ThreadState {
   std::unique_ptr<runtime::RankGuard> guard;
   std::unique_ptr<Region> suspended;  // a forward region taken off the rank (suspend_region)
   std::uint64_t suspended_graph = 0;  // its graph (nodes recorded meanwhile are eager ones)
+  bool suspended_without_rank = false;
   bool active_without_rank = false;  // a region outside a simulation: nothing to record
   std::uint64_t forward_graph = 0;   // the graph of the active forward region (also without a rank)
   // Each graph's name and options, for its backward; the (rank serial, graph) pairs whose backward
@@ -426,7 +431,7 @@ std::uint64_t rank_serial() {
 }
 
 void begin_region(const RegionOptions& options) {
-  if (in_region() || t_state.suspended) {
+  if (in_region() || t_state.suspended || t_state.suspended_without_rank) {
     throw std::logic_error("torch.compile: a compiled region is already active on this thread");
   }
   if (options.graph_id == 0) throw std::invalid_argument("torch.compile: a region's graph id must not be 0");
@@ -441,6 +446,12 @@ void graph_break(const std::string& reason) {
 
 void suspend_region(const std::string& reason) {
   if (t_state.suspended) throw std::logic_error("torch.compile: a compiled region is already suspended");
+  if (t_state.active_without_rank) {  // nothing recorded: only the state goes
+    t_state.active_without_rank = false;
+    t_state.suspended_without_rank = true;
+    t_state.suspended_graph = std::exchange(t_state.forward_graph, 0);
+    return;
+  }
   if (!forward_active()) return;
   t_state.region->graph_break(reason);
   t_state.suspended = uninstall();
@@ -448,8 +459,14 @@ void suspend_region(const std::string& reason) {
 }
 
 void resume_region() {
+  if (t_state.suspended_without_rank) {
+    t_state.suspended_without_rank = false;
+    t_state.active_without_rank = true;
+    t_state.forward_graph = std::exchange(t_state.suspended_graph, 0);
+    return;
+  }
   if (!t_state.suspended) return;
-  if (t_state.region) throw std::logic_error("torch.compile: a region became active while another was suspended");
+  if (t_state.region) stop();  // a backward region the eager code ran ends first
   install(std::move(t_state.suspended));
   t_state.forward_graph = std::exchange(t_state.suspended_graph, 0);
 }

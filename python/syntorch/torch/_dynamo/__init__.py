@@ -50,7 +50,7 @@ def explain(fn, *extra_args, **extra_kwargs):
         c(*args, **kwargs)
         stats = c.last_stats
         reasons = [BreakReason(r) for r in stats["break_reasons"]]
-        return ExplainOutput(graph_count=stats["segments"], graph_break_count=len(reasons), break_reasons=reasons,
+        return ExplainOutput(graph_count=stats["graphs"], graph_break_count=len(reasons), break_reasons=reasons,
                              op_count=stats["ops"])
     if extra_args or extra_kwargs:
         return run(*extra_args, **extra_kwargs)

@@ -268,12 +268,15 @@ class CompiledFunction:
 
 
 def _concrete_sizes(args, kwargs):
-    """The tensors' actual sizes, in argument order (a dynamic graph's CUDA graphs are per sizes)."""
+    """The tensors' actual sizes and the ints' values, in argument order (a dynamic graph's CUDA
+    graphs are per sizes and ints, as cudagraph trees record them)."""
     out = []
 
     def walk(v):
         if isinstance(v, _syntorch.Tensor):
             out.append(tuple(v.shape))
+        elif isinstance(v, int):
+            out.append(v)
         elif isinstance(v, (list, tuple)):
             for x in v:
                 walk(x)
