@@ -77,15 +77,17 @@ class GPT(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
 
 
-def step_times_ms(compiled, hw, steps=5):
-    """The simulated time of each training step, in ms."""
+def step_times_ms(compiled, hw, steps=5, batch=12, **shape):
+    """The simulated time of each training step, in ms (`shape`: GPT's arguments, GPT-2 124M's by
+    default; a batch of `batch` sequences of its block size)."""
     syntorch.init(hw=hw)
-    model = GPT()
+    model = GPT(**shape)
     if compiled:
         model = torch.compile(model)
     opt = torch.optim.AdamW(model.parameters(), lr=6e-4, fused=True)
-    x = torch.randint(50304, (12, 1024))
-    y = torch.randint(50304, (12, 1024))
+    block = shape.get("block", 1024)
+    x = torch.randint(50304, (batch, block))
+    y = torch.randint(50304, (batch, block))
     times = []
     for _ in range(steps):
         torch.cuda.synchronize()

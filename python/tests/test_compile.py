@@ -201,3 +201,22 @@ def test_a_dynamic_graph_records_a_cuda_graph_per_size_and_replays_only_its_own_
     for _ in range(3):
         f(torch.randn(8, 64))
     assert f.last_stats["replayed"] and len(entry.runs) == 3 and len(entry.compiled_on) == 2
+
+
+def test_the_gpt2_example_compiles_faster_steps_after_a_slow_first_one():
+    """examples/torch_compile_gpt2.py, at a small size: the first compiled step holds the compile,
+    the later ones beat eager mode's."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("torch_compile_gpt2", ROOT / "examples" / "torch_compile_gpt2.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    shape = dict(dim=128, heads=4, layers=2, block=128)
+    eager = example.step_times_ms(False, config("a100_sxm4_80gb.json"), steps=3, batch=4, **shape)
+    compiled = example.step_times_ms(True, config("a100_sxm4_80gb.json"), steps=3, batch=4, **shape)
+    assert compiled[0] > 1000 * example_compile_floor_s() > eager[0]
+    assert compiled[2] < eager[2]
+
+
+def example_compile_floor_s():
+    """The least a first compiled training step costs: the forward and backward graphs' fixed parts."""
+    return 2 * torch._dynamo.eval_frame.COMPILE_COSTS["per_graph_s"]
