@@ -20,6 +20,15 @@ void bind_autograd(py::module_& m) {
       .def(py::init<bool>())
       .def("__enter__", &GradModeScope::enter)
       .def("__exit__", [](GradModeScope& s, py::args) { s.exit(); return false; });
+  m.def("autograd_grad", [](const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                            std::optional<std::vector<Tensor>> grad_outputs, bool retain_graph, bool allow_unused) {
+    const std::vector<Tensor> grads =
+        torch::autograd::grad(outputs, inputs, grad_outputs.value_or(std::vector<Tensor>{}), retain_graph, allow_unused);
+    py::list out;  // None for an input nothing reached (allow_unused)
+    for (const Tensor& g : grads) out.append(g.defined() ? py::cast(g) : py::none());
+    return out;
+  }, py::arg("outputs"), py::arg("inputs"), py::arg("grad_outputs"), py::arg("retain_graph"),
+        py::arg("allow_unused"), py::call_guard<RequireRun>());
   m.def("autograd_backward", [](const std::vector<Tensor>& tensors, std::optional<std::vector<Tensor>> grads,
                                 bool retain_graph) {
     torch::autograd::backward(tensors, grads.value_or(std::vector<Tensor>{}), retain_graph);

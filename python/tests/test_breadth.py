@@ -1132,3 +1132,27 @@ def test_integer_tensors_meet_python_floats_as_pytorch_promotes():
     with pytest.raises(TypeError):
         i + "a"
     syntorch.trace_manager.stats()
+
+
+def test_autograd_grad_returns_gradients_without_touching_grad():
+    syntorch.init(hw=config("h100_sxm5_80gb.json"))
+    x = torch.randn(8, 16, requires_grad=True)
+    w = torch.randn(16, 4, requires_grad=True)
+    y = (x @ w).tanh().sum()
+    (gx,) = torch.autograd.grad(y, x, retain_graph=True)
+    assert gx.shape == x.shape and x.grad is None and w.grad is None
+    gx, gw = torch.autograd.grad([y], [x, w], grad_outputs=[torch.ones_like(y)], retain_graph=True)
+    assert gw.shape == w.shape
+    other = torch.randn(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="allow_unused"):
+        torch.autograd.grad(y, [x, other], retain_graph=True)
+    gx, none = torch.autograd.grad(y, [x, other], retain_graph=True, allow_unused=True)
+    assert none is None
+    gx, zeros = torch.autograd.grad(y, [x, other], retain_graph=True, materialize_grads=True)
+    assert zeros.shape == (3,)
+    with pytest.raises(NotImplementedError, match="create_graph"):
+        torch.autograd.grad(y, x, create_graph=True)
+    # A gradient penalty's first half: the gradient's norm, then the usual backward.
+    (gx,) = torch.autograd.grad(y, x, grad_outputs=None)
+    with pytest.raises(RuntimeError):
+        y.backward()  # the graph was freed, as PyTorch's

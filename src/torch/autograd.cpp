@@ -10,6 +10,8 @@
 #include <limits>
 #include <queue>
 #include <unordered_map>
+#include <unordered_set>
+#include <utility>
 
 #include "grad.hpp"
 #include "syntorch/torch/autocast.hpp"
@@ -26,6 +28,9 @@ namespace {
 // and each numbers its nodes alone (deterministic however the threads interleave).
 thread_local bool t_grad_enabled = true;
 thread_local std::uint64_t t_next_sequence_nr = 0;
+// Per thread, as the engine run it belongs to: under torch.autograd.grad, the nodes on a path to
+// an input asked for (null otherwise).
+thread_local const std::unordered_set<Node*>* t_wanted = nullptr;
 
 // A leaf's gradient sink: the first gradient becomes its .grad (kept as it is when nothing else
 // holds it, as PyTorch steals it, and filed under gradients), later ones are added in place.
@@ -126,6 +131,11 @@ Edge edge_to(const Tensor& t) {
   return {std::move(acc), 0, dtype};
 }
 
+bool Node::needs_input_grad(std::size_t i) const {
+  if (i >= next_edges.size() || !next_edges[i].valid()) return false;
+  return t_wanted == nullptr || t_wanted->count(next_edges[i].fn.get()) != 0;
+}
+
 void Node::throw_released() const {
   detail::fail("{}: Trying to backward through the graph a second time (or directly access saved tensors after they "
                "have already been freed). Specify retain_graph=True if you need to backward through the graph a "
@@ -177,7 +187,13 @@ void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& gra
   backward(roots, retain_graph);
 }
 
-void backward(const std::vector<std::pair<Edge, Tensor>>& roots, bool retain_graph) {
+namespace {
+
+// The engine. With `captures` (torch.autograd.grad), the gradient arriving at each captured edge is
+// kept in `captured` instead of flowing on: only nodes on a path to a captured edge run, and no
+// leaf's .grad changes.
+void run_engine(const std::vector<std::pair<Edge, Tensor>>& roots, bool retain_graph, std::span<const Edge> captures,
+                std::vector<Tensor>* captured) {
   NoGradGuard no_grad;
   // A compiled graph's backward region ends with the run (launching what it holds); on an error,
   // what it holds is launched as it stands.
@@ -212,18 +228,41 @@ void backward(const std::vector<std::pair<Edge, Tensor>>& roots, bool retain_gra
       stack.push_back(e.fn.get());
     }
   }
+  const bool capturing = captured != nullptr;
+  std::unordered_map<Node*, std::vector<Node*>> parents;  // capturing: who delivers to each node
   while (!stack.empty()) {
     Node* n = stack.back();
     stack.pop_back();
     for (const Edge& e : n->next_edges) {
       if (!e.valid()) continue;
       ++pending[e.fn.get()].waiting;
+      if (capturing) parents[e.fn.get()].push_back(n);
       if (!seen[e.fn.get()]) {
         seen[e.fn.get()] = true;
         stack.push_back(e.fn.get());
       }
     }
   }
+  // Capturing: the nodes from which a captured edge can be reached (the ones worth running).
+  std::unordered_set<Node*> leads_to_capture;
+  if (capturing) {
+    std::vector<Node*> todo;
+    for (const Edge& c : captures) {
+      if (c.valid() && leads_to_capture.insert(c.fn.get()).second) todo.push_back(c.fn.get());
+    }
+    while (!todo.empty()) {
+      Node* n = todo.back();
+      todo.pop_back();
+      for (Node* p : parents[n]) {
+        if (leads_to_capture.insert(p).second) todo.push_back(p);
+      }
+    }
+  }
+  struct Wanted {  // nodes' needs_input_grad honours the captures while this run lasts
+    const std::unordered_set<Node*>* previous;
+    explicit Wanted(const std::unordered_set<Node*>* w) : previous(std::exchange(t_wanted, w)) {}
+    ~Wanted() { t_wanted = previous; }
+  } wanted(capturing ? &leads_to_capture : nullptr);
   // Ready nodes, the most recently recorded first (PyTorch's order on one device).
   auto later = [](const std::shared_ptr<Node>& a, const std::shared_ptr<Node>& b) {
     return a->sequence_nr() < b->sequence_nr();
@@ -266,10 +305,22 @@ void backward(const std::vector<std::pair<Edge, Tensor>>& roots, bool retain_gra
     Pending p = std::move(pending[n.get()]);
     pending.erase(n.get());
     std::vector<Tensor> out;
+    const bool accumulate = dynamic_cast<const AccumulateGrad*>(n.get()) != nullptr;
+    if (capturing) {
+      for (std::size_t i = 0; i < captures.size(); ++i) {
+        if (captures[i].fn.get() == n.get() && captures[i].input_nr < p.grads.size()) {
+          (*captured)[i] = p.grads[captures[i].input_nr];
+        }
+      }
+      // Run only what leads to another captured edge; a leaf's accumulation never.
+      const bool onward = !accumulate && std::any_of(n->next_edges.begin(), n->next_edges.end(), [&](const Edge& e) {
+        return e.valid() && leads_to_capture.count(e.fn.get()) != 0;
+      });
+      if (!onward) continue;
+    }
     const bool any = std::any_of(p.grads.begin(), p.grads.end(), [](const Tensor& g) { return g.defined(); });
     // A compiled graph's nodes run as its backward region (gradient accumulation into leaves is
     // the engine's, outside the graph, and does not end it).
-    const bool accumulate = dynamic_cast<const AccumulateGrad*>(n.get()) != nullptr;
     if (!accumulate) compile::backward_enter(n->compiled_graph());
     if (any && compile::in_backward_region()) {
       std::vector<Tensor> reads = p.grads;
@@ -291,6 +342,57 @@ void backward(const std::vector<std::pair<Edge, Tensor>>& roots, bool retain_gra
     out.clear();
   }
   compile::backward_leave();
+}
+
+}  // namespace
+
+void backward(const std::vector<std::pair<Edge, Tensor>>& roots, bool retain_graph) {
+  run_engine(roots, retain_graph, {}, nullptr);
+}
+
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs, bool retain_graph, bool allow_unused) {
+  if (!grad_outputs.empty() && grad_outputs.size() != outputs.size()) {
+    detail::fail("grad: got {} outputs and {} grad_outputs", outputs.size(), grad_outputs.size());
+  }
+  std::vector<std::pair<Edge, Tensor>> roots;
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const Tensor& t = outputs[i];
+    detail::check_defined(t, "grad", "outputs");
+    const detail::AutogradMeta* m = detail::autograd_meta_if(t);
+    if (!m || !m->requires_grad) {
+      detail::fail("grad: element {} of tensors does not require grad and does not have a grad_fn", i);
+    }
+    Tensor g = grad_outputs.empty() ? Tensor() : grad_outputs[i];
+    if (!g.defined()) {
+      if (t.numel() != 1) detail::fail("grad: grad can be implicitly created only for scalar outputs (got {})",
+                                       format_sizes(t.sizes()));
+      g = ones_like(t);
+    } else if (g.sizes() != t.sizes()) {
+      detail::fail("grad: Mismatch in shape: grad_output[{}] has a shape of {} and output[{}] has a shape of {}", i,
+                   format_sizes(g.sizes()), i, format_sizes(t.sizes()));
+    }
+    roots.emplace_back(edge_to(t), std::move(g));
+  }
+  std::vector<Edge> captures;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    detail::check_defined(inputs[i], "grad", "inputs");
+    if (!inputs[i].requires_grad()) detail::fail("grad: One of the differentiated Tensors does not require grad");
+    captures.push_back(edge_to(inputs[i]));
+  }
+  std::vector<Tensor> captured(inputs.size());
+  run_engine(roots, retain_graph, captures, &captured);
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (!captured[i].defined()) {
+      if (!allow_unused) {
+        detail::fail("grad: One of the differentiated Tensors appears to not have been used in the graph. Set "
+                     "allow_unused=True if this is the desired behavior.");
+      }
+    } else if (captured[i].sizes() != inputs[i].sizes()) {
+      captured[i] = captured[i].reshape(inputs[i].sizes());
+    }
+  }
+  return captured;
 }
 
 }  // namespace autograd

@@ -54,6 +54,39 @@ TEST(Autograd, LinearBackwardIsTwoGemmsAndABiasSumSkippingWhatNeedsNoGradient) {
   EXPECT_EQ(linear->bias.grad().sizes(), (std::vector<std::int64_t>{32}));
 }
 
+TEST(Autograd, GradReturnsGradientsWithoutTouchingGradAndRunsOnlyWhatLeadsToTheInputs) {
+  FakeRank rank;
+  runtime::RankGuard guard(&rank);
+  auto x = torch::empty({16, 32}).requires_grad_();
+  auto w = torch::empty({32, 8}).requires_grad_();
+  auto h = torch::matmul(x, w);
+  auto loss = torch::sum(torch::tanh(h));
+  const std::size_t before = rank.launches.size();
+  const auto g = torch::autograd::grad({loss}, {x}, {}, /*retain_graph=*/true);
+  ASSERT_EQ(g.size(), 1u);
+  ASSERT_TRUE(g[0].defined());
+  EXPECT_EQ(g[0].sizes(), x.sizes());
+  EXPECT_FALSE(x.grad().defined());
+  EXPECT_FALSE(w.grad().defined());
+  // tanh's backward and one GEMM (x's gradient), not w's.
+  std::size_t gemms = 0;
+  for (std::size_t i = before; i < rank.launches.size(); ++i) gemms += rank.launches[i].op.kind == OpKind::gemm ? 1 : 0;
+  EXPECT_EQ(gemms, 1u);
+  // A non-leaf input and a leaf behind it, together.
+  const auto both = torch::autograd::grad({loss}, {h, w}, {}, /*retain_graph=*/true);
+  EXPECT_EQ(both[0].sizes(), h.sizes());
+  EXPECT_EQ(both[1].sizes(), w.sizes());
+  // An input the output does not depend on.
+  auto unused = torch::empty({4}).requires_grad_();
+  EXPECT_THROW((void)torch::autograd::grad({loss}, {unused}, {}, true), torch::Error);
+  const auto none = torch::autograd::grad({loss}, {unused}, {}, true, /*allow_unused=*/true);
+  EXPECT_FALSE(none[0].defined());
+  EXPECT_THROW((void)torch::autograd::grad({loss}, {torch::empty({2})}), torch::Error);  // needs no grad
+  // Without retain_graph the graph's saved tensors go, as backward's.
+  (void)torch::autograd::grad({loss}, {x});
+  EXPECT_THROW(loss.backward(), torch::Error);
+}
+
 TEST(Autograd, ATrainingStepDoesThreeTimesTheForwardsMatrixFlops) {
   FakeRank rank;
   runtime::RankGuard guard(&rank);

@@ -49,8 +49,9 @@ class Node {
   virtual void saved_tensors(std::vector<Tensor>& out) const { (void)out; }
 
   std::string_view name() const { return name_; }  // "MmBackward0", as PyTorch names them
-  // Whether input `i`'s gradient is wanted (its edge leads somewhere).
-  bool needs_input_grad(std::size_t i) const { return i < next_edges.size() && next_edges[i].valid(); }
+  // Whether input `i`'s gradient is wanted (its edge leads somewhere; under torch.autograd.grad,
+  // somewhere on the way to an input asked for).
+  bool needs_input_grad(std::size_t i) const;
   // The error of a backward through a graph whose saved tensors were freed.
   [[noreturn]] void throw_released() const;
   std::uint64_t sequence_nr() const { return sequence_nr_; }
@@ -100,6 +101,13 @@ void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& gra
 // The same from the histories alone (edge_to of each tensor), each with its gradient: what a
 // pipeline stage keeps of an output it has sent on and freed (Megatron's deallocate_output_tensor).
 void backward(const std::vector<std::pair<Edge, Tensor>>& roots, bool retain_graph = false);
+// torch.autograd.grad: the gradients of `outputs` (each a scalar when its grad_outputs entry is
+// missing) with respect to `inputs`, returned in their order without touching any .grad; only
+// the nodes on a path to an input run. An input the outputs do not depend on gets an undefined
+// tensor with allow_unused, else an error.
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs = {}, bool retain_graph = false,
+                         bool allow_unused = false);
 
 // For the torch layer's ops and custom backward functions (parallel layers): whether an op over
 // `inputs` records a node (grad mode on and an input requires grad) ...

@@ -21,6 +21,38 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
                                 bool(retain_graph))
 
 
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
+         allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """The gradients of `outputs` with respect to `inputs`, as a tuple in their order, without
+    touching any .grad: only the backward nodes on a path to an input run (their kernels on the
+    simulated device). An input the outputs do not reach is None with allow_unused=True (zeros
+    with materialize_grads=True), else a RuntimeError."""
+    if create_graph:
+        raise NotImplementedError("torch.autograd.grad: argument 'create_graph' (higher-order gradients) is not "
+                                  "supported")
+    if is_grads_batched:
+        raise NotImplementedError("torch.autograd.grad: argument 'is_grads_batched' is not supported")
+    single = isinstance(inputs, _syntorch.Tensor)
+    outputs = [outputs] if isinstance(outputs, _syntorch.Tensor) else list(outputs)
+    inputs = [inputs] if single else list(inputs)
+    if isinstance(grad_outputs, _syntorch.Tensor):
+        grad_outputs = [grad_outputs]
+    if grad_outputs is not None:
+        grad_outputs = list(grad_outputs)
+        if any(g is None for g in grad_outputs):
+            if not all(o.numel() == 1 for o, g in zip(outputs, grad_outputs) if g is None):
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            import syntorch.torch as torch
+            grad_outputs = [torch.ones_like(o) if g is None else g for o, g in zip(outputs, grad_outputs)]
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    grads = _syntorch.autograd_grad(outputs, inputs, grad_outputs, bool(retain_graph), bool(allow_unused))
+    if materialize_grads:
+        import syntorch.torch as torch
+        grads = [torch.zeros_like(x) if g is None else g for x, g in zip(inputs, grads)]
+    return tuple(grads)
+
+
 class FunctionCtx:
     """What forward leaves for backward: saved tensors, which inputs need a gradient, and any
     attribute the function sets on it."""
