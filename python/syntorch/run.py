@@ -22,7 +22,9 @@ _SUBMODULES = ("nn", "nn.functional", "nn.init", "nn.utils", "nn.attention", "nn
                "utils.checkpoint", "utils.data", "utils.data.distributed", "utils.data.dataloader",
                "serialization", "jit", "compiler", "backends.mps", "utils._pytree", "linalg",
                "distributions", "nn.utils.rnn", "multiprocessing", "hub", "accelerator",
-               "utils.tensorboard", "_dynamo", "_dynamo.config", "_dynamo.exc", "_inductor", "_inductor.config")
+               "utils.tensorboard", "_dynamo", "_dynamo.config", "_dynamo.exc", "_inductor", "_inductor.config",
+               "distributed._functional_collectives", "distributed.algorithms",
+               "distributed.algorithms._checkpoint", "distributed.algorithms._checkpoint.checkpoint_wrapper")
 _XPURUNTIME = ("", ".pytorch", ".pytorch.ops")
 
 

@@ -478,3 +478,52 @@ def test_a_runs_chakra_trace_replays_from_python_as_from_the_cli():
         syntorch.replay(et.replace("run.et", "none.et"))
     with pytest.raises(ValueError, match="framework"):
         syntorch.replay(et, framework="jax")
+
+
+def test_functional_collectives_and_the_checkpoint_wrapper():
+    import syntorch.torch.distributed as dist
+    import syntorch.torch.distributed._functional_collectives as funcol
+    from syntorch.torch.distributed.algorithms._checkpoint import checkpoint_wrapper as cw
+    seen = {}
+
+    def program(rank):
+        dist.init_process_group("nccl")
+        group = dist.new_group([0, 1])
+        x = torch.randn(4, 6)
+        y = funcol.wait_tensor(funcol.all_reduce(x, "sum", group))
+        g = funcol.all_gather_tensor(x, 0, group)
+        r = funcol.reduce_scatter_tensor(x, "avg", 1, group)
+        a, b = funcol.all_reduce_coalesced([x, x], "max", group)
+        (c,) = funcol.all_gather_into_tensor_coalesced([x], group)
+        seen[rank] = (y.shape, g.shape, r.shape, a.shape, c.shape, y is x)
+        with pytest.raises(ValueError, match="reduceOp"):
+            funcol.all_reduce(x, "median", group)
+        with pytest.raises(RuntimeError, match="does not divide"):
+            funcol.reduce_scatter_tensor(torch.randn(3), "sum", 0, group)
+        with pytest.raises(NotImplementedError, match="ProcessGroup"):
+            funcol.all_reduce(x, "sum", [0, 1])
+        dist.destroy_process_group()
+
+    stats = syntorch.launch(program, 2, hw=DGX, console=False)
+    assert seen[0] == ((4, 6), (8, 6), (4, 3), (4, 6), (8, 6), False) and stats["kernels"] > 0
+
+    # The wrapper: the wrapped block's activations recomputed in the backward, names unchanged.
+    syntorch.init(hw=DGX)
+    model = nn.Sequential(nn.Linear(32, 64), nn.GELU(), nn.Linear(64, 32))
+    names = [n for n, _ in model.named_parameters()]
+    wrapped = cw.apply_activation_checkpointing(model, check_fn=lambda m: isinstance(m, nn.Linear))
+    assert isinstance(model[0], cw.CheckpointWrapper) and model[0].out_features == 64
+    assert [n for n, _ in wrapped.named_parameters()] == names == list(wrapped.state_dict())
+    wrapped(torch.randn(4, 32, requires_grad=True)).sum().backward()
+    assert model[0].weight.grad is not None
+    block = cw.checkpoint_wrapper(nn.Linear(8, 8), checkpoint_impl=cw.CheckpointImpl.REENTRANT)
+    assert block(torch.randn(2, 8)).shape == (2, 8)
+    calls = []
+    custom = cw.checkpoint_wrapper(nn.Linear(8, 8), checkpoint_fn=lambda m, *a: calls.append(1) or m(*a))
+    custom(torch.randn(2, 8))
+    assert calls == [1]
+    with pytest.raises(TypeError):
+        cw.checkpoint_wrapper(lambda x: x)
+    with pytest.raises(NotImplementedError, match="auto_wrap_policy"):
+        cw.apply_activation_checkpointing(model, auto_wrap_policy=object())
+    syntorch.trace_manager.stats()

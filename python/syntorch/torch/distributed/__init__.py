@@ -229,3 +229,7 @@ def reduce(tensor, dst, op=ReduceOp.SUM, group=None, async_op=False):
     if g is not None:
         _syntorch.dist_reduce(tensor, g, root)
     return _done(async_op)
+
+
+from . import _functional_collectives  # noqa: E402,F401
+from . import algorithms  # noqa: E402,F401

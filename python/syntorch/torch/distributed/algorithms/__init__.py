@@ -1,0 +1,3 @@
+"""torch.distributed.algorithms: activation checkpointing's module wrapper (_checkpoint)."""
+
+from . import _checkpoint  # noqa: F401
