@@ -161,30 +161,42 @@ Tensor saved(const Tensor& t) {
   return detail::make_view(t, s.sizes, s.strides, s.offset);
 }
 
-void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& grad_tensors, bool retain_graph) {
-  if (!grad_tensors.empty() && grad_tensors.size() != tensors.size()) {
-    detail::fail("backward: got {} tensors and {} gradients", tensors.size(), grad_tensors.size());
+namespace {
+
+// The roots of a backward run from `tensors` and their gradients (each a scalar's ones where
+// `grads` is empty or has an undefined one), checked and named as `op` (backward, grad) names its
+// arguments: `tensors_arg` and `grads_arg`.
+std::vector<std::pair<Edge, Tensor>> roots_of(const std::vector<Tensor>& tensors, const std::vector<Tensor>& grads,
+                                              const char* op, const char* tensors_arg, const char* grads_arg) {
+  if (!grads.empty() && grads.size() != tensors.size()) {
+    detail::fail("{}: got {} {} and {} {}", op, tensors.size(), tensors_arg, grads.size(), grads_arg);
   }
   std::vector<std::pair<Edge, Tensor>> roots;
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i];
-    detail::check_defined(t, "backward", "tensors");
+    detail::check_defined(t, op, tensors_arg);
     const detail::AutogradMeta* m = detail::autograd_meta_if(t);
     if (!m || !m->requires_grad) {
-      detail::fail("backward: element {} of tensors does not require grad and does not have a grad_fn", i);
+      detail::fail("{}: element {} of tensors does not require grad and does not have a grad_fn", op, i);
     }
-    Tensor g = grad_tensors.empty() ? Tensor() : grad_tensors[i];
+    Tensor g = grads.empty() ? Tensor() : grads[i];
     if (!g.defined()) {
-      if (t.numel() != 1) detail::fail("backward: grad can be implicitly created only for scalar outputs (got {})",
+      if (t.numel() != 1) detail::fail("{}: grad can be implicitly created only for scalar outputs (got {})", op,
                                        format_sizes(t.sizes()));
       g = ones_like(t);
     } else if (g.sizes() != t.sizes()) {
-      detail::fail("backward: Mismatch in shape: grad_output[{}] has a shape of {} and output[{}] has a shape of {}", i,
+      detail::fail("{}: Mismatch in shape: grad_output[{}] has a shape of {} and output[{}] has a shape of {}", op, i,
                    format_sizes(g.sizes()), i, format_sizes(t.sizes()));
     }
     roots.emplace_back(edge_to(t), std::move(g));
   }
-  backward(roots, retain_graph);
+  return roots;
+}
+
+}  // namespace
+
+void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& grad_tensors, bool retain_graph) {
+  backward(roots_of(tensors, grad_tensors, "backward", "tensors", "gradients"), retain_graph);
 }
 
 namespace {
@@ -352,28 +364,7 @@ void backward(const std::vector<std::pair<Edge, Tensor>>& roots, bool retain_gra
 
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
                          const std::vector<Tensor>& grad_outputs, bool retain_graph, bool allow_unused) {
-  if (!grad_outputs.empty() && grad_outputs.size() != outputs.size()) {
-    detail::fail("grad: got {} outputs and {} grad_outputs", outputs.size(), grad_outputs.size());
-  }
-  std::vector<std::pair<Edge, Tensor>> roots;
-  for (std::size_t i = 0; i < outputs.size(); ++i) {
-    const Tensor& t = outputs[i];
-    detail::check_defined(t, "grad", "outputs");
-    const detail::AutogradMeta* m = detail::autograd_meta_if(t);
-    if (!m || !m->requires_grad) {
-      detail::fail("grad: element {} of tensors does not require grad and does not have a grad_fn", i);
-    }
-    Tensor g = grad_outputs.empty() ? Tensor() : grad_outputs[i];
-    if (!g.defined()) {
-      if (t.numel() != 1) detail::fail("grad: grad can be implicitly created only for scalar outputs (got {})",
-                                       format_sizes(t.sizes()));
-      g = ones_like(t);
-    } else if (g.sizes() != t.sizes()) {
-      detail::fail("grad: Mismatch in shape: grad_output[{}] has a shape of {} and output[{}] has a shape of {}", i,
-                   format_sizes(g.sizes()), i, format_sizes(t.sizes()));
-    }
-    roots.emplace_back(edge_to(t), std::move(g));
-  }
+  const std::vector<std::pair<Edge, Tensor>> roots = roots_of(outputs, grad_outputs, "grad", "outputs", "grad_outputs");
   std::vector<Edge> captures;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     detail::check_defined(inputs[i], "grad", "inputs");
