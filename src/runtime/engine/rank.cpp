@@ -229,7 +229,9 @@ void Rank::set_policy(const KernelPolicy& policy) {
   lowered_.clear();
   // Generated kernels lowered under the old policy: kept (queued launches may point to them), not
   // found again.
-  for (auto& [name, kernels] : named_) own_.push_back(std::move(kernels));
+  for (auto& [op, by_name] : named_) {
+    for (auto& [name, kernels] : by_name) own_.push_back(std::move(kernels));
+  }
   named_.clear();
   own_dispatcher_ = std::move(dispatcher);
 }
@@ -237,11 +239,11 @@ void Rank::set_policy(const KernelPolicy& policy) {
 // A generated kernel (OpKind::fused) is shown under the name its compiler gave it: its lowering
 // copied once per name and shape.
 const std::vector<LoweredKernel>& Rank::lower_named(const OpDesc& op, std::string_view name) {
-  std::string key = fmt::format("{}|{}", name, op.describe());
-  if (const auto it = named_.find(key); it != named_.end()) return *it->second;
+  ByName& by_name = named_[op];
+  if (const auto it = by_name.find(name); it != by_name.end()) return *it->second;
   auto copy = std::make_unique<LoweredKernels>(lower(op));
   for (LoweredKernel& k : *copy) k.kernel.name = std::string(name);
-  return *named_.emplace(std::move(key), std::move(copy)).first->second;
+  return *by_name.emplace(std::string(name), std::move(copy)).first->second;
 }
 
 void Rank::launch(const OpDesc& op, std::string_view name) {

@@ -16,6 +16,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <functional>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
@@ -252,8 +253,14 @@ class Rank final : public RankContext {
   // launched actions may point to it, across later policies too).
   std::unique_ptr<Dispatcher> own_dispatcher_;
   std::vector<std::unique_ptr<LoweredKernels>> own_;
-  // Generated kernels' lowerings under their compiler's names (lower_named), by name and shape.
-  std::unordered_map<std::string, std::unique_ptr<LoweredKernels>> named_;
+  // Generated kernels' lowerings under their compiler's names (lower_named), by shape, then name
+  // (looked up by string_view: a launch allocates nothing).
+  struct NameHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  using ByName = std::unordered_map<std::string, std::unique_ptr<LoweredKernels>, NameHash, std::equal_to<>>;
+  std::unordered_map<OpDesc, ByName, OpDescHash> named_;
   std::unordered_map<CommCall, std::unique_ptr<const CommCall>, CommCallHash> calls_;
   std::map<std::pair<const void*, const void*>, std::unique_ptr<OpRecord>> op_records_;  // by (name, what)
   struct StringHash {
