@@ -33,6 +33,16 @@ void bind_compile(py::module_& m) {
       py::arg("graph_id"), py::arg("name"), py::arg("compiling"), py::arg("cuda_graph"), py::arg("replay_graph"), py::arg("replay_plan_hash"),
       py::arg("per_graph_s"), py::arg("per_op_s"), py::arg("per_kernel_s"), py::arg("max_fusion_size"));
   m.def("_compile_break", &compile::graph_break, py::arg("reason"));
+  // The model's defaults, stated once (compile.hpp): the front end's settings start from them.
+  m.def("_compile_defaults", [] {
+    const compile::CompileCosts costs;
+    py::dict d;
+    d["per_graph_s"] = costs.per_graph_s;
+    d["per_op_s"] = costs.per_op_s;
+    d["per_kernel_s"] = costs.per_kernel_s;
+    d["max_fusion_size"] = compile::FusionOptions{}.max_fusion_size;
+    return d;
+  });
   m.def("_compile_active", &compile::in_region);
   m.def("_compile_suspend", &compile::suspend_region, py::arg("reason"));
   m.def("_compile_resume", &compile::resume_region);

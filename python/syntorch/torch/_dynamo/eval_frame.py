@@ -27,8 +27,9 @@ from .exc import InvalidBackend, Unsupported
 
 # The host's cost of compiling, as syntorch models it (seconds): a fixed part per graph (tracing,
 # AOTAutograd's partitioning, the wrapper's code), a part per traced op, and one per generated
-# kernel (Triton's code generation and compile, in parallel workers).
-COMPILE_COSTS = {"per_graph_s": 0.8, "per_op_s": 0.004, "per_kernel_s": 0.03}
+# kernel (Triton's code generation and compile, in parallel workers). The C++ layer's defaults
+# (torch/compile.hpp CompileCosts); a program may change them.
+COMPILE_COSTS = {k: v for k, v in _syntorch._compile_defaults().items() if k != "max_fusion_size"}
 
 _BACKENDS = ("inductor", "cudagraphs", "eager", "aot_eager")
 _MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -53,24 +54,28 @@ _next_graph = [1]
 _lock = threading.Lock()
 
 
-def graph_break_at(what):
-    """A graph break the front end sees (a value read, a disabled function): flushes the active
-    region, or raises under fullgraph=True. Nothing outside a compiled region."""
+def _allow_break(what):
+    """Whether a graph break is due here (inside a compiled region), counted; raises under
+    fullgraph=True."""
     if not _syntorch._compile_active():
-        return
+        return False
     if _local.fullgraph and _local.fullgraph[-1]:
         raise Unsupported(f"{what}: a graph break inside a function compiled with fullgraph=True")
     _count("graph_break", what)
-    _syntorch._compile_break(what)
+    return True
+
+
+def graph_break_at(what):
+    """A graph break the front end sees (a value read): flushes the active region. Nothing
+    outside a compiled region."""
+    if _allow_break(what):
+        _syntorch._compile_break(what)
 
 
 def run_eagerly(what, fn, args, kwargs):
     """fn outside the graph (torch.compiler.disable): a graph break before it, its ops eager."""
-    if not _syntorch._compile_active():
+    if not _allow_break(what):
         return fn(*args, **kwargs)
-    if _local.fullgraph and _local.fullgraph[-1]:
-        raise Unsupported(f"{what}: a graph break inside a function compiled with fullgraph=True")
-    _count("graph_break", what)
     _syntorch._compile_suspend(what)
     _local.suspended += 1
     try:

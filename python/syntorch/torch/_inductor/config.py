@@ -1,7 +1,9 @@
 """torch._inductor.config: settings scripts set before compiling. syntorch models Inductor's fusion
 (max_fusion_size) and CUDA graphs (triton.cudagraphs); the others are kept and change nothing."""
 
-max_fusion_size = 64
+import _syntorch
+
+max_fusion_size = _syntorch._compile_defaults()["max_fusion_size"]  # the C++ layer's (FusionOptions)
 coordinate_descent_tuning = False
 epilogue_fusion = True
 max_autotune = False
