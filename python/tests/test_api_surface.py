@@ -514,6 +514,7 @@ def test_functional_collectives_and_the_checkpoint_wrapper():
     wrapped = cw.apply_activation_checkpointing(model, check_fn=lambda m: isinstance(m, nn.Linear))
     assert isinstance(model[0], cw.CheckpointWrapper) and model[0].out_features == 64
     assert [n for n, _ in wrapped.named_parameters()] == names == list(wrapped.state_dict())
+    assert not wrapped.load_state_dict(wrapped.state_dict()).missing_keys  # and back, by the same names
     wrapped(torch.randn(4, 32, requires_grad=True)).sum().backward()
     assert model[0].weight.grad is not None
     block = cw.checkpoint_wrapper(nn.Linear(8, 8), checkpoint_impl=cw.CheckpointImpl.REENTRANT)

@@ -91,6 +91,10 @@ class _IncompatibleKeys(tuple):
 
 
 class Module:
+    # A wrapper whose children's names are its own (checkpoint_wrapper's): in named_modules,
+    # named_parameters and state dicts (saving and loading) its children stand under its name.
+    _transparent_children = False
+
     def __init__(self):
         object.__setattr__(self, "_parameters", OrderedDict())
         object.__setattr__(self, "_buffers", OrderedDict())
@@ -247,7 +251,8 @@ class Module:
         yield prefix, self
         for name, m in self._modules.items():
             if m is not None:
-                yield from m.named_modules(memo, f"{prefix}.{name}" if prefix else name, remove_duplicate)
+                child = prefix if self._transparent_children else (f"{prefix}.{name}" if prefix else name)
+                yield from m.named_modules(memo, child, remove_duplicate)
 
     def modules(self):
         for _, m in self.named_modules():
@@ -333,7 +338,8 @@ class Module:
                 destination[prefix + name] = t if keep_vars else t.detach()
         for name, m in self._modules.items():
             if m is not None:
-                m.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
+                child = prefix if self._transparent_children else prefix + name + "."
+                m.state_dict(destination=destination, prefix=child, keep_vars=keep_vars)
         for hook in list(self._state_dict_hooks.values()):
             result = hook(self, destination, prefix, {})
             if result is not None:
@@ -380,7 +386,7 @@ class Module:
                         t.copy_(value)
             for name, m in module._modules.items():
                 if m is not None:
-                    load(m, prefix + name + ".")
+                    load(m, prefix if module._transparent_children else prefix + name + ".")
 
         load(self, "")
         expected = set(self.state_dict(keep_vars=True).keys())

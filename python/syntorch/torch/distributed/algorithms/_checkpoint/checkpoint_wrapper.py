@@ -17,6 +17,8 @@ class CheckpointImpl(enum.Enum):
 
 
 class CheckpointWrapper(nn.Module):
+    _transparent_children = True  # the wrapped module's names are the wrapper's
+
     def __init__(self, mod, checkpoint_impl=CheckpointImpl.NO_REENTRANT, checkpoint_fn=None, **checkpoint_fn_kwargs):
         super().__init__()
         if not isinstance(mod, nn.Module):
@@ -43,20 +45,6 @@ class CheckpointWrapper(nn.Module):
             return self._checkpoint_fn(mod, *args, **self._checkpoint_fn_kwargs, **kwargs)
         reentrant = self.checkpoint_impl == CheckpointImpl.REENTRANT
         return _checkpoint(mod, *args, use_reentrant=reentrant, **self._checkpoint_fn_kwargs, **kwargs)
-
-    # The wrapper adds no level to names: the wrapped module's own appear under the wrapper's.
-    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
-        if memo is None:
-            memo = set()
-        if remove_duplicate:
-            if id(self) in memo:
-                return
-            memo.add(id(self))
-        yield prefix, self
-        yield from self._modules[_WRAPPED].named_modules(memo, prefix, remove_duplicate)
-
-    def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
-        return self._modules[_WRAPPED].state_dict(*args, destination=destination, prefix=prefix, keep_vars=keep_vars)
 
 
 def checkpoint_wrapper(module, checkpoint_impl=CheckpointImpl.NO_REENTRANT, checkpoint_fn=None,
