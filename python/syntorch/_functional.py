@@ -166,8 +166,6 @@ def _install_import_hook():
     builtins.__import__ = hook
 
 
-
-
 # --- the mode ---
 
 def enable(limit_bytes=None):
@@ -593,7 +591,6 @@ def _compute(op, real_fn, args, kwargs, out, inplace=False, result=False, cast=T
     same = () if target is not None else {a._serial for a in args if isinstance(a, _syntorch.Tensor)}
     _attach_out(out, rout, op, same)
     return None
-
 
 
 def _inplace_position(fn):
