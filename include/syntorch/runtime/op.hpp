@@ -59,6 +59,9 @@ std::string_view op_name(OpKind k);
 std::optional<OpKind> parse_op(std::string_view name);
 std::vector<std::string> op_names();
 bool is_collective(OpKind k);  // moves data between devices (collectives and send/recv)
+// Whether k's kernels take the name each launch gives them (a compiler's generated kernels, which
+// have no name of their own) rather than their lowering's.
+bool kernels_named_by_launch(OpKind k);
 
 // Shapes of every op kind in one plain struct; each kind reads its own fields (its parameters).
 struct OpDesc {

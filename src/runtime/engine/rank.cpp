@@ -236,8 +236,8 @@ void Rank::set_policy(const KernelPolicy& policy) {
   own_dispatcher_ = std::move(dispatcher);
 }
 
-// A generated kernel (OpKind::fused) is shown under the name its compiler gave it: its lowering
-// copied once per name and shape.
+// A kernel named by its launch (OpType::kernels_named_by_launch: a compiler's generated kernels)
+// is shown under that name: its lowering copied once per shape and name.
 const std::vector<LoweredKernel>& Rank::lower_named(const OpDesc& op, std::string_view name) {
   ByName& by_name = named_[op];
   if (const auto it = by_name.find(name); it != by_name.end()) return *it->second;
@@ -247,7 +247,7 @@ const std::vector<LoweredKernel>& Rank::lower_named(const OpDesc& op, std::strin
 }
 
 void Rank::launch(const OpDesc& op, std::string_view name) {
-  const std::vector<LoweredKernel>& kernels = op.kind == OpKind::fused ? lower_named(op, name) : lower(op);
+  const std::vector<LoweredKernel>& kernels = kernels_named_by_launch(op.kind) ? lower_named(op, name) : lower(op);
   const OpRecord* record = tracer_ ? op_record(name, &kernels, &op, [] { return std::string(); }) : nullptr;
   for (std::size_t i = 0; i < kernels.size(); ++i) {
     os::HostAction a = launch_action(os::work_item<&Rank::start_kernel>(this, &kernels[i]), current_stream_);

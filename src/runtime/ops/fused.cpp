@@ -44,6 +44,7 @@ extern constinit const OpType fused_op{
                                       op.bytes, op.written_bytes));
           return std::vector<Kernel>{std::move(k)};
         },
+    .kernels_named_by_launch = true,
 };
 
 }  // namespace syntorch::runtime::ops

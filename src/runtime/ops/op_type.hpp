@@ -59,6 +59,9 @@ struct OpType {
   double (*min_bytes)(const OpDesc&) = nullptr;
   // Kernels on one device, in launch order; nullptr for communication (collective algorithms).
   std::vector<Kernel> (*lower)(const OpDesc&, const detail::LowerContext&) = nullptr;
+  // Its kernels take the name each launch gives them (a compiler's generated kernels, which have
+  // no name of their own), not the lowering's.
+  bool kernels_named_by_launch = false;
 };
 
 // The table (registry.cpp), indexed by OpKind.

@@ -41,6 +41,7 @@ std::vector<std::string> op_names() {
 }
 
 bool is_collective(OpKind k) { return op_type(k).op_class == OpClass::communication; }
+bool kernels_named_by_launch(OpKind k) { return op_type(k).kernels_named_by_launch; }
 
 double element_bytes(DType t) { return dtype_bits(t) / 8.0; }
 
