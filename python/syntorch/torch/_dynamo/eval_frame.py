@@ -96,22 +96,27 @@ class _Entry:
         self.breaks = False
 
 
-def _spec(value, path, dynamic, out):
-    """The guard of one argument, flattened into `out` as (path, kind, details)."""
+def _spec(value, path, dynamic, out, concrete):
+    """The guard of one argument, flattened into `out` as (path, kind, details); its tensors'
+    actual sizes and its ints' values into `concrete` (a dynamic graph's CUDA graphs are per
+    sizes and ints, as cudagraph trees record them)."""
     if isinstance(value, _syntorch.Tensor):
-        sizes = tuple(None if (path, d) in dynamic else s for d, s in enumerate(value.shape))
+        shape = tuple(value.shape)
+        concrete.append(shape)
+        sizes = tuple(None if (path, d) in dynamic else s for d, s in enumerate(shape))
         out.append((path, "tensor", str(value.dtype), str(value.device), value.requires_grad, sizes))
     elif isinstance(value, (list, tuple)):
         out.append((path, type(value).__name__, len(value)))
         for i, v in enumerate(value):
-            _spec(v, path + (i,), dynamic, out)
+            _spec(v, path + (i,), dynamic, out, concrete)
     elif isinstance(value, dict):
         out.append((path, "dict", tuple(value)))
         for k, v in value.items():
-            _spec(v, path + (k,), dynamic, out)
+            _spec(v, path + (k,), dynamic, out, concrete)
     elif isinstance(value, (bool, str, type(None), float)) or type(value).__name__ == "dtype":
         out.append((path, "const", repr(value)))
     elif isinstance(value, int):
+        concrete.append(value)
         out.append((path, "int", None if (path, None) in dynamic else value))
     else:
         out.append((path, "object", type(value).__qualname__))
@@ -141,16 +146,18 @@ class CompiledFunction:
 
     # --- guards ---
     def _key(self, args, kwargs, module):
+        """The call's guards, and its concrete sizes and ints (_spec), in one walk."""
         dynamic = self._dynamic_dims
         out = []
+        concrete = []
         if self._dynamic is True:
             dynamic = _AllDynamic()
-        _spec(args, ("args",), dynamic, out)
-        _spec(kwargs, ("kwargs",), dynamic, out)
+        _spec(args, ("args",), dynamic, out, concrete)
+        _spec(kwargs, ("kwargs",), dynamic, out, concrete)
         out.append(("grad_mode", _syntorch.is_grad_enabled()))
         if module is not None:
             out.append(("training", module.training))
-        return tuple(out)
+        return tuple(out), tuple(concrete)
 
     def _mark_dynamic(self, key):
         """After a miss: the sizes and ints that differ from a cached graph of the same structure
@@ -192,9 +199,8 @@ class CompiledFunction:
             # No generated code; a compiled function inside another's graph is inlined, and inside
             # a disabled function everything is eager.
             return fn(*args, **kwargs)
-        key = self._key(args, kwargs, module)
+        key, concrete = self._key(args, kwargs, module)
         entry = self._cache.get(key)
-        compiling = False
         if entry is None:
             if len(self._cache) >= config.cache_size_limit:
                 if not self._warned_limit:
@@ -204,7 +210,7 @@ class CompiledFunction:
                 _count("stats", "cache_limit_fallbacks")
                 return fn(*args, **kwargs)
             if self._cache and self._mark_dynamic(key):
-                key = self._key(args, kwargs, module)
+                key, _ = self._key(args, kwargs, module)
                 entry = self._cache.get(key)
         if entry is None:
             with _lock:
@@ -219,7 +225,7 @@ class CompiledFunction:
         serial = _syntorch._compile_rank_serial()
         compiling = serial not in entry.compiled_on
         entry.compiled_on.add(serial)
-        run = entry.runs.setdefault((serial, _concrete_sizes(args, kwargs)), [0, 0, 0])
+        run = entry.runs.setdefault((serial, concrete), [0, 0, 0])
         cuda_graph = "none"
         if self._cudagraphs() and not entry.breaks and run[0] > 0:
             cuda_graph = "replay" if run[1] else "record"
@@ -270,27 +276,6 @@ class CompiledFunction:
         self._cache.clear()
         self._dynamic_dims.clear()
         self._warned_limit = False
-
-
-def _concrete_sizes(args, kwargs):
-    """The tensors' actual sizes and the ints' values, in argument order (a dynamic graph's CUDA
-    graphs are per sizes and ints, as cudagraph trees record them)."""
-    out = []
-
-    def walk(v):
-        if isinstance(v, _syntorch.Tensor):
-            out.append(tuple(v.shape))
-        elif isinstance(v, int):
-            out.append(v)
-        elif isinstance(v, (list, tuple)):
-            for x in v:
-                walk(x)
-        elif isinstance(v, dict):
-            for x in v.values():
-                walk(x)
-    walk(args)
-    walk(kwargs)
-    return tuple(out)
 
 
 class _AllDynamic:
